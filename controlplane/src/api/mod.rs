@@ -1,0 +1,267 @@
+//! The REST API (spec "Endpoints"): everything under `/api/v1`, every answer in the JSON
+//! envelope (including 401, 404 for unknown paths, 405, 413, malformed JSON and panics),
+//! one router per resource, one [`AppState`], one error type ([`error::ApiError`]).
+//! Public routes (login/session, `/status`, the OpenAPI document and later the two PXE
+//! runtime routes) sit outside the session layer; everything else is inside it.
+
+pub mod auth;
+pub mod dns;
+pub mod error;
+pub mod extract;
+pub mod system;
+
+use std::{sync::Arc, time::Instant};
+
+use axum::{
+    extract::{MatchedPath, Request},
+    http::StatusCode,
+    middleware,
+    response::{IntoResponse, Response},
+    Router,
+};
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use tower_http::{
+    catch_panic::CatchPanicLayer, limit::RequestBodyLimitLayer, timeout::TimeoutLayer,
+    trace::TraceLayer,
+};
+use utoipa::{OpenApi, ToSchema};
+
+use self::error::ApiError;
+use crate::{
+    config::Config,
+    dns::service::DnsService,
+    store::{Entity, Store, Table},
+};
+
+/// An audit-log entry: who changed what.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct AuditEntry {
+    /// Id (increasing).
+    pub id: u64,
+    /// `CREATE`, `UPDATE` or `DELETE`.
+    pub action: String,
+    /// Resource kind, e.g. `dns_record`.
+    pub resource: String,
+    /// Resource id (0 for singletons such as settings).
+    pub resource_id: u64,
+    /// Short description of the change.
+    pub detail: String,
+    /// When, RFC 3339.
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub timestamp: OffsetDateTime,
+}
+
+impl Entity for AuditEntry {
+    const TREE: &'static str = "audit_log";
+    fn id(&self) -> u64 {
+        self.id
+    }
+    fn set_id(&mut self, id: u64) {
+        self.id = id;
+    }
+}
+
+/// Shared state of every handler. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    /// Validated configuration.
+    pub config: Arc<Config>,
+    /// The store.
+    pub store: Store,
+    /// The DNS service.
+    pub dns: Arc<DnsService>,
+    /// Users and sessions.
+    pub auth: Arc<auth::Auth>,
+    /// Audit log table.
+    pub audit: Table<AuditEntry>,
+    /// Process start.
+    pub started: Instant,
+}
+
+impl AppState {
+    /// Builds the state; creates the initial admin user on first start.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn new(
+        config: Arc<Config>,
+        store: Store,
+        dns: Arc<DnsService>,
+    ) -> anyhow::Result<Self> {
+        let auth = auth::Auth::open(
+            &store,
+            &config.data_dir,
+            std::time::Duration::from_secs(config.api.session_ttl_secs),
+        )
+        .await?;
+        Ok(Self {
+            audit: store.table()?,
+            config,
+            store,
+            dns,
+            auth: Arc::new(auth),
+            started: Instant::now(),
+        })
+    }
+
+    /// Appends an audit entry; failures are logged, never fatal.
+    pub async fn audit(&self, action: &str, resource: &str, resource_id: u64, detail: &str) {
+        let e = AuditEntry {
+            id: 0,
+            action: action.into(),
+            resource: resource.into(),
+            resource_id,
+            detail: detail.into(),
+            timestamp: OffsetDateTime::now_utc(),
+        };
+        if let Err(e) = self.audit.insert(e).await {
+            tracing::error!("writing the audit log failed: {e}");
+        }
+    }
+}
+
+/// The OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Bootlane API",
+        version = "1",
+        description = "Network boot (PXE) server with a built-in DNS server. Every answer is {success, data} or {success: false, error}."
+    ),
+    paths(
+        auth::login,
+        auth::logout,
+        auth::session,
+        dns::list,
+        dns::create,
+        dns::get_one,
+        dns::update,
+        dns::delete,
+        dns::get_settings,
+        dns::put_settings,
+        system::version,
+        system::version_check,
+        system::status,
+        system::metrics,
+        system::audit_logs,
+    ),
+    components(schemas(
+        crate::dns::records::DnsRecord,
+        crate::dns::records::RecordInput,
+        crate::dns::records::RecordKind,
+        crate::dns::service::DnsSettings,
+        crate::dns::service::DnsSettingsPatch,
+        dns::RecordList,
+        dns::DnsServiceView,
+        crate::dataplane::XdpStatus,
+        crate::dataplane::XdpInterface,
+        crate::dataplane::XdpCounters,
+        crate::dns::handler::DnsMetricsSnapshot,
+        auth::LoginRequest,
+        auth::LoginResponse,
+        auth::SessionInfo,
+        system::VersionInfo,
+        system::UpdateCheck,
+        system::Status,
+        AuditEntry,
+    ))
+)]
+pub struct ApiDoc;
+
+async fn fallback(req: Request) -> ApiError {
+    ApiError::NotFound(format!(
+        "no endpoint {} {}; see GET /api/v1/openapi.json for the list",
+        req.method(),
+        req.uri().path()
+    ))
+}
+
+/// Rewrites axum's bare 405 into the envelope.
+async fn envelope_405(req: Request, next: middleware::Next) -> Response {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let resp = next.run(req).await;
+    if resp.status() == StatusCode::METHOD_NOT_ALLOWED
+        && resp
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .is_none()
+    {
+        let allow = resp.headers().get(axum::http::header::ALLOW).cloned();
+        let mut r = ApiError::MethodNotAllowed(format!(
+            "{method} is not allowed on {path}; allowed: {}",
+            allow.as_ref().and_then(|a| a.to_str().ok()).unwrap_or("-")
+        ))
+        .into_response();
+        if let Some(a) = allow {
+            r.headers_mut().insert(axum::http::header::ALLOW, a);
+        }
+        return r;
+    }
+    if resp.status() == StatusCode::PAYLOAD_TOO_LARGE
+        && resp
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .is_none_or(|c| c != "application/json")
+    {
+        return ApiError::PayloadTooLarge(
+            "the request body is larger than [api] max_body_bytes".into(),
+        )
+        .into_response();
+    }
+    if resp.status() == StatusCode::REQUEST_TIMEOUT
+        && resp
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .is_none()
+    {
+        return (StatusCode::REQUEST_TIMEOUT, axum::Json(serde_json::json!({"success": false, "error": "the request took too long and was cancelled"}))).into_response();
+    }
+    resp
+}
+
+fn panic_envelope(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    tracing::error!("a request handler panicked");
+    ApiError::Internal(anyhow::anyhow!("handler panicked")).into_response()
+}
+
+/// The whole application: `/api/v1/...` plus the envelope-producing fallbacks and layers.
+pub fn router(state: AppState) -> Router {
+    let protected = Router::new()
+        .merge(dns::router())
+        .merge(system::router())
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_session,
+        ));
+    let public = Router::new()
+        .merge(auth::router())
+        .merge(system::public_router());
+    let api = Router::new()
+        .merge(public)
+        .merge(protected)
+        .fallback(fallback);
+    let timeout = std::time::Duration::from_secs(state.config.api.request_timeout_secs);
+    let max_body = state.config.api.max_body_bytes;
+    Router::new()
+        .nest("/api/v1", api)
+        .fallback(fallback)
+        .with_state(state)
+        .layer(middleware::from_fn(envelope_405))
+        .layer(RequestBodyLimitLayer::new(max_body))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            timeout,
+        ))
+        .layer(CatchPanicLayer::custom(panic_envelope))
+        .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
+            let path = req
+                .extensions()
+                .get::<MatchedPath>()
+                .map(MatchedPath::as_str)
+                .unwrap_or("-");
+            tracing::debug_span!("http", method = %req.method(), path)
+        }))
+}

@@ -1,0 +1,148 @@
+//! The XDP data plane as seen by the rest of the control plane: the narrow [`DnsTable`]
+//! trait through which the DNS service projects its zone into the BPF maps, and its
+//! status. The aya-backed implementation (loading, attaching, map sync) lives in
+//! [`xdp`](crate::dataplane::xdp) when built; [`NoDataplane`] is used when XDP is off or
+//! cannot attach, and [`FakeTable`] in tests.
+
+use std::{net::IpAddr, sync::Mutex};
+
+use bootlane_common::dns::{DnsAnswer, DnsConfig, DnsKey};
+use ipnet::IpNet;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// Everything the XDP program needs, computed from the zone and settings.
+#[derive(Debug, Clone, Default)]
+pub struct Projection {
+    /// `(scope, qname, qtype)` → RRset entries ([`crate::dns::zone::Zone::projection`]).
+    pub entries: Vec<(DnsKey, DnsAnswer)>,
+    /// Scope prefixes and ids for the LPM trie.
+    pub scopes: Vec<(IpNet, u32)>,
+    /// Addresses the fast path answers on (the DNS server's listen addresses, expanded).
+    pub server_addrs: Vec<IpAddr>,
+    /// Answer-building parameters.
+    pub config: DnsConfig,
+}
+
+/// Errors from the data plane.
+#[derive(Debug, thiserror::Error)]
+pub enum DataplaneError {
+    /// A map operation failed.
+    #[error("BPF map update failed: {0}")]
+    Map(String),
+}
+
+/// Status of the fast path for `GET /services/dns` and `/metrics`.
+#[derive(Debug, Clone, Serialize, ToSchema, Default)]
+pub struct XdpStatus {
+    /// Configured mode (`auto`, `native`, `generic`, `off`).
+    pub mode: String,
+    /// True when the program is attached to at least one interface.
+    pub active: bool,
+    /// Why the fast path is not active (or partly active), if so.
+    pub reason: Option<String>,
+    /// Interfaces and the mode each one is attached in.
+    pub interfaces: Vec<XdpInterface>,
+    /// Entries currently in the answer map.
+    pub map_entries: usize,
+    /// Capacity of the answer map.
+    pub map_capacity: u32,
+    /// Counters summed over CPUs.
+    pub counters: XdpCounters,
+}
+
+/// One attached interface.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct XdpInterface {
+    /// Interface name.
+    pub name: String,
+    /// `native` or `generic`.
+    pub attach_mode: String,
+}
+
+/// XDP counters (packets), summed over CPUs.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema, Default)]
+pub struct XdpCounters {
+    /// Answered in the kernel (`XDP_TX`).
+    pub answered: u64,
+    /// Passed: not a DNS query for us.
+    pub pass_not_dns: u64,
+    /// Passed: no map entry.
+    pub pass_miss: u64,
+    /// Passed: query shape not handled by the fast path.
+    pub pass_unsupported: u64,
+    /// Passed: qname too long.
+    pub pass_too_long: u64,
+    /// Passed: malformed.
+    pub pass_malformed: u64,
+}
+
+/// The control plane's handle on the fast path's maps.
+pub trait DnsTable: Send + Sync {
+    /// Makes the maps equal to `p`: upserts changed entries, deletes stale ones.
+    ///
+    /// # Errors
+    /// [`DataplaneError`] when a map update fails (the map may then be partly updated;
+    /// the next apply repairs it).
+    fn apply(&self, p: &Projection) -> Result<(), DataplaneError>;
+    /// Current status and counters.
+    fn status(&self) -> XdpStatus;
+}
+
+/// No fast path (XDP off or not attachable); `reason` says why.
+pub struct NoDataplane {
+    /// Configured mode.
+    pub mode: String,
+    /// Why there is no fast path.
+    pub reason: String,
+}
+
+impl DnsTable for NoDataplane {
+    fn apply(&self, _p: &Projection) -> Result<(), DataplaneError> {
+        Ok(())
+    }
+    fn status(&self) -> XdpStatus {
+        XdpStatus {
+            mode: self.mode.clone(),
+            active: false,
+            reason: Some(self.reason.clone()),
+            ..Default::default()
+        }
+    }
+}
+
+/// In-memory table for tests: keeps the last projection.
+#[derive(Default)]
+pub struct FakeTable {
+    /// The last applied projection.
+    pub last: Mutex<Projection>,
+}
+
+impl DnsTable for FakeTable {
+    fn apply(&self, p: &Projection) -> Result<(), DataplaneError> {
+        *self.last.lock().expect("fake table lock") = p.clone();
+        Ok(())
+    }
+    fn status(&self) -> XdpStatus {
+        let n = self.last.lock().expect("fake table lock").entries.len();
+        XdpStatus {
+            mode: "fake".into(),
+            active: false,
+            map_entries: n,
+            ..Default::default()
+        }
+    }
+}
+
+/// Loads and attaches the XDP program as `[dns.xdp]` says, or explains why not.
+/// Never fails: without a fast path the DNS server answers everything from userspace.
+pub fn load(config: &crate::config::Config) -> std::sync::Arc<dyn DnsTable> {
+    let mode = format!("{:?}", config.dns.xdp.mode).to_lowercase();
+    let reason = if config.dns.xdp.mode == crate::config::XdpMode::Off {
+        "XDP is off ([dns.xdp] mode = \"off\"); answering from userspace".to_string()
+    } else {
+        "this build has no XDP program; answering from userspace".to_string()
+    };
+    tracing::warn!("{reason}");
+    std::sync::Arc::new(NoDataplane { mode, reason })
+}

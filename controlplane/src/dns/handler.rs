@@ -1,0 +1,359 @@
+//! Request → response logic of the userspace DNS server, independent of sockets: a
+//! query's bytes and the client address go in, bytes to send (or a forwarding job, or
+//! nothing) come out. Wire format by hickory-proto.
+//!
+//! Rules (issue 2, "The DNS server"): responses to responses and runts are dropped
+//! (RFC 1035 §4.1.1); undecodable queries or QDCOUNT != 1 get FORMERR; opcodes other than
+//! QUERY get NOTIMP; EDNS versions above 0 get BADVERS (RFC 6891 §6.1.3); local data is
+//! answered authoritatively (AA, RD copied, RA when forwarding is configured, no AD/CD);
+//! EDNS answers carry an OPT with [`EDNS_UDP_SIZE`] and the DO bit copied (RFC 3225 §3);
+//! answers larger than the client's limit (512, or its EDNS size; 65535 on TCP) are sent
+//! with TC and no records (RFC 2181 §9); non-local names go upstream, or get REFUSED when
+//! no upstream is configured. The XDP program builds exactly the same bytes for the
+//! A/AAAA answers it gives (see `common::dns`).
+
+use std::{
+    net::{IpAddr, SocketAddr},
+    sync::{
+        atomic::{AtomicU64, Ordering::Relaxed},
+        Arc, RwLock,
+    },
+};
+
+use hickory_proto::{
+    op::{Edns, Message, MessageType, OpCode, Query, ResponseCode},
+    rr::{DNSClass, Name, RecordType},
+};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::{
+    upstream,
+    zone::{Lookup, Zone},
+};
+
+/// UDP payload size advertised in our OPT records (RFC 6891 §6.2.5; the DNS flag day 2020
+/// value that avoids IP fragmentation).
+pub const EDNS_UDP_SIZE: u16 = 1232;
+
+/// Transport a query arrived on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// UDP: answers are limited to the client's UDP size.
+    Udp,
+    /// TCP (RFC 7766): answers up to 65535 bytes.
+    Tcp,
+}
+
+/// Counters of the userspace DNS server (monotonic).
+#[derive(Debug, Default)]
+pub struct DnsMetrics {
+    /// Queries received over UDP.
+    pub queries_udp: AtomicU64,
+    /// Queries received over TCP.
+    pub queries_tcp: AtomicU64,
+    /// Answered from local data (including NODATA/NXDOMAIN).
+    pub local: AtomicU64,
+    /// Forwarded upstream.
+    pub forwarded: AtomicU64,
+    /// NXDOMAIN answers.
+    pub nxdomain: AtomicU64,
+    /// REFUSED answers.
+    pub refused: AtomicU64,
+    /// SERVFAIL answers (every upstream failed).
+    pub servfail: AtomicU64,
+    /// FORMERR, NOTIMP and BADVERS answers.
+    pub errors: AtomicU64,
+    /// Packets dropped without an answer.
+    pub dropped: AtomicU64,
+    /// Answers sent truncated (TC).
+    pub truncated: AtomicU64,
+}
+
+/// A snapshot of [`DnsMetrics`] for the API.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema, Default)]
+pub struct DnsMetricsSnapshot {
+    /// Queries received over UDP.
+    pub queries_udp: u64,
+    /// Queries received over TCP.
+    pub queries_tcp: u64,
+    /// Answered from local data.
+    pub local: u64,
+    /// Forwarded upstream.
+    pub forwarded: u64,
+    /// NXDOMAIN answers.
+    pub nxdomain: u64,
+    /// REFUSED answers.
+    pub refused: u64,
+    /// SERVFAIL answers.
+    pub servfail: u64,
+    /// FORMERR/NOTIMP/BADVERS answers.
+    pub errors: u64,
+    /// Dropped packets.
+    pub dropped: u64,
+    /// Truncated answers.
+    pub truncated: u64,
+}
+
+impl DnsMetrics {
+    /// Reads every counter.
+    pub fn snapshot(&self) -> DnsMetricsSnapshot {
+        DnsMetricsSnapshot {
+            queries_udp: self.queries_udp.load(Relaxed),
+            queries_tcp: self.queries_tcp.load(Relaxed),
+            local: self.local.load(Relaxed),
+            forwarded: self.forwarded.load(Relaxed),
+            nxdomain: self.nxdomain.load(Relaxed),
+            refused: self.refused.load(Relaxed),
+            servfail: self.servfail.load(Relaxed),
+            errors: self.errors.load(Relaxed),
+            dropped: self.dropped.load(Relaxed),
+            truncated: self.truncated.load(Relaxed),
+        }
+    }
+}
+
+/// What to do with a query.
+pub enum Outcome {
+    /// Send these bytes back.
+    Reply(Vec<u8>),
+    /// Resolve upstream first ([`DnsHandler::complete`]).
+    Forward(Box<ForwardJob>),
+    /// Send nothing.
+    Drop,
+}
+
+/// A query that needs the upstreams.
+pub struct ForwardJob {
+    raw: Vec<u8>,
+    req: Message,
+    upstreams: Arc<Vec<SocketAddr>>,
+    limit: usize,
+    /// Local CNAME answers whose target must be resolved upstream (then `raw` is unused).
+    chase: Option<(Message, Name)>,
+}
+
+/// State shared by every transport task: the current zone, upstreams and counters.
+#[derive(Default)]
+pub struct Shared {
+    /// Current zone snapshot.
+    pub zone: RwLock<Option<Arc<Zone>>>,
+    /// Current upstream list.
+    pub upstreams: RwLock<Arc<Vec<SocketAddr>>>,
+    /// Counters.
+    pub metrics: DnsMetrics,
+}
+
+/// The request handler. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct DnsHandler {
+    /// Shared state.
+    pub shared: Arc<Shared>,
+}
+
+fn formerr_from_header(bytes: &[u8], rcode: u8) -> Vec<u8> {
+    // Header only: ID, QR=1, the query's opcode and RD, the given RCODE, all counts 0.
+    let mut h = vec![0u8; 12];
+    h[..2].copy_from_slice(&bytes[..2]);
+    h[2] = 0x80 | (bytes[2] & 0x79);
+    h[3] = rcode & 0x0f;
+    h
+}
+
+impl DnsHandler {
+    /// Replaces the zone snapshot.
+    pub fn set_zone(&self, zone: Arc<Zone>) {
+        *self.shared.zone.write().expect("zone lock") = Some(zone);
+    }
+
+    /// Replaces the upstream list.
+    pub fn set_upstreams(&self, ups: Vec<SocketAddr>) {
+        *self.shared.upstreams.write().expect("upstream lock") = Arc::new(ups);
+    }
+
+    /// The current zone, if built.
+    pub fn zone(&self) -> Option<Arc<Zone>> {
+        self.shared.zone.read().expect("zone lock").clone()
+    }
+
+    /// Handles one query from `client` received over `transport`.
+    pub fn handle(&self, bytes: &[u8], client: IpAddr, transport: Transport) -> Outcome {
+        let m = &self.shared.metrics;
+        match transport {
+            Transport::Udp => m.queries_udp.fetch_add(1, Relaxed),
+            Transport::Tcp => m.queries_tcp.fetch_add(1, Relaxed),
+        };
+        if bytes.len() < 12 || bytes[2] & 0x80 != 0 {
+            m.dropped.fetch_add(1, Relaxed);
+            return Outcome::Drop;
+        }
+        let req = match Message::from_vec(bytes) {
+            Ok(r) => r,
+            Err(_) => {
+                m.errors.fetch_add(1, Relaxed);
+                return Outcome::Reply(formerr_from_header(bytes, 1));
+            }
+        };
+        let limit = match transport {
+            Transport::Tcp => 65535,
+            Transport::Udp => req
+                .edns
+                .as_ref()
+                .map_or(512, |e| e.max_payload().max(512) as usize),
+        };
+        let mut resp = self.response_for(&req);
+        if req.op_code != OpCode::Query {
+            m.errors.fetch_add(1, Relaxed);
+            resp.metadata.response_code = ResponseCode::NotImp;
+            return Outcome::Reply(encode(&mut resp, limit, m));
+        }
+        if req.queries.len() != 1 {
+            m.errors.fetch_add(1, Relaxed);
+            resp.queries.clear();
+            resp.metadata.response_code = ResponseCode::FormErr;
+            return Outcome::Reply(encode(&mut resp, limit, m));
+        }
+        if req.edns.as_ref().is_some_and(|e| e.version() > 0) {
+            m.errors.fetch_add(1, Relaxed);
+            resp.metadata.response_code = ResponseCode::BADVERS;
+            return Outcome::Reply(encode(&mut resp, limit, m));
+        }
+        let q = &req.queries[0];
+        let Some(zone) = self.zone() else {
+            resp.metadata.response_code = ResponseCode::ServFail;
+            return Outcome::Reply(encode(&mut resp, limit, m));
+        };
+        resp.metadata.recursion_available = zone.recursion_available();
+        let lookup = if q.query_class() == DNSClass::IN {
+            zone.lookup(q.name(), q.query_type(), zone.scope_of(Some(client)))
+        } else {
+            Lookup::NotLocal
+        };
+        match lookup {
+            Lookup::Answer { answers, chase } => {
+                m.local.fetch_add(1, Relaxed);
+                resp.metadata.authoritative = true;
+                resp.answers = answers;
+                if let Some(target) = chase {
+                    let ups = self.shared.upstreams.read().expect("upstream lock").clone();
+                    if !ups.is_empty() && q.query_type() != RecordType::CNAME {
+                        return Outcome::Forward(Box::new(ForwardJob {
+                            raw: Vec::new(),
+                            req,
+                            upstreams: ups,
+                            limit,
+                            chase: Some((resp, target)),
+                        }));
+                    }
+                }
+                Outcome::Reply(encode(&mut resp, limit, m))
+            }
+            Lookup::NoData { soa } => {
+                m.local.fetch_add(1, Relaxed);
+                resp.metadata.authoritative = true;
+                resp.authorities.extend(soa.map(|mut s| {
+                    s.ttl = super::zone::NEGATIVE_TTL;
+                    s
+                }));
+                Outcome::Reply(encode(&mut resp, limit, m))
+            }
+            Lookup::NxDomain { mut soa } => {
+                m.local.fetch_add(1, Relaxed);
+                m.nxdomain.fetch_add(1, Relaxed);
+                resp.metadata.authoritative = true;
+                resp.metadata.response_code = ResponseCode::NXDomain;
+                soa.ttl = super::zone::NEGATIVE_TTL;
+                resp.authorities.push(soa);
+                Outcome::Reply(encode(&mut resp, limit, m))
+            }
+            Lookup::NotLocal => {
+                let ups = self.shared.upstreams.read().expect("upstream lock").clone();
+                if ups.is_empty() {
+                    m.refused.fetch_add(1, Relaxed);
+                    resp.metadata.response_code = ResponseCode::Refused;
+                    return Outcome::Reply(encode(&mut resp, limit, m));
+                }
+                Outcome::Forward(Box::new(ForwardJob {
+                    raw: bytes.to_vec(),
+                    req,
+                    upstreams: ups,
+                    limit,
+                    chase: None,
+                }))
+            }
+        }
+    }
+
+    /// Completes a forwarding job: asks the upstreams and returns the bytes to send
+    /// (SERVFAIL when every upstream failed).
+    pub async fn complete(&self, job: Box<ForwardJob>) -> Option<Vec<u8>> {
+        let m = &self.shared.metrics;
+        m.forwarded.fetch_add(1, Relaxed);
+        if let Some((mut resp, target)) = job.chase {
+            let qtype = job.req.queries[0].query_type();
+            let mut q = Message::query();
+            q.metadata.recursion_desired = true;
+            q.add_query(Query::query(target, qtype));
+            if let Ok(bytes) = q.to_vec() {
+                if let Some(ans) = upstream::forward(&bytes, &job.upstreams)
+                    .await
+                    .and_then(|r| Message::from_vec(&r).ok())
+                {
+                    resp.answers.extend(ans.answers);
+                }
+            }
+            return Some(encode(&mut resp, job.limit, m));
+        }
+        match upstream::forward(&job.raw, &job.upstreams).await {
+            Some(r) if r.len() <= job.limit => Some(r),
+            Some(r) => match Message::from_vec(&r) {
+                Ok(mut msg) => Some(encode(&mut msg, job.limit, m)),
+                Err(_) => None,
+            },
+            None => {
+                m.servfail.fetch_add(1, Relaxed);
+                let mut resp = self.response_for(&job.req);
+                resp.metadata.recursion_available = true;
+                resp.metadata.response_code = ResponseCode::ServFail;
+                Some(encode(&mut resp, job.limit, m))
+            }
+        }
+    }
+
+    fn response_for(&self, req: &Message) -> Message {
+        let mut resp = Message::new(req.id, MessageType::Response, req.op_code);
+        resp.metadata.recursion_desired = req.recursion_desired;
+        resp.queries = req.queries.clone();
+        if let Some(e) = &req.edns {
+            let mut ours = Edns::new();
+            ours.set_max_payload(EDNS_UDP_SIZE);
+            ours.set_version(0);
+            ours.set_dnssec_ok(e.flags().dnssec_ok);
+            resp.set_edns(ours);
+        }
+        resp
+    }
+}
+
+/// Encodes `msg`; when it exceeds `limit` bytes, sends it with TC and no records.
+fn encode(msg: &mut Message, limit: usize, m: &DnsMetrics) -> Vec<u8> {
+    match msg.to_vec() {
+        Ok(b) if b.len() <= limit => b,
+        Ok(_) => {
+            m.truncated.fetch_add(1, Relaxed);
+            msg.metadata.truncation = true;
+            msg.answers.clear();
+            msg.authorities.clear();
+            msg.additionals.clear();
+            msg.to_vec().unwrap_or_default()
+        }
+        Err(e) => {
+            tracing::warn!("cannot encode DNS answer: {e}");
+            msg.answers.clear();
+            msg.authorities.clear();
+            msg.additionals.clear();
+            msg.metadata.response_code = ResponseCode::ServFail;
+            msg.to_vec().unwrap_or_default()
+        }
+    }
+}

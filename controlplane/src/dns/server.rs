@@ -1,0 +1,184 @@
+//! DNS transport: binds UDP and TCP sockets for a listen list and port, and runs the
+//! receive loops that feed [`DnsHandler`]. Several UDP sockets per address share the
+//! port through `SO_REUSEPORT` (one receive loop per core); TCP follows RFC 7766
+//! (length-prefixed messages, several per connection, idle timeout). Sockets are bound by
+//! [`bind`] before anything is torn down, so a live rebind that fails leaves the old
+//! sockets serving. Every task stops when its cancellation token fires.
+
+use std::{
+    io,
+    net::{IpAddr, SocketAddr},
+    sync::Arc,
+    time::Duration,
+};
+
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::{TcpListener, TcpStream, UdpSocket},
+    sync::Semaphore,
+};
+use tokio_util::sync::CancellationToken;
+
+use super::handler::{DnsHandler, Outcome, Transport};
+
+/// Idle timeout of a TCP connection (RFC 7766 §6.2.3 recommends seconds, not minutes).
+pub const TCP_IDLE: Duration = Duration::from_secs(10);
+/// Most concurrent TCP connections.
+pub const MAX_TCP_CONNS: usize = 512;
+
+/// Sockets bound for one (listen list, port) setting.
+pub struct Bound {
+    udp: Vec<std::net::UdpSocket>,
+    tcp: Vec<std::net::TcpListener>,
+    /// The addresses actually bound (with the real port when 0 was asked).
+    pub addrs: Vec<SocketAddr>,
+}
+
+fn socket(addr: SocketAddr, ty: Type, proto: Protocol) -> io::Result<Socket> {
+    let s = Socket::new(Domain::for_address(addr), ty, Some(proto))?;
+    if addr.is_ipv6() {
+        // Bind IPv6 separately from IPv4 so "0.0.0.0" and "::" can both be listed.
+        s.set_only_v6(true)?;
+    }
+    s.set_reuse_address(true)?;
+    s.set_reuse_port(true)?;
+    s.set_nonblocking(true)?;
+    s.bind(&addr.into())?;
+    Ok(s)
+}
+
+/// Binds UDP (`workers` sockets per address) and TCP on every address of `listen` at
+/// `port`. Port 0 picks one free port, shared by all addresses.
+///
+/// # Errors
+/// The first bind error, with the address in the message (e.g. port already in use).
+pub fn bind(listen: &[IpAddr], port: u16, workers: usize) -> io::Result<Bound> {
+    let mut port = port;
+    let mut out = Bound {
+        udp: Vec::new(),
+        tcp: Vec::new(),
+        addrs: Vec::new(),
+    };
+    let ctx = |addr: SocketAddr, e: io::Error| {
+        io::Error::new(e.kind(), format!("cannot bind DNS socket {addr}: {e}"))
+    };
+    for ip in listen {
+        let addr = SocketAddr::new(*ip, port);
+        let first = socket(addr, Type::DGRAM, Protocol::UDP).map_err(|e| ctx(addr, e))?;
+        let local = first.local_addr()?.as_socket().unwrap_or(addr);
+        port = local.port();
+        let addr = SocketAddr::new(*ip, port);
+        out.udp.push(first.into());
+        for _ in 1..workers.max(1) {
+            out.udp.push(
+                socket(addr, Type::DGRAM, Protocol::UDP)
+                    .map_err(|e| ctx(addr, e))?
+                    .into(),
+            );
+        }
+        let t = socket(addr, Type::STREAM, Protocol::TCP).map_err(|e| ctx(addr, e))?;
+        t.listen(1024)?;
+        out.tcp.push(t.into());
+        out.addrs.push(addr);
+    }
+    Ok(out)
+}
+
+/// Starts the receive loops for `bound` on the current tokio runtime.
+///
+/// # Errors
+/// When a socket cannot be registered with tokio.
+pub fn spawn(bound: Bound, handler: DnsHandler, token: CancellationToken) -> io::Result<()> {
+    for s in bound.udp {
+        let sock = Arc::new(UdpSocket::from_std(s)?);
+        tokio::spawn(udp_loop(sock, handler.clone(), token.clone()));
+    }
+    let conns = Arc::new(Semaphore::new(MAX_TCP_CONNS));
+    for l in bound.tcp {
+        let l = TcpListener::from_std(l)?;
+        tokio::spawn(tcp_accept(l, handler.clone(), token.clone(), conns.clone()));
+    }
+    Ok(())
+}
+
+async fn udp_loop(sock: Arc<UdpSocket>, handler: DnsHandler, token: CancellationToken) {
+    let mut buf = vec![0u8; 65535];
+    loop {
+        let (n, peer) = tokio::select! {
+            _ = token.cancelled() => return,
+            r = sock.recv_from(&mut buf) => match r {
+                Ok(r) => r,
+                Err(e) => { tracing::debug!("DNS UDP receive error: {e}"); continue; }
+            },
+        };
+        match handler.handle(&buf[..n], peer.ip(), Transport::Udp) {
+            Outcome::Reply(out) => {
+                let _ = sock.send_to(&out, peer).await;
+            }
+            Outcome::Forward(job) => {
+                let (h, s) = (handler.clone(), sock.clone());
+                tokio::spawn(async move {
+                    if let Some(out) = h.complete(job).await {
+                        let _ = s.send_to(&out, peer).await;
+                    }
+                });
+            }
+            Outcome::Drop => {}
+        }
+    }
+}
+
+async fn tcp_accept(
+    l: TcpListener,
+    handler: DnsHandler,
+    token: CancellationToken,
+    conns: Arc<Semaphore>,
+) {
+    loop {
+        let (stream, peer) = tokio::select! {
+            _ = token.cancelled() => return,
+            r = l.accept() => match r { Ok(r) => r, Err(_) => continue },
+        };
+        let Ok(permit) = conns.clone().try_acquire_owned() else {
+            continue;
+        };
+        let (h, t) = (handler.clone(), token.clone());
+        tokio::spawn(async move {
+            let _permit = permit;
+            tokio::select! {
+                _ = t.cancelled() => {}
+                _ = tcp_conn(stream, peer.ip(), h) => {}
+            }
+        });
+    }
+}
+
+async fn tcp_conn(mut s: TcpStream, peer: IpAddr, handler: DnsHandler) {
+    loop {
+        let len = match tokio::time::timeout(TCP_IDLE, s.read_u16()).await {
+            Ok(Ok(l)) => l as usize,
+            _ => return,
+        };
+        let mut buf = vec![0u8; len];
+        if tokio::time::timeout(TCP_IDLE, s.read_exact(&mut buf))
+            .await
+            .map_or(true, |r| r.is_err())
+        {
+            return;
+        }
+        let out = match handler.handle(&buf, peer, Transport::Tcp) {
+            Outcome::Reply(o) => o,
+            Outcome::Forward(job) => match handler.complete(job).await {
+                Some(o) => o,
+                None => continue,
+            },
+            Outcome::Drop => continue,
+        };
+        let mut framed = (out.len() as u16).to_be_bytes().to_vec();
+        framed.extend_from_slice(&out);
+        if s.write_all(&framed).await.is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,572 @@
+//! The DNS service: owns the DNS settings and the record table, keeps the zone snapshot,
+//! the sockets and the XDP projection in step with them. This is the single write path
+//! of issue 2/3: API handler → store (flushed) → zone rebuild → BPF map update, all
+//! before the API answers, serialised by one async mutex so concurrent writes cannot
+//! interleave their projections. Global state: the running sockets' cancellation token.
+
+use std::{
+    net::{IpAddr, SocketAddr},
+    sync::{
+        atomic::{AtomicU32, Ordering},
+        Arc, Mutex,
+    },
+    time::Duration,
+};
+
+use bootlane_common::dns::{DnsConfig as XdpDnsConfig, CFG_FLAG_RA};
+use hickory_proto::rr::Name;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use tokio_util::sync::CancellationToken;
+use utoipa::ToSchema;
+
+use super::{
+    handler::{DnsHandler, EDNS_UDP_SIZE},
+    names,
+    records::{self, DnsRecord, RecordInput, RecordKind},
+    server,
+    upstream::parse_upstreams,
+    zone::{Zone, ZoneInput},
+};
+use crate::{
+    config::Config,
+    dataplane::{DnsTable, Projection},
+    net::{interface_addrs, IfAddr},
+    store::{Kv, Store, StoreError, Table},
+};
+
+/// Stored DNS settings (spec "DNS settings"; issue 2 "DNS settings API").
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
+pub struct DnsSettings {
+    /// Whether the DNS server runs.
+    pub enabled: bool,
+    /// UDP and TCP port, 1-65535.
+    pub port: u16,
+    /// Listen addresses.
+    #[schema(value_type = Vec<String>)]
+    pub listen: Vec<IpAddr>,
+    /// Local domain (without trailing dot).
+    pub local_domain: String,
+    /// Upstream servers, `host:port` entries separated by commas or whitespace; empty: no forwarding.
+    pub upstream: String,
+}
+
+/// Body of `PUT /services/dns`: any subset of the settings.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DnsSettingsPatch {
+    /// Run the DNS server.
+    pub enabled: Option<bool>,
+    /// Port 1-65535.
+    pub port: Option<u32>,
+    /// Listen addresses (IPv4/IPv6 literals).
+    pub listen: Option<Vec<String>>,
+    /// Local domain.
+    pub local_domain: Option<String>,
+    /// Upstream list.
+    pub upstream: Option<String>,
+    /// Read-only fields of the GET answer, accepted and ignored so it can be PUT back.
+    pub xdp: Option<serde_json::Value>,
+    /// Read-only, ignored.
+    pub running: Option<serde_json::Value>,
+    /// Read-only, ignored.
+    pub bound: Option<serde_json::Value>,
+    /// Read-only, ignored.
+    pub metrics: Option<serde_json::Value>,
+}
+
+/// Errors of DNS service operations; the API maps each to a status.
+#[derive(Debug, thiserror::Error)]
+pub enum DnsError {
+    /// Bad input (400); the message says what to fix.
+    #[error("{0}")]
+    Invalid(String),
+    /// Conflicts with existing data (409).
+    #[error("{0}")]
+    Conflict(String),
+    /// No such record (404).
+    #[error("DNS record {0} does not exist")]
+    NotFound(u64),
+    /// The store failed (500).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+const SETTINGS_KEY: &str = "dns";
+
+/// The DNS service.
+pub struct DnsService {
+    records: Table<DnsRecord>,
+    kv: Kv,
+    handler: DnsHandler,
+    dataplane: Arc<dyn DnsTable>,
+    server_label: String,
+    settings: Mutex<DnsSettings>,
+    running: Mutex<Option<(CancellationToken, Vec<SocketAddr>)>>,
+    write_lock: tokio::sync::Mutex<()>,
+    ifaddrs: Mutex<Vec<IfAddr>>,
+    serial: AtomicU32,
+    root: CancellationToken,
+    workers: usize,
+}
+
+impl DnsService {
+    /// Loads (or seeds from `config`) the settings, creates the auto-records, builds the
+    /// zone, projects it into `dataplane` and, when enabled, binds the sockets.
+    ///
+    /// # Errors
+    /// Store errors, or a bind error (e.g. port in use) at start-up.
+    pub async fn start(
+        config: &Config,
+        store: &Store,
+        dataplane: Arc<dyn DnsTable>,
+        root: CancellationToken,
+    ) -> anyhow::Result<Arc<Self>> {
+        let kv = store.kv("settings")?;
+        let settings = match kv.get::<DnsSettings>(SETTINGS_KEY)? {
+            Some(s) => s,
+            None => {
+                let s = DnsSettings {
+                    enabled: config.dns.enabled,
+                    port: config.dns.port,
+                    listen: config.dns.listen.clone(),
+                    local_domain: config.local_domain(),
+                    upstream: config.dns.upstream.clone(),
+                };
+                kv.put(SETTINGS_KEY, &s).await?;
+                s
+            }
+        };
+        let svc = Arc::new(Self {
+            records: store.table()?,
+            kv,
+            handler: DnsHandler::default(),
+            dataplane,
+            server_label: config.server.name.to_ascii_lowercase(),
+            settings: Mutex::new(settings.clone()),
+            running: Mutex::new(None),
+            write_lock: tokio::sync::Mutex::new(()),
+            ifaddrs: Mutex::new(interface_addrs()),
+            serial: AtomicU32::new(OffsetDateTime::now_utc().unix_timestamp() as u32),
+            root,
+            workers: std::thread::available_parallelism()
+                .map_or(2, |n| n.get())
+                .min(8),
+        });
+        svc.handler
+            .set_upstreams(parse_upstreams(&settings.upstream).unwrap_or_default());
+        {
+            let _g = svc.write_lock.lock().await;
+            svc.ensure_auto_records().await?;
+            svc.rebuild()?;
+        }
+        if settings.enabled {
+            svc.rebind(&settings)?;
+        }
+        tokio::spawn(svc.clone().watch_interfaces());
+        Ok(svc)
+    }
+
+    /// The request handler (for tests and the XDP differential test).
+    pub fn handler(&self) -> &DnsHandler {
+        &self.handler
+    }
+
+    /// The data plane handle.
+    pub fn dataplane(&self) -> &Arc<dyn DnsTable> {
+        &self.dataplane
+    }
+
+    /// Current settings.
+    pub fn settings(&self) -> DnsSettings {
+        self.settings.lock().expect("settings lock").clone()
+    }
+
+    /// Addresses the server is listening on now (empty when stopped).
+    pub fn bound(&self) -> Vec<SocketAddr> {
+        self.running
+            .lock()
+            .expect("running lock")
+            .as_ref()
+            .map(|(_, a)| a.clone())
+            .unwrap_or_default()
+    }
+
+    /// The local domain as a [`Name`].
+    pub fn origin(&self) -> Name {
+        names::parse_domain(&self.settings().local_domain).unwrap_or_else(|_| Name::root())
+    }
+
+    fn rebind(&self, s: &DnsSettings) -> anyhow::Result<()> {
+        let mut running = self.running.lock().expect("running lock");
+        let new = if s.enabled {
+            let bound = server::bind(&s.listen, s.port, self.workers)?;
+            let addrs = bound.addrs.clone();
+            let token = self.root.child_token();
+            server::spawn(bound, self.handler.clone(), token.clone())?;
+            tracing::info!(addrs = ?addrs, "DNS server listening (UDP and TCP)");
+            Some((token, addrs))
+        } else {
+            tracing::info!("DNS server stopped (disabled in settings)");
+            None
+        };
+        if let Some((old, _)) = std::mem::replace(&mut *running, new) {
+            old.cancel();
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the zone from the store and projects it into the data plane.
+    fn rebuild(&self) -> Result<(), DnsError> {
+        let s = self.settings();
+        let origin =
+            names::parse_domain(&s.local_domain).map_err(|e| DnsError::Invalid(e.to_string()))?;
+        let records = self.records.list()?;
+        let ifaddrs = self.ifaddrs.lock().expect("ifaddrs lock").clone();
+        let serial = self.serial.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+        let zone = Arc::new(Zone::build(ZoneInput {
+            origin,
+            server_label: &self.server_label,
+            records: &records,
+            ifaddrs: ifaddrs.clone(),
+            serial,
+            recursion_available: !s.upstream.trim().is_empty(),
+        }));
+        let projection = Projection {
+            entries: zone.projection(),
+            scopes: zone.scopes().collect(),
+            server_addrs: server_addrs(&s, &ifaddrs),
+            config: XdpDnsConfig {
+                port: if s.enabled { s.port } else { 0 },
+                edns_udp_size: EDNS_UDP_SIZE,
+                flags: if zone.recursion_available() {
+                    CFG_FLAG_RA
+                } else {
+                    0
+                },
+            },
+        };
+        self.handler.set_zone(zone);
+        if let Err(e) = self.dataplane.apply(&projection) {
+            tracing::error!("XDP map update failed, the fast path may answer stale data until the next change: {e}");
+        }
+        Ok(())
+    }
+
+    /// Creates, updates or removes the auto-records (`@` and the server's name, A and —
+    /// when the server has a global IPv6 address — AAAA; spec "Built-in DNS server" item 4).
+    async fn ensure_auto_records(&self) -> Result<(), DnsError> {
+        let ifaddrs = self.ifaddrs.lock().expect("ifaddrs lock").clone();
+        let primary = |v4: bool| {
+            ifaddrs
+                .iter()
+                .filter(|a| !a.is_local_only())
+                .find(|a| a.addr.is_ipv4() == v4)
+                .map(|a| a.addr)
+                .or_else(|| {
+                    ifaddrs
+                        .iter()
+                        .find(|a| a.addr.is_ipv4() == v4)
+                        .map(|a| a.addr)
+                })
+        };
+        let now = OffsetDateTime::now_utc();
+        let existing: Vec<DnsRecord> = self
+            .records
+            .list()?
+            .into_iter()
+            .filter(|r| r.auto)
+            .collect();
+        let mut wanted = Vec::new();
+        for name in ["@".to_string(), self.server_label.clone()] {
+            for (kind, addr) in [
+                (RecordKind::A, primary(true)),
+                (
+                    RecordKind::AAAA,
+                    primary(false).filter(|_| {
+                        ifaddrs
+                            .iter()
+                            .any(|a| a.addr.is_ipv6() && !a.is_local_only())
+                    }),
+                ),
+            ] {
+                let Some(addr) = addr else { continue };
+                wanted.push((name.clone(), kind, addr.to_string()));
+            }
+        }
+        for (name, kind, value) in &wanted {
+            match existing.iter().find(|r| &r.name == name && r.kind == *kind) {
+                Some(r) if &r.value == value => {}
+                Some(r) => {
+                    let mut r = r.clone();
+                    r.value = value.clone();
+                    r.updated_at = now;
+                    self.records.put(&r).await?;
+                }
+                None => {
+                    let r = DnsRecord {
+                        id: 0,
+                        name: name.clone(),
+                        fqdn: String::new(),
+                        kind: *kind,
+                        value: value.clone(),
+                        ttl: records::DEFAULT_TTL,
+                        priority: None,
+                        subnet: None,
+                        enabled: true,
+                        auto: true,
+                        created_at: now,
+                        updated_at: now,
+                    };
+                    self.records.insert(r).await?;
+                }
+            }
+        }
+        for r in existing
+            .iter()
+            .filter(|r| !wanted.iter().any(|(n, k, _)| *n == r.name && *k == r.kind))
+        {
+            self.records.remove(r.id).await?;
+        }
+        Ok(())
+    }
+
+    async fn watch_interfaces(self: Arc<Self>) {
+        let mut tick = tokio::time::interval(Duration::from_secs(10));
+        tick.tick().await;
+        loop {
+            tokio::select! {
+                _ = self.root.cancelled() => return,
+                _ = tick.tick() => {}
+            }
+            let now = interface_addrs();
+            if *self.ifaddrs.lock().expect("ifaddrs lock") == now {
+                continue;
+            }
+            tracing::info!("interface addresses changed; rebuilding DNS data");
+            *self.ifaddrs.lock().expect("ifaddrs lock") = now;
+            let _g = self.write_lock.lock().await;
+            if let Err(e) = self
+                .ensure_auto_records()
+                .await
+                .and_then(|_| self.rebuild())
+            {
+                tracing::error!("rebuilding DNS data after an interface change failed: {e}");
+            }
+        }
+    }
+
+    /// Applies a settings patch live: validates it, binds new sockets first when the port,
+    /// listen list or `enabled` changed (the old ones keep serving if that fails), stores
+    /// it, and rebuilds the zone (a new local domain moves every relative name, the
+    /// auto-records included).
+    ///
+    /// # Errors
+    /// [`DnsError::Invalid`] naming the bad field, or a bind failure; store errors.
+    pub async fn apply_settings(&self, patch: DnsSettingsPatch) -> Result<DnsSettings, DnsError> {
+        let _g = self.write_lock.lock().await;
+        let old = self.settings();
+        let mut new = old.clone();
+        if let Some(e) = patch.enabled {
+            new.enabled = e;
+        }
+        if let Some(p) = patch.port {
+            new.port = u16::try_from(p).ok().filter(|p| *p != 0).ok_or_else(|| {
+                DnsError::Invalid(format!("'port' {p} is out of range: use 1-65535"))
+            })?;
+        }
+        if let Some(l) = patch.listen {
+            if l.is_empty() {
+                return Err(DnsError::Invalid(
+                    "'listen' must hold at least one address, e.g. [\"0.0.0.0\", \"::\"]".into(),
+                ));
+            }
+            new.listen = l
+                .iter()
+                .map(|a| {
+                    a.trim().parse::<IpAddr>().map_err(|_| {
+                        DnsError::Invalid(format!(
+                            "'listen' entry {a:?} is not an IP address such as 0.0.0.0 or ::"
+                        ))
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+        }
+        if let Some(d) = patch.local_domain {
+            let name = names::parse_domain(d.trim()).map_err(|e| {
+                DnsError::Invalid(format!(
+                    "'local_domain' {d:?} is not a valid domain name: {e}"
+                ))
+            })?;
+            new.local_domain = names::display(&name).trim_end_matches('.').to_string();
+        }
+        if let Some(u) = patch.upstream {
+            parse_upstreams(&u).map_err(|e| DnsError::Invalid(format!("'upstream': {e}")))?;
+            new.upstream = u.trim().to_string();
+        }
+        if new == old {
+            return Ok(new);
+        }
+        if (new.enabled, new.port, &new.listen) != (old.enabled, old.port, &old.listen) {
+            self.rebind(&new).map_err(|e| {
+                DnsError::Invalid(format!(
+                    "the new DNS listen settings cannot be applied: {e:#}"
+                ))
+            })?;
+        }
+        self.kv.put(SETTINGS_KEY, &new).await?;
+        *self.settings.lock().expect("settings lock") = new.clone();
+        self.handler
+            .set_upstreams(parse_upstreams(&new.upstream).unwrap_or_default());
+        self.rebuild()?;
+        Ok(new)
+    }
+
+    /// Every record (with `fqdn` filled), in id order.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn list(&self) -> Result<Vec<DnsRecord>, DnsError> {
+        let origin = self.origin();
+        Ok(self
+            .records
+            .list()?
+            .into_iter()
+            .map(|r| r.with_fqdn(&origin))
+            .collect())
+    }
+
+    /// One record.
+    ///
+    /// # Errors
+    /// [`DnsError::NotFound`], store errors.
+    pub fn get(&self, id: u64) -> Result<DnsRecord, DnsError> {
+        self.records
+            .get(id)?
+            .map(|r| r.with_fqdn(&self.origin()))
+            .ok_or(DnsError::NotFound(id))
+    }
+
+    fn check_conflicts(&self, rec: &DnsRecord, origin: &Name) -> Result<(), DnsError> {
+        let all = self.records.list()?;
+        let owner = rec.owner(origin);
+        for other in all.iter().filter(|o| o.id != rec.id) {
+            if rec.same_data(other, origin) {
+                return Err(DnsError::Conflict(format!(
+                    "an identical {} record for {} already exists (id {}); update that one instead",
+                    rec.kind.as_str(),
+                    rec.fqdn,
+                    other.id
+                )));
+            }
+            if other.owner(origin) == owner
+                && (rec.kind == RecordKind::CNAME) != (other.kind == RecordKind::CNAME)
+            {
+                return Err(DnsError::Invalid(format!(
+                    "{} already has a {} record (id {}); a CNAME cannot coexist with other data at the same name (RFC 1034 §3.6.2)",
+                    rec.fqdn,
+                    other.kind.as_str(),
+                    other.id
+                )));
+            }
+            if other.owner(origin) == owner
+                && rec.kind == RecordKind::CNAME
+                && other.kind == RecordKind::CNAME
+                && other.subnet == rec.subnet
+            {
+                return Err(DnsError::Invalid(format!(
+                    "{} already has a CNAME (id {}); a name can have only one",
+                    rec.fqdn, other.id
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Validates and stores a new record, then updates the zone and the fast path.
+    ///
+    /// # Errors
+    /// [`DnsError::Invalid`] (400), [`DnsError::Conflict`] (409), store errors.
+    pub async fn create(&self, input: RecordInput) -> Result<DnsRecord, DnsError> {
+        let _g = self.write_lock.lock().await;
+        let origin = self.origin();
+        let rec = records::validate(&input, None, &origin, OffsetDateTime::now_utc())
+            .map_err(|e| DnsError::Invalid(e.0))?;
+        self.check_conflicts(&rec, &origin)?;
+        let rec = self.records.insert(rec).await?;
+        self.rebuild()?;
+        Ok(rec.with_fqdn(&origin))
+    }
+
+    /// Validates and stores a changed record (omitted fields keep their values).
+    /// Auto-records accept only `ttl` and `enabled` changes.
+    ///
+    /// # Errors
+    /// As [`DnsService::create`], plus [`DnsError::NotFound`].
+    pub async fn update(&self, id: u64, input: RecordInput) -> Result<DnsRecord, DnsError> {
+        let _g = self.write_lock.lock().await;
+        let origin = self.origin();
+        let base = self.records.get(id)?.ok_or(DnsError::NotFound(id))?;
+        if base.auto {
+            let changes_data = input
+                .name
+                .as_ref()
+                .is_some_and(|n| !n.eq_ignore_ascii_case(&base.name))
+                || input
+                    .kind
+                    .as_ref()
+                    .is_some_and(|k| !k.eq_ignore_ascii_case(base.kind.as_str()))
+                || input.value.as_ref().is_some_and(|v| v != &base.value)
+                || input.subnet.as_ref().is_some_and(|s| !s.is_empty());
+            if changes_data {
+                return Err(DnsError::Invalid(format!(
+                    "record {id} is an auto-record managed by the server: only 'ttl' and 'enabled' can be changed"
+                )));
+            }
+        }
+        let rec = records::validate(&input, Some(&base), &origin, OffsetDateTime::now_utc())
+            .map_err(|e| DnsError::Invalid(e.0))?;
+        self.check_conflicts(&rec, &origin)?;
+        self.records.put(&rec).await?;
+        self.rebuild()?;
+        Ok(rec.with_fqdn(&origin))
+    }
+
+    /// Deletes a record. Auto-records cannot be deleted (disable them instead).
+    ///
+    /// # Errors
+    /// [`DnsError::NotFound`], [`DnsError::Invalid`] for auto-records, store errors.
+    pub async fn delete(&self, id: u64) -> Result<DnsRecord, DnsError> {
+        let _g = self.write_lock.lock().await;
+        let rec = self.records.get(id)?.ok_or(DnsError::NotFound(id))?;
+        if rec.auto {
+            return Err(DnsError::Invalid(format!(
+                "record {id} is an auto-record managed by the server and comes back on start; set \"enabled\": false instead"
+            )));
+        }
+        self.records.remove(id).await?;
+        self.rebuild()?;
+        Ok(rec.with_fqdn(&self.origin()))
+    }
+}
+
+/// The addresses the fast path answers on: the listen addresses, with unspecified ones
+/// (`0.0.0.0`, `::`) expanded to every interface address of that family.
+fn server_addrs(s: &DnsSettings, ifaddrs: &[IfAddr]) -> Vec<IpAddr> {
+    let mut out = Vec::new();
+    for l in &s.listen {
+        if l.is_unspecified() {
+            out.extend(
+                ifaddrs
+                    .iter()
+                    .filter(|a| a.addr.is_ipv4() == l.is_ipv4())
+                    .map(|a| a.addr),
+            );
+        } else {
+            out.push(*l);
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}

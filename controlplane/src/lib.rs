@@ -1,0 +1,71 @@
+//! Bootlane's control plane as a library: [`run`] starts every service from a validated
+//! [`config::Config`] and stops them when the cancellation token fires. `main.rs` is a
+//! thin shim over it, and tests start the same code in-process.
+
+pub mod api;
+pub mod config;
+pub mod dataplane;
+pub mod dns;
+pub mod logging;
+pub mod net;
+pub mod store;
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio_util::sync::CancellationToken;
+
+/// Waits for SIGINT (Ctrl-C) or SIGTERM, then cancels `token`.
+pub async fn shutdown_signal(token: CancellationToken) {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+    tracing::info!("shutdown requested");
+    token.cancel();
+}
+
+/// Starts the store, the data plane, the DNS service and the REST API, and runs until
+/// `token` is cancelled.
+///
+/// # Errors
+/// Start-up failures (data directory, store, binding the API or DNS sockets), with context.
+pub async fn run(config: config::Config, token: CancellationToken) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
+    let store = store::Store::open(&config.data_dir)
+        .with_context(|| format!("opening the store in {}", config.data_dir.display()))?;
+    let dataplane = dataplane::load(&config);
+    let dns = dns::service::DnsService::start(&config, &store, dataplane, token.clone())
+        .await
+        .context("starting the DNS service")?;
+    let state = api::AppState::new(Arc::new(config.clone()), store.clone(), dns)
+        .await
+        .context("preparing the API")?;
+    let listener = tokio::net::TcpListener::bind(config.api.listen)
+        .await
+        .with_context(|| format!("binding the API on {}", config.api.listen))?;
+    tracing::info!(addr = %config.api.listen, "REST API listening on /api/v1");
+    let app = api::router(state);
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(token.clone().cancelled_owned())
+    .await
+    .context("serving the API")?;
+    store.flush().await.ok();
+    tracing::info!("stopped");
+    Ok(())
+}

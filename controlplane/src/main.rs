@@ -1,0 +1,43 @@
+//! The `bootlane` binary: parses the command line, builds the validated [`Config`],
+//! sets up logging and hands over to [`bootlane::run`]. Holds no logic of its own.
+
+use std::process::ExitCode;
+
+use bootlane::config::{Cli, Command, Config};
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let Command::Serve(args) = cli.command;
+    let config = match Config::load(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("bootlane: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    bootlane::logging::init(&config);
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("bootlane: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = rt.block_on(async move {
+        let token = tokio_util::sync::CancellationToken::new();
+        tokio::spawn(bootlane::shutdown_signal(token.clone()));
+        bootlane::run(config, token).await
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("fatal: {e:#}");
+            eprintln!("bootlane: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

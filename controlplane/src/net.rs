@@ -1,0 +1,65 @@
+//! The server's own network interfaces and addresses, read with `getifaddrs` (crate
+//! `if-addrs`). Used for subnet-aware answers (spec "Built-in DNS server", item 3):
+//! which subnet a client is on, and which of the server's addresses is on that subnet.
+//! Holds no state; callers re-read when they rebuild their view.
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+
+/// One address of one interface.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IfAddr {
+    /// Interface name, e.g. `eth0`.
+    pub iface: String,
+    /// The address.
+    pub addr: IpAddr,
+    /// The connected subnet (address with its prefix length, truncated).
+    pub net: IpNet,
+}
+
+impl IfAddr {
+    /// True for loopback and IPv6 link-local addresses, which are never handed to clients
+    /// as "the server's address".
+    pub fn is_local_only(&self) -> bool {
+        match self.addr {
+            IpAddr::V4(a) => a.is_loopback() || a.is_link_local(),
+            IpAddr::V6(a) => a.is_loopback() || (a.segments()[0] & 0xffc0) == 0xfe80,
+        }
+    }
+}
+
+/// The machine's interface addresses, in kernel order. Errors reading them yield an empty
+/// list (logged), so a DNS server without interfaces still starts.
+pub fn interface_addrs() -> Vec<IfAddr> {
+    match if_addrs::get_if_addrs() {
+        Ok(list) => list
+            .into_iter()
+            .filter_map(|i| {
+                let addr = i.ip();
+                let prefix = match &i.addr {
+                    if_addrs::IfAddr::V4(v4) => u32::from(v4.netmask).count_ones() as u8,
+                    if_addrs::IfAddr::V6(v6) => u128::from(v6.netmask).count_ones() as u8,
+                };
+                let net = IpNet::new(addr, prefix).ok()?.trunc();
+                Some(IfAddr {
+                    iface: i.name,
+                    addr,
+                    net,
+                })
+            })
+            .collect(),
+        Err(e) => {
+            tracing::warn!("cannot read interface addresses: {e}");
+            Vec::new()
+        }
+    }
+}
+
+/// Interface index by name (`if_nametoindex`), `None` if there is no such interface.
+pub fn ifindex(name: &str) -> Option<u32> {
+    let c = std::ffi::CString::new(name).ok()?;
+    // SAFETY: `c` is a valid NUL-terminated string for the duration of the call.
+    let idx = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    (idx != 0).then_some(idx)
+}

@@ -1,0 +1,311 @@
+//! The store: sled is Bootlane's source of truth (every BPF map and in-memory index is a
+//! projection of it). All sled access goes through this module's typed tables:
+//! values are serde-JSON encoded, ids are `u64` keys in big-endian (so iteration is in
+//! id order), and every acknowledged write is flushed to disk before the caller answers
+//! (without the flush sled loses acknowledged writes on `kill -9`; see issue 2).
+//!
+//! Global state: none besides the open sled database held by [`Store`].
+
+use std::{marker::PhantomData, path::Path, sync::Arc};
+
+use serde::{de::DeserializeOwned, Serialize};
+
+/// Errors from the store. The source error is kept, never flattened into a string.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// sled failed (I/O, corruption).
+    #[error("database error: {0}")]
+    Sled(#[from] sled::Error),
+    /// A stored value could not be encoded or decoded.
+    #[error("stored value could not be (de)serialised: {0}")]
+    Codec(#[from] serde_json::Error),
+    /// A transaction was aborted by a conflict check.
+    #[error("{0}")]
+    Conflict(String),
+}
+
+/// Result with [`StoreError`].
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// A record stored in an id-keyed table.
+pub trait Entity: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
+    /// The sled tree holding this entity.
+    const TREE: &'static str;
+    /// The entity's id.
+    fn id(&self) -> u64;
+    /// Sets the id (called by [`Table::insert`]).
+    fn set_id(&mut self, id: u64);
+}
+
+/// The open database. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    db: sled::Db,
+    // Keeps a temporary directory alive for the life of a test store.
+    _temp: Option<Arc<TempDirGuard>>,
+}
+
+struct TempDirGuard(std::path::PathBuf);
+impl Drop for TempDirGuard {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl Store {
+    /// Opens (or creates) the database at `<data_dir>/db`.
+    ///
+    /// # Errors
+    /// sled errors, e.g. the directory is not writable or another process holds the lock.
+    pub fn open(data_dir: &Path) -> Result<Self> {
+        let db = sled::Config::new()
+            .path(data_dir.join("db"))
+            .mode(sled::Mode::HighThroughput)
+            .open()?;
+        Ok(Self { db, _temp: None })
+    }
+
+    /// A store in a fresh temporary directory, removed when the last clone drops. For tests.
+    ///
+    /// # Panics
+    /// If the temporary directory cannot be created.
+    pub fn temporary() -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "bootlane-test-{}-{}",
+            std::process::id(),
+            rand::random::<u64>()
+        ));
+        let db = sled::Config::new()
+            .path(&dir)
+            .open()
+            .expect("temporary sled database");
+        Self {
+            db,
+            _temp: Some(Arc::new(TempDirGuard(dir))),
+        }
+    }
+
+    /// The typed table for `T`.
+    ///
+    /// # Errors
+    /// sled errors opening the tree.
+    pub fn table<T: Entity>(&self) -> Result<Table<T>> {
+        Ok(Table {
+            tree: self.db.open_tree(T::TREE)?,
+            db: self.db.clone(),
+            _t: PhantomData,
+        })
+    }
+
+    /// A key-value tree for singleton documents (settings) and small indexes.
+    ///
+    /// # Errors
+    /// sled errors.
+    pub fn kv(&self, name: &str) -> Result<Kv> {
+        Ok(Kv {
+            tree: self.db.open_tree(name)?,
+            db: self.db.clone(),
+        })
+    }
+
+    /// Flushes every pending write to disk. Called after each acknowledged write.
+    ///
+    /// # Errors
+    /// I/O errors from sled.
+    pub async fn flush(&self) -> Result<()> {
+        self.db.flush_async().await?;
+        Ok(())
+    }
+
+    /// A new unique id (monotonic across restarts).
+    ///
+    /// # Errors
+    /// sled errors.
+    pub fn next_id(&self) -> Result<u64> {
+        // generate_id starts at 0; ids start at 1 so 0 never names a record.
+        Ok(self.db.generate_id()? + 1)
+    }
+}
+
+/// A typed, id-keyed table.
+#[derive(Clone)]
+pub struct Table<T> {
+    tree: sled::Tree,
+    db: sled::Db,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: Entity> Table<T> {
+    /// Stores `value` under a new id and returns it with the id set. Flushes.
+    ///
+    /// # Errors
+    /// sled or codec errors.
+    pub async fn insert(&self, mut value: T) -> Result<T> {
+        value.set_id(self.db.generate_id()? + 1);
+        self.tree
+            .insert(value.id().to_be_bytes(), serde_json::to_vec(&value)?)?;
+        self.db.flush_async().await?;
+        Ok(value)
+    }
+
+    /// Replaces the value with id `value.id()` (or creates it). Flushes.
+    ///
+    /// # Errors
+    /// sled or codec errors.
+    pub async fn put(&self, value: &T) -> Result<()> {
+        self.tree
+            .insert(value.id().to_be_bytes(), serde_json::to_vec(value)?)?;
+        self.db.flush_async().await?;
+        Ok(())
+    }
+
+    /// The value with this id.
+    ///
+    /// # Errors
+    /// sled or codec errors.
+    pub fn get(&self, id: u64) -> Result<Option<T>> {
+        self.tree
+            .get(id.to_be_bytes())?
+            .map(|v| serde_json::from_slice(&v))
+            .transpose()
+            .map_err(Into::into)
+    }
+
+    /// Removes and returns the value with this id. Flushes.
+    ///
+    /// # Errors
+    /// sled or codec errors.
+    pub async fn remove(&self, id: u64) -> Result<Option<T>> {
+        let old = self.tree.remove(id.to_be_bytes())?;
+        self.db.flush_async().await?;
+        old.map(|v| serde_json::from_slice(&v))
+            .transpose()
+            .map_err(Into::into)
+    }
+
+    /// Every value, in id order.
+    ///
+    /// # Errors
+    /// sled or codec errors (a single undecodable value fails the whole listing).
+    pub fn list(&self) -> Result<Vec<T>> {
+        self.tree
+            .iter()
+            .values()
+            .map(|v| Ok(serde_json::from_slice(&v?)?))
+            .collect()
+    }
+
+    /// Number of stored values.
+    pub fn len(&self) -> usize {
+        self.tree.len()
+    }
+
+    /// True when the table holds no value.
+    pub fn is_empty(&self) -> bool {
+        self.tree.is_empty()
+    }
+}
+
+/// A string-keyed tree of JSON documents.
+#[derive(Clone)]
+pub struct Kv {
+    tree: sled::Tree,
+    db: sled::Db,
+}
+
+impl Kv {
+    /// The document under `key`.
+    ///
+    /// # Errors
+    /// sled or codec errors.
+    pub fn get<V: DeserializeOwned>(&self, key: &str) -> Result<Option<V>> {
+        self.tree
+            .get(key)?
+            .map(|v| serde_json::from_slice(&v))
+            .transpose()
+            .map_err(Into::into)
+    }
+
+    /// Stores `value` under `key`. Flushes.
+    ///
+    /// # Errors
+    /// sled or codec errors.
+    pub async fn put<V: Serialize>(&self, key: &str, value: &V) -> Result<()> {
+        self.tree.insert(key, serde_json::to_vec(value)?)?;
+        self.db.flush_async().await?;
+        Ok(())
+    }
+
+    /// Removes `key`. Flushes.
+    ///
+    /// # Errors
+    /// sled errors.
+    pub async fn remove(&self, key: &str) -> Result<()> {
+        self.tree.remove(key)?;
+        self.db.flush_async().await?;
+        Ok(())
+    }
+
+    /// Every `(key, value)` pair, in key order; undecodable values are skipped.
+    ///
+    /// # Errors
+    /// sled errors.
+    pub fn iter<V: DeserializeOwned>(&self) -> Result<Vec<(String, V)>> {
+        let mut out = Vec::new();
+        for kv in self.tree.iter() {
+            let (k, v) = kv?;
+            if let Ok(v) = serde_json::from_slice(&v) {
+                out.push((String::from_utf8_lossy(&k).into_owned(), v));
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    use super::*;
+
+    #[derive(Clone, Serialize, Deserialize, PartialEq, Debug)]
+    struct Thing {
+        id: u64,
+        v: String,
+    }
+    impl Entity for Thing {
+        const TREE: &'static str = "things";
+        fn id(&self) -> u64 {
+            self.id
+        }
+        fn set_id(&mut self, id: u64) {
+            self.id = id;
+        }
+    }
+
+    #[tokio::test]
+    async fn insert_get_list_remove() {
+        let s = Store::temporary();
+        let t = s.table::<Thing>().unwrap();
+        let a = t
+            .insert(Thing {
+                id: 0,
+                v: "a".into(),
+            })
+            .await
+            .unwrap();
+        let b = t
+            .insert(Thing {
+                id: 0,
+                v: "b".into(),
+            })
+            .await
+            .unwrap();
+        assert!(a.id >= 1 && b.id > a.id);
+        assert_eq!(t.get(a.id).unwrap().unwrap(), a);
+        assert_eq!(t.list().unwrap(), vec![a.clone(), b.clone()]);
+        assert_eq!(t.remove(a.id).await.unwrap().unwrap(), a);
+        assert_eq!(t.list().unwrap(), vec![b]);
+        assert!(t.get(a.id).unwrap().is_none());
+    }
+}

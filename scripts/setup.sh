@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Idempotent machine set-up for Bootlane: system packages for the real-client tests and
+# the eBPF toolchain (rust-src for nightly, LLVM 22, bpf-linker). Quick when already done.
+# Called by `cargo xtask setup` (and so by `cargo xtask run|test|bench|lab`).
+set -euo pipefail
+
+need_pkgs=()
+check() { # check <command-or-path> <debian package>
+  if [[ "$1" == /* ]]; then [[ -e "$1" ]] || need_pkgs+=("$2")
+  else command -v "$1" >/dev/null 2>&1 || need_pkgs+=("$2"); fi
+}
+check /usr/lib/llvm-22/lib/libLLVM.so llvm-22-dev
+check dig bind9-dnsutils
+check kdig knot-dnsutils
+check kxdpgun knot-dnsutils
+check dnsperf dnsperf
+check dnsmasq dnsmasq-base
+check ip iproute2
+check perfdhcp kea-admin
+check udhcpc udhcpc
+check dhclient isc-dhcp-client
+check tftp tftp-hpa
+check curl curl
+check qemu-system-x86_64 qemu-system-x86
+check /usr/share/qemu/pxe-e1000.rom ipxe-qemu
+check /usr/share/OVMF/OVMF_CODE_4M.fd ovmf
+check /usr/lib/ipxe/undionly.kpxe ipxe
+check /usr/lib/ipxe/ipxe.efi ipxe
+check ldns-testns ldnsutils
+
+if ((${#need_pkgs[@]})); then
+  mapfile -t uniq < <(printf '%s\n' "${need_pkgs[@]}" | sort -u)
+  echo "setup: installing ${uniq[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  # Never let a package start a daemon (dnsmasq, kea) on this machine.
+  cleanup_policy=0
+  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; cleanup_policy=1
+  fi
+  apt-get update -qq || true
+  apt-get install -y -qq --no-install-recommends "${uniq[@]}"
+  ((cleanup_policy)) && rm -f /usr/sbin/policy-rc.d
+fi
+
+if ! rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src'; then
+  echo "setup: adding rust-src to nightly"
+  rustup component add rust-src --toolchain nightly
+fi
+
+if ! bpf-linker --version >/dev/null 2>&1; then
+  echo "setup: building bpf-linker (a few minutes, once)"
+  LLVM_PREFIX=/usr/lib/llvm-22 cargo install --locked bpf-linker --no-default-features --features llvm-22 \
+    || LLVM_PREFIX=/usr/lib/llvm-22 cargo install bpf-linker --no-default-features --features llvm-22
+fi
+echo "setup: ok"
