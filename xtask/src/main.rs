@@ -1,1 +1,225 @@
-fn main() {}
+//! `cargo xtask`: the project's two entry points and their helpers.
+//! - `setup`: idempotent machine set-up (`scripts/setup.sh`: packages, nightly rust-src,
+//!   bpf-linker). Every other command runs it first; it is quick when all is there.
+//! - `run`: build and run the server (`bootlane serve`), as root.
+//! - `test`: every test — unit and API tests of the default members, then the privileged
+//!   integration tests (XDP `test_run`, network namespaces, real clients) as root.
+//! - `bench`: benchmarks against dnsmasq in the same invocation.
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "xtask is a CLI tool"
+)]
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, ExitCode},
+};
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "xtask", about = "Bootlane developer tasks")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Install what the build and the tests need (idempotent).
+    Setup,
+    /// Build and run the server; extra arguments go to `bootlane serve`.
+    Run {
+        /// Build in release mode.
+        #[arg(long)]
+        release: bool,
+        /// Arguments for `bootlane serve` (e.g. `-- --config bootlane.toml`).
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
+    /// Run every test, the privileged integration tests included.
+    Test {
+        /// Skip the privileged integration tests.
+        #[arg(long)]
+        unit_only: bool,
+        /// Only integration tests whose name contains this filter.
+        filter: Option<String>,
+    },
+    /// Benchmarks against dnsmasq (`dns` or `all`).
+    Bench {
+        /// Which benchmark: `dns` (userspace and XDP vs dnsmasq) or `all`.
+        #[arg(default_value = "all")]
+        what: String,
+    },
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf()
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc_geteuid() == 0 }
+}
+
+extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    eprintln!("xtask: {cmd:?}");
+    let status = cmd.status().with_context(|| format!("starting {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed: {status}");
+    }
+    Ok(())
+}
+
+/// Runs `program args` as root: directly when we are root, else through `sudo -E`.
+fn privileged(program: &Path, args: &[String]) -> Command {
+    if is_root() {
+        let mut c = Command::new(program);
+        c.args(args);
+        c
+    } else {
+        let mut c = Command::new("sudo");
+        c.arg("-E").arg(program).args(args);
+        c
+    }
+}
+
+fn setup() -> Result<()> {
+    let script = root().join("scripts/setup.sh");
+    if is_root() {
+        run(Command::new("bash").arg(&script))
+    } else {
+        run(Command::new("sudo").arg("-E").arg("bash").arg(&script))
+    }
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.current_dir(root());
+    c
+}
+
+fn build_server(release: bool) -> Result<PathBuf> {
+    let mut c = cargo();
+    c.args(["build", "-p", "bootlane"]);
+    if release {
+        c.arg("--release");
+    }
+    run(&mut c)?;
+    Ok(root()
+        .join("target")
+        .join(if release { "release" } else { "debug" })
+        .join("bootlane"))
+}
+
+/// Builds the integration test binaries and returns their paths (aya's xtask approach:
+/// `--no-run --message-format=json`, then run each executable as root).
+fn integration_binaries() -> Result<Vec<PathBuf>> {
+    let out = cargo()
+        .args([
+            "test",
+            "-p",
+            "bootlane-tests",
+            "--no-run",
+            "--message-format=json",
+        ])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("building the integration tests")?;
+    if !out.status.success() {
+        bail!("building the integration tests failed");
+    }
+    let mut bins = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if v["reason"] == "compiler-artifact" && v["profile"]["test"] == true {
+            if let Some(exe) = v["executable"].as_str() {
+                bins.push(PathBuf::from(exe));
+            }
+        }
+    }
+    Ok(bins)
+}
+
+fn test(unit_only: bool, filter: Option<String>) -> Result<()> {
+    setup()?;
+    run(cargo().args([
+        "test",
+        "--workspace",
+        "--exclude",
+        "bootlane-tests",
+        "--exclude",
+        "dataplane-ebpf",
+    ]))?;
+    if unit_only {
+        return Ok(());
+    }
+    let bin = build_server(false)?;
+    std::env::set_var("BOOTLANE_BIN", &bin);
+    for exe in integration_binaries()? {
+        let mut args = vec!["--test-threads=1".to_string()];
+        args.extend(filter.clone());
+        run(privileged(&exe, &args).env("BOOTLANE_BIN", &bin))?;
+    }
+    Ok(())
+}
+
+fn bench(what: &str) -> Result<()> {
+    setup()?;
+    let bin = build_server(true)?;
+    if !matches!(what, "dns" | "all") {
+        bail!("unknown benchmark {what:?}: use dns or all");
+    }
+    let args = vec![
+        root().join("scripts/bench-dns.sh").display().to_string(),
+        bin.display().to_string(),
+    ];
+    run(&mut privileged(Path::new("bash"), &args))?;
+    let xdp = root().join("scripts/bench-dns-xdp.sh");
+    if xdp.exists() {
+        run(&mut privileged(
+            Path::new("bash"),
+            &[xdp.display().to_string(), bin.display().to_string()],
+        ))?;
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match cli.cmd {
+        Cmd::Setup => setup(),
+        Cmd::Run { release, args } => setup().and_then(|_| build_server(release)).and_then(|bin| {
+            let mut a = vec!["serve".to_string()];
+            if args.is_empty() && root().join("bootlane.toml").exists() {
+                a.extend([
+                    "--config".into(),
+                    root().join("bootlane.toml").display().to_string(),
+                ]);
+            }
+            a.extend(args);
+            run(&mut privileged(&bin, &a))
+        }),
+        Cmd::Test { unit_only, filter } => test(unit_only, filter),
+        Cmd::Bench { what } => bench(&what),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

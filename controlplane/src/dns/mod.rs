@@ -10,3 +10,6 @@ pub mod server;
 pub mod service;
 pub mod upstream;
 pub mod zone;
+
+#[cfg(test)]
+mod tests;
