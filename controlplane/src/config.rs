@@ -232,8 +232,7 @@ impl Config {
     /// # Errors
     /// I/O errors and TOML errors, with the path in the message.
     pub fn from_file(path: &Path) -> anyhow::Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading config file {}", path.display()))?;
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading config file {}", path.display()))?;
         toml::from_str(&text).with_context(|| format!("parsing config file {}", path.display()))
     }
 
@@ -246,12 +245,8 @@ impl Config {
     }
 
     fn validate(&self) -> anyhow::Result<()> {
-        crate::dns::names::validate_label(&self.server.name).with_context(|| {
-            format!(
-                "[server] name = {:?} must be a single DNS label",
-                self.server.name
-            )
-        })?;
+        crate::dns::names::validate_label(&self.server.name)
+            .with_context(|| format!("[server] name = {:?} must be a single DNS label", self.server.name))?;
         crate::dns::names::parse_domain(&self.local_domain()).with_context(|| {
             format!(
                 "[dns] local_domain = {:?} is not a valid domain name",

@@ -50,7 +50,8 @@ pub async fn run(config: config::Config, token: CancellationToken) -> anyhow::Re
     let dns = dns::service::DnsService::start(&config, &store, dataplane, token.clone())
         .await
         .context("starting the DNS service")?;
-    let state = api::AppState::new(Arc::new(config.clone()), store.clone(), dns)
+    let admin_password = std::env::var("BOOTLANE_ADMIN_PASSWORD").ok();
+    let state = api::AppState::new(Arc::new(config.clone()), store.clone(), dns, admin_password)
         .await
         .context("preparing the API")?;
     let listener = tokio::net::TcpListener::bind(config.api.listen)

@@ -17,10 +17,7 @@ fn main() -> ExitCode {
         }
     };
     bootlane::logging::init(&config);
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("bootlane: cannot start the async runtime: {e}");

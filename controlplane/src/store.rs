@@ -75,10 +75,7 @@ impl Store {
             std::process::id(),
             rand::random::<u64>()
         ));
-        let db = sled::Config::new()
-            .path(&dir)
-            .open()
-            .expect("temporary sled database");
+        let db = sled::Config::new().path(&dir).open().expect("temporary sled database");
         Self {
             db,
             _temp: Some(Arc::new(TempDirGuard(dir))),
@@ -153,8 +150,7 @@ impl<T: Entity> Table<T> {
     /// # Errors
     /// sled or codec errors.
     pub async fn put(&self, value: &T) -> Result<()> {
-        self.tree
-            .insert(value.id().to_be_bytes(), serde_json::to_vec(value)?)?;
+        self.tree.insert(value.id().to_be_bytes(), serde_json::to_vec(value)?)?;
         self.db.flush_async().await?;
         Ok(())
     }
@@ -178,9 +174,7 @@ impl<T: Entity> Table<T> {
     pub async fn remove(&self, id: u64) -> Result<Option<T>> {
         let old = self.tree.remove(id.to_be_bytes())?;
         self.db.flush_async().await?;
-        old.map(|v| serde_json::from_slice(&v))
-            .transpose()
-            .map_err(Into::into)
+        old.map(|v| serde_json::from_slice(&v)).transpose().map_err(Into::into)
     }
 
     /// Every value, in id order.
@@ -287,20 +281,8 @@ mod tests {
     async fn insert_get_list_remove() {
         let s = Store::temporary();
         let t = s.table::<Thing>().unwrap();
-        let a = t
-            .insert(Thing {
-                id: 0,
-                v: "a".into(),
-            })
-            .await
-            .unwrap();
-        let b = t
-            .insert(Thing {
-                id: 0,
-                v: "b".into(),
-            })
-            .await
-            .unwrap();
+        let a = t.insert(Thing { id: 0, v: "a".into() }).await.unwrap();
+        let b = t.insert(Thing { id: 0, v: "b".into() }).await.unwrap();
         assert!(a.id >= 1 && b.id > a.id);
         assert_eq!(t.get(a.id).unwrap().unwrap(), a);
         assert_eq!(t.list().unwrap(), vec![a.clone(), b.clone()]);

@@ -127,10 +127,12 @@ impl Auth {
     ///
     /// # Errors
     /// Store errors, or failing to write the initial password file.
+    /// `admin_password` (from `BOOTLANE_ADMIN_PASSWORD`) is used only when no user exists.
     pub async fn open(
         store: &Store,
         data_dir: &std::path::Path,
         ttl: Duration,
+        admin_password: Option<String>,
     ) -> anyhow::Result<Self> {
         let auth = Self {
             users: store.kv("users")?,
@@ -139,8 +141,8 @@ impl Auth {
             failures: Mutex::new(HashMap::new()),
         };
         if auth.users.iter::<User>()?.is_empty() {
-            let (pw, generated) = match std::env::var("BOOTLANE_ADMIN_PASSWORD") {
-                Ok(p) if !p.is_empty() => (p, false),
+            let (pw, generated) = match admin_password {
+                Some(p) if !p.is_empty() => (p, false),
                 _ => (
                     rand::thread_rng()
                         .sample_iter(&Alphanumeric)
@@ -168,9 +170,7 @@ impl Auth {
                 writeln!(f, "{pw}")?;
                 tracing::warn!(path = %path.display(), "created user 'admin' with a generated password (also written to that file): {pw}");
             } else {
-                tracing::info!(
-                    "created user 'admin' with the password from BOOTLANE_ADMIN_PASSWORD"
-                );
+                tracing::info!("created user 'admin' with the password from BOOTLANE_ADMIN_PASSWORD");
             }
         }
         Ok(auth)
@@ -200,12 +200,7 @@ impl Auth {
     ///
     /// # Errors
     /// 429 when throttled, 401 on a wrong user or password.
-    pub async fn login(
-        &self,
-        ip: IpAddr,
-        username: &str,
-        password: &str,
-    ) -> Result<(String, Session)> {
+    pub async fn login(&self, ip: IpAddr, username: &str, password: &str) -> Result<(String, Session)> {
         if let Some(secs) = self.throttled(ip) {
             return Err(ApiError::TooManyRequests(
                 format!("too many failed logins from {ip}; try again in {secs} s"),
@@ -214,11 +209,8 @@ impl Auth {
         }
         let user = self.users.get::<User>(username)?;
         let ok = user.as_ref().is_some_and(|u| {
-            PasswordHash::new(&u.password_hash).is_ok_and(|h| {
-                Argon2::default()
-                    .verify_password(password.as_bytes(), &h)
-                    .is_ok()
-            })
+            PasswordHash::new(&u.password_hash)
+                .is_ok_and(|h| Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
         });
         if !ok {
             self.record_failure(ip);
@@ -303,10 +295,7 @@ pub async fn login(
             "'username' and 'password' must not be empty".into(),
         ));
     }
-    let (token, session) = state
-        .auth
-        .login(peer.ip(), &req.username, &req.password)
-        .await?;
+    let (token, session) = state.auth.login(peer.ip(), &req.username, &req.password).await?;
     let cookie = format!(
         "{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
         state.auth.ttl.as_secs()

@@ -79,16 +79,12 @@ pub struct DnsServiceView {
 /// List DNS records.
 #[utoipa::path(get, path = "/api/v1/dns/records", tag = "dns", params(ListParams),
     responses((status = 200, body = RecordList), (status = 400, description = "Bad filter"), (status = 401)))]
-pub async fn list(
-    State(s): State<AppState>,
-    Query(p): Query<ListParams>,
-) -> Result<Envelope<RecordList>> {
+pub async fn list(State(s): State<AppState>, Query(p): Query<ListParams>) -> Result<Envelope<RecordList>> {
     let kind = match &p.kind {
-        Some(k) => Some(RecordKind::parse(k).ok_or_else(|| {
-            ApiError::BadRequest(format!(
-                "'type' {k:?} is not one of A, AAAA, CNAME, TXT, MX"
-            ))
-        })?),
+        Some(k) => Some(
+            RecordKind::parse(k)
+                .ok_or_else(|| ApiError::BadRequest(format!("'type' {k:?} is not one of A, AAAA, CNAME, TXT, MX")))?,
+        ),
         None => None,
     };
     let size = p.size.unwrap_or(100);
@@ -99,9 +95,7 @@ pub async fn list(
     if page == 0 {
         return Err(ApiError::BadRequest("'page' starts at 1".into()));
     }
-    let name = p
-        .name
-        .map(|n| n.trim().trim_end_matches('.').to_ascii_lowercase());
+    let name = p.name.map(|n| n.trim().trim_end_matches('.').to_ascii_lowercase());
     let q = p.q.map(|q| q.to_ascii_lowercase());
     let all: Vec<DnsRecord> = s
         .dns
@@ -113,9 +107,8 @@ pub async fn list(
                 .is_none_or(|n| r.name == *n || r.fqdn.trim_end_matches('.') == n)
         })
         .filter(|r| {
-            q.as_ref().is_none_or(|q| {
-                r.name.contains(q) || r.fqdn.contains(q) || r.value.to_ascii_lowercase().contains(q)
-            })
+            q.as_ref()
+                .is_none_or(|q| r.name.contains(q) || r.fqdn.contains(q) || r.value.to_ascii_lowercase().contains(q))
         })
         .collect();
     let total = all.len();
@@ -132,10 +125,7 @@ pub async fn list(
 /// Create a DNS record.
 #[utoipa::path(post, path = "/api/v1/dns/records", tag = "dns", request_body = RecordInput,
     responses((status = 201, body = DnsRecord), (status = 400, description = "Invalid record"), (status = 409, description = "Identical record exists"), (status = 401)))]
-pub async fn create(
-    State(s): State<AppState>,
-    ApiJson(input): ApiJson<RecordInput>,
-) -> Result<Envelope<DnsRecord>> {
+pub async fn create(State(s): State<AppState>, ApiJson(input): ApiJson<RecordInput>) -> Result<Envelope<DnsRecord>> {
     let r = s.dns.create(input).await?;
     s.audit(
         "CREATE",
@@ -150,10 +140,7 @@ pub async fn create(
 /// Get one DNS record.
 #[utoipa::path(get, path = "/api/v1/dns/records/{id}", tag = "dns", params(("id" = u64, Path, description = "Record id")),
     responses((status = 200, body = DnsRecord), (status = 404), (status = 401)))]
-pub async fn get_one(
-    State(s): State<AppState>,
-    ApiPath(id): ApiPath<u64>,
-) -> Result<Envelope<DnsRecord>> {
+pub async fn get_one(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<DnsRecord>> {
     Ok(Envelope::ok(s.dns.get(id)?))
 }
 
@@ -179,10 +166,7 @@ pub async fn update(
 /// Delete a DNS record; answers with the deleted record.
 #[utoipa::path(delete, path = "/api/v1/dns/records/{id}", tag = "dns", params(("id" = u64, Path, description = "Record id")),
     responses((status = 200, body = DnsRecord), (status = 400, description = "Auto-record"), (status = 404), (status = 401)))]
-pub async fn delete(
-    State(s): State<AppState>,
-    ApiPath(id): ApiPath<u64>,
-) -> Result<Envelope<DnsRecord>> {
+pub async fn delete(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<DnsRecord>> {
     let r = s.dns.delete(id).await?;
     s.audit(
         "DELETE",

@@ -3,9 +3,7 @@
 //! `{"success": true, "data": ...}`, and [`ApiPath`] makes bad path parameters a 400.
 
 use axum::{
-    extract::{
-        rejection::JsonRejection, rejection::PathRejection, FromRequest, FromRequestParts, Request,
-    },
+    extract::{rejection::JsonRejection, rejection::PathRejection, FromRequest, FromRequestParts, Request},
     http::{request::Parts, StatusCode},
     response::{IntoResponse, Response},
     Json,
@@ -30,11 +28,7 @@ impl<T> Envelope<T> {
 
 impl<T: Serialize> IntoResponse for Envelope<T> {
     fn into_response(self) -> Response {
-        (
-            self.0,
-            Json(serde_json::json!({ "success": true, "data": self.1 })),
-        )
-            .into_response()
+        (self.0, Json(serde_json::json!({ "success": true, "data": self.1 }))).into_response()
     }
 }
 
@@ -58,12 +52,8 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
                 "the JSON does not have the expected shape: {}",
                 e.body_text()
             ))),
-            Err(JsonRejection::BytesRejection(e))
-                if e.status() == StatusCode::PAYLOAD_TOO_LARGE =>
-            {
-                Err(ApiError::PayloadTooLarge(
-                    "the request body is too large".into(),
-                ))
+            Err(JsonRejection::BytesRejection(e)) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                Err(ApiError::PayloadTooLarge("the request body is too large".into()))
             }
             Err(e) => Err(ApiError::BadRequest(e.body_text())),
         }
@@ -79,12 +69,10 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         match axum::extract::Path::<T>::from_request_parts(parts, state).await {
             Ok(p) => Ok(Self(p.0)),
-            Err(PathRejection::FailedToDeserializePathParams(e)) => {
-                Err(ApiError::BadRequest(format!(
-                    "invalid path parameter: {}; ids are positive integers",
-                    e.body_text()
-                )))
-            }
+            Err(PathRejection::FailedToDeserializePathParams(e)) => Err(ApiError::BadRequest(format!(
+                "invalid path parameter: {}; ids are positive integers",
+                e.body_text()
+            ))),
             Err(e) => Err(ApiError::BadRequest(e.body_text())),
         }
     }

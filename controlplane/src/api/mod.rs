@@ -9,6 +9,8 @@ pub mod dns;
 pub mod error;
 pub mod extract;
 pub mod system;
+#[cfg(test)]
+mod tests;
 
 use std::{sync::Arc, time::Instant};
 
@@ -22,8 +24,7 @@ use axum::{
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use tower_http::{
-    catch_panic::CatchPanicLayer, limit::RequestBodyLimitLayer, timeout::TimeoutLayer,
-    trace::TraceLayer,
+    catch_panic::CatchPanicLayer, limit::RequestBodyLimitLayer, timeout::TimeoutLayer, trace::TraceLayer,
 };
 use utoipa::{OpenApi, ToSchema};
 
@@ -84,18 +85,16 @@ impl AppState {
     /// Builds the state; creates the initial admin user on first start.
     ///
     /// # Errors
-    /// Store errors.
+    /// Store errors. `admin_password` seeds the `admin` user on first start
+    /// (`BOOTLANE_ADMIN_PASSWORD`).
     pub async fn new(
         config: Arc<Config>,
         store: Store,
         dns: Arc<DnsService>,
+        admin_password: Option<String>,
     ) -> anyhow::Result<Self> {
-        let auth = auth::Auth::open(
-            &store,
-            &config.data_dir,
-            std::time::Duration::from_secs(config.api.session_ttl_secs),
-        )
-        .await?;
+        let ttl = std::time::Duration::from_secs(config.api.session_ttl_secs);
+        let auth = auth::Auth::open(&store, &config.data_dir, ttl, admin_password).await?;
         Ok(Self {
             audit: store.table()?,
             config,
@@ -183,11 +182,7 @@ async fn envelope_405(req: Request, next: middleware::Next) -> Response {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let resp = next.run(req).await;
-    if resp.status() == StatusCode::METHOD_NOT_ALLOWED
-        && resp
-            .headers()
-            .get(axum::http::header::CONTENT_TYPE)
-            .is_none()
+    if resp.status() == StatusCode::METHOD_NOT_ALLOWED && resp.headers().get(axum::http::header::CONTENT_TYPE).is_none()
     {
         let allow = resp.headers().get(axum::http::header::ALLOW).cloned();
         let mut r = ApiError::MethodNotAllowed(format!(
@@ -206,18 +201,15 @@ async fn envelope_405(req: Request, next: middleware::Next) -> Response {
             .get(axum::http::header::CONTENT_TYPE)
             .is_none_or(|c| c != "application/json")
     {
-        return ApiError::PayloadTooLarge(
-            "the request body is larger than [api] max_body_bytes".into(),
-        )
-        .into_response();
+        return ApiError::PayloadTooLarge("the request body is larger than [api] max_body_bytes".into())
+            .into_response();
     }
-    if resp.status() == StatusCode::REQUEST_TIMEOUT
-        && resp
-            .headers()
-            .get(axum::http::header::CONTENT_TYPE)
-            .is_none()
-    {
-        return (StatusCode::REQUEST_TIMEOUT, axum::Json(serde_json::json!({"success": false, "error": "the request took too long and was cancelled"}))).into_response();
+    if resp.status() == StatusCode::REQUEST_TIMEOUT && resp.headers().get(axum::http::header::CONTENT_TYPE).is_none() {
+        return (
+            StatusCode::REQUEST_TIMEOUT,
+            axum::Json(serde_json::json!({"success": false, "error": "the request took too long and was cancelled"})),
+        )
+            .into_response();
     }
     resp
 }
@@ -232,17 +224,9 @@ pub fn router(state: AppState) -> Router {
     let protected = Router::new()
         .merge(dns::router())
         .merge(system::router())
-        .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            auth::require_session,
-        ));
-    let public = Router::new()
-        .merge(auth::router())
-        .merge(system::public_router());
-    let api = Router::new()
-        .merge(public)
-        .merge(protected)
-        .fallback(fallback);
+        .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_session));
+    let public = Router::new().merge(auth::router()).merge(system::public_router());
+    let api = Router::new().merge(public).merge(protected).fallback(fallback);
     let timeout = std::time::Duration::from_secs(state.config.api.request_timeout_secs);
     let max_body = state.config.api.max_body_bytes;
     Router::new()
@@ -251,10 +235,7 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
         .layer(middleware::from_fn(envelope_405))
         .layer(RequestBodyLimitLayer::new(max_body))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            timeout,
-        ))
+        .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, timeout))
         .layer(CatchPanicLayer::custom(panic_envelope))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
             let path = req

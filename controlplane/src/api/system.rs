@@ -47,12 +47,8 @@ pub struct UpdateCheck {
 pub async fn version() -> Envelope<VersionInfo> {
     Envelope::ok(VersionInfo {
         version: env!("CARGO_PKG_VERSION").into(),
-        git_commit: option_env!("BOOTLANE_GIT_COMMIT")
-            .unwrap_or("unknown")
-            .into(),
-        build_date: option_env!("BOOTLANE_BUILD_DATE")
-            .unwrap_or("unknown")
-            .into(),
+        git_commit: option_env!("BOOTLANE_GIT_COMMIT").unwrap_or("unknown").into(),
+        build_date: option_env!("BOOTLANE_BUILD_DATE").unwrap_or("unknown").into(),
     })
 }
 
@@ -62,8 +58,7 @@ pub async fn version_check() -> Envelope<UpdateCheck> {
     Envelope::ok(UpdateCheck {
         current: env!("CARGO_PKG_VERSION").into(),
         update_available: false,
-        detail: "no update source is configured; Bootlane never contacts the internet on its own"
-            .into(),
+        detail: "no update source is configured; Bootlane never contacts the internet on its own".into(),
     })
 }
 

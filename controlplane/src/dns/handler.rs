@@ -196,10 +196,7 @@ impl DnsHandler {
         };
         let limit = match transport {
             Transport::Tcp => 65535,
-            Transport::Udp => req
-                .edns
-                .as_ref()
-                .map_or(512, |e| e.max_payload().max(512) as usize),
+            Transport::Udp => req.edns.as_ref().map_or(512, |e| e.max_payload().max(512) as usize),
         };
         let mut resp = self.response_for(&req);
         if req.op_code != OpCode::Query {

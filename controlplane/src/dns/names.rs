@@ -21,9 +21,7 @@ pub enum NameError {
     #[error("{0:?} is longer than 255 bytes in wire format (RFC 1035 §2.3.4)")]
     NameTooLong(String),
     /// A label holds a character other than letters, digits, `-`, `_` or a lone `*`.
-    #[error(
-        "label {0:?} may only hold letters, digits, '-' and '_' and must not start or end with '-'"
-    )]
+    #[error("label {0:?} may only hold letters, digits, '-' and '_' and must not start or end with '-'")]
     BadChar(String),
 }
 
@@ -72,8 +70,7 @@ pub fn parse_domain(s: &str) -> Result<Name, NameError> {
     if wire > 255 {
         return Err(NameError::NameTooLong(s.into()));
     }
-    let mut name =
-        Name::from_ascii(t.to_ascii_lowercase()).map_err(|_| NameError::BadChar(s.into()))?;
+    let mut name = Name::from_ascii(t.to_ascii_lowercase()).map_err(|_| NameError::BadChar(s.into()))?;
     name.set_fqdn(true);
     Ok(name)
 }
@@ -152,18 +149,9 @@ mod tests {
 
     #[test]
     fn relative_absolute_and_apex() {
-        assert_eq!(
-            display(&absolute("host1", &origin()).unwrap()),
-            "host1.bootlane.local."
-        );
-        assert_eq!(
-            display(&absolute("A.B", &origin()).unwrap()),
-            "a.b.bootlane.local."
-        );
-        assert_eq!(
-            display(&absolute("@", &origin()).unwrap()),
-            "bootlane.local."
-        );
+        assert_eq!(display(&absolute("host1", &origin()).unwrap()), "host1.bootlane.local.");
+        assert_eq!(display(&absolute("A.B", &origin()).unwrap()), "a.b.bootlane.local.");
+        assert_eq!(display(&absolute("@", &origin()).unwrap()), "bootlane.local.");
         assert_eq!(
             display(&absolute("Host1.Bootlane.Local", &origin()).unwrap()),
             "host1.bootlane.local."
@@ -185,21 +173,12 @@ mod tests {
     #[test]
     fn rejects_bad_names() {
         assert!(matches!(parse_domain(""), Err(NameError::Empty)));
-        assert!(matches!(
-            parse_domain("a..b"),
-            Err(NameError::EmptyLabel(_))
-        ));
-        assert!(matches!(
-            parse_domain(&"a".repeat(64)),
-            Err(NameError::LabelTooLong(_))
-        ));
+        assert!(matches!(parse_domain("a..b"), Err(NameError::EmptyLabel(_))));
+        assert!(matches!(parse_domain(&"a".repeat(64)), Err(NameError::LabelTooLong(_))));
         assert!(matches!(parse_domain("a b"), Err(NameError::BadChar(_))));
         assert!(matches!(parse_domain("-a"), Err(NameError::BadChar(_))));
         let long = vec!["abcdefghi"; 26].join(".");
-        assert!(matches!(
-            parse_domain(&long),
-            Err(NameError::NameTooLong(_))
-        ));
+        assert!(matches!(parse_domain(&long), Err(NameError::NameTooLong(_))));
     }
 
     #[test]

@@ -16,9 +16,7 @@ use super::names::{self, NameError};
 use crate::store::Entity;
 
 /// Record types with local data (spec "Built-in DNS server", item 1).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema, PartialOrd, Ord,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema, PartialOrd, Ord)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum RecordKind {
     /// IPv4 address (RFC 1035 §3.4.1).
@@ -124,10 +122,7 @@ impl DnsRecord {
 
     /// Fills the computed `fqdn` field for output.
     pub fn with_fqdn(mut self, origin: &Name) -> Self {
-        self.fqdn = self
-            .owner(origin)
-            .map(|n| names::display(&n))
-            .unwrap_or_default();
+        self.fqdn = self.owner(origin).map(|n| names::display(&n)).unwrap_or_default();
         self
     }
 
@@ -243,12 +238,20 @@ pub fn validate(
         RecordKind::A => value
             .trim()
             .parse::<Ipv4Addr>()
-            .map_err(|_| invalid(format!("an A record's 'value' must be an IPv4 address such as 10.0.0.5, not {value:?}")))?
+            .map_err(|_| {
+                invalid(format!(
+                    "an A record's 'value' must be an IPv4 address such as 10.0.0.5, not {value:?}"
+                ))
+            })?
             .to_string(),
         RecordKind::AAAA => value
             .trim()
             .parse::<Ipv6Addr>()
-            .map_err(|_| invalid(format!("an AAAA record's 'value' must be an IPv6 address such as fd00::5, not {value:?}")))?
+            .map_err(|_| {
+                invalid(format!(
+                    "an AAAA record's 'value' must be an IPv6 address such as fd00::5, not {value:?}"
+                ))
+            })?
             .to_string(),
         RecordKind::CNAME => {
             let v = value.trim().to_ascii_lowercase();
@@ -264,7 +267,11 @@ pub fn validate(
                 Some((p, h)) if p.parse::<u32>().is_ok() => (Some(p.parse::<u32>().unwrap_or(0)), h.trim()),
                 _ => (None, v),
             };
-            let p = input.priority.or(pref).or(base.and_then(|b| b.priority).map(u32::from)).unwrap_or(u32::from(DEFAULT_MX_PRIORITY));
+            let p = input
+                .priority
+                .or(pref)
+                .or(base.and_then(|b| b.priority).map(u32::from))
+                .unwrap_or(u32::from(DEFAULT_MX_PRIORITY));
             let p = u16::try_from(p).map_err(|_| invalid("'priority' must be 0-65535"))?;
             priority = Some(p);
             let host = host.to_ascii_lowercase();
@@ -273,7 +280,9 @@ pub fn validate(
         }
         RecordKind::TXT => {
             if value.len() > MAX_TXT_BYTES {
-                return Err(invalid(format!("a TXT 'value' may be at most {MAX_TXT_BYTES} bytes (it is split into 255-byte strings)")));
+                return Err(invalid(format!(
+                    "a TXT 'value' may be at most {MAX_TXT_BYTES} bytes (it is split into 255-byte strings)"
+                )));
             }
             value.clone()
         }
@@ -353,34 +362,19 @@ mod tests {
             .unwrap_err()
             .0
             .contains("A, AAAA, CNAME, TXT, MX"));
-        let mx = validate(
-            &input("@", "MX", "20 mail.example.com"),
-            None,
-            &origin(),
-            now,
-        )
-        .unwrap();
-        assert_eq!(
-            (mx.priority, mx.value.as_str()),
-            (Some(20), "mail.example.com")
-        );
+        let mx = validate(&input("@", "MX", "20 mail.example.com"), None, &origin(), now).unwrap();
+        assert_eq!((mx.priority, mx.value.as_str()), (Some(20), "mail.example.com"));
         let mx = validate(&input("@", "MX", "mail"), None, &origin(), now).unwrap();
         assert_eq!(mx.priority, Some(10));
         let mut bad = input("h", "A", "10.0.0.1");
         bad.subnet = Some("10.0.0.0/33".into());
-        assert!(validate(&bad, None, &origin(), now)
-            .unwrap_err()
-            .0
-            .contains("subnet"));
+        assert!(validate(&bad, None, &origin(), now).unwrap_err().0.contains("subnet"));
     }
 
     #[test]
     fn txt_splits_at_255() {
         let v = "x".repeat(600);
         let s = txt_strings(&v);
-        assert_eq!(
-            s.iter().map(String::len).collect::<Vec<_>>(),
-            vec![255, 255, 90]
-        );
+        assert_eq!(s.iter().map(String::len).collect::<Vec<_>>(), vec![255, 255, 90]);
     }
 }

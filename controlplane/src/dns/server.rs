@@ -60,9 +60,7 @@ pub fn bind(listen: &[IpAddr], port: u16, workers: usize) -> io::Result<Bound> {
         tcp: Vec::new(),
         addrs: Vec::new(),
     };
-    let ctx = |addr: SocketAddr, e: io::Error| {
-        io::Error::new(e.kind(), format!("cannot bind DNS socket {addr}: {e}"))
-    };
+    let ctx = |addr: SocketAddr, e: io::Error| io::Error::new(e.kind(), format!("cannot bind DNS socket {addr}: {e}"));
     for ip in listen {
         let addr = SocketAddr::new(*ip, port);
         let first = socket(addr, Type::DGRAM, Protocol::UDP).map_err(|e| ctx(addr, e))?;
@@ -129,12 +127,7 @@ async fn udp_loop(sock: Arc<UdpSocket>, handler: DnsHandler, token: Cancellation
     }
 }
 
-async fn tcp_accept(
-    l: TcpListener,
-    handler: DnsHandler,
-    token: CancellationToken,
-    conns: Arc<Semaphore>,
-) {
+async fn tcp_accept(l: TcpListener, handler: DnsHandler, token: CancellationToken, conns: Arc<Semaphore>) {
     loop {
         let (stream, peer) = tokio::select! {
             _ = token.cancelled() => return,

@@ -149,9 +149,7 @@ impl DnsService {
             ifaddrs: Mutex::new(interface_addrs()),
             serial: AtomicU32::new(OffsetDateTime::now_utc().unix_timestamp() as u32),
             root,
-            workers: std::thread::available_parallelism()
-                .map_or(2, |n| n.get())
-                .min(8),
+            workers: std::thread::available_parallelism().map_or(2, |n| n.get()).min(8),
         });
         svc.handler
             .set_upstreams(parse_upstreams(&settings.upstream).unwrap_or_default());
@@ -219,8 +217,7 @@ impl DnsService {
     /// Rebuilds the zone from the store and projects it into the data plane.
     fn rebuild(&self) -> Result<(), DnsError> {
         let s = self.settings();
-        let origin =
-            names::parse_domain(&s.local_domain).map_err(|e| DnsError::Invalid(e.to_string()))?;
+        let origin = names::parse_domain(&s.local_domain).map_err(|e| DnsError::Invalid(e.to_string()))?;
         let records = self.records.list()?;
         let ifaddrs = self.ifaddrs.lock().expect("ifaddrs lock").clone();
         let serial = self.serial.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
@@ -239,11 +236,7 @@ impl DnsService {
             config: XdpDnsConfig {
                 port: if s.enabled { s.port } else { 0 },
                 edns_udp_size: EDNS_UDP_SIZE,
-                flags: if zone.recursion_available() {
-                    CFG_FLAG_RA
-                } else {
-                    0
-                },
+                flags: if zone.recursion_available() { CFG_FLAG_RA } else { 0 },
             },
         };
         self.handler.set_zone(zone);
@@ -263,31 +256,17 @@ impl DnsService {
                 .filter(|a| !a.is_local_only())
                 .find(|a| a.addr.is_ipv4() == v4)
                 .map(|a| a.addr)
-                .or_else(|| {
-                    ifaddrs
-                        .iter()
-                        .find(|a| a.addr.is_ipv4() == v4)
-                        .map(|a| a.addr)
-                })
+                .or_else(|| ifaddrs.iter().find(|a| a.addr.is_ipv4() == v4).map(|a| a.addr))
         };
         let now = OffsetDateTime::now_utc();
-        let existing: Vec<DnsRecord> = self
-            .records
-            .list()?
-            .into_iter()
-            .filter(|r| r.auto)
-            .collect();
+        let existing: Vec<DnsRecord> = self.records.list()?.into_iter().filter(|r| r.auto).collect();
         let mut wanted = Vec::new();
         for name in ["@".to_string(), self.server_label.clone()] {
             for (kind, addr) in [
                 (RecordKind::A, primary(true)),
                 (
                     RecordKind::AAAA,
-                    primary(false).filter(|_| {
-                        ifaddrs
-                            .iter()
-                            .any(|a| a.addr.is_ipv6() && !a.is_local_only())
-                    }),
+                    primary(false).filter(|_| ifaddrs.iter().any(|a| a.addr.is_ipv6() && !a.is_local_only())),
                 ),
             ] {
                 let Some(addr) = addr else { continue };
@@ -346,11 +325,7 @@ impl DnsService {
             tracing::info!("interface addresses changed; rebuilding DNS data");
             *self.ifaddrs.lock().expect("ifaddrs lock") = now;
             let _g = self.write_lock.lock().await;
-            if let Err(e) = self
-                .ensure_auto_records()
-                .await
-                .and_then(|_| self.rebuild())
-            {
+            if let Err(e) = self.ensure_auto_records().await.and_then(|_| self.rebuild()) {
                 tracing::error!("rebuilding DNS data after an interface change failed: {e}");
             }
         }
@@ -371,9 +346,10 @@ impl DnsService {
             new.enabled = e;
         }
         if let Some(p) = patch.port {
-            new.port = u16::try_from(p).ok().filter(|p| *p != 0).ok_or_else(|| {
-                DnsError::Invalid(format!("'port' {p} is out of range: use 1-65535"))
-            })?;
+            new.port = u16::try_from(p)
+                .ok()
+                .filter(|p| *p != 0)
+                .ok_or_else(|| DnsError::Invalid(format!("'port' {p} is out of range: use 1-65535")))?;
         }
         if let Some(l) = patch.listen {
             if l.is_empty() {
@@ -393,11 +369,8 @@ impl DnsService {
                 .collect::<Result<_, _>>()?;
         }
         if let Some(d) = patch.local_domain {
-            let name = names::parse_domain(d.trim()).map_err(|e| {
-                DnsError::Invalid(format!(
-                    "'local_domain' {d:?} is not a valid domain name: {e}"
-                ))
-            })?;
+            let name = names::parse_domain(d.trim())
+                .map_err(|e| DnsError::Invalid(format!("'local_domain' {d:?} is not a valid domain name: {e}")))?;
             new.local_domain = names::display(&name).trim_end_matches('.').to_string();
         }
         if let Some(u) = patch.upstream {
@@ -408,11 +381,8 @@ impl DnsService {
             return Ok(new);
         }
         if (new.enabled, new.port, &new.listen) != (old.enabled, old.port, &old.listen) {
-            self.rebind(&new).map_err(|e| {
-                DnsError::Invalid(format!(
-                    "the new DNS listen settings cannot be applied: {e:#}"
-                ))
-            })?;
+            self.rebind(&new)
+                .map_err(|e| DnsError::Invalid(format!("the new DNS listen settings cannot be applied: {e:#}")))?;
         }
         self.kv.put(SETTINGS_KEY, &new).await?;
         *self.settings.lock().expect("settings lock") = new.clone();
@@ -428,12 +398,7 @@ impl DnsService {
     /// Store errors.
     pub fn list(&self) -> Result<Vec<DnsRecord>, DnsError> {
         let origin = self.origin();
-        Ok(self
-            .records
-            .list()?
-            .into_iter()
-            .map(|r| r.with_fqdn(&origin))
-            .collect())
+        Ok(self.records.list()?.into_iter().map(|r| r.with_fqdn(&origin)).collect())
     }
 
     /// One record.
@@ -459,9 +424,7 @@ impl DnsService {
                     other.id
                 )));
             }
-            if other.owner(origin) == owner
-                && (rec.kind == RecordKind::CNAME) != (other.kind == RecordKind::CNAME)
-            {
+            if other.owner(origin) == owner && (rec.kind == RecordKind::CNAME) != (other.kind == RecordKind::CNAME) {
                 return Err(DnsError::Invalid(format!(
                     "{} already has a {} record (id {}); a CNAME cannot coexist with other data at the same name (RFC 1034 §3.6.2)",
                     rec.fqdn,
@@ -490,8 +453,8 @@ impl DnsService {
     pub async fn create(&self, input: RecordInput) -> Result<DnsRecord, DnsError> {
         let _g = self.write_lock.lock().await;
         let origin = self.origin();
-        let rec = records::validate(&input, None, &origin, OffsetDateTime::now_utc())
-            .map_err(|e| DnsError::Invalid(e.0))?;
+        let rec =
+            records::validate(&input, None, &origin, OffsetDateTime::now_utc()).map_err(|e| DnsError::Invalid(e.0))?;
         self.check_conflicts(&rec, &origin)?;
         let rec = self.records.insert(rec).await?;
         self.rebuild()?;
@@ -508,10 +471,7 @@ impl DnsService {
         let origin = self.origin();
         let base = self.records.get(id)?.ok_or(DnsError::NotFound(id))?;
         if base.auto {
-            let changes_data = input
-                .name
-                .as_ref()
-                .is_some_and(|n| !n.eq_ignore_ascii_case(&base.name))
+            let changes_data = input.name.as_ref().is_some_and(|n| !n.eq_ignore_ascii_case(&base.name))
                 || input
                     .kind
                     .as_ref()

@@ -141,10 +141,7 @@ fn cname_chain_is_followed() {
         "10.9.9.9",
         Transport::Udp,
     );
-    assert_eq!(
-        addrs(&m),
-        vec!["CNAME host1.lab.test.", "10.0.0.11", "10.0.0.12"]
-    );
+    assert_eq!(addrs(&m), vec!["CNAME host1.lab.test.", "10.0.0.11", "10.0.0.12"]);
 }
 
 #[test]
@@ -164,10 +161,7 @@ fn nodata_and_nxdomain_carry_the_soa() {
         "10.9.9.9",
         Transport::Udp,
     );
-    assert_eq!(
-        (m.response_code, m.answers.len()),
-        (ResponseCode::NoError, 0)
-    );
+    assert_eq!((m.response_code, m.answers.len()), (ResponseCode::NoError, 0));
     assert_eq!(m.authorities[0].record_type(), RecordType::SOA);
     // Empty non-terminal (RFC 8020): deep.lab.test exists because a.deep.lab.test does.
     let m = ask(
@@ -176,10 +170,7 @@ fn nodata_and_nxdomain_carry_the_soa() {
         "10.9.9.9",
         Transport::Udp,
     );
-    assert_eq!(
-        (m.response_code, m.answers.len()),
-        (ResponseCode::NoError, 0)
-    );
+    assert_eq!((m.response_code, m.answers.len()), (ResponseCode::NoError, 0));
 }
 
 #[test]
@@ -206,10 +197,7 @@ fn apex_soa_ns_mx_txt() {
         Transport::Udp,
     );
     match &m.answers[0].data {
-        RData::MX(mx) => assert_eq!(
-            (mx.preference, mx.exchange.to_ascii()),
-            (10, "mail.lab.test.".into())
-        ),
+        RData::MX(mx) => assert_eq!((mx.preference, mx.exchange.to_ascii()), (10, "mail.lab.test.".into())),
         other => panic!("{other:?}"),
     }
     let m = ask(
@@ -219,10 +207,7 @@ fn apex_soa_ns_mx_txt() {
         Transport::Udp,
     );
     match &m.answers[0].data {
-        RData::TXT(t) => assert_eq!(
-            t.txt_data.iter().map(|s| s.len()).collect::<Vec<_>>(),
-            vec![255, 45]
-        ),
+        RData::TXT(t) => assert_eq!(t.txt_data.iter().map(|s| s.len()).collect::<Vec<_>>(), vec![255, 45]),
         other => panic!("{other:?}"),
     }
 }
@@ -230,38 +215,15 @@ fn apex_soa_ns_mx_txt() {
 #[test]
 fn subnet_aware_auto_and_scoped_records() {
     let h = handler();
-    let a = |client: &str, name: &str, t| {
-        addrs(&ask(&h, &query(name, t, None), client, Transport::Udp))
-    };
-    assert_eq!(
-        a("10.1.0.77", "bootlane.lab.test.", RecordType::A),
-        vec!["10.1.0.1"]
-    );
-    assert_eq!(
-        a("10.2.0.77", "bootlane.lab.test.", RecordType::A),
-        vec!["10.2.0.1"]
-    );
+    let a = |client: &str, name: &str, t| addrs(&ask(&h, &query(name, t, None), client, Transport::Udp));
+    assert_eq!(a("10.1.0.77", "bootlane.lab.test.", RecordType::A), vec!["10.1.0.1"]);
+    assert_eq!(a("10.2.0.77", "bootlane.lab.test.", RecordType::A), vec!["10.2.0.1"]);
     assert_eq!(a("10.2.0.77", "lab.test.", RecordType::A), vec!["10.2.0.1"]);
-    assert_eq!(
-        a("10.9.9.9", "bootlane.lab.test.", RecordType::A),
-        vec!["10.1.0.1"]
-    );
-    assert_eq!(
-        a("fd01::99", "bootlane.lab.test.", RecordType::A),
-        vec!["10.1.0.1"]
-    );
-    assert_eq!(
-        a("10.1.0.77", "bootlane.lab.test.", RecordType::AAAA),
-        vec!["fd01::1"]
-    );
-    assert_eq!(
-        a("10.2.0.77", "svc.lab.test.", RecordType::A),
-        vec!["10.2.0.50"]
-    );
-    assert_eq!(
-        a("10.1.0.77", "svc.lab.test.", RecordType::A),
-        vec!["192.0.2.1"]
-    );
+    assert_eq!(a("10.9.9.9", "bootlane.lab.test.", RecordType::A), vec!["10.1.0.1"]);
+    assert_eq!(a("fd01::99", "bootlane.lab.test.", RecordType::A), vec!["10.1.0.1"]);
+    assert_eq!(a("10.1.0.77", "bootlane.lab.test.", RecordType::AAAA), vec!["fd01::1"]);
+    assert_eq!(a("10.2.0.77", "svc.lab.test.", RecordType::A), vec!["10.2.0.50"]);
+    assert_eq!(a("10.1.0.77", "svc.lab.test.", RecordType::A), vec!["192.0.2.1"]);
 }
 
 #[test]
@@ -274,10 +236,7 @@ fn edns_do_copied_and_truncation() {
         Transport::Udp,
     );
     let e = m.edns.as_ref().expect("OPT in answer");
-    assert_eq!(
-        (e.max_payload(), e.version(), e.flags().dnssec_ok),
-        (1232, 0, true)
-    );
+    assert_eq!((e.max_payload(), e.version(), e.flags().dnssec_ok), (1232, 0, true));
     // 3000 bytes of TXT: truncated over plain UDP (512) and over EDNS 1232, whole over TCP.
     let m = ask(
         &h,
@@ -374,24 +333,15 @@ fn malformed_input_gets_formerr_notimp_badvers_or_silence() {
     assert_eq!((m.id, m.response_code), (0xabcd, ResponseCode::FormErr));
     // Two questions: FORMERR.
     let mut two = Message::new(7, MessageType::Query, OpCode::Query);
-    two.add_query(Query::query(
-        Name::from_ascii("a.lab.test.").unwrap(),
-        RecordType::A,
-    ));
-    two.add_query(Query::query(
-        Name::from_ascii("b.lab.test.").unwrap(),
-        RecordType::A,
-    ));
+    two.add_query(Query::query(Name::from_ascii("a.lab.test.").unwrap(), RecordType::A));
+    two.add_query(Query::query(Name::from_ascii("b.lab.test.").unwrap(), RecordType::A));
     assert_eq!(
         ask(&h, &two.to_vec().unwrap(), "10.9.9.9", Transport::Udp).response_code,
         ResponseCode::FormErr
     );
     // NOTIFY opcode: NOTIMP.
     let mut n = Message::new(8, MessageType::Query, OpCode::Notify);
-    n.add_query(Query::query(
-        Name::from_ascii("lab.test.").unwrap(),
-        RecordType::SOA,
-    ));
+    n.add_query(Query::query(Name::from_ascii("lab.test.").unwrap(), RecordType::SOA));
     assert_eq!(
         ask(&h, &n.to_vec().unwrap(), "10.9.9.9", Transport::Udp).response_code,
         ResponseCode::NotImp
@@ -419,9 +369,7 @@ fn random_bytes_never_panic() {
     for len in 0..600 {
         let mut b = query("host1.lab.test.", RecordType::A, Some(1232));
         for _ in 0..(len % 7 + 1) {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             let i = (seed >> 33) as usize % b.len();
             b[i] = (seed >> 17) as u8;
         }
@@ -437,9 +385,7 @@ fn projection_matches_lookup_and_scopes() {
     let find = |name: &str, qtype: u16, scope: u32| {
         let wire = names::to_wire_lower(&Name::from_ascii(name).unwrap());
         p.iter()
-            .find(|(k, _)| {
-                k.scope == scope && k.qtype == qtype && k.qname[..k.qname_len as usize] == wire[..]
-            })
+            .find(|(k, _)| k.scope == scope && k.qtype == qtype && k.qname[..k.qname_len as usize] == wire[..])
             .map(|(_, v)| *v)
     };
     let g = find("host1.lab.test.", 1, 0).expect("global host1 A");
@@ -447,10 +393,7 @@ fn projection_matches_lookup_and_scopes() {
         (g.count, &g.addrs[0][..4], &g.addrs[1][..4]),
         (2, &[10, 0, 0, 11][..], &[10, 0, 0, 12][..])
     );
-    assert!(
-        find("www.lab.test.", 1, 0).is_none(),
-        "CNAME answers stay in userspace"
-    );
+    assert!(find("www.lab.test.", 1, 0).is_none(), "CNAME answers stay in userspace");
     let s2 = z.scope_of(Some("10.2.0.5".parse().unwrap()));
     assert_ne!(s2, 0);
     assert_eq!(
@@ -458,9 +401,7 @@ fn projection_matches_lookup_and_scopes() {
         &[10, 2, 0, 50]
     );
     assert_eq!(
-        &find("bootlane.lab.test.", 1, s2)
-            .expect("scoped auto")
-            .addrs[0][..4],
+        &find("bootlane.lab.test.", 1, s2).expect("scoped auto").addrs[0][..4],
         &[10, 2, 0, 1]
     );
     assert!(

@@ -49,10 +49,7 @@ pub fn parse_upstreams(s: &str) -> Result<Vec<SocketAddr>, UpstreamError> {
                 why: "not an IP address",
             })?;
             SocketAddr::new(ip, 53)
-        } else if entry
-            .rsplit_once(':')
-            .is_some_and(|(h, _)| h.parse::<IpAddr>().is_ok())
-        {
+        } else if entry.rsplit_once(':').is_some_and(|(h, _)| h.parse::<IpAddr>().is_ok()) {
             return Err(UpstreamError {
                 entry: entry.into(),
                 why: "the port must be 1-65535",
@@ -87,13 +84,11 @@ pub async fn forward(query: &[u8], upstreams: &[SocketAddr]) -> Option<Vec<u8>> 
         let mut q = query.to_vec();
         q[..2].copy_from_slice(&id.to_be_bytes());
         let resp = match timeout(TRY_TIMEOUT, udp_exchange(&q, *up, id)).await {
-            Ok(Ok(r)) if r.len() >= 12 && r[2] & 0x02 != 0 => {
-                timeout(TRY_TIMEOUT, tcp_exchange(&q, *up, id))
-                    .await
-                    .ok()
-                    .and_then(|r| r.ok())
-                    .or(Some(r))
-            }
+            Ok(Ok(r)) if r.len() >= 12 && r[2] & 0x02 != 0 => timeout(TRY_TIMEOUT, tcp_exchange(&q, *up, id))
+                .await
+                .ok()
+                .and_then(|r| r.ok())
+                .or(Some(r)),
             Ok(Ok(r)) => Some(r),
             Ok(Err(e)) => {
                 tracing::debug!(upstream = %up, "upstream failed: {e}");
@@ -163,29 +158,14 @@ mod tests {
         );
         assert_eq!(
             p("1.1.1.1,\t9.9.9.9:5353"),
-            vec![
-                "1.1.1.1:53".parse().unwrap(),
-                "9.9.9.9:5353".parse().unwrap()
-            ]
+            vec!["1.1.1.1:53".parse().unwrap(), "9.9.9.9:5353".parse().unwrap()]
         );
         assert_eq!(p("2001:db8::1"), vec!["[2001:db8::1]:53".parse().unwrap()]);
-        assert_eq!(
-            p("[2001:db8::1]:5353"),
-            vec!["[2001:db8::1]:5353".parse().unwrap()]
-        );
-        assert_eq!(
-            p("[2001:db8::1]"),
-            vec!["[2001:db8::1]:53".parse().unwrap()]
-        );
+        assert_eq!(p("[2001:db8::1]:5353"), vec!["[2001:db8::1]:5353".parse().unwrap()]);
+        assert_eq!(p("[2001:db8::1]"), vec!["[2001:db8::1]:53".parse().unwrap()]);
         assert!(p("  ").is_empty());
-        assert_eq!(
-            parse_upstreams("1.1.1.1, dns.google").unwrap_err().entry,
-            "dns.google"
-        );
+        assert_eq!(parse_upstreams("1.1.1.1, dns.google").unwrap_err().entry, "dns.google");
         assert_eq!(parse_upstreams("1.1.1.1:0").unwrap_err().entry, "1.1.1.1:0");
-        assert_eq!(
-            parse_upstreams("1.1.1.1:99999").unwrap_err().entry,
-            "1.1.1.1:99999"
-        );
+        assert_eq!(parse_upstreams("1.1.1.1:99999").unwrap_err().entry, "1.1.1.1:99999");
     }
 }

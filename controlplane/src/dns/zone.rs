@@ -18,9 +18,7 @@ use std::{
     net::IpAddr,
 };
 
-use bootlane_common::dns::{
-    DnsAnswer, DnsKey, MAX_ADDRS, MAX_QNAME_LEN, QTYPE_A, QTYPE_AAAA, SCOPE_GLOBAL,
-};
+use bootlane_common::dns::{DnsAnswer, DnsKey, MAX_ADDRS, MAX_QNAME_LEN, QTYPE_A, QTYPE_AAAA, SCOPE_GLOBAL};
 use hickory_proto::rr::{
     rdata::{A, AAAA, CNAME, HINFO, MX, NS, SOA, TXT},
     Name, RData, Record, RecordType,
@@ -118,8 +116,7 @@ impl Zone {
     /// warning (they were validated on write).
     pub fn build(input: ZoneInput<'_>) -> Self {
         let origin = input.origin;
-        let server_name =
-            names::absolute(input.server_label, &origin).unwrap_or_else(|_| origin.clone());
+        let server_name = names::absolute(input.server_label, &origin).unwrap_or_else(|_| origin.clone());
         let mut names: HashMap<Name, Vec<Entry>> = HashMap::new();
         let mut subnets: HashSet<IpNet> = HashSet::new();
         for r in input.records.iter().filter(|r| r.enabled) {
@@ -143,11 +140,7 @@ impl Zone {
         }
         let mut scopes: Vec<IpNet> = subnets.into_iter().collect();
         scopes.sort_by(|a, b| (a.addr(), a.prefix_len()).cmp(&(b.addr(), b.prefix_len())));
-        let mut lpm: Vec<(IpNet, u32)> = scopes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (*n, i as u32 + 1))
-            .collect();
+        let mut lpm: Vec<(IpNet, u32)> = scopes.iter().enumerate().map(|(i, n)| (*n, i as u32 + 1)).collect();
         lpm.sort_by(|a, b| b.0.prefix_len().cmp(&a.0.prefix_len()));
         let mut non_terminals = HashSet::new();
         for n in names.keys() {
@@ -196,18 +189,12 @@ impl Zone {
     }
 
     fn scope_net(&self, scope: u32) -> Option<IpNet> {
-        scope
-            .checked_sub(1)
-            .and_then(|i| self.scopes.get(i as usize))
-            .copied()
+        scope.checked_sub(1).and_then(|i| self.scopes.get(i as usize)).copied()
     }
 
     /// The scope prefixes with their ids (for the XDP LPM trie).
     pub fn scopes(&self) -> impl Iterator<Item = (IpNet, u32)> + '_ {
-        self.scopes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (*n, i as u32 + 1))
+        self.scopes.iter().enumerate().map(|(i, n)| (*n, i as u32 + 1))
     }
 
     fn visible(&self, e: &Entry, scope: u32) -> Option<u8> {
@@ -361,10 +348,7 @@ impl Zone {
                     set.into_iter()
                         .map(|(ttl, r)| Record::from_rdata(owner.clone(), ttl, r)),
                 );
-                return Lookup::Answer {
-                    answers,
-                    chase: None,
-                };
+                return Lookup::Answer { answers, chase: None };
             }
             if qtype == RecordType::CNAME {
                 break;
@@ -373,11 +357,7 @@ impl Zone {
             let Some((ttl, RData::CNAME(target))) = cname.into_iter().next() else {
                 break;
             };
-            answers.push(Record::from_rdata(
-                owner.clone(),
-                ttl,
-                RData::CNAME(target.clone()),
-            ));
+            answers.push(Record::from_rdata(owner.clone(), ttl, RData::CNAME(target.clone())));
             let target = target.0.to_lowercase();
             if !self.exists(&target, scope) {
                 let chase = (!self.in_zone(&target)).then(|| target.clone());
@@ -389,10 +369,7 @@ impl Zone {
         if answers.is_empty() {
             Lookup::NoData { soa: negative_soa }
         } else {
-            Lookup::Answer {
-                answers,
-                chase: None,
-            }
+            Lookup::Answer { answers, chase: None }
         }
     }
 
@@ -463,11 +440,7 @@ impl Zone {
 
 /// The fast-path value for a lookup result, if XDP can give exactly that answer.
 fn xdp_answer(l: &Lookup) -> Option<DnsAnswer> {
-    let Lookup::Answer {
-        answers,
-        chase: None,
-    } = l
-    else {
+    let Lookup::Answer { answers, chase: None } = l else {
         return None;
     };
     if answers.is_empty() || answers.len() > MAX_ADDRS {
@@ -492,19 +465,11 @@ fn entry_of(r: &DnsRecord, origin: &Name) -> Option<Entry> {
     let (rtype, data) = match r.kind {
         RecordKind::A if r.auto => (RecordType::A, Data::ServerAddr),
         RecordKind::AAAA if r.auto => (RecordType::AAAA, Data::ServerAddr),
-        RecordKind::A => (
-            RecordType::A,
-            Data::Fixed(RData::A(A(r.value.parse().ok()?))),
-        ),
-        RecordKind::AAAA => (
-            RecordType::AAAA,
-            Data::Fixed(RData::AAAA(AAAA(r.value.parse().ok()?))),
-        ),
+        RecordKind::A => (RecordType::A, Data::Fixed(RData::A(A(r.value.parse().ok()?)))),
+        RecordKind::AAAA => (RecordType::AAAA, Data::Fixed(RData::AAAA(AAAA(r.value.parse().ok()?)))),
         RecordKind::CNAME => (
             RecordType::CNAME,
-            Data::Fixed(RData::CNAME(CNAME(
-                names::absolute_target(&r.value, origin).ok()?,
-            ))),
+            Data::Fixed(RData::CNAME(CNAME(names::absolute_target(&r.value, origin).ok()?))),
         ),
         RecordKind::MX => {
             let host = names::absolute_target(&r.value, origin).ok()?;
