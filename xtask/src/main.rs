@@ -5,11 +5,7 @@
 //! - `test`: every test — unit and API tests of the default members, then the privileged
 //!   integration tests (XDP `test_run`, network namespaces, real clients) as root.
 //! - `bench`: benchmarks against dnsmasq in the same invocation.
-#![allow(
-    clippy::print_stdout,
-    clippy::print_stderr,
-    reason = "xtask is a CLI tool"
-)]
+#![allow(clippy::print_stdout, clippy::print_stderr, reason = "xtask is a CLI tool")]
 
 use std::{
     path::{Path, PathBuf},
@@ -126,13 +122,7 @@ fn build_server(release: bool) -> Result<PathBuf> {
 /// `--no-run --message-format=json`, then run each executable as root).
 fn integration_binaries() -> Result<Vec<PathBuf>> {
     let out = cargo()
-        .args([
-            "test",
-            "-p",
-            "bootlane-tests",
-            "--no-run",
-            "--message-format=json",
-        ])
+        .args(["test", "-p", "bootlane-tests", "--no-run", "--message-format=json"])
         .stderr(std::process::Stdio::inherit())
         .output()
         .context("building the integration tests")?;
@@ -204,10 +194,7 @@ fn main() -> ExitCode {
         Cmd::Run { release, args } => setup().and_then(|_| build_server(release)).and_then(|bin| {
             let mut a = vec!["serve".to_string()];
             if args.is_empty() && root().join("bootlane.toml").exists() {
-                a.extend([
-                    "--config".into(),
-                    root().join("bootlane.toml").display().to_string(),
-                ]);
+                a.extend(["--config".into(), root().join("bootlane.toml").display().to_string()]);
             }
             a.extend(args);
             run(&mut privileged(&bin, &a))
