@@ -52,6 +52,10 @@ pub const DNS_CONFIG: &str = "DNS_CONFIG";
 /// Map name: `PerCpuArray<u64>` indexed by the `CNT_*` constants.
 pub const DNS_COUNTERS: &str = "DNS_COUNTERS";
 
+/// Map name: `PerCpuArray<u32>` with one element, private to the program (a verifier aid:
+/// values read back from a map are unknown to the verifier). Userspace never touches it.
+pub const DNS_SCRATCH: &str = "DNS_SCRATCH";
+
 /// Counter: queries answered by the fast path (`XDP_TX`).
 pub const CNT_ANSWERED: u32 = 0;
 /// Counter: passed, not a DNS query for us (not IP/UDP, other port, other address).

@@ -1,2 +1,262 @@
-#![no_std]
-#![no_main]
+//! The XDP DNS responder (issue 3): answers standard A/AAAA queries for local names
+//! straight from the [`DNS_RECORDS`] map with `XDP_TX`, and passes everything else to the
+//! userspace DNS server unchanged (`XDP_PASS`, fail open). The ABI (map names, key and
+//! value layouts, counters) is `bootlane_common::dns`; the control plane fills the maps.
+//!
+//! Path of an answered query: Ethernet (one optional 802.1Q tag) → IPv4 without options
+//! or IPv6 without extension headers → UDP to `DnsConfig.port` and to an address in
+//! [`DNS_SERVER_ADDRS`] → query checks and lowercased qname ([`dns::parse_query`]) → scope
+//! of the client from [`DNS_SCOPES`] → `(qname, qtype, scope)` then `(qname, qtype, 0)` in
+//! [`DNS_RECORDS`] → tail grown/shrunk to the answer size, addresses and ports swapped,
+//! answers and OPT written, IPv4 header and UDP checksums recomputed → `XDP_TX`.
+#![cfg_attr(target_arch = "bpf", no_std)]
+#![cfg_attr(target_arch = "bpf", no_main)]
+#![cfg_attr(not(target_arch = "bpf"), allow(dead_code, unused_imports))]
+
+#[cfg(target_arch = "bpf")]
+mod csum;
+#[cfg(target_arch = "bpf")]
+mod dns;
+#[cfg(target_arch = "bpf")]
+mod parse;
+
+/// On the host (`cargo clippy --workspace`) this crate is an empty binary; the program
+/// only exists for the BPF target.
+#[cfg(not(target_arch = "bpf"))]
+fn main() {}
+
+#[cfg(target_arch = "bpf")]
+mod program {
+    use aya_ebpf::{
+        bindings::xdp_action::{XDP_PASS, XDP_TX},
+        helpers::generated::bpf_xdp_adjust_tail,
+        macros::{map, xdp},
+        maps::{lpm_trie::Key, Array, HashMap, LpmTrie, PerCpuArray},
+        programs::XdpContext,
+    };
+    use bootlane_common::dns::{
+        DnsAnswer, DnsConfig, DnsKey, CFG_FLAG_RA, CNT_ANSWERED, CNT_MAX, CNT_PASS_MALFORMED, CNT_PASS_MISS,
+        CNT_PASS_NOT_DNS, CNT_PASS_UNSUPPORTED, DNS_MAP_CAPACITY, DNS_SCOPE_CAPACITY, DNS_SERVER_ADDR_CAPACITY,
+        MAX_ADDRS, MAX_QNAME_LEN, QTYPE_A, SCOPE_GLOBAL,
+    };
+
+    use crate::{
+        csum,
+        dns::{self, rr_len, DNS_HDR_LEN, OPT_LEN},
+        parse::{self, ptr_at, swap, write_u16, Parsed, UDP_LEN},
+    };
+
+    // ---- Maps ----
+    // Names must match `bootlane_common::dns::DNS_*` (the macro needs literals); the
+    // map-name test in the `tests` crate checks every constant against this object.
+
+    /// `(scope, qtype, qname)` → RRset. Resized at load time by the control plane.
+    #[map(name = "DNS_RECORDS")]
+    static DNS_RECORDS: HashMap<DnsKey, DnsAnswer> = HashMap::with_max_entries(DNS_MAP_CAPACITY, 0);
+
+    /// Client address (IPv4-mapped for v4) → scope id.
+    #[map(name = "DNS_SCOPES")]
+    static DNS_SCOPES: LpmTrie<[u8; 16], u32> = LpmTrie::with_max_entries(DNS_SCOPE_CAPACITY, 0);
+
+    /// Addresses this server answers on (IPv4-mapped for v4); value unused.
+    #[map(name = "DNS_SERVER_ADDRS")]
+    static DNS_SERVER_ADDRS: HashMap<[u8; 16], u32> = HashMap::with_max_entries(DNS_SERVER_ADDR_CAPACITY, 0);
+
+    /// Answer-building parameters, one element.
+    #[map(name = "DNS_CONFIG")]
+    static DNS_CONFIG: Array<DnsConfig> = Array::with_max_entries(1, 0);
+
+    /// Per-CPU packet counters, indexed by `CNT_*`.
+    #[map(name = "DNS_COUNTERS")]
+    static DNS_COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(CNT_MAX, 0);
+
+    #[inline(always)]
+    fn count(idx: u32) {
+        if let Some(c) = DNS_COUNTERS.get_ptr_mut(idx) {
+            // SAFETY: per-CPU slot, no concurrent writer on this CPU.
+            unsafe { *c += 1 };
+        }
+    }
+
+    /// Entry point: fail open. Every reason not to answer is counted and passed.
+    #[xdp]
+    pub fn dns_responder(ctx: XdpContext) -> u32 {
+        match try_dns_responder(&ctx) {
+            Ok(action) => {
+                count(CNT_ANSWERED);
+                action
+            }
+            Err(reason) => {
+                count(reason);
+                XDP_PASS
+            }
+        }
+    }
+
+    /// IPv4-mapped IPv6 form `::ffff:a.b.c.d` of an IPv4 address (RFC 4291 §2.5.5.2).
+    #[inline(always)]
+    fn mapped(a: [u8; 4]) -> [u8; 16] {
+        [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a[0], a[1], a[2], a[3]]
+    }
+
+    /// Reads the source and destination address (16-byte form) of the IP header at `l3`.
+    #[inline(always)]
+    fn addrs(ctx: &XdpContext, l3: usize, v6: bool) -> Result<([u8; 16], [u8; 16]), ()> {
+        if v6 {
+            let s: *mut [u8; 16] = ptr_at(ctx, l3 + 8)?;
+            let d: *mut [u8; 16] = ptr_at(ctx, l3 + 24)?;
+            // SAFETY: bounds-checked by `ptr_at`.
+            Ok(unsafe { (*s, *d) })
+        } else {
+            let s: *mut [u8; 4] = ptr_at(ctx, l3 + 12)?;
+            let d: *mut [u8; 4] = ptr_at(ctx, l3 + 16)?;
+            // SAFETY: bounds-checked by `ptr_at`.
+            Ok(unsafe { (mapped(*s), mapped(*d)) })
+        }
+    }
+
+    fn try_dns_responder(ctx: &XdpContext) -> Result<u32, u32> {
+        // SAFETY: the config map value is plain integers; None only before the first apply.
+        let cfg = *DNS_CONFIG.get(0).ok_or(CNT_PASS_NOT_DNS)?;
+        if cfg.port == 0 {
+            return Err(CNT_PASS_NOT_DNS);
+        }
+        let l = match parse::parse_headers(ctx).map_err(|()| CNT_PASS_MALFORMED)? {
+            Parsed::Udp(l) => l,
+            Parsed::NotOurs => return Err(CNT_PASS_NOT_DNS),
+        };
+        let dport = parse::read_u16(ctx, l.udp + 2).map_err(|()| CNT_PASS_MALFORMED)?;
+        if dport != cfg.port {
+            return Err(CNT_PASS_NOT_DNS);
+        }
+        let (src, dst) = addrs(ctx, l.l3, l.v6).map_err(|()| CNT_PASS_MALFORMED)?;
+        // SAFETY: plain value, only tested for presence.
+        if unsafe { DNS_SERVER_ADDRS.get(&dst) }.is_none() {
+            return Err(CNT_PASS_NOT_DNS);
+        }
+
+        let dns_off = l.udp + UDP_LEN;
+        let dns_len = l.udp_len - UDP_LEN;
+        let mut key = DnsKey {
+            scope: SCOPE_GLOBAL,
+            qtype: 0,
+            qname_len: 0,
+            qname: [0u8; MAX_QNAME_LEN],
+        };
+        let q = dns::parse_query(ctx, dns_off, dns_len, &mut key)?;
+
+        // Scope of the client, then the scoped entry, then the global one.
+        let scope = DNS_SCOPES.get(Key::new(128, src)).copied().unwrap_or(SCOPE_GLOBAL);
+        let mut ans = None;
+        if scope != SCOPE_GLOBAL {
+            key.scope = scope;
+            // SAFETY: the value is read before any map update can free it (RCU).
+            ans = unsafe { DNS_RECORDS.get(&key) };
+            key.scope = SCOPE_GLOBAL;
+        }
+        if ans.is_none() {
+            // SAFETY: as above.
+            ans = unsafe { DNS_RECORDS.get(&key) };
+        }
+        let ans = ans.ok_or(CNT_PASS_MISS)?;
+        // count == 0: the name exists globally but this scope must be answered by userspace.
+        if ans.count == 0 {
+            return Err(CNT_PASS_MISS);
+        }
+        if ans.count as usize > MAX_ADDRS {
+            return Err(CNT_PASS_UNSUPPORTED);
+        }
+        let count = ans.count as usize;
+        let rrl = if q.qtype == QTYPE_A { rr_len(4) } else { rr_len(16) };
+
+        // New sizes. `qname_len` <= MAX_QNAME_LEN and `count` <= MAX_ADDRS keep every
+        // offset below small constants (the verifier needs bounded offsets).
+        let qlen = q.qname_len & 0xff;
+        let ans_off = dns_off + DNS_HDR_LEN + qlen + 4;
+        let dns_new = DNS_HDR_LEN + qlen + 4 + count * rrl + if q.edns { OPT_LEN } else { 0 };
+        let udp_new = UDP_LEN + dns_new;
+        let frame_new = l.udp + udp_new;
+        let frame_old = ctx.data_end() - ctx.data();
+        let delta = frame_new as i64 - frame_old as i64;
+        if delta != 0 {
+            // SAFETY: `ctx.ctx` is the program's context pointer.
+            let r = unsafe { bpf_xdp_adjust_tail(ctx.ctx, delta as i32) };
+            if r != 0 {
+                return Err(CNT_PASS_UNSUPPORTED);
+            }
+        }
+        // Every pointer below is re-derived from ctx.data()/data_end() after the resize.
+        let e = |()| CNT_PASS_MALFORMED;
+
+        // Ethernet and IP: swap addresses.
+        swap::<6>(ctx, 0, 6).map_err(e)?;
+        if l.v6 {
+            swap::<16>(ctx, l.l3 + 8, l.l3 + 24).map_err(e)?;
+            write_u16(ctx, l.l3 + 4, udp_new as u16).map_err(e)?;
+            let hl: *mut u8 = ptr_at(ctx, l.l3 + 7).map_err(e)?;
+            // SAFETY: bounds-checked by `ptr_at`.
+            unsafe { *hl = 64 };
+        } else {
+            swap::<4>(ctx, l.l3 + 12, l.l3 + 16).map_err(e)?;
+            write_u16(ctx, l.l3 + 2, (parse::IPV4_LEN + udp_new) as u16).map_err(e)?;
+            let ttl: *mut u8 = ptr_at(ctx, l.l3 + 8).map_err(e)?;
+            // SAFETY: bounds-checked by `ptr_at`.
+            unsafe { *ttl = 64 };
+            csum::ipv4_header(ctx, l.l3).map_err(e)?;
+        }
+        // UDP: swap ports, new length, checksum computed last.
+        swap::<2>(ctx, l.udp, l.udp + 2).map_err(e)?;
+        write_u16(ctx, l.udp + 4, udp_new as u16).map_err(e)?;
+        write_u16(ctx, l.udp + 6, 0).map_err(e)?;
+
+        // DNS header: ID kept; QR, AA, RD copied; RA per config; counts.
+        let h: *mut [u8; DNS_HDR_LEN] = ptr_at(ctx, dns_off).map_err(e)?;
+        let ra = if cfg.flags & CFG_FLAG_RA != 0 { 0x80 } else { 0 };
+        // SAFETY: bounds-checked by `ptr_at`.
+        unsafe {
+            (*h)[2] = 0x84 | (q.flags_hi & 0x01);
+            (*h)[3] = ra;
+            (*h)[6] = 0;
+            (*h)[7] = count as u8;
+            (*h)[8] = 0;
+            (*h)[9] = 0;
+            (*h)[10] = 0;
+            (*h)[11] = q.edns as u8;
+        }
+        if q.qtype == QTYPE_A {
+            dns::write_answers::<4, { rr_len(4) }>(ctx, ans_off, q.qtype, ans).map_err(e)?;
+        } else {
+            dns::write_answers::<16, { rr_len(16) }>(ctx, ans_off, q.qtype, ans).map_err(e)?;
+        }
+        if q.edns {
+            dns::write_opt(ctx, ans_off + count * rrl, cfg.edns_udp_size, q.dnssec_ok).map_err(e)?;
+        }
+
+        // UDP checksum over the pseudo-header and the whole datagram (now the packet end).
+        let mut sum = csum::add_bytes(0, &src);
+        sum = csum::add_bytes(sum, &dst);
+        if !l.v6 {
+            // The IPv4 pseudo-header has 4-byte addresses; undo the ::ffff: prefix words.
+            sum -= 2 * 0xffff;
+        }
+        sum += parse::IPPROTO_UDP as u32 + udp_new as u32;
+        sum = csum::sum_to_end(ctx, l.udp, sum);
+        let mut c = !csum::fold(sum);
+        if c == 0 {
+            // A computed 0 is sent as all ones (RFC 768; mandatory for IPv6, RFC 8200 §8.1).
+            c = 0xffff;
+        }
+        write_u16(ctx, l.udp + 6, c).map_err(e)?;
+        Ok(XDP_TX)
+    }
+
+    #[panic_handler]
+    fn panic(_info: &core::panic::PanicInfo) -> ! {
+        loop {}
+    }
+
+    /// License of the object (GPL-compatible helpers are not used, but the kernel asks).
+    #[unsafe(link_section = "license")]
+    #[unsafe(no_mangle)]
+    static LICENSE: [u8; 13] = *b"Dual MIT/GPL\0";
+}

@@ -3,3 +3,8 @@
 // DNS against the real binary in network namespaces: dig/kdig from two client subnets,
 // dnsmasq as upstream, live settings, kill -9 durability, garbage input.
 mod dns_netns;
+
+// XDP fast path (issue 3): frame/query builders and the checksum-checking answer parser.
+mod xdp_frames;
+// XDP fast path: map names, test_run on crafted frames (hits and pass-throughs), 100k load.
+mod xdp_program;

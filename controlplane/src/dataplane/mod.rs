@@ -24,12 +24,27 @@ pub struct Projection {
     pub config: DnsConfig,
 }
 
+#[cfg(all(target_os = "linux", not(bootlane_no_xdp)))]
+pub mod xdp;
+
 /// Errors from the data plane.
 #[derive(Debug, thiserror::Error)]
 pub enum DataplaneError {
-    /// A map operation failed.
+    /// A map operation failed; the string names the map and the operation.
     #[error("BPF map update failed: {0}")]
     Map(String),
+    /// The eBPF object could not be loaded, or a map or program is missing from it.
+    #[error("loading the XDP program failed: {0}")]
+    Load(String),
+    /// An aya map error, with the map named in `map`.
+    #[error("BPF map {map}: {source}")]
+    MapOp {
+        /// Map name (`common::dns::DNS_*`).
+        map: &'static str,
+        /// The aya error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 /// Status of the fast path for `GET /services/dns` and `/metrics`.
@@ -135,13 +150,20 @@ impl DnsTable for FakeTable {
 }
 
 /// Loads and attaches the XDP program as `[dns.xdp]` says, or explains why not.
-/// Never fails: without a fast path the DNS server answers everything from userspace.
+/// Never fails: without a fast path the DNS server answers everything from userspace,
+/// and [`XdpStatus::reason`] (and the log) say why.
 pub fn load(config: &crate::config::Config) -> std::sync::Arc<dyn DnsTable> {
     let mode = format!("{:?}", config.dns.xdp.mode).to_lowercase();
     let reason = if config.dns.xdp.mode == crate::config::XdpMode::Off {
         "XDP is off ([dns.xdp] mode = \"off\"); answering from userspace".to_string()
     } else {
-        "this build has no XDP program; answering from userspace".to_string()
+        #[cfg(all(target_os = "linux", not(bootlane_no_xdp)))]
+        match xdp::XdpTable::attach(config) {
+            Ok(t) => return std::sync::Arc::new(t),
+            Err(reason) => reason,
+        }
+        #[cfg(not(all(target_os = "linux", not(bootlane_no_xdp))))]
+        "built without XDP (AYA_BUILD_SKIP=1); answering from userspace".to_string()
     };
     tracing::warn!("{reason}");
     std::sync::Arc::new(NoDataplane { mode, reason })
