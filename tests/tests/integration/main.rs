@@ -8,3 +8,5 @@ mod dns_netns;
 mod xdp_frames;
 // XDP fast path: map names, test_run on crafted frames (hits and pass-throughs), 100k load.
 mod xdp_program;
+// XDP fast path: differential test, XDP answer bytes == userspace DnsHandler bytes.
+mod xdp_differential;
