@@ -273,7 +273,8 @@ async fn settings_validate_and_apply_live() {
     for (body, needle) in [
         (json!({"port": 0}), "port"),
         (json!({"port": 70000}), "port"),
-        (json!({"upstream": "1.1.1.1, dns.google"}), "dns.google"),
+        (json!({"upstream": "1.1.1.1, bad_host!"}), "bad_host!"),
+        (json!({"upstream": "no-such-host.invalid"}), "does not resolve"),
         (json!({"local_domain": "bad domain"}), "local_domain"),
         (json!({"listen": ["nope"]}), "nope"),
     ] {

@@ -25,7 +25,7 @@ use super::{
     names,
     records::{self, DnsRecord, RecordInput, RecordKind},
     server,
-    upstream::parse_upstreams,
+    upstream::{parse_upstreams, resolve_upstreams},
     zone::{Zone, ZoneInput},
 };
 use crate::{
@@ -151,8 +151,10 @@ impl DnsService {
             root,
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()).min(8),
         });
-        svc.handler
-            .set_upstreams(parse_upstreams(&settings.upstream).unwrap_or_default());
+        match resolve_upstreams(&parse_upstreams(&settings.upstream).unwrap_or_default()).await {
+            Ok(ups) => svc.handler.set_upstreams(ups),
+            Err(e) => tracing::error!("no upstream forwarding until the setting is fixed: {e}"),
+        }
         {
             let _g = svc.write_lock.lock().await;
             svc.ensure_auto_records().await?;
@@ -373,8 +375,14 @@ impl DnsService {
                 .map_err(|e| DnsError::Invalid(format!("'local_domain' {d:?} is not a valid domain name: {e}")))?;
             new.local_domain = names::display(&name).trim_end_matches('.').to_string();
         }
+        let mut upstreams = None;
         if let Some(u) = patch.upstream {
-            parse_upstreams(&u).map_err(|e| DnsError::Invalid(format!("'upstream': {e}")))?;
+            let specs = parse_upstreams(&u).map_err(|e| DnsError::Invalid(format!("'upstream': {e}")))?;
+            upstreams = Some(
+                resolve_upstreams(&specs)
+                    .await
+                    .map_err(|e| DnsError::Invalid(format!("'upstream': {e}")))?,
+            );
             new.upstream = u.trim().to_string();
         }
         if new == old {
@@ -386,8 +394,9 @@ impl DnsService {
         }
         self.kv.put(SETTINGS_KEY, &new).await?;
         *self.settings.lock().expect("settings lock") = new.clone();
-        self.handler
-            .set_upstreams(parse_upstreams(&new.upstream).unwrap_or_default());
+        if let Some(ups) = upstreams {
+            self.handler.set_upstreams(ups);
+        }
         self.rebuild()?;
         Ok(new)
     }

@@ -19,7 +19,7 @@ pub const TRY_TIMEOUT: Duration = Duration::from_millis(1500);
 
 /// Error parsing an upstream list; names the bad entry.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("upstream entry {entry:?} is not valid: {why}; use host:port, a bare address (port 53) or [ipv6]:port")]
+#[error("upstream entry {entry:?} is not valid: {why}; use host:port, a bare host or address (port 53) or [ipv6]:port")]
 pub struct UpstreamError {
     /// The offending entry.
     pub entry: String,
@@ -27,46 +27,94 @@ pub struct UpstreamError {
     pub why: &'static str,
 }
 
+/// One parsed upstream entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UpstreamSpec {
+    /// An address literal with its port.
+    Addr(SocketAddr),
+    /// A host name and port, resolved with the system resolver when the setting is applied.
+    Host(String, u16),
+}
+
 /// Parses `host:port` entries separated by commas or whitespace (spec "Limits"). A bare
-/// address gets port 53; IPv6 with a port is written `[addr]:port`. Host names are not
-/// accepted (the forwarder would need a resolver to reach its resolver).
+/// host or address gets port 53; IPv6 with a port is written `[addr]:port`.
 ///
 /// # Errors
 /// [`UpstreamError`] naming the first bad entry.
-pub fn parse_upstreams(s: &str) -> Result<Vec<SocketAddr>, UpstreamError> {
+pub fn parse_upstreams(s: &str) -> Result<Vec<UpstreamSpec>, UpstreamError> {
     let mut out = Vec::new();
     for entry in s
         .split(|c: char| c == ',' || c.is_whitespace())
         .filter(|e| !e.is_empty())
     {
-        let addr = if let Ok(sa) = entry.parse::<SocketAddr>() {
-            sa
+        let bad_port = || UpstreamError {
+            entry: entry.into(),
+            why: "the port must be 1-65535",
+        };
+        let spec = if let Ok(sa) = entry.parse::<SocketAddr>() {
+            UpstreamSpec::Addr(sa)
         } else if let Ok(ip) = entry.parse::<IpAddr>() {
-            SocketAddr::new(ip, 53)
+            UpstreamSpec::Addr(SocketAddr::new(ip, 53))
         } else if let Some(inner) = entry.strip_prefix('[').and_then(|e| e.strip_suffix(']')) {
             let ip: IpAddr = inner.parse().map_err(|_| UpstreamError {
                 entry: entry.into(),
                 why: "not an IP address",
             })?;
-            SocketAddr::new(ip, 53)
-        } else if entry.rsplit_once(':').is_some_and(|(h, _)| h.parse::<IpAddr>().is_ok()) {
-            return Err(UpstreamError {
-                entry: entry.into(),
-                why: "the port must be 1-65535",
-            });
+            UpstreamSpec::Addr(SocketAddr::new(ip, 53))
         } else {
-            return Err(UpstreamError {
-                entry: entry.into(),
-                why: "not an IP address (host names are not accepted)",
-            });
+            let (host, port) = match entry.rsplit_once(':') {
+                Some((h, p)) => (h, p.parse::<u16>().map_err(|_| bad_port())?),
+                None => (entry, 53),
+            };
+            if host.parse::<IpAddr>().is_err() && super::names::parse_domain(host).is_err() {
+                return Err(UpstreamError {
+                    entry: entry.into(),
+                    why: "neither an IP address nor a host name",
+                });
+            }
+            match host.parse::<IpAddr>() {
+                Ok(ip) => UpstreamSpec::Addr(SocketAddr::new(ip, port)),
+                Err(_) => UpstreamSpec::Host(host.to_string(), port),
+            }
         };
-        if addr.port() == 0 {
-            return Err(UpstreamError {
-                entry: entry.into(),
-                why: "the port must be 1-65535",
-            });
+        let port = match &spec {
+            UpstreamSpec::Addr(a) => a.port(),
+            UpstreamSpec::Host(_, p) => *p,
+        };
+        if port == 0 {
+            return Err(bad_port());
         }
-        out.push(addr);
+        out.push(spec);
+    }
+    Ok(out)
+}
+
+/// Resolves parsed entries to socket addresses (host names through the system resolver;
+/// every address of a name becomes an upstream, in resolver order).
+///
+/// # Errors
+/// [`UpstreamError`] naming a host name that does not resolve.
+pub async fn resolve_upstreams(specs: &[UpstreamSpec]) -> Result<Vec<SocketAddr>, UpstreamError> {
+    let mut out = Vec::new();
+    for s in specs {
+        match s {
+            UpstreamSpec::Addr(a) => out.push(*a),
+            UpstreamSpec::Host(h, p) => {
+                let addrs: Vec<SocketAddr> = timeout(Duration::from_secs(5), tokio::net::lookup_host((h.as_str(), *p)))
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+                    .map(Iterator::collect)
+                    .unwrap_or_default();
+                if addrs.is_empty() {
+                    return Err(UpstreamError {
+                        entry: format!("{h}:{p}"),
+                        why: "the host name does not resolve",
+                    });
+                }
+                out.extend(addrs);
+            }
+        }
     }
     Ok(out)
 }
@@ -148,9 +196,20 @@ async fn tcp_exchange(q: &[u8], up: SocketAddr, id: u16) -> std::io::Result<Vec<
 mod tests {
     use super::*;
 
+    fn addrs(s: &str) -> Vec<SocketAddr> {
+        parse_upstreams(s)
+            .unwrap()
+            .into_iter()
+            .map(|u| match u {
+                UpstreamSpec::Addr(a) => a,
+                UpstreamSpec::Host(h, _) => panic!("unexpected host {h}"),
+            })
+            .collect()
+    }
+
     #[test]
     fn parses_lists() {
-        let p = |s| parse_upstreams(s).unwrap();
+        let p = addrs;
         assert_eq!(p("8.8.8.8:53"), vec!["8.8.8.8:53".parse().unwrap()]);
         assert_eq!(
             p("1.1.1.1 9.9.9.9"),
@@ -164,8 +223,28 @@ mod tests {
         assert_eq!(p("[2001:db8::1]:5353"), vec!["[2001:db8::1]:5353".parse().unwrap()]);
         assert_eq!(p("[2001:db8::1]"), vec!["[2001:db8::1]:53".parse().unwrap()]);
         assert!(p("  ").is_empty());
-        assert_eq!(parse_upstreams("1.1.1.1, dns.google").unwrap_err().entry, "dns.google");
+        assert_eq!(
+            parse_upstreams("dns.lab").unwrap(),
+            vec![UpstreamSpec::Host("dns.lab".into(), 53)]
+        );
+        assert_eq!(
+            parse_upstreams("dns.lab:5353").unwrap(),
+            vec![UpstreamSpec::Host("dns.lab".into(), 5353)]
+        );
+        assert_eq!(parse_upstreams("1.1.1.1, bad_host!").unwrap_err().entry, "bad_host!");
         assert_eq!(parse_upstreams("1.1.1.1:0").unwrap_err().entry, "1.1.1.1:0");
         assert_eq!(parse_upstreams("1.1.1.1:99999").unwrap_err().entry, "1.1.1.1:99999");
+    }
+
+    #[tokio::test]
+    async fn resolves_localhost_and_names_failures() {
+        let r = resolve_upstreams(&parse_upstreams("localhost:5300").unwrap())
+            .await
+            .unwrap();
+        assert!(r.iter().all(|a| a.ip().is_loopback() && a.port() == 5300) && !r.is_empty());
+        let e = resolve_upstreams(&parse_upstreams("no-such-host.invalid").unwrap())
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("no-such-host.invalid"));
     }
 }
