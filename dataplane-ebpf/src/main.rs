@@ -29,7 +29,7 @@ fn main() {}
 mod program {
     use aya_ebpf::{
         bindings::xdp_action::{XDP_PASS, XDP_TX},
-        helpers::generated::bpf_xdp_adjust_tail,
+        helpers::generated::{bpf_xdp_adjust_head, bpf_xdp_adjust_tail},
         macros::{map, xdp},
         maps::{lpm_trie::Key, Array, HashMap, LpmTrie, PerCpuArray},
         programs::XdpContext,
@@ -115,6 +115,43 @@ mod program {
         }
     }
 
+    /// Largest growth of a frame: every answer record and the OPT, in bytes.
+    const MAX_GROW: i64 = (MAX_ADDRS * rr_len(16) + OPT_LEN) as i64;
+    /// Largest `ans_off` (offset of the first answer record): VLAN Ethernet, IPv6, UDP,
+    /// DNS header, longest qname, QTYPE and QCLASS.
+    const MAX_ANS_OFF: usize = 18 + 40 + UDP_LEN + DNS_HDR_LEN + MAX_QNAME_LEN + 4;
+
+    /// Grows the frame by `delta` bytes at the head and moves the first `len` bytes
+    /// (headers and question) back to the new front, so the frame ends `delta` bytes
+    /// later than before relative to its content. Copies 8 bytes at a time, front to
+    /// back: the source is always ahead of the destination, and each chunk is read
+    /// whole before it is written.
+    #[inline(always)]
+    fn grow_at_head(ctx: &XdpContext, delta: usize, len: usize) -> Result<(), u32> {
+        // Verifier: forget the per-path constants before the copy loop, then re-bound.
+        let delta = parse::launder(delta as u32).map_err(|()| CNT_PASS_MALFORMED)? as usize;
+        if delta > MAX_GROW as usize {
+            return Err(CNT_PASS_UNSUPPORTED);
+        }
+        // SAFETY: `ctx.ctx` is the program's context pointer.
+        if unsafe { bpf_xdp_adjust_head(ctx.ctx, -(delta as i32)) } != 0 {
+            return Err(CNT_PASS_UNSUPPORTED);
+        }
+        let mut i = 0usize;
+        // Verifier: constant trip-count bound; every access bounds-checked.
+        while i < MAX_ANS_OFF.div_ceil(8) {
+            if 8 * i >= len {
+                break;
+            }
+            let src: *mut [u8; 8] = ptr_at(ctx, 8 * i + delta).map_err(|()| CNT_PASS_MALFORMED)?;
+            let dst: *mut [u8; 8] = ptr_at(ctx, 8 * i).map_err(|()| CNT_PASS_MALFORMED)?;
+            // SAFETY: both bounds-checked by `ptr_at`; the chunk is copied by value.
+            unsafe { *dst = *src };
+            i += 1;
+        }
+        Ok(())
+    }
+
     fn try_dns_responder(ctx: &XdpContext) -> Result<u32, u32> {
         // SAFETY: the config map value is plain integers; None only before the first apply.
         let cfg = *DNS_CONFIG.get(0).ok_or(CNT_PASS_NOT_DNS)?;
@@ -182,7 +219,13 @@ mod program {
             // SAFETY: `ctx.ctx` is the program's context pointer.
             let r = unsafe { bpf_xdp_adjust_tail(ctx.ctx, delta as i32) };
             if r != 0 {
-                return Err(CNT_PASS_UNSUPPORTED);
+                // Not enough tailroom (native XDP on veth sizes the buffer to the frame
+                // plus cache-line slack): grow at the head instead, into the guaranteed
+                // XDP_PACKET_HEADROOM, and move headers and question to the front.
+                if !(0..=MAX_GROW).contains(&delta) {
+                    return Err(CNT_PASS_UNSUPPORTED);
+                }
+                grow_at_head(ctx, delta as usize, ans_off)?;
             }
         }
         // Every pointer below is re-derived from ctx.data()/data_end() after the resize.

@@ -10,3 +10,5 @@ mod xdp_frames;
 mod xdp_program;
 // XDP fast path: differential test, XDP answer bytes == userspace DnsHandler bytes.
 mod xdp_differential;
+// XDP fast path end to end: real binary in netns, generic and native mode, dig/kdig, counters.
+mod xdp_netns;
