@@ -96,7 +96,7 @@ const SETTINGS_KEY: &str = "dns";
 
 /// The DNS service.
 pub struct DnsService {
-    records: Table<DnsRecord>,
+    records: RecordSet,
     kv: Kv,
     handler: DnsHandler,
     dataplane: Arc<dyn DnsTable>,
@@ -138,7 +138,7 @@ impl DnsService {
             }
         };
         let svc = Arc::new(Self {
-            records: store.table()?,
+            records: RecordSet::load(store.table()?)?,
             kv,
             handler: DnsHandler::default(),
             dataplane,
@@ -424,7 +424,15 @@ impl DnsService {
     fn check_conflicts(&self, rec: &DnsRecord, origin: &Name) -> Result<(), DnsError> {
         let all = self.records.list()?;
         let owner = rec.owner(origin);
-        for other in all.iter().filter(|o| o.id != rec.id) {
+        // Cheap pre-filter before parsing names: two names can only be the same owner when
+        // the other's first label is the owner's first label (or it is the apex `@`).
+        let first = owner
+            .as_ref()
+            .and_then(|o| o.iter().next())
+            .map(|l| String::from_utf8_lossy(l).to_ascii_lowercase())
+            .unwrap_or_default();
+        let maybe_same = |o: &DnsRecord| o.name == "@" || o.name.split('.').next() == Some(first.as_str());
+        for other in all.iter().filter(|o| o.id != rec.id && maybe_same(o)) {
             if rec.same_data(other, origin) {
                 return Err(DnsError::Conflict(format!(
                     "an identical {} record for {} already exists (id {}); update that one instead",
@@ -516,6 +524,55 @@ impl DnsService {
         self.records.remove(id).await?;
         self.rebuild()?;
         Ok(rec.with_fqdn(&self.origin()))
+    }
+}
+
+/// The record table with a write-through in-memory copy, so a change does not re-read
+/// and decode every stored record (at 100k records that decode dominated the rebuild).
+struct RecordSet {
+    table: Table<DnsRecord>,
+    cache: Mutex<std::collections::BTreeMap<u64, DnsRecord>>,
+}
+
+impl RecordSet {
+    fn load(table: Table<DnsRecord>) -> Result<Self, StoreError> {
+        let cache = table.list()?.into_iter().map(|r| (r.id, r)).collect();
+        Ok(Self {
+            table,
+            cache: Mutex::new(cache),
+        })
+    }
+
+    fn list(&self) -> Result<Vec<DnsRecord>, StoreError> {
+        Ok(self
+            .cache
+            .lock()
+            .expect("record cache lock")
+            .values()
+            .cloned()
+            .collect())
+    }
+
+    fn get(&self, id: u64) -> Result<Option<DnsRecord>, StoreError> {
+        Ok(self.cache.lock().expect("record cache lock").get(&id).cloned())
+    }
+
+    async fn insert(&self, r: DnsRecord) -> Result<DnsRecord, StoreError> {
+        let r = self.table.insert(r).await?;
+        self.cache.lock().expect("record cache lock").insert(r.id, r.clone());
+        Ok(r)
+    }
+
+    async fn put(&self, r: &DnsRecord) -> Result<(), StoreError> {
+        self.table.put(r).await?;
+        self.cache.lock().expect("record cache lock").insert(r.id, r.clone());
+        Ok(())
+    }
+
+    async fn remove(&self, id: u64) -> Result<(), StoreError> {
+        self.table.remove(id).await?;
+        self.cache.lock().expect("record cache lock").remove(&id);
+        Ok(())
     }
 }
 
