@@ -24,8 +24,10 @@ struct T {
 
 async fn setup() -> T {
     let store = Store::temporary();
-    let mut config =
-        Config { data_dir: std::env::temp_dir().join(format!("bootlane-api-{}", rand::random::<u64>())), ..Default::default() };
+    let mut config = Config {
+        data_dir: std::env::temp_dir().join(format!("bootlane-api-{}", rand::random::<u64>())),
+        ..Default::default()
+    };
     config.dns.enabled = false;
     config.dns.local_domain = Some("lab.test".into());
     let fake = Arc::new(FakeTable::default());
