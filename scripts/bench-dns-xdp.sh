@@ -12,7 +12,7 @@
 # The XDP counters (GET /api/v1/services/dns) prove which path answered each row.
 # Traffic stays inside two namespaces this script creates; everything it starts is
 # killed by PID and the namespaces are deleted on exit.
-# Usage: bench-dns-xdp.sh <bootlane binary>   (env: DURATION=1 RUNS=3 NAMES=1000 BISECT=3)
+# Usage: bench-dns-xdp.sh <bootlane binary>   (env: DURATION=1 RUNS=3 NAMES=1000 BISECT=2)
 # kxdpgun itself tops out near 0.4 M qps here (one AF_XDP thread over veth); rows where
 # the server kept up with it are marked ">=".
 set -euo pipefail
@@ -21,7 +21,7 @@ DURATION=${DURATION:-1}
 RUNS=${RUNS:-3}
 NAMES=${NAMES:-1000}
 START_RATE=${START_RATE:-50000}
-BISECT=${BISECT:-3}
+BISECT=${BISECT:-2}
 XDP_START_RATE=${XDP_START_RATE:-400000}
 MAX_RATE=${MAX_RATE:-6400000}
 tag="bx$$"
@@ -122,7 +122,7 @@ shot() { # shot <port> <query file> <rate>
   if ((q > 0 && r * 100 >= q * 99 && n == r)); then echo "ok $pps"; else echo "fail $pps"; fi
 }
 # Best passing rate: double from <start> until a run fails, then bisect $BISECT times
-# between the last good and the first failed rate (3 steps: about 9 % resolution). The credit for a passing run is min(offered, sent). When kxdpgun cannot
+# between the last good and the first failed rate (2 steps: about 19 % resolution). The credit for a passing run is min(offered, sent). When kxdpgun cannot
 # send 90 % of the offered rate the ladder stops there and the score is marked with ">="
 # (the server kept up with the generator).
 ladder() { # ladder <port> <query file> <start rate> -> "<best> <saturated 0|1>"
@@ -138,6 +138,16 @@ ladder() { # ladder <port> <query file> <start rate> -> "<best> <saturated 0|1>"
       fail=$rate; break
     fi
   done
+  # Even the start rate failed: halve (down to start/16) until a run passes.
+  if ((best == 0 && fail > 0)); then
+    rate=$((fail / 2))
+    while ((rate * 16 >= $3)); do
+      read -r res pps < <(shot "$1" "$2" "$rate")
+      credit=$((pps < rate ? pps : rate))
+      if [[ $res == ok ]]; then best=$credit; break; fi
+      fail=$rate; rate=$((rate / 2))
+    done
+  fi
   # Bisect (geometric) between the last good and the first failed rate, $BISECT times.
   local lo=$best hi=$fail mid i
   if ((best > 0 && fail > 0)); then
@@ -151,6 +161,7 @@ ladder() { # ladder <port> <query file> <start rate> -> "<best> <saturated 0|1>"
   echo "$best 0"
 }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+warmup() { shot "$1" "$2" "$START_RATE" >/dev/null; } # one unscored run after a (re)start
 declare -A score dans dpass sat
 measure() { # measure <key> <port> <query file> <start rate> [bootlane]
   local key=$1 s=() a0=0 p0=0 a1=0 p1=0 b x
@@ -178,6 +189,7 @@ out=$(ip netns exec "$CLI" dig +short @10.77.0.1 -p 5301 host7.lab.test A)
 echo "bench-dns-xdp: $NAMES records loaded; kxdpgun ${DURATION}s per rung, $RUNS runs per path" >&2
 
 echo "  userspace path (XDP off)" >&2
+warmup 5301 "$work/q-a"
 measure off_a 5301 "$work/q-a" "$START_RATE" bootlane
 measure off_aaaa 5301 "$work/q-aaaa" "$START_RATE" bootlane
 stop_server
@@ -187,6 +199,7 @@ for mode in native generic; do
   read -r active ifs entries reason < <(xdp_status)
   echo "  XDP $mode: active=$active interfaces=$ifs map_entries=$entries" >&2
   [[ $active == True ]] || { echo "XDP $mode did not attach: $reason" >&2; exit 1; }
+  warmup 5301 "$work/q-a"
   measure "xdp_$mode" 5301 "$work/q-a" "$XDP_START_RATE" bootlane
   if [[ $mode == native ]]; then measure pass_aaaa 5301 "$work/q-aaaa" "$START_RATE" bootlane; fi
   stop_server
@@ -198,6 +211,7 @@ pids+=($!)
 sleep 0.5
 out=$(ip netns exec "$CLI" dig +short @10.77.0.1 -p 5302 host7.lab.test A)
 [[ "$out" == "10.0.7.1" ]] || { echo "sanity check failed (dnsmasq): '$out'" >&2; exit 1; }
+warmup 5302 "$work/q-a"
 measure dnsmasq 5302 "$work/q-a" "$START_RATE"
 dnsmasq_version=$(dnsmasq --version | awk 'NR==1 {print $3}')
 
