@@ -95,7 +95,9 @@ unsafe impl aya::Pod for DnsKey {}
 pub struct DnsAnswer {
     /// TTL in seconds, host byte order (written into each answer record).
     pub ttl: u32,
-    /// Number of valid entries in `addrs` (1..=[`MAX_ADDRS`]).
+    /// Number of valid entries in `addrs` (1..=[`MAX_ADDRS`]). `0` means "pass this
+    /// query to userspace": the zone writes such an entry for a scope whose answer the
+    /// fast path cannot give while a global entry exists (counted as [`CNT_PASS_MISS`]).
     pub count: u32,
     /// Addresses in network byte order; for A only the first 4 bytes of each slot are used.
     pub addrs: [[u8; 16]; MAX_ADDRS],
