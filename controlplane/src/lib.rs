@@ -46,7 +46,13 @@ pub async fn run(config: config::Config, token: CancellationToken) -> anyhow::Re
         .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
     let store = store::Store::open(&config.data_dir)
         .with_context(|| format!("opening the store in {}", config.data_dir.display()))?;
-    let dataplane = dataplane::load(&config);
+    // The XDP program attaches where the DNS server listens: the stored settings win over
+    // the file once they exist (see DnsService::start), so pick the interfaces from them.
+    let mut xdp_config = config.clone();
+    if let Some(stored) = dns::service::DnsService::stored_settings(&store)? {
+        xdp_config.dns.listen = stored.listen;
+    }
+    let dataplane = dataplane::load(&xdp_config);
     let dns = dns::service::DnsService::start(&config, &store, dataplane, token.clone())
         .await
         .context("starting the DNS service")?;

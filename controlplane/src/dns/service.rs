@@ -167,6 +167,14 @@ impl DnsService {
         Ok(svc)
     }
 
+    /// The DNS settings in the store, if any were saved (they override the config file).
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn stored_settings(store: &Store) -> Result<Option<DnsSettings>, StoreError> {
+        store.kv("settings")?.get(SETTINGS_KEY)
+    }
+
     /// The request handler (for tests and the XDP differential test).
     pub fn handler(&self) -> &DnsHandler {
         &self.handler
