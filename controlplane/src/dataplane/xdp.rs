@@ -195,6 +195,11 @@ impl XdpTable {
                 .ok_or_else(|| format!("program {PROGRAM} vanished"))?;
             for iface in &ifaces {
                 let mut errs = Vec::new();
+                // `auto` on a virtual interface (veth, bridge, tap, lo: no backing device)
+                // goes straight to generic mode: native XDP_TX on a veth reaches the peer
+                // only when the peer runs an XDP program too (toolchain.md), so a native
+                // attach there "works" while every answer is silently dropped.
+                let modes = if x.mode == CfgMode::Auto && is_virtual(iface) { &modes[1..] } else { modes };
                 for (m, name) in modes {
                     match prog.attach(iface, *m) {
                         Ok(_) => {
@@ -304,6 +309,11 @@ impl XdpTable {
             pass_malformed: get(CNT_PASS_MALFORMED),
         }
     }
+}
+
+/// True for interfaces without a backing device (veth, bridge, tap, loopback).
+fn is_virtual(iface: &str) -> bool {
+    !std::path::Path::new("/sys/class/net").join(iface).join("device").exists()
 }
 
 /// Interfaces carrying one of `listen` (unspecified addresses match every address of
