@@ -142,13 +142,13 @@ impl Zone {
             subnets.insert(a.net);
         }
         let mut scopes: Vec<IpNet> = subnets.into_iter().collect();
-        scopes.sort_by(|a, b| (a.addr(), a.prefix_len()).cmp(&(b.addr(), b.prefix_len())));
+        scopes.sort_by_key(|a| (a.addr(), a.prefix_len()));
         let mut lpm: Vec<(IpNet, u32)> = scopes
             .iter()
             .enumerate()
             .map(|(i, n)| (*n, i as u32 + 1))
             .collect();
-        lpm.sort_by(|a, b| b.0.prefix_len().cmp(&a.0.prefix_len()));
+        lpm.sort_by_key(|a| std::cmp::Reverse(a.0.prefix_len()));
         let mut non_terminals = HashSet::new();
         for n in names.keys() {
             let mut p = n.base_name();
