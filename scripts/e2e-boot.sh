@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end test of the boot path (issue 4), run by hand as root:
 #
-#   scripts/e2e-boot.sh <path to the bootlane binary> [--no-qemu]
+#   scripts/e2e-boot.sh <path to the bootlane binary> [--no-qemu | --uefi]
 #
 # Creates two network namespaces with unique names (server and client, joined by a veth
 # pair through a bridge that also carries a tap device for QEMU), starts Bootlane in the
@@ -10,15 +10,20 @@
 #   2. curl and tftp-hpa fetch undionly.kpxe by TFTP (with and without options);
 #   3. HTTP boot: the iPXE script and a Range request on a boot file;
 #   4. (unless --no-qemu) a QEMU BIOS machine with the iPXE ROM gets the Bootlane iPXE
-#      script and prints its marker on the serial console.
+#      script and prints its marker on the serial console;
+#   5. (with --uefi) a QEMU UEFI (OVMF) machine with the firmware's own PXE client fetches
+#      ipxe.efi by TFTP (after its tsize-only probe), and that iPXE then gets the script
+#      and prints the marker (150-300 s under TCG).
 # Traffic stays inside the namespaces it creates; everything it started is stopped by
 # PID and the namespaces are deleted on exit. Exits non-zero on the first failure.
 # KEEP=1 keeps the work directory (logs, serial console, leases) after a pass.
 set -euo pipefail
 
-BIN=$(readlink -f "${1:?usage: $0 <bootlane binary> [--no-qemu]}")
+BIN=$(readlink -f "${1:?usage: $0 <bootlane binary> [--no-qemu | --uefi]}")
 QEMU=1
+UEFI=0
 [[ "${2:-}" == "--no-qemu" ]] && QEMU=0
+[[ "${2:-}" == "--uefi" ]] && UEFI=1
 [[ -x "$BIN" ]] || { echo "not executable: $BIN" >&2; exit 2; }
 [[ $(id -u) -eq 0 ]] || { echo "must run as root (namespaces)" >&2; exit 2; }
 
@@ -60,6 +65,8 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 in_srv() { ip netns exec "$SRV" "$@"; }
+# The Bootlane log without ANSI colour codes.
+plainlog() { sed 's/\x1b\[[0-9;]*m//g' "$WORK/bootlane.log"; }
 in_cli() { ip netns exec "$CLI" "$@"; }
 
 log "namespaces $SRV / $CLI, work dir $WORK"
@@ -201,9 +208,40 @@ if [[ $QEMU -eq 1 ]]; then
         sleep 1
     done
     kill "$Q_PID" 2>/dev/null || true
-    grep -q "DHCPACK" "$WORK/bootlane.log" || fail "no DHCPACK in the Bootlane log"
-    grep -q "serving the iPXE script" "$WORK/bootlane.log" || fail "the script was not served"
-    log "QEMU ok"
+    wait "$Q_PID" 2>/dev/null || true
+    plainlog | grep -q "DHCPACK mac=$MAC" || fail "no DHCPACK for $MAC in the Bootlane log"
+    plainlog | grep -q "serving the iPXE script mac=$MAC" || fail "the script was not served to $MAC"
+    log "QEMU BIOS ok"
+fi
+
+# ---- 5. QEMU UEFI (OVMF) with the firmware's PXE client ------------------------------
+if [[ $QEMU -eq 1 && $UEFI -eq 1 ]]; then
+    UMAC=52:54:00:77:00:44
+    log "booting a QEMU UEFI machine with the firmware's PXE client (up to 300 s)"
+    cp /usr/share/OVMF/OVMF_VARS_4M.fd "$WORK/vars.fd"
+    : >"$WORK/serial-uefi.log"
+    ip netns exec "$SRV" timeout 300 qemu-system-x86_64 -accel tcg -m 512 -machine q35 \
+        -display none -serial "file:$WORK/serial-uefi.log" -monitor none -no-reboot -boot n \
+        -drive if=pflash,format=raw,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd \
+        -drive if=pflash,format=raw,file="$WORK/vars.fd" \
+        -netdev tap,id=n0,ifname=tap0,script=no,downscript=no \
+        -device virtio-net-pci,netdev=n0,mac=$UMAC,romfile= >"$WORK/qemu-uefi.log" 2>&1 &
+    PIDS+=($!)
+    Q_PID=$!
+    T0=$(date +%s)
+    while :; do
+        if tr -d '\r' <"$WORK/serial-uefi.log" | grep -qF "Bootlane: booting $UMAC"; then
+            log "UEFI marker seen on serial after $(($(date +%s) - T0)) s"
+            break
+        fi
+        kill -0 "$Q_PID" 2>/dev/null || fail "UEFI QEMU ended without the marker; see $WORK/serial-uefi.log"
+        sleep 2
+    done
+    kill "$Q_PID" 2>/dev/null || true
+    plainlog | grep -qE "TFTP transfer ended .*file=ipxe.efi .*outcome=Complete" ||
+        fail "no complete TFTP transfer of ipxe.efi in the Bootlane log"
+    log "TFTP transfers of ipxe.efi: $(plainlog | grep -E 'TFTP transfer ended .*file=ipxe.efi' | sed 's/.*outcome=/outcome=/' | tr '\n' ' ')"
+    log "QEMU UEFI ok"
 fi
 
 log "PASS"
