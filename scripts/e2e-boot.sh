@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end test of the boot path (issue 4), run by hand as root:
 #
-#   scripts/e2e-boot.sh <path to the bootlane binary> [--no-qemu | --uefi]
+#   scripts/e2e-boot.sh <path to the bootlane binary> [--no-qemu] [--uefi] [--proxy]
 #
 # Creates two network namespaces with unique names (server and client, joined by a veth
 # pair through a bridge that also carries a tap device for QEMU), starts Bootlane in the
@@ -14,22 +14,34 @@
 #   5. (with --uefi) a QEMU UEFI (OVMF) machine with the firmware's own PXE client fetches
 #      ipxe.efi by TFTP (after its tsize-only probe), and that iPXE then gets the script
 #      and prints the marker (150-300 s under TCG).
+# With --proxy, Bootlane runs in proxyDHCP mode next to a dnsmasq DHCP server in a third
+# namespace on the same bridge: clients get their address from dnsmasq and only the boot
+# information from Bootlane (ports 67 and 4011); plain clients are left to dnsmasq.
 # Traffic stays inside the namespaces it creates; everything it started is stopped by
 # PID and the namespaces are deleted on exit. Exits non-zero on the first failure.
 # KEEP=1 keeps the work directory (logs, serial console, leases) after a pass.
 set -euo pipefail
 
-BIN=$(readlink -f "${1:?usage: $0 <bootlane binary> [--no-qemu | --uefi]}")
+BIN=$(readlink -f "${1:?usage: $0 <bootlane binary> [--no-qemu] [--uefi] [--proxy]}")
+shift
 QEMU=1
 UEFI=0
-[[ "${2:-}" == "--no-qemu" ]] && QEMU=0
-[[ "${2:-}" == "--uefi" ]] && UEFI=1
+PROXY=0
+for a in "$@"; do
+    case "$a" in
+    --no-qemu) QEMU=0 ;;
+    --uefi) UEFI=1 ;;
+    --proxy) PROXY=1 ;;
+    *) echo "unknown option $a" >&2; exit 2 ;;
+    esac
+done
 [[ -x "$BIN" ]] || { echo "not executable: $BIN" >&2; exit 2; }
 [[ $(id -u) -eq 0 ]] || { echo "must run as root (namespaces)" >&2; exit 2; }
 
 ID="$$-$RANDOM"
 SRV="bl-srv-$ID"
 CLI="bl-cli-$ID"
+DHNS="bl-dhcp-$ID"
 WORK=$(mktemp -d /tmp/bootlane-e2e.XXXXXX)
 PIDS=()
 MAC=52:54:00:77:00:42
@@ -54,6 +66,7 @@ cleanup() {
         wait "$pid" 2>/dev/null || true
     done
     ip netns del "$CLI" 2>/dev/null || true
+    ip netns del "$DHNS" 2>/dev/null || true
     ip netns del "$SRV" 2>/dev/null || true
     if [[ $rc -eq 0 && -z "${KEEP:-}" ]]; then
         rm -rf "$WORK"
@@ -81,6 +94,21 @@ in_srv ip link set vsrv master br0
 in_srv ip link set vsrv up
 in_srv ip link set br0 up
 in_cli ip link set vcli up
+if [[ $PROXY -eq 1 ]]; then
+    # The "existing" DHCP server: dnsmasq in its own namespace on the bridge.
+    ip netns add "$DHNS"
+    ip link add vdh netns "$SRV" type veth peer name vdhcp netns "$DHNS"
+    in_srv ip link set vdh master br0
+    in_srv ip link set vdh up
+    ip netns exec "$DHNS" ip link set lo up
+    ip netns exec "$DHNS" ip addr add 10.77.0.2/24 dev vdhcp
+    ip netns exec "$DHNS" ip link set vdhcp up
+    ip netns exec "$DHNS" dnsmasq -k --no-resolv --no-hosts --conf-file=/dev/null --port=0 -u root \
+        --interface=vdhcp --bind-interfaces --dhcp-range=10.77.0.200,10.77.0.220,255.255.255.0,10m \
+        --dhcp-option=3,10.77.0.2 --dhcp-leasefile="$WORK/dnsmasq.leases" --log-dhcp --log-facility=- \
+        >"$WORK/dnsmasq.log" 2>&1 &
+    PIDS+=($!)
+fi
 if [[ $QEMU -eq 1 ]]; then
     in_srv ip tuntap add dev tap0 mode tap
     in_srv ip link set tap0 master br0
@@ -96,6 +124,16 @@ listen = "0.0.0.0:8080"
 [dns.xdp]
 mode = "off"
 
+EOF
+if [[ $PROXY -eq 1 ]]; then
+    cat >>"$WORK/bootlane.toml" <<EOF
+[[dhcp.subnets]]
+mode = "proxy"
+interface = "br0"
+cidr = "10.77.0.0/24"
+EOF
+else
+    cat >>"$WORK/bootlane.toml" <<EOF
 [[dhcp.subnets]]
 mode = "server"
 interface = "br0"
@@ -105,6 +143,7 @@ range_end = "10.77.0.150"
 router = "$SERVER"
 lease_time_secs = 600
 EOF
+fi
 
 log "starting Bootlane"
 ip netns exec "$SRV" env BOOTLANE_LOG="info,bootlane=debug" "$BIN" serve --config "$WORK/bootlane.toml" \
@@ -141,30 +180,41 @@ expect() { # <file> <line>
     grep -qxF "$2" "$1" || fail "expected '$2' in $(basename "$1"): $(tr '\n' ' ' <"$1")"
 }
 
-dhcp plain
-L="$WORK/lease-plain.env"
-grep -qE '^ip=10\.77\.0\.(1[0-4][0-9]|150)$' "$L" || fail "address not from the pool: $(cat "$L")"
-expect "$L" "subnet=255.255.255.0"
-expect "$L" "router=$SERVER"
-expect "$L" "dns=$SERVER"
-expect "$L" "domain=bootlane.local"
-expect "$L" "lease=600"
-expect "$L" "serverid=$SERVER"
-grep -q '^boot_file=.' "$L" && fail "a plain client must not get a boot file"
-PLAIN_IP=$(sed -n 's/^ip=//p' "$L")
+if [[ $PROXY -eq 1 ]]; then
+    # A plain client is dnsmasq's: Bootlane stays silent, so the lease and its options
+    # come from dnsmasq alone and carry no boot file.
+    dhcp plain
+    L="$WORK/lease-plain.env"
+    grep -qE '^ip=10\.77\.0\.(20[0-9]|21[0-9]|220)$' "$L" || fail "address not from dnsmasq: $(cat "$L")"
+    expect "$L" "serverid=10.77.0.2"
+    grep -q '^boot_file=.' "$L" && fail "a plain client must not get a boot file"
+    plainlog | grep -q "proxyDHCP reply" && fail "Bootlane answered a non-PXE client in proxy mode"
+else
+    dhcp plain
+    L="$WORK/lease-plain.env"
+    grep -qE '^ip=10\.77\.0\.(1[0-4][0-9]|150)$' "$L" || fail "address not from the pool: $(cat "$L")"
+    expect "$L" "subnet=255.255.255.0"
+    expect "$L" "router=$SERVER"
+    expect "$L" "dns=$SERVER"
+    expect "$L" "domain=bootlane.local"
+    expect "$L" "lease=600"
+    expect "$L" "serverid=$SERVER"
+    grep -q '^boot_file=.' "$L" && fail "a plain client must not get a boot file"
+    PLAIN_IP=$(sed -n 's/^ip=//p' "$L")
 
-dhcp pxe -V "PXEClient:Arch:00000:UNDI:002001" -x 0x5d:0000
-L="$WORK/lease-pxe.env"
-expect "$L" "ip=$PLAIN_IP" # same MAC, same address
-expect "$L" "siaddr=$SERVER"
-expect "$L" "boot_file=undionly.kpxe"
-expect "$L" "tftp=$SERVER"
+    dhcp pxe -V "PXEClient:Arch:00000:UNDI:002001" -x 0x5d:0000
+    L="$WORK/lease-pxe.env"
+    expect "$L" "ip=$PLAIN_IP" # same MAC, same address
+    expect "$L" "siaddr=$SERVER"
+    expect "$L" "boot_file=undionly.kpxe"
+    expect "$L" "tftp=$SERVER"
 
-dhcp uefi -V "PXEClient:Arch:00007:UNDI:003016"
-expect "$WORK/lease-uefi.env" "boot_file=ipxe.efi"
+    dhcp uefi -V "PXEClient:Arch:00007:UNDI:003016"
+    expect "$WORK/lease-uefi.env" "boot_file=ipxe.efi"
 
-dhcp ipxe -V "PXEClient:Arch:00000:UNDI:002001" -x 0x4d:69505845
-expect "$WORK/lease-ipxe.env" 'boot_file=http://10.77.0.1:8080/boot/ipxe?mac=${net0/mac}'
+    dhcp ipxe -V "PXEClient:Arch:00000:UNDI:002001" -x 0x4d:69505845
+    expect "$WORK/lease-ipxe.env" 'boot_file=http://10.77.0.1:8080/boot/ipxe?mac=${net0/mac}'
+fi
 log "DHCP ok"
 
 # ---- 2. TFTP --------------------------------------------------------------------------
@@ -209,7 +259,15 @@ if [[ $QEMU -eq 1 ]]; then
     done
     kill "$Q_PID" 2>/dev/null || true
     wait "$Q_PID" 2>/dev/null || true
-    plainlog | grep -q "DHCPACK mac=$MAC" || fail "no DHCPACK for $MAC in the Bootlane log"
+    if [[ $PROXY -eq 1 ]]; then
+        plainlog | grep -q "proxyDHCP reply mac=$MAC port=67" || fail "no proxyDHCP offer to $MAC"
+        # iPXE takes the boot file from the proxy offer itself; a PXE ROM that asks on
+        # port 4011 shows up here too.
+        log "proxyDHCP replies to $MAC: $(plainlog | grep -c "proxyDHCP reply mac=$MAC")"
+        grep -q "DHCPACK.*10.77.0.2[0-9][0-9] $MAC" "$WORK/dnsmasq.log" || fail "dnsmasq did not lease to $MAC"
+    else
+        plainlog | grep -q "DHCPACK mac=$MAC" || fail "no DHCPACK for $MAC in the Bootlane log"
+    fi
     plainlog | grep -q "serving the iPXE script mac=$MAC" || fail "the script was not served to $MAC"
     log "QEMU BIOS ok"
 fi
