@@ -477,9 +477,10 @@ impl BootHandler {
             return None;
         }
         let acceptable = s.is_host(ip) && s.allowed(ip, mac) && db.free_for(ip, mac, now);
-        let renewing_unknown =
-            state == "renewing" && db.by_mac(&s.key, mac).is_none_or(|l| l.ip != ip) && !acceptable;
-        if !acceptable || renewing_unknown {
+        // RENEWING/REBINDING and INIT-REBOOT for an address that is free and allowed are
+        // acknowledged even without a record (the store may have been reset): Bootlane
+        // is authoritative for its configured subnets (RFC 2131 §4.3.2).
+        if !acceptable {
             drop(db);
             tracing::info!(%mac, %ip, state, "DHCPNAK: address not available to this client");
             let mut r = Self::base(req, MessageType::Nak, s.server);

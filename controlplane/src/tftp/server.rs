@@ -11,10 +11,16 @@
 //! OACK and goes away (or sends ERROR 8), and its real request is a separate transfer.
 //! Block numbers wrap from 65535 to 0, so files above 32 MiB at 512-byte blocks work.
 
-use std::{collections::VecDeque, io, net::SocketAddr, sync::Arc, time::Duration};
+use std::{
+    collections::{HashMap, VecDeque},
+    io,
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    sync::{Arc, Weak},
+    time::{Duration, SystemTime},
+};
 
 use tokio::{
-    io::AsyncReadExt,
     net::UdpSocket,
     sync::Semaphore,
     task::JoinSet,
@@ -71,6 +77,7 @@ pub struct Server<H> {
     tasks: JoinSet<()>,
     token: CancellationToken,
     slots: Arc<Semaphore>,
+    cache: Arc<FileCache>,
 }
 
 impl<H: TftpHandler> Server<H> {
@@ -79,6 +86,7 @@ impl<H: TftpHandler> Server<H> {
         Self {
             handler,
             slots: Arc::new(Semaphore::new(limits.max_transfers.max(1))),
+            cache: Arc::new(FileCache::default()),
             limits,
             tasks: JoinSet::new(),
             token,
@@ -99,6 +107,7 @@ impl<H: TftpHandler> Server<H> {
             self.limits,
             self.token.clone(),
             self.slots.clone(),
+            self.cache.clone(),
         ));
         Ok(local)
     }
@@ -117,6 +126,7 @@ async fn listen<H: TftpHandler>(
     limits: TftpLimits,
     token: CancellationToken,
     slots: Arc<Semaphore>,
+    cache: Arc<FileCache>,
 ) {
     let local_ip = sock.local_addr().map(|a| a.ip()).ok();
     let mut buf = vec![0u8; 2048];
@@ -133,7 +143,7 @@ async fn listen<H: TftpHandler>(
             continue;
         };
         let Some(ip) = local_ip else { continue };
-        let (handler, token) = (handler.clone(), token.clone());
+        let (handler, token, cache) = (handler.clone(), token.clone(), cache.clone());
         let permit = slots.clone().try_acquire_owned();
         tokio::spawn(async move {
             let tid = match UdpSocket::bind(SocketAddr::new(ip, 0)).await {
@@ -160,25 +170,98 @@ async fn listen<H: TftpHandler>(
             let file = req.filename.clone();
             let size = plan.size;
             let t0 = std::time::Instant::now();
-            let outcome = send_file(&tid, peer, plan, limits, &token).await;
+            let outcome = send_file(&tid, peer, plan, &cache, limits, &token).await;
             tracing::info!(%peer, %file, size, ?outcome, ms = t0.elapsed().as_millis() as u64, "TFTP transfer ended");
         });
     }
 }
 
-/// Reads up to `n` bytes (short only at end of file).
-async fn read_block(f: &mut tokio::fs::File, n: usize) -> io::Result<Vec<u8>> {
-    let mut b = vec![0u8; n];
-    let mut got = 0;
-    while got < n {
-        let k = f.read(&mut b[got..]).await?;
-        if k == 0 {
-            break;
+/// Largest file kept in memory and shared between concurrent transfers; larger files
+/// are read from disk a window at a time.
+pub const CACHE_MAX_FILE: u64 = 64 << 20;
+
+/// The bytes of a file being sent.
+#[derive(Clone)]
+pub enum Source {
+    /// The whole file, shared by every transfer of the same version of it.
+    Mem(Arc<[u8]>),
+    /// A large file, read with positional reads on the blocking pool.
+    Disk(Arc<std::fs::File>),
+}
+
+impl Source {
+    /// Up to `len` bytes at `offset` (fewer at the end of the file).
+    async fn read(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        match self {
+            Self::Mem(b) => {
+                let start = usize::try_from(offset).unwrap_or(usize::MAX).min(b.len());
+                let end = start.saturating_add(len).min(b.len());
+                Ok(b[start..end].to_vec())
+            }
+            Self::Disk(f) => {
+                let f = f.clone();
+                tokio::task::spawn_blocking(move || {
+                    use std::os::unix::fs::FileExt;
+                    let mut out = vec![0u8; len];
+                    let mut got = 0;
+                    while got < len {
+                        let k = f.read_at(&mut out[got..], offset + got as u64)?;
+                        if k == 0 {
+                            break;
+                        }
+                        got += k;
+                    }
+                    out.truncate(got);
+                    Ok(out)
+                })
+                .await
+                .map_err(io::Error::other)?
+            }
         }
-        got += k;
     }
-    b.truncate(got);
-    Ok(b)
+}
+
+/// Modification time and size the bytes were read at, and the bytes (weakly held).
+type CacheEntry = (SystemTime, u64, Weak<[u8]>);
+
+/// Files in memory, keyed by path and validated by size and modification time, held
+/// weakly: an entry lives as long as a transfer uses it, so 500 clients fetching
+/// `ipxe.efi` share one copy and one read, and nothing stays cached when idle. Reading
+/// every block through the blocking pool instead made each transfer several times
+/// slower.
+#[derive(Default)]
+pub struct FileCache {
+    map: std::sync::Mutex<HashMap<PathBuf, CacheEntry>>,
+}
+
+impl FileCache {
+    /// The contents of `path` (as checked by the handler).
+    ///
+    /// # Errors
+    /// I/O errors opening or reading the file.
+    pub async fn get(&self, path: &Path) -> io::Result<Source> {
+        let meta = tokio::fs::metadata(path).await?;
+        let (mtime, size) = (meta.modified()?, meta.len());
+        if size > CACHE_MAX_FILE {
+            let f = std::fs::File::open(path)?;
+            return Ok(Source::Disk(Arc::new(f)));
+        }
+        if let Ok(map) = self.map.lock() {
+            if let Some((t, n, w)) = map.get(path) {
+                if *t == mtime && *n == size {
+                    if let Some(b) = w.upgrade() {
+                        return Ok(Source::Mem(b));
+                    }
+                }
+            }
+        }
+        let bytes: Arc<[u8]> = tokio::fs::read(path).await?.into();
+        if let Ok(mut map) = self.map.lock() {
+            map.retain(|_, (_, _, w)| w.strong_count() > 0);
+            map.insert(path.to_path_buf(), (mtime, size, Arc::downgrade(&bytes)));
+        }
+        Ok(Source::Mem(bytes))
+    }
 }
 
 /// What came back while waiting.
@@ -230,6 +313,7 @@ pub async fn send_file(
     sock: &UdpSocket,
     peer: SocketAddr,
     plan: ReadPlan,
+    cache: &FileCache,
     limits: TftpLimits,
     token: &CancellationToken,
 ) -> Outcome {
@@ -263,7 +347,7 @@ pub async fn send_file(
         misses = 0;
     }
 
-    let mut file = match tokio::fs::File::open(&plan.path).await {
+    let src = match cache.get(&plan.path).await {
         Ok(f) => f,
         Err(_) => {
             let _ = sock
@@ -277,10 +361,13 @@ pub async fn send_file(
     // Absolute number of the first unacknowledged block; wire numbers are its low 16 bits.
     let mut base: u64 = 1;
     let mut buffered: VecDeque<Vec<u8>> = VecDeque::with_capacity(window);
-    let mut last: Option<u64> = None;
+    // The last block is the first one shorter than blksize (possibly empty).
+    let last: u64 = plan.size / blk as u64 + 1;
     loop {
-        while buffered.len() < window && last.is_none_or(|l| base + (buffered.len() as u64) <= l) {
-            let b = match read_block(&mut file, blk).await {
+        let have = base + buffered.len() as u64;
+        let want = (window - buffered.len()).min((last + 1 - have) as usize);
+        if want > 0 {
+            let bytes = match src.read((have - 1) * blk as u64, want * blk).await {
                 Ok(b) => b,
                 Err(e) => {
                     tracing::warn!("TFTP read error: {e}");
@@ -290,10 +377,11 @@ pub async fn send_file(
                     return Outcome::ClientError;
                 }
             };
-            if b.len() < blk {
-                last = Some(base + buffered.len() as u64);
+            for i in 0..want {
+                let start = (i * blk).min(bytes.len());
+                let end = ((i + 1) * blk).min(bytes.len());
+                buffered.push_back(bytes[start..end].to_vec());
             }
-            buffered.push_back(b);
         }
         for (i, b) in buffered.iter().enumerate() {
             let num = ((base + i as u64) & 0xffff) as u16;
@@ -314,7 +402,7 @@ pub async fn send_file(
                     base += covered;
                     rto = first_timeout;
                     misses = 0;
-                    if last.is_some_and(|l| base > l) {
+                    if base > last {
                         return Outcome::Complete;
                     }
                     break;
@@ -329,5 +417,43 @@ pub async fn send_file(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn memory_and_disk_sources_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 253) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let mem = FileCache::default().get(&path).await.unwrap();
+        assert!(matches!(mem, Source::Mem(_)));
+        let disk = Source::Disk(Arc::new(std::fs::File::open(&path).unwrap()));
+        for (off, len) in [
+            (0u64, 512usize),
+            (9_728, 512),
+            (9_999, 10),
+            (10_000, 512),
+            (20_000, 8),
+        ] {
+            let a = mem.read(off, len).await.unwrap();
+            let b = disk.read(off, len).await.unwrap();
+            assert_eq!(a, b, "offset {off}");
+            let end = (off as usize + len).min(data.len());
+            assert_eq!(a, data[(off as usize).min(end)..end]);
+        }
+        // A second transfer of the same file shares the same bytes.
+        let cache = FileCache::default();
+        let (Source::Mem(x), Source::Mem(y)) = (
+            cache.get(&path).await.unwrap(),
+            cache.get(&path).await.unwrap(),
+        ) else {
+            panic!("small files are cached")
+        };
+        assert!(Arc::ptr_eq(&x, &y));
     }
 }
