@@ -86,7 +86,7 @@ pub async fn run(config: config::Config, token: CancellationToken) -> anyhow::Re
                 .context("starting the TFTP service")?,
         )
     } else {
-        tracing::info!("TFTP off (no active DHCP subnet and [tftp] enabled not set)");
+        tracing::info!("TFTP off ([tftp] enabled = false, or unset with no active DHCP subnet)");
         None
     };
     let state = api::AppState::new(Arc::new(config.clone()), store.clone(), dns)

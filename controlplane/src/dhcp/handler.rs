@@ -21,7 +21,6 @@ use std::{
     collections::{BTreeMap, HashMap},
     future::Future,
     net::{Ipv4Addr, SocketAddrV4},
-    sync::Arc,
 };
 
 use dhcproto::v4::{DhcpOption, Flags, HType, Message, MessageType, Opcode, OptionCode};
@@ -545,16 +544,5 @@ impl DhcpHandler for BootHandler {
             SubnetMode::Proxy => self.proxy_mode(s, &req, &ctx),
             _ => None,
         }
-    }
-}
-
-/// Handlers behind an `Arc` are handlers too (the server shares one between sockets).
-impl<H: DhcpHandler> DhcpHandler for Arc<H> {
-    fn handle(
-        &self,
-        req: DhcpRequest,
-        ctx: RecvContext,
-    ) -> impl Future<Output = Option<DhcpReply>> + Send {
-        (**self).handle(req, ctx)
     }
 }
