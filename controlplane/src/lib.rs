@@ -55,6 +55,9 @@ pub async fn run(config: config::Config, token: CancellationToken) -> anyhow::Re
     let dns = dns::service::DnsService::start(&config, &store, dataplane, token.clone())
         .await
         .context("starting the DNS service")?;
+    let state = api::AppState::new(Arc::new(config.clone()), store.clone(), dns)
+        .await
+        .context("preparing the API")?;
     let boot_root = config.boot_root();
     let ipxe_source = config
         .boot
@@ -66,7 +69,7 @@ pub async fn run(config: config::Config, token: CancellationToken) -> anyhow::Re
     if !copied.is_empty() {
         tracing::info!(?copied, from = %ipxe_source.display(), "iPXE binaries copied into the boot directory");
     }
-    let domain_src = dns.clone();
+    let domain_src = state.dns.clone();
     let dhcp = dhcp::DhcpService::start(
         &config,
         &store,
@@ -89,9 +92,6 @@ pub async fn run(config: config::Config, token: CancellationToken) -> anyhow::Re
         tracing::info!("TFTP off ([tftp] enabled = false, or unset with no active DHCP subnet)");
         None
     };
-    let state = api::AppState::new(Arc::new(config.clone()), store.clone(), dns)
-        .await
-        .context("preparing the API")?;
     let listener = tokio::net::TcpListener::bind(config.api.listen)
         .await
         .with_context(|| format!("binding the API on {}", config.api.listen))?;
