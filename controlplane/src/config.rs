@@ -67,6 +67,12 @@ pub struct Config {
     pub api: ApiConfig,
     /// `[dns]` section.
     pub dns: DnsConfig,
+    /// `[dhcp]` section: DHCP / proxyDHCP per subnet. Default: no subnets (off).
+    pub dhcp: crate::dhcp::config::DhcpConfig,
+    /// `[tftp]` section.
+    pub tftp: crate::tftp::TftpConfig,
+    /// `[boot]` section: the boot directory and the iPXE script.
+    pub boot: crate::boot::BootConfig,
     /// Log filter, tracing `EnvFilter` syntax. Default `info`.
     pub log: String,
 }
@@ -78,6 +84,9 @@ impl Default for Config {
             server: ServerConfig::default(),
             api: ApiConfig::default(),
             dns: DnsConfig::default(),
+            dhcp: Default::default(),
+            tftp: Default::default(),
+            boot: Default::default(),
             log: "info".into(),
         }
     }
@@ -260,6 +269,27 @@ impl Config {
         if self.api.session_ttl_secs == 0 {
             bail!("[api] session_ttl_secs must be > 0");
         }
+        self.dhcp.validate()?;
+        if let Some(t) = &self.boot.ipxe_script {
+            crate::boot::render_script(Some(t), "00:00:00:00:00:00", "bootlane")
+                .context("[boot] ipxe_script is not a valid template")?;
+        }
+        if self.tftp.port == 0 {
+            bail!("[tftp] port must be 1-65535");
+        }
         Ok(())
+    }
+
+    /// The boot directory served by TFTP and `GET /boot/...`: `[boot] root`, or
+    /// `<data_dir>/boot`.
+    pub fn boot_root(&self) -> PathBuf {
+        self.boot.root.clone().unwrap_or_else(|| self.data_dir.join("boot"))
+    }
+
+    /// Whether the TFTP server runs: `[tftp] enabled`, or when unset, whenever a DHCP
+    /// subnet is in `server` or `proxy` mode (so an unconfigured Bootlane opens no boot
+    /// ports).
+    pub fn tftp_enabled(&self) -> bool {
+        self.tftp.enabled.unwrap_or_else(|| self.dhcp.any_active())
     }
 }

@@ -3,12 +3,15 @@
 //! thin shim over it, and tests start the same code in-process.
 
 pub mod api;
+pub mod boot;
 pub mod config;
 pub mod dataplane;
+pub mod dhcp;
 pub mod dns;
 pub mod logging;
 pub mod net;
 pub mod store;
+pub mod tftp;
 
 use std::sync::Arc;
 
@@ -36,11 +39,13 @@ pub async fn shutdown_signal(token: CancellationToken) {
     token.cancel();
 }
 
-/// Starts the store, the data plane, the DNS service and the REST API, and runs until
-/// `token` is cancelled.
+/// Starts the store, the data plane, the DNS service, the boot directory, DHCP and TFTP
+/// (when configured) and the REST API (with HTTP boot), and runs until `token` is
+/// cancelled. DHCP and TFTP get child tokens.
 ///
 /// # Errors
-/// Start-up failures (data directory, store, binding the API or DNS sockets), with context.
+/// Start-up failures (data directory, store, boot directory, binding the API, DNS, DHCP
+/// or TFTP sockets), with context.
 pub async fn run(config: config::Config, token: CancellationToken) -> anyhow::Result<()> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
@@ -60,6 +65,33 @@ pub async fn run(config: config::Config, token: CancellationToken) -> anyhow::Re
     let state = api::AppState::new(Arc::new(config.clone()), store.clone(), dns, admin_password)
         .await
         .context("preparing the API")?;
+    let boot_root = config.boot_root();
+    let ipxe_source = config
+        .boot
+        .ipxe_source
+        .clone()
+        .unwrap_or_else(|| std::path::PathBuf::from("/usr/lib/ipxe"));
+    let copied = boot::populate(&boot_root, &ipxe_source)
+        .with_context(|| format!("preparing the boot directory {}", boot_root.display()))?;
+    if !copied.is_empty() {
+        tracing::info!(?copied, from = %ipxe_source.display(), "iPXE binaries copied into the boot directory");
+    }
+    let domain_src = state.dns.clone();
+    let dhcp = dhcp::DhcpService::start(
+        &config,
+        &store,
+        Box::new(move || domain_src.settings().local_domain),
+        token.child_token(),
+    )
+    .await
+    .context("starting the DHCP service")?;
+    let tftp = if config.tftp_enabled() {
+        let root = config.tftp.root.clone().unwrap_or_else(|| boot_root.clone());
+        Some(tftp::TftpService::start(&config.tftp, root, token.child_token()).context("starting the TFTP service")?)
+    } else {
+        tracing::info!("TFTP off ([tftp] enabled = false, or unset with no active DHCP subnet)");
+        None
+    };
     let listener = tokio::net::TcpListener::bind(config.api.listen)
         .await
         .with_context(|| format!("binding the API on {}", config.api.listen))?;
@@ -72,6 +104,12 @@ pub async fn run(config: config::Config, token: CancellationToken) -> anyhow::Re
     .with_graceful_shutdown(token.clone().cancelled_owned())
     .await
     .context("serving the API")?;
+    if let Some(d) = dhcp {
+        d.shutdown().await;
+    }
+    if let Some(t) = tftp {
+        t.shutdown().await;
+    }
     store.flush().await.ok();
     tracing::info!("stopped");
     Ok(())

@@ -1,10 +1,12 @@
 //! The REST API (spec "Endpoints"): everything under `/api/v1`, every answer in the JSON
 //! envelope (including 401, 404 for unknown paths, 405, 413, malformed JSON and panics),
 //! one router per resource, one [`AppState`], one error type ([`error::ApiError`]).
-//! Public routes (login/session, `/status`, the OpenAPI document and later the two PXE
-//! runtime routes) sit outside the session layer; everything else is inside it.
+//! Public routes (login/session, `/status`, the OpenAPI document and the PXE runtime
+//! routes under `/boot`, see [`boot`]) sit outside the session layer; everything else is
+//! inside it.
 
 pub mod auth;
+pub mod boot;
 pub mod dns;
 pub mod error;
 pub mod extract;
@@ -229,8 +231,13 @@ pub fn router(state: AppState) -> Router {
     let api = Router::new().merge(public).merge(protected).fallback(fallback);
     let timeout = std::time::Duration::from_secs(state.config.api.request_timeout_secs);
     let max_body = state.config.api.max_body_bytes;
+    let boot = boot::router(boot::BootState {
+        root: state.config.boot_root(),
+        template: state.config.boot.ipxe_script.as_deref().map(Into::into),
+    });
     Router::new()
         .nest("/api/v1", api)
+        .merge(boot)
         .fallback(fallback)
         .with_state(state)
         .layer(middleware::from_fn(envelope_405))

@@ -199,7 +199,11 @@ impl XdpTable {
                 // goes straight to generic mode: native XDP_TX on a veth reaches the peer
                 // only when the peer runs an XDP program too (toolchain.md), so a native
                 // attach there "works" while every answer is silently dropped.
-                let modes = if x.mode == CfgMode::Auto && is_virtual(iface) { &modes[1..] } else { modes };
+                let modes = if x.mode == CfgMode::Auto && is_virtual(iface) {
+                    &modes[1..]
+                } else {
+                    modes
+                };
                 for (m, name) in modes {
                     match prog.attach(iface, *m) {
                         Ok(_) => {
@@ -313,7 +317,10 @@ impl XdpTable {
 
 /// True for interfaces without a backing device (veth, bridge, tap, loopback).
 fn is_virtual(iface: &str) -> bool {
-    !std::path::Path::new("/sys/class/net").join(iface).join("device").exists()
+    !std::path::Path::new("/sys/class/net")
+        .join(iface)
+        .join("device")
+        .exists()
 }
 
 /// Interfaces carrying one of `listen` (unspecified addresses match every address of

@@ -1,0 +1,172 @@
+//! HTTP boot (issue 4), mounted outside `/api/v1` and outside the session layer because
+//! booting machines have no login:
+//!
+//! - `GET /boot/ipxe?mac=<mac>`: the iPXE script for that machine (`text/plain`, starts
+//!   with `#!ipxe`). URLs in it use the `Host` the client used, so they work through
+//!   whatever address the client reached. A missing `mac` renders as `unknown`; a
+//!   malformed one is a 400.
+//! - `GET /boot/{*path}` (and HEAD): a file from the boot directory, with Range support
+//!   (`tower_http::services::ServeFile`), resolved by the same rule as TFTP
+//!   ([`crate::boot::resolve_in_root`]): 404 when missing, 403 when the path leaves the
+//!   root.
+//!
+//! These answers are plain text or files, not the JSON envelope: their clients are iPXE
+//! and firmware. Nothing else is exposed here. Holds no state besides [`BootState`].
+
+use std::{collections::HashMap, path::PathBuf, sync::Arc};
+
+use axum::{
+    extract::{Path, Query, Request, State},
+    http::{header, HeaderMap, StatusCode},
+    response::{IntoResponse, Response},
+    routing::get,
+    Router,
+};
+use tower::ServiceExt;
+use tower_http::services::ServeFile;
+
+use crate::{
+    boot::{render_script, resolve_in_root, PathError},
+    dhcp::packet::normalise_mac,
+};
+
+/// State of the boot routes.
+#[derive(Clone)]
+pub struct BootState {
+    /// The boot directory.
+    pub root: PathBuf,
+    /// The iPXE script template (`None`: the built-in default).
+    pub template: Option<Arc<str>>,
+}
+
+/// The boot routes, ready to merge into any router.
+pub fn router<S: Clone + Send + Sync + 'static>(state: BootState) -> Router<S> {
+    Router::new()
+        .route("/boot/ipxe", get(ipxe_script))
+        .route("/boot/{*path}", get(boot_file))
+        .with_state(state)
+}
+
+fn text(status: StatusCode, body: String) -> Response {
+    (
+        status,
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// A `Host` header value safe to paste into a script (host name or IP, optional port).
+fn safe_host(headers: &HeaderMap) -> Option<String> {
+    let h = headers.get(header::HOST)?.to_str().ok()?;
+    let ok = !h.is_empty() && h.len() <= 255 && h.bytes().all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b));
+    ok.then(|| h.to_string())
+}
+
+async fn ipxe_script(
+    State(st): State<BootState>,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let mac = match q.get("mac").map(|m| m.trim()).filter(|m| !m.is_empty()) {
+        None => "unknown".to_string(),
+        Some(m) => match normalise_mac(m) {
+            Ok(m) => m.to_string(),
+            Err(e) => return text(StatusCode::BAD_REQUEST, format!("{e}\n")),
+        },
+    };
+    let Some(server) = safe_host(&headers) else {
+        return text(StatusCode::BAD_REQUEST, "a valid Host header is required\n".into());
+    };
+    match render_script(st.template.as_deref(), &mac, &server) {
+        Ok(s) => {
+            tracing::info!(%mac, "serving the iPXE script");
+            text(StatusCode::OK, s)
+        }
+        Err(e) => {
+            tracing::error!("rendering the iPXE script failed: {e:#}");
+            text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "#!ipxe\necho Bootlane: the boot script template is broken; see the server log\nexit\n".into(),
+            )
+        }
+    }
+}
+
+async fn boot_file(State(st): State<BootState>, Path(path): Path<String>, req: Request) -> Response {
+    let root = st.root.clone();
+    let resolved = tokio::task::spawn_blocking(move || resolve_in_root(&root, &path)).await;
+    match resolved {
+        Ok(Ok(file)) => match ServeFile::new(file).oneshot(req).await {
+            Ok(r) => r.into_response(),
+            Err(never) => match never {},
+        },
+        Ok(Err(PathError::NotFound(p))) => text(StatusCode::NOT_FOUND, format!("no such file {p:?}\n")),
+        Ok(Err(e)) => text(StatusCode::FORBIDDEN, format!("{e}\n")),
+        Err(_) => text(StatusCode::INTERNAL_SERVER_ERROR, "internal error\n".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use http_body_util::BodyExt;
+
+    use super::*;
+
+    fn app(root: PathBuf) -> Router {
+        router(BootState { root, template: None })
+    }
+
+    async fn get(app: &Router, uri: &str, range: Option<&str>) -> (StatusCode, HeaderMap, Vec<u8>) {
+        let mut b = Request::builder().uri(uri).header("host", "10.77.0.1:8080");
+        if let Some(r) = range {
+            b = b.header("range", r);
+        }
+        let resp = app.clone().oneshot(b.body(Body::empty()).unwrap()).await.unwrap();
+        let (parts, body) = resp.into_parts();
+        let bytes = body.collect().await.unwrap().to_bytes().to_vec();
+        (parts.status, parts.headers, bytes)
+    }
+
+    #[tokio::test]
+    async fn script_and_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("boot");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("ipxe.efi"), b"0123456789").unwrap();
+        std::fs::write(tmp.path().join("secret"), b"s").unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("secret"), root.join("leak")).unwrap();
+        let app = app(root);
+
+        let (s, h, b) = get(&app, "/boot/ipxe?mac=52-54-00-77-00-42", None).await;
+        assert_eq!(s, StatusCode::OK);
+        assert!(h[header::CONTENT_TYPE].to_str().unwrap().starts_with("text/plain"));
+        let b = String::from_utf8(b).unwrap();
+        assert!(b.starts_with("#!ipxe\n"), "{b}");
+        assert!(b.contains("echo Bootlane: booting 52:54:00:77:00:42"));
+
+        let (s, _, b) = get(&app, "/boot/ipxe", None).await;
+        assert_eq!(s, StatusCode::OK);
+        assert!(String::from_utf8(b).unwrap().contains("booting unknown"));
+        let (s, _, _) = get(&app, "/boot/ipxe?mac=zz", None).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST);
+
+        let (s, _, b) = get(&app, "/boot/ipxe.efi", None).await;
+        assert_eq!((s, b.as_slice()), (StatusCode::OK, &b"0123456789"[..]));
+        let (s, h, b) = get(&app, "/boot/ipxe.efi", Some("bytes=2-4")).await;
+        assert_eq!(s, StatusCode::PARTIAL_CONTENT);
+        assert_eq!(b, b"234");
+        assert_eq!(h[header::CONTENT_RANGE], "bytes 2-4/10");
+
+        let (s, _, _) = get(&app, "/boot/missing", None).await;
+        assert_eq!(s, StatusCode::NOT_FOUND);
+        let (s, _, _) = get(&app, "/boot/leak", None).await;
+        assert_eq!(s, StatusCode::FORBIDDEN);
+        let (s, _, _) = get(&app, "/boot/..%2Fsecret", None).await;
+        assert_eq!(s, StatusCode::FORBIDDEN);
+    }
+}

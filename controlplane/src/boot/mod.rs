@@ -1,0 +1,222 @@
+//! The boot directory and the iPXE script, shared by TFTP and HTTP boot.
+//!
+//! - [`resolve_in_root`] is the one place a client-supplied path becomes a file: `\` is
+//!   read as `/`, a leading `/` is relative to the root, `..` components are refused,
+//!   and the canonical result (symlinks followed) must still lie under the canonical
+//!   root, so neither `..`, absolute paths nor symlinks can leave it.
+//! - [`populate`] copies Debian's iPXE builds into the root at start when missing.
+//! - [`render_script`] builds the iPXE script from a minijinja template.
+//!
+//! Holds no global state.
+
+use std::{
+    io,
+    path::{Component, Path, PathBuf},
+};
+
+use serde::{Deserialize, Serialize};
+
+/// `[boot]`: the boot directory and the iPXE script.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BootConfig {
+    /// The boot directory served by TFTP and `GET /boot/...`. Default `<data_dir>/boot`.
+    pub root: Option<PathBuf>,
+    /// Where the iPXE binaries copied into the root at start come from. Default
+    /// `/usr/lib/ipxe` (Debian's `ipxe` package). Files already in the root are kept.
+    pub ipxe_source: Option<PathBuf>,
+    /// A minijinja template replacing the default iPXE script (see [`DEFAULT_SCRIPT`] for
+    /// the variables). Default: none.
+    pub ipxe_script: Option<String>,
+}
+
+/// The files [`populate`] copies: Debian ships them as `undionly.kpxe` (BIOS, chains
+/// through the PXE ROM's UNDI driver), `ipxe.efi` (x86-64 UEFI, own drivers) and
+/// `snponly.efi` (x86-64 UEFI through the firmware's SNP driver).
+pub const IPXE_FILES: [&str; 3] = ["undionly.kpxe", "ipxe.efi", "snponly.efi"];
+
+/// Why a path was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum PathError {
+    /// Empty, contains NUL or `..`, or names the root itself.
+    #[error("invalid path {0:?}")]
+    Invalid(String),
+    /// Does not exist (or is not a regular file).
+    #[error("no such file {0:?}")]
+    NotFound(String),
+    /// Resolves (through a symlink) outside the boot root.
+    #[error("{0:?} is outside the boot directory")]
+    Outside(String),
+}
+
+/// Resolves a client-supplied `path` to a regular file under `root`.
+///
+/// # Errors
+/// [`PathError`]: invalid, missing, or leaving the root.
+pub fn resolve_in_root(root: &Path, path: &str) -> Result<PathBuf, PathError> {
+    if path.is_empty() || path.len() > 1024 || path.contains('\0') {
+        return Err(PathError::Invalid(path.to_string()));
+    }
+    let cleaned = path.replace('\\', "/");
+    let rel = cleaned.trim_start_matches('/');
+    let mut joined = root.to_path_buf();
+    let mut parts = 0;
+    for c in Path::new(rel).components() {
+        match c {
+            Component::Normal(p) => {
+                joined.push(p);
+                parts += 1;
+            }
+            Component::CurDir => {}
+            Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
+                return Err(PathError::Invalid(path.to_string()))
+            }
+        }
+    }
+    if parts == 0 {
+        return Err(PathError::Invalid(path.to_string()));
+    }
+    let canon_root = root.canonicalize().map_err(|_| PathError::NotFound(path.to_string()))?;
+    let canon = joined
+        .canonicalize()
+        .map_err(|_| PathError::NotFound(path.to_string()))?;
+    if !canon.starts_with(&canon_root) {
+        return Err(PathError::Outside(path.to_string()));
+    }
+    if !canon.is_file() {
+        return Err(PathError::NotFound(path.to_string()));
+    }
+    Ok(canon)
+}
+
+/// Creates `root` and copies every [`IPXE_FILES`] entry found in `source` that the root
+/// lacks (symlinks in `source` are followed). Returns the names copied.
+///
+/// # Errors
+/// Creating the root or copying a file failed.
+pub fn populate(root: &Path, source: &Path) -> io::Result<Vec<String>> {
+    std::fs::create_dir_all(root)?;
+    let mut copied = Vec::new();
+    for name in IPXE_FILES {
+        let dst = root.join(name);
+        let src = source.join(name);
+        if dst.exists() || !src.exists() {
+            continue;
+        }
+        // Copy to a temporary name first so a crash never leaves a truncated boot file.
+        let tmp = root.join(format!(".{name}.part"));
+        std::fs::copy(&src, &tmp)?;
+        std::fs::rename(&tmp, &dst)?;
+        copied.push(name.to_string());
+    }
+    Ok(copied)
+}
+
+/// The default iPXE script. Variables: `mac` (the client's MAC, lower case, or
+/// `unknown`), `server` (host[:port] the client used to reach Bootlane), `base_url`
+/// (`http://<server>`, the prefix of every boot URL).
+pub const DEFAULT_SCRIPT: &str = r#"#!ipxe
+echo Bootlane: booting {{ mac }}
+menu Bootlane boot menu ({{ mac }})
+item --gap Default profile
+item local Boot from local disk
+choose --timeout 5000 --default local target || goto local
+goto ${target}
+
+:local
+echo Bootlane: exit to local disk
+exit
+"#;
+
+/// Renders an iPXE script from `template` (or [`DEFAULT_SCRIPT`]).
+///
+/// # Errors
+/// A template syntax or rendering error (message from minijinja).
+pub fn render_script(template: Option<&str>, mac: &str, server: &str) -> Result<String, minijinja::Error> {
+    let mut env = minijinja::Environment::new();
+    // iPXE scripts are plain text: no HTML escaping; keep the trailing newline.
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    env.set_syntax(
+        minijinja::syntax::SyntaxConfig::builder()
+            .keep_trailing_newline(true)
+            .build()?,
+    );
+    env.add_template("script", template.unwrap_or(DEFAULT_SCRIPT))?;
+    let out = env.get_template("script")?.render(minijinja::context! {
+        mac => mac,
+        server => server,
+        base_url => format!("http://{server}"),
+    })?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolve_refuses_escapes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("boot");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(root.join("a.bin"), b"a").unwrap();
+        std::fs::write(root.join("sub/b.bin"), b"b").unwrap();
+        std::fs::write(tmp.path().join("secret"), b"s").unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("secret"), root.join("link")).unwrap();
+        std::os::unix::fs::symlink(root.join("a.bin"), root.join("inner")).unwrap();
+
+        assert!(resolve_in_root(&root, "a.bin").is_ok());
+        assert!(resolve_in_root(&root, "/a.bin").is_ok());
+        assert!(resolve_in_root(&root, "sub/b.bin").is_ok());
+        assert!(resolve_in_root(&root, "sub\\b.bin").is_ok());
+        assert!(resolve_in_root(&root, "./sub/./b.bin").is_ok());
+        assert!(resolve_in_root(&root, "inner").is_ok());
+        assert!(matches!(
+            resolve_in_root(&root, "../secret"),
+            Err(PathError::Invalid(_))
+        ));
+        assert!(matches!(
+            resolve_in_root(&root, "sub/../../secret"),
+            Err(PathError::Invalid(_))
+        ));
+        assert!(matches!(
+            resolve_in_root(&root, "..\\secret"),
+            Err(PathError::Invalid(_))
+        ));
+        assert!(matches!(resolve_in_root(&root, "link"), Err(PathError::Outside(_))));
+        assert!(matches!(resolve_in_root(&root, "sub"), Err(PathError::NotFound(_))));
+        assert!(matches!(resolve_in_root(&root, "missing"), Err(PathError::NotFound(_))));
+        assert!(resolve_in_root(&root, "").is_err());
+        assert!(resolve_in_root(&root, "/").is_err());
+        assert!(resolve_in_root(&root, "a\0b").is_err());
+    }
+
+    #[test]
+    fn populate_copies_missing_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src");
+        let root = tmp.path().join("root");
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::write(src.join("undionly.kpxe"), b"new").unwrap();
+        std::fs::write(src.join("ipxe.efi"), b"new").unwrap();
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("ipxe.efi"), b"mine").unwrap();
+        let copied = populate(&root, &src).unwrap();
+        assert_eq!(copied, vec!["undionly.kpxe".to_string()]);
+        assert_eq!(std::fs::read(root.join("ipxe.efi")).unwrap(), b"mine");
+        assert_eq!(std::fs::read(root.join("undionly.kpxe")).unwrap(), b"new");
+        assert!(populate(&root, &src).unwrap().is_empty());
+    }
+
+    #[test]
+    fn default_script() {
+        let s = render_script(None, "52:54:00:77:00:42", "10.77.0.1:8080").unwrap();
+        assert!(s.starts_with("#!ipxe\n"));
+        assert!(s.contains("echo Bootlane: booting 52:54:00:77:00:42\n"));
+        assert!(s.contains("item local Boot from local disk"));
+        assert!(s.contains("\nexit\n"));
+        let c = render_script(Some("#!ipxe\nchain {{ base_url }}/boot/x?m={{ mac }}\n"), "m", "h:1").unwrap();
+        assert_eq!(c, "#!ipxe\nchain http://h:1/boot/x?m=m\n");
+        assert!(render_script(Some("{% if %}"), "m", "h").is_err());
+    }
+}

@@ -1,0 +1,315 @@
+//! `[dhcp]` configuration: subnets with their mode, pool, options and reservations, and
+//! the client-architecture map (RFC 4578 option 93 code to boot file). Validated by
+//! [`DhcpConfig::validate`] before anything starts. Holds no global state.
+
+use std::{collections::BTreeMap, net::Ipv4Addr};
+
+use anyhow::{bail, Context};
+use ipnet::Ipv4Net;
+use serde::{Deserialize, Serialize};
+
+use super::packet::{normalise_mac, MacAddr};
+
+/// `[dhcp]`: every subnet Bootlane answers for. Default: none, so a fresh Bootlane never
+/// answers DHCP on a network it was not told about.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DhcpConfig {
+    /// `[[dhcp.subnets]]`, in order; the first match wins when several could apply.
+    pub subnets: Vec<SubnetConfig>,
+    /// `[dhcp.arch_map]`: client architecture code (decimal, as a string key) to boot
+    /// file, merged over [`default_arch_map`]. A value starting with `http://` or
+    /// `https://` is a URL (UEFI HTTP boot); `{server}` and `{http_port}` in it are
+    /// replaced by Bootlane's address on the client's subnet and the API port. An empty
+    /// value removes the default entry (that architecture then gets no boot file).
+    pub arch_map: BTreeMap<String, String>,
+}
+
+/// What Bootlane does on a subnet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SubnetMode {
+    /// Full DHCP server: pool, leases, reservations and boot options.
+    Server,
+    /// proxyDHCP next to another DHCP server: boot options only, to PXE clients only,
+    /// on ports 67 and 4011; never assigns addresses.
+    Proxy,
+    /// Ignore the subnet (the default, so a subnet can be kept in the file but disabled).
+    #[default]
+    Off,
+}
+
+/// `[[dhcp.subnets]]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubnetConfig {
+    /// `server`, `proxy` or `off` (default `off`).
+    #[serde(default)]
+    pub mode: SubnetMode,
+    /// The interface the subnet is reached on (the DHCP socket is bound to it with
+    /// `SO_BINDTODEVICE`). Relayed subnets name the interface the relay's packets arrive on.
+    pub interface: String,
+    /// The subnet, e.g. `10.77.0.0/24`.
+    pub cidr: Ipv4Net,
+    /// First address of the pool (server mode; inclusive).
+    #[serde(default)]
+    pub range_start: Option<Ipv4Addr>,
+    /// Last address of the pool (server mode; inclusive).
+    #[serde(default)]
+    pub range_end: Option<Ipv4Addr>,
+    /// Default gateway (option 3). Default: none sent.
+    #[serde(default)]
+    pub router: Option<Ipv4Addr>,
+    /// DNS servers (option 6). Default: Bootlane's own address on this subnet.
+    #[serde(default)]
+    pub dns: Option<Vec<Ipv4Addr>>,
+    /// Lease time in seconds (option 51). Default 3600; at least 60.
+    #[serde(default = "default_lease_time")]
+    pub lease_time_secs: u32,
+    /// Bootlane's own address on this subnet (server identifier, next-server, TFTP and
+    /// HTTP addresses given to clients). Default: the address of `interface` inside
+    /// `cidr`, else the first IPv4 address of `interface`.
+    #[serde(default)]
+    pub server_address: Option<Ipv4Addr>,
+    /// `[[dhcp.subnets.reservations]]`: fixed addresses; they always win over the pool.
+    #[serde(default)]
+    pub reservations: Vec<Reservation>,
+}
+
+/// A fixed address for one MAC.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reservation {
+    /// MAC address, any case, `:` or `-` separated.
+    pub mac: String,
+    /// The address; must lie inside the subnet (it may lie outside the pool).
+    pub ip: Ipv4Addr,
+    /// Host name sent as option 12.
+    #[serde(default)]
+    pub hostname: Option<String>,
+}
+
+fn default_lease_time() -> u32 {
+    3600
+}
+
+/// The built-in architecture map (RFC 4578 §2.1 and the IANA "Processor Architecture
+/// Types" registry): 0 BIOS → `undionly.kpxe`; 6 EFI IA32 → `ipxe32.efi`; 7 and 9 EFI
+/// x86-64 → `ipxe.efi`; 10 EFI ARM32 → `ipxe-arm32.efi`; 11 EFI ARM64 →
+/// `ipxe-arm64.efi`; 16 x86-64 UEFI HTTP boot → `ipxe.efi` over HTTP.
+pub fn default_arch_map() -> BTreeMap<u16, String> {
+    [
+        (0, "undionly.kpxe"),
+        (6, "ipxe32.efi"),
+        (7, "ipxe.efi"),
+        (9, "ipxe.efi"),
+        (10, "ipxe-arm32.efi"),
+        (11, "ipxe-arm64.efi"),
+        (16, "http://{server}:{http_port}/boot/ipxe.efi"),
+        (19, "http://{server}:{http_port}/boot/ipxe-arm64.efi"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k, v.to_string()))
+    .collect()
+}
+
+impl DhcpConfig {
+    /// True when any subnet is in `server` or `proxy` mode.
+    pub fn any_active(&self) -> bool {
+        self.subnets.iter().any(|s| s.mode != SubnetMode::Off)
+    }
+
+    /// The effective architecture map: the defaults with `[dhcp.arch_map]` applied.
+    ///
+    /// # Errors
+    /// A key that is not a decimal `u16`.
+    pub fn arch_map(&self) -> anyhow::Result<BTreeMap<u16, String>> {
+        let mut map = default_arch_map();
+        for (k, v) in &self.arch_map {
+            let code: u16 = k
+                .trim()
+                .parse()
+                .with_context(|| format!("[dhcp.arch_map] key {k:?} must be a decimal architecture code 0-65535"))?;
+            if v.is_empty() {
+                map.remove(&code);
+            } else {
+                map.insert(code, v.clone());
+            }
+        }
+        Ok(map)
+    }
+
+    /// Checks every subnet: pool inside the subnet and ordered, router and reservations
+    /// inside the subnet, no MAC or address reserved twice, lease time at least 60 s.
+    ///
+    /// # Errors
+    /// The first problem, naming the subnet and the key.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        self.arch_map()?;
+        for (i, s) in self.subnets.iter().enumerate() {
+            let at = format!("[[dhcp.subnets]] #{} ({})", i + 1, s.cidr);
+            if s.interface.is_empty() {
+                bail!("{at}: interface must be set");
+            }
+            if s.lease_time_secs < 60 {
+                bail!("{at}: lease_time_secs must be at least 60");
+            }
+            let net = s.cidr.trunc();
+            if net.prefix_len() > 30 {
+                bail!("{at}: the prefix must be /30 or shorter");
+            }
+            match (s.range_start, s.range_end) {
+                (Some(a), Some(b)) => {
+                    if !net.contains(&a) || !net.contains(&b) {
+                        bail!("{at}: range_start and range_end must lie inside {net}");
+                    }
+                    if u32::from(a) > u32::from(b) {
+                        bail!("{at}: range_start {a} is after range_end {b}");
+                    }
+                    if a == net.network() || b == net.broadcast() {
+                        bail!("{at}: the pool must not include the network or broadcast address");
+                    }
+                }
+                (None, None) if s.mode == SubnetMode::Server => {
+                    bail!("{at}: server mode needs range_start and range_end")
+                }
+                (None, None) => {}
+                _ => bail!("{at}: set both range_start and range_end, or neither"),
+            }
+            if let Some(r) = s.router {
+                if !net.contains(&r) {
+                    bail!("{at}: router {r} is not inside {net}");
+                }
+            }
+            let mut macs = std::collections::HashSet::new();
+            let mut ips = std::collections::HashSet::new();
+            for r in &s.reservations {
+                let mac: MacAddr =
+                    normalise_mac(&r.mac).with_context(|| format!("{at}: reservation MAC {:?} is invalid", r.mac))?;
+                if !net.contains(&r.ip) || r.ip == net.network() || r.ip == net.broadcast() {
+                    bail!(
+                        "{at}: reservation {} for {} is not a host address of {net}",
+                        r.ip,
+                        r.mac
+                    );
+                }
+                if !macs.insert(mac) {
+                    bail!("{at}: MAC {} is reserved twice", r.mac);
+                }
+                if !ips.insert(r.ip) {
+                    bail!("{at}: address {} is reserved twice", r.ip);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    fn parse(toml_text: &str) -> anyhow::Result<Config> {
+        let c: Config = toml::from_str(toml_text)?;
+        c.dhcp.validate()?;
+        Ok(c)
+    }
+
+    const GOOD: &str = r#"
+        [[dhcp.subnets]]
+        mode = "server"
+        interface = "br0"
+        cidr = "10.77.0.0/24"
+        range_start = "10.77.0.100"
+        range_end = "10.77.0.150"
+        router = "10.77.0.1"
+        [[dhcp.subnets.reservations]]
+        mac = "52-54-00-77-00-99"
+        ip = "10.77.0.50"
+        hostname = "fixed"
+
+        [[dhcp.subnets]]
+        mode = "proxy"
+        interface = "eth1"
+        cidr = "192.168.5.0/24"
+
+        [dhcp.arch_map]
+        7 = "snponly.efi"
+        10 = ""
+    "#;
+
+    #[test]
+    fn defaults_are_off() {
+        let c = Config::default();
+        assert!(c.dhcp.subnets.is_empty());
+        assert!(!c.dhcp.any_active());
+        assert!(!c.tftp_enabled());
+        assert_eq!(c.boot_root(), c.data_dir.join("boot"));
+        // A subnet without mode is off.
+        let c = parse("[[dhcp.subnets]]\ninterface = \"x\"\ncidr = \"10.0.0.0/24\"\n").unwrap();
+        assert!(!c.dhcp.any_active());
+    }
+
+    #[test]
+    fn full_example() {
+        let c = parse(GOOD).unwrap();
+        assert!(c.dhcp.any_active());
+        assert!(c.tftp_enabled(), "TFTP follows DHCP when not set");
+        assert_eq!(c.dhcp.subnets[0].lease_time_secs, 3600);
+        let map = c.dhcp.arch_map().unwrap();
+        assert_eq!(map[&7], "snponly.efi");
+        assert_eq!(map[&0], "undionly.kpxe");
+        assert!(!map.contains_key(&10));
+        let c: Config = toml::from_str(&format!("{GOOD}\n[tftp]\nenabled = false\n")).unwrap();
+        assert!(!c.tftp_enabled());
+    }
+
+    #[test]
+    fn invalid_configs_are_refused() {
+        let base = "[[dhcp.subnets]]\nmode = \"server\"\ninterface = \"br0\"\ncidr = \"10.77.0.0/24\"\n";
+        for (extra, why) in [
+            ("", "server without a pool"),
+            ("range_start = \"10.77.0.10\"\n", "half a pool"),
+            (
+                "range_start = \"10.77.0.10\"\nrange_end = \"10.77.1.10\"\n",
+                "pool outside",
+            ),
+            (
+                "range_start = \"10.77.0.20\"\nrange_end = \"10.77.0.10\"\n",
+                "reversed pool",
+            ),
+            (
+                "range_start = \"10.77.0.0\"\nrange_end = \"10.77.0.10\"\n",
+                "network address in pool",
+            ),
+            (
+                "range_start = \"10.77.0.10\"\nrange_end = \"10.77.0.20\"\nrouter = \"10.1.1.1\"\n",
+                "router outside",
+            ),
+            (
+                "range_start = \"10.77.0.10\"\nrange_end = \"10.77.0.20\"\nlease_time_secs = 5\n",
+                "short lease",
+            ),
+            (
+                "range_start = \"10.77.0.10\"\nrange_end = \"10.77.0.20\"\nbogus = 1\n",
+                "unknown key",
+            ),
+            (
+                "range_start = \"10.77.0.10\"\nrange_end = \"10.77.0.20\"\n[[dhcp.subnets.reservations]]\nmac = \"zz\"\nip = \"10.77.0.5\"\n",
+                "bad MAC",
+            ),
+            (
+                "range_start = \"10.77.0.10\"\nrange_end = \"10.77.0.20\"\n[[dhcp.subnets.reservations]]\nmac = \"52:54:00:00:00:01\"\nip = \"10.78.0.5\"\n",
+                "reservation outside",
+            ),
+            (
+                "range_start = \"10.77.0.10\"\nrange_end = \"10.77.0.20\"\n[[dhcp.subnets.reservations]]\nmac = \"52:54:00:00:00:01\"\nip = \"10.77.0.5\"\n[[dhcp.subnets.reservations]]\nmac = \"52-54-00-00-00-01\"\nip = \"10.77.0.6\"\n",
+                "MAC reserved twice",
+            ),
+        ] {
+            assert!(parse(&format!("{base}{extra}")).is_err(), "{why}");
+        }
+        assert!(parse("[dhcp.arch_map]\nx86 = \"a\"\n").is_err());
+        assert!(parse("[dhcp]\nmode = \"server\"\n").is_err());
+    }
+}

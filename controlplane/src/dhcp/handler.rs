@@ -1,0 +1,519 @@
+//! Request-to-reply logic, free of sockets: [`DhcpHandler`] is the trait the transport
+//! calls, [`BootHandler`] the implementation (RFC 2131 server and PXE proxyDHCP).
+//!
+//! Decisions worth knowing:
+//! - Subnet choice: a relayed request (giaddr set) picks the subnet containing giaddr
+//!   (RFC 2131 §4.3.1); otherwise the subnets of the receiving interface, the one
+//!   containing ciaddr when the client has an address, else the first active one.
+//! - Allocation order: the client's reservation, its previous lease, the address it asks
+//!   for (option 50), then the first never-used pool address, then the first expired one.
+//!   Reserved addresses are never given to other clients; a REQUEST for an address
+//!   reserved for someone else, outside the subnet or leased to another client is NAKed.
+//! - Boot information (PXE, RFC 4578): an iPXE client gets its script URL (breaking the
+//!   chain-load loop); other clients get the arch-map entry for their option 93 code,
+//!   by TFTP (siaddr, option 66/67 and `file`) or, for a URL, as the HTTP boot URL.
+//! - proxyDHCP: only PXE clients (option 60 `PXEClient...`), never an address.
+//!
+//! State: the lease database behind one async mutex (allocation and the store write of
+//! one request happen under it, so two clients can never be bound to the same address).
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    future::Future,
+    net::{Ipv4Addr, SocketAddrV4},
+};
+
+use dhcproto::v4::{DhcpOption, Flags, HType, Message, MessageType, Opcode, OptionCode};
+use ipnet::Ipv4Net;
+
+use super::{
+    config::{Reservation, SubnetConfig, SubnetMode},
+    leases::{now_secs, Lease, LeaseDb},
+    packet::{normalise_mac, DhcpRequest, MacAddr},
+};
+use crate::net::IfAddr;
+
+/// Where a request came from.
+#[derive(Debug, Clone)]
+pub struct RecvContext {
+    /// The interface the socket is bound to.
+    pub interface: String,
+    /// Local port: 67 (DHCP) or 4011 (PXE boot server / proxyDHCP).
+    pub port: u16,
+    /// Source address of the datagram.
+    pub src: SocketAddrV4,
+}
+
+/// A reply and where to send it (RFC 2131 §4.1).
+#[derive(Debug, Clone)]
+pub struct DhcpReply {
+    /// The reply message.
+    pub msg: Message,
+    /// Destination address and port.
+    pub dest: SocketAddrV4,
+}
+
+/// Turns a request into at most one reply. Implementations must not panic on any input.
+pub trait DhcpHandler: Send + Sync + 'static {
+    /// Handles one request received as described by `ctx`.
+    fn handle(&self, req: DhcpRequest, ctx: RecvContext) -> impl Future<Output = Option<DhcpReply>> + Send;
+}
+
+/// One configured subnet, resolved: its server address is known.
+#[derive(Debug, Clone)]
+pub struct Subnet {
+    /// The configuration as written.
+    pub cfg: SubnetConfig,
+    /// The subnet (truncated to its network address).
+    pub net: Ipv4Net,
+    /// Bootlane's address on this subnet.
+    pub server: Ipv4Addr,
+    /// DNS servers to hand out.
+    pub dns: Vec<Ipv4Addr>,
+    /// Lease table key (`cidr` as text).
+    pub key: String,
+    reservations: HashMap<MacAddr, Reservation>,
+    reserved_ips: HashMap<Ipv4Addr, MacAddr>,
+}
+
+impl Subnet {
+    /// Resolves a configured subnet against the machine's interface addresses.
+    ///
+    /// # Errors
+    /// When no server address is configured and none can be found on the interface.
+    pub fn resolve(cfg: &SubnetConfig, ifaddrs: &[IfAddr]) -> anyhow::Result<Self> {
+        let net = cfg.cidr.trunc();
+        let v4 = |a: &IfAddr| match a.addr {
+            std::net::IpAddr::V4(v) => Some(v),
+            std::net::IpAddr::V6(_) => None,
+        };
+        let server = cfg
+            .server_address
+            .or_else(|| {
+                ifaddrs
+                    .iter()
+                    .filter(|a| a.iface == cfg.interface)
+                    .filter_map(v4)
+                    .find(|a| net.contains(a))
+            })
+            .or_else(|| ifaddrs.iter().filter_map(v4).find(|a| net.contains(a)))
+            .or_else(|| ifaddrs.iter().filter(|a| a.iface == cfg.interface).find_map(v4))
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "DHCP subnet {net}: interface {:?} has no IPv4 address; set server_address",
+                    cfg.interface
+                )
+            })?;
+        let mut reservations = HashMap::new();
+        let mut reserved_ips = HashMap::new();
+        for r in &cfg.reservations {
+            // Validated at config load; a bad one here is skipped rather than fatal.
+            if let Ok(mac) = normalise_mac(&r.mac) {
+                reserved_ips.insert(r.ip, mac);
+                reservations.insert(mac, r.clone());
+            }
+        }
+        Ok(Self {
+            dns: cfg.dns.clone().unwrap_or_else(|| vec![server]),
+            net,
+            server,
+            key: net.to_string(),
+            cfg: cfg.clone(),
+            reservations,
+            reserved_ips,
+        })
+    }
+
+    fn in_pool(&self, ip: Ipv4Addr) -> bool {
+        match (self.cfg.range_start, self.cfg.range_end) {
+            (Some(a), Some(b)) => (u32::from(a)..=u32::from(b)).contains(&u32::from(ip)),
+            _ => false,
+        }
+    }
+
+    fn is_host(&self, ip: Ipv4Addr) -> bool {
+        self.net.contains(&ip) && ip != self.net.network() && ip != self.net.broadcast()
+    }
+
+    /// True when `ip` may be bound to `mac` as far as this subnet's rules go (pool and
+    /// reservations; the lease table is checked separately).
+    fn allowed(&self, ip: Ipv4Addr, mac: MacAddr) -> bool {
+        if let Some(r) = self.reservations.get(&mac) {
+            // Reservations win: a reserved client gets its address and no other.
+            return r.ip == ip;
+        }
+        self.in_pool(ip) && !self.reserved_ips.contains_key(&ip)
+    }
+}
+
+/// Bootlane's DHCP handler: server and proxy modes for every configured subnet.
+pub struct BootHandler {
+    subnets: Vec<Subnet>,
+    arch_map: BTreeMap<u16, String>,
+    http_port: u16,
+    domain: Box<dyn Fn() -> String + Send + Sync>,
+    leases: tokio::sync::Mutex<LeaseDb>,
+}
+
+/// The iPXE script path on the API port, with iPXE's own MAC expansion.
+pub const IPXE_SCRIPT_PATH: &str = "/boot/ipxe?mac=${net0/mac}";
+
+impl BootHandler {
+    /// A handler for resolved `subnets` (mode `off` subnets are ignored), the effective
+    /// architecture map, the API port (for HTTP URLs), a provider of the DNS local domain
+    /// (read per request, so a live DNS settings change applies) and the lease database.
+    pub fn new(
+        subnets: Vec<Subnet>,
+        arch_map: BTreeMap<u16, String>,
+        http_port: u16,
+        domain: Box<dyn Fn() -> String + Send + Sync>,
+        leases: LeaseDb,
+    ) -> Self {
+        Self {
+            subnets: subnets.into_iter().filter(|s| s.cfg.mode != SubnetMode::Off).collect(),
+            arch_map,
+            http_port,
+            domain,
+            leases: tokio::sync::Mutex::new(leases),
+        }
+    }
+
+    /// The active subnets.
+    pub fn subnets(&self) -> &[Subnet] {
+        &self.subnets
+    }
+
+    /// A copy of every lease (for diagnostics and tests).
+    pub async fn leases(&self) -> Vec<Lease> {
+        self.leases.lock().await.all().cloned().collect()
+    }
+
+    fn select_subnet(&self, req: &DhcpRequest, ctx: &RecvContext) -> Option<&Subnet> {
+        let giaddr = req.msg.giaddr();
+        if !giaddr.is_unspecified() {
+            return self.subnets.iter().find(|s| s.net.contains(&giaddr));
+        }
+        let mut local = self.subnets.iter().filter(|s| s.cfg.interface == ctx.interface);
+        let ciaddr = req.msg.ciaddr();
+        let src = *ctx.src.ip();
+        let known = [ciaddr, src].into_iter().find(|a| !a.is_unspecified());
+        match known {
+            Some(a) => local.find(|s| s.net.contains(&a)).or_else(|| {
+                // A proxyDHCP client has an address from another server, possibly outside
+                // every configured CIDR; it is still on this interface.
+                self.subnets
+                    .iter()
+                    .find(|s| s.cfg.interface == ctx.interface && s.cfg.mode == SubnetMode::Proxy)
+            }),
+            None => local.next(),
+        }
+    }
+
+    /// Substitutes `{server}` and `{http_port}` in an arch-map URL.
+    fn expand(&self, s: &str, server: Ipv4Addr) -> String {
+        s.replace("{server}", &server.to_string())
+            .replace("{http_port}", &self.http_port.to_string())
+    }
+
+    /// Adds the boot options for a boot client; returns false (and adds nothing) when the
+    /// client has no boot file (not a boot client, or an architecture without entry).
+    fn add_boot(&self, reply: &mut Message, req: &DhcpRequest, server: Ipv4Addr) -> bool {
+        let class = req.class;
+        if !class.is_boot_client() {
+            return false;
+        }
+        let file = if class.ipxe {
+            format!("http://{server}:{}{IPXE_SCRIPT_PATH}", self.http_port)
+        } else {
+            let arch = class.arch.unwrap_or(0);
+            match self.arch_map.get(&arch) {
+                Some(f) => self.expand(f, server),
+                None => {
+                    tracing::warn!(mac = %req.mac, arch, "no [dhcp.arch_map] entry for this client architecture; no boot file sent");
+                    return false;
+                }
+            }
+        };
+        let is_url = file.starts_with("http://") || file.starts_with("https://");
+        reply.set_siaddr(server);
+        let opts = reply.opts_mut();
+        if !is_url {
+            opts.insert(DhcpOption::TFTPServerName(server.to_string().into_bytes()));
+        }
+        opts.insert(DhcpOption::BootfileName(file.clone().into_bytes()));
+        if class.http && !class.ipxe {
+            // UEFI 2.5+ HTTP boot requires the reply's vendor class to be HTTPClient.
+            opts.insert(DhcpOption::ClassIdentifier(b"HTTPClient".to_vec()));
+        } else if class.pxe {
+            opts.insert(DhcpOption::ClassIdentifier(b"PXEClient".to_vec()));
+            // PXE 2.1 §2.4.2 option 43 sub-option 6 PXE_DISCOVERY_CONTROL = 8: no boot
+            // server discovery, download the boot file named in this reply.
+            opts.insert(DhcpOption::VendorExtensions(vec![6, 1, 8, 255]));
+        }
+        // The fixed `file` field holds 128 bytes including the terminating NUL; longer
+        // names are sent in option 67 only.
+        if file.len() < 128 {
+            reply.set_fname_str(&file);
+        }
+        true
+    }
+
+    /// A reply skeleton (RFC 2131 §4.3.1 table 3): header fields copied from the request,
+    /// message type and server identifier set, relay agent information (RFC 3046 §2.2)
+    /// and client identifier (RFC 6842) echoed.
+    fn base(req: &DhcpRequest, kind: MessageType, server: Ipv4Addr) -> Message {
+        let m = &req.msg;
+        let mut r = Message::default();
+        r.set_opcode(Opcode::BootReply)
+            .set_htype(HType::Eth)
+            .set_xid(m.xid())
+            .set_flags(m.flags())
+            .set_giaddr(m.giaddr())
+            .set_chaddr(&req.mac.0);
+        r.set_secs(0);
+        let opts = r.opts_mut();
+        opts.insert(DhcpOption::MessageType(kind));
+        opts.insert(DhcpOption::ServerIdentifier(server));
+        for code in [OptionCode::RelayAgentInformation, OptionCode::ClientIdentifier] {
+            if let Some(o) = m.opts().get(code) {
+                opts.insert(o.clone());
+            }
+        }
+        r
+    }
+
+    /// Network options (mask, router, DNS, domain; plus lease times when `lease` is set).
+    fn add_network(&self, r: &mut Message, s: &Subnet, lease: Option<u32>, host: Option<&str>) {
+        let opts = r.opts_mut();
+        opts.insert(DhcpOption::SubnetMask(s.net.netmask()));
+        if let Some(gw) = s.cfg.router {
+            opts.insert(DhcpOption::Router(vec![gw]));
+        }
+        if !s.dns.is_empty() {
+            opts.insert(DhcpOption::DomainNameServer(s.dns.clone()));
+        }
+        let domain = (self.domain)();
+        if !domain.is_empty() {
+            opts.insert(DhcpOption::DomainName(domain));
+        }
+        if let Some(h) = host {
+            opts.insert(DhcpOption::Hostname(h.to_string()));
+        }
+        if let Some(t) = lease {
+            opts.insert(DhcpOption::AddressLeaseTime(t));
+            // RFC 2131 §4.4.5 defaults: T1 = 0.5, T2 = 0.875 of the lease.
+            opts.insert(DhcpOption::Renewal(t / 2));
+            opts.insert(DhcpOption::Rebinding((u64::from(t) * 7 / 8) as u32));
+        }
+    }
+
+    /// RFC 2131 §4.1 destination rules.
+    fn dest(req: &DhcpRequest, ctx: &RecvContext, nak: bool, reply: &mut Message) -> SocketAddrV4 {
+        let giaddr = req.msg.giaddr();
+        if !giaddr.is_unspecified() {
+            if nak {
+                // §4.3.2: a NAK through a relay asks it to broadcast.
+                reply.set_flags(Flags::default().set_broadcast());
+            }
+            return SocketAddrV4::new(giaddr, 67);
+        }
+        if ctx.port != 67 {
+            // Port 4011: the client has an address and waits on its source port.
+            return ctx.src;
+        }
+        let ciaddr = req.msg.ciaddr();
+        if !nak && !ciaddr.is_unspecified() {
+            return SocketAddrV4::new(ciaddr, 68);
+        }
+        // No address yet (or a NAK): broadcast. Unicasting to yiaddr would need an ARP
+        // entry we do not install; every client accepts a broadcast.
+        SocketAddrV4::new(Ipv4Addr::BROADCAST, 68)
+    }
+
+    fn reserved_host(s: &Subnet, mac: MacAddr) -> Option<String> {
+        s.reservations.get(&mac).and_then(|r| r.hostname.clone())
+    }
+
+    /// The address to offer `mac`, in the documented order.
+    fn pick(&self, s: &Subnet, req: &DhcpRequest, db: &LeaseDb, now: u64) -> Option<Ipv4Addr> {
+        let mac = req.mac;
+        let ok = |ip: Ipv4Addr| s.allowed(ip, mac) && db.free_for(ip, mac, now);
+        if let Some(r) = s.reservations.get(&mac) {
+            if db.free_for(r.ip, mac, now) {
+                return Some(r.ip);
+            }
+            tracing::warn!(%mac, ip = %r.ip, "reserved address is still leased to another client; it is reclaimed when that lease ends");
+            return None;
+        }
+        if let Some(l) = db.by_mac(&s.key, mac) {
+            if ok(l.ip) {
+                return Some(l.ip);
+            }
+        }
+        if let Some(ip) = req.requested_ip.filter(|ip| ok(*ip)) {
+            return Some(ip);
+        }
+        let (a, b) = (u32::from(s.cfg.range_start?), u32::from(s.cfg.range_end?));
+        let pool = || (a..=b).map(Ipv4Addr::from);
+        pool()
+            .find(|ip| db.never_used(*ip) && ok(*ip))
+            .or_else(|| pool().find(|ip| ok(*ip)))
+    }
+
+    async fn server_mode(&self, s: &Subnet, req: &DhcpRequest, ctx: &RecvContext) -> Option<DhcpReply> {
+        let now = now_secs();
+        let mac = req.mac;
+        match req.kind {
+            MessageType::Discover => {
+                let mut db = self.leases.lock().await;
+                let Some(ip) = self.pick(s, req, &db, now) else {
+                    tracing::warn!(%mac, subnet = %s.net, "no free address to offer");
+                    return None;
+                };
+                db.hold_offer(ip, mac, now);
+                drop(db);
+                let mut r = Self::base(req, MessageType::Offer, s.server);
+                r.set_yiaddr(ip);
+                let host = Self::reserved_host(s, mac);
+                self.add_network(&mut r, s, Some(s.cfg.lease_time_secs), host.as_deref());
+                self.add_boot(&mut r, req, s.server);
+                tracing::info!(%mac, %ip, subnet = %s.net, "DHCPOFFER");
+                let dest = Self::dest(req, ctx, false, &mut r);
+                Some(DhcpReply { msg: r, dest })
+            }
+            MessageType::Request => self.request(s, req, ctx, now).await,
+            MessageType::Decline => {
+                if req.server_id.is_some_and(|id| id != s.server) {
+                    return None;
+                }
+                let ip = req.requested_ip.filter(|ip| s.is_host(*ip))?;
+                let until = now + u64::from(s.cfg.lease_time_secs);
+                let mut db = self.leases.lock().await;
+                match db.decline(&s.key, mac, ip, until).await {
+                    Ok(()) => {
+                        tracing::warn!(%mac, %ip, "DHCPDECLINE: address in use by another host; kept out of the pool for one lease time")
+                    }
+                    Err(e) => tracing::error!("storing a declined address failed: {e}"),
+                }
+                None
+            }
+            MessageType::Release => {
+                if req.server_id.is_some_and(|id| id != s.server) {
+                    return None;
+                }
+                let ip = req.msg.ciaddr();
+                let mut db = self.leases.lock().await;
+                match db.release(&s.key, mac, ip, now).await {
+                    Ok(true) => tracing::info!(%mac, %ip, "DHCPRELEASE"),
+                    Ok(false) => {
+                        tracing::debug!(%mac, %ip, "DHCPRELEASE for an unknown lease ignored")
+                    }
+                    Err(e) => tracing::error!("storing a released lease failed: {e}"),
+                }
+                None
+            }
+            MessageType::Inform => {
+                // RFC 2131 §3.4: configuration only; no lease time, no yiaddr.
+                let mut r = Self::base(req, MessageType::Ack, s.server);
+                r.set_ciaddr(req.msg.ciaddr());
+                self.add_network(&mut r, s, None, None);
+                self.add_boot(&mut r, req, s.server);
+                let dest = Self::dest(req, ctx, false, &mut r);
+                Some(DhcpReply { msg: r, dest })
+            }
+            _ => None,
+        }
+    }
+
+    async fn request(&self, s: &Subnet, req: &DhcpRequest, ctx: &RecvContext, now: u64) -> Option<DhcpReply> {
+        let mac = req.mac;
+        let ciaddr = req.msg.ciaddr();
+        let (ip, state) = match (req.server_id, req.requested_ip) {
+            (Some(id), _) if id != s.server => {
+                // SELECTING another server's offer: free ours.
+                self.leases.lock().await.drop_offer(mac);
+                return None;
+            }
+            (Some(_), Some(ip)) => (ip, "selecting"),
+            (Some(_), None) if !ciaddr.is_unspecified() => (ciaddr, "selecting"),
+            (Some(_), None) => return None,
+            (None, Some(ip)) => (ip, "init-reboot"),
+            (None, None) if !ciaddr.is_unspecified() => (ciaddr, "renewing"),
+            (None, None) => return None,
+        };
+        let mut db = self.leases.lock().await;
+        if state == "renewing" && !s.net.contains(&ip) {
+            // Not one of ours: stay silent (another server may own it).
+            return None;
+        }
+        let acceptable = s.is_host(ip) && s.allowed(ip, mac) && db.free_for(ip, mac, now);
+        // RENEWING/REBINDING and INIT-REBOOT for an address that is free and allowed are
+        // acknowledged even without a record (the store may have been reset): Bootlane
+        // is authoritative for its configured subnets (RFC 2131 §4.3.2).
+        if !acceptable {
+            drop(db);
+            tracing::info!(%mac, %ip, state, "DHCPNAK: address not available to this client");
+            let mut r = Self::base(req, MessageType::Nak, s.server);
+            r.set_flags(req.msg.flags());
+            let dest = Self::dest(req, ctx, true, &mut r);
+            return Some(DhcpReply { msg: r, dest });
+        }
+        let hostname = Self::reserved_host(s, mac).or_else(|| req.hostname.clone());
+        let lease = Lease {
+            id: 0,
+            mac: mac.to_string(),
+            ip,
+            subnet: s.key.clone(),
+            hostname: hostname.clone(),
+            arch: req.class.arch,
+            expires_at: now + u64::from(s.cfg.lease_time_secs),
+            declined: false,
+        };
+        if let Err(e) = db.bind(lease, mac).await {
+            // Never acknowledge a lease that is not on disk.
+            tracing::error!(%mac, %ip, "storing the lease failed, not acknowledging: {e}");
+            return None;
+        }
+        drop(db);
+        let mut r = Self::base(req, MessageType::Ack, s.server);
+        r.set_yiaddr(ip);
+        r.set_ciaddr(ciaddr);
+        let host = Self::reserved_host(s, mac);
+        self.add_network(&mut r, s, Some(s.cfg.lease_time_secs), host.as_deref());
+        self.add_boot(&mut r, req, s.server);
+        tracing::info!(%mac, %ip, state, "DHCPACK");
+        let dest = Self::dest(req, ctx, false, &mut r);
+        Some(DhcpReply { msg: r, dest })
+    }
+
+    fn proxy_mode(&self, s: &Subnet, req: &DhcpRequest, ctx: &RecvContext) -> Option<DhcpReply> {
+        if !req.class.pxe {
+            return None;
+        }
+        let kind = match (req.kind, ctx.port) {
+            (MessageType::Discover, 67) => MessageType::Offer,
+            (MessageType::Request, 4011) | (MessageType::Inform, 4011) => MessageType::Ack,
+            // A REQUEST on 67 is for the real DHCP server unless it names us.
+            (MessageType::Request, 67) if req.server_id == Some(s.server) => MessageType::Ack,
+            _ => return None,
+        };
+        let mut r = Self::base(req, kind, s.server);
+        if !self.add_boot(&mut r, req, s.server) {
+            return None;
+        }
+        tracing::info!(mac = %req.mac, port = ctx.port, ?kind, "proxyDHCP reply");
+        let dest = Self::dest(req, ctx, false, &mut r);
+        Some(DhcpReply { msg: r, dest })
+    }
+}
+
+impl DhcpHandler for BootHandler {
+    async fn handle(&self, req: DhcpRequest, ctx: RecvContext) -> Option<DhcpReply> {
+        let s = self.select_subnet(&req, &ctx)?;
+        match s.cfg.mode {
+            SubnetMode::Server if ctx.port == 67 => self.server_mode(s, &req, &ctx).await,
+            SubnetMode::Proxy => self.proxy_mode(s, &req, &ctx),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,285 @@
+//! Leases: the persisted [`Lease`] table (sled, one row per client MAC and subnet, every
+//! write flushed) and the in-memory index the handler allocates from. The store is the
+//! source of truth; [`LeaseDb::load`] rebuilds the index from it at start, so a restart
+//! never hands out an address that is still leased (the peer lost its leases on restart).
+//! Offers are held in memory only (RFC 2131 §4.3.1 lets a server reserve an offered
+//! address; a restart simply forgets them).
+//!
+//! Global state: none; the handler owns one [`LeaseDb`] behind a mutex.
+
+use std::{
+    collections::HashMap,
+    net::Ipv4Addr,
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use serde::{Deserialize, Serialize};
+
+use super::packet::{normalise_mac, MacAddr};
+use crate::store::{Entity, Store, StoreError, Table};
+
+/// How long an offered address stays set aside for the client it was offered to.
+pub const OFFER_HOLD: Duration = Duration::from_secs(60);
+
+/// Seconds since the Unix epoch, now.
+pub fn now_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// A lease as stored (and later listed by `GET /leases`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    /// Row id.
+    pub id: u64,
+    /// Client MAC, lower case with colons. For an address declined by a client
+    /// (DHCPDECLINE, RFC 2131 §4.3.3) this is the declining client's MAC and
+    /// `declined` is true.
+    pub mac: String,
+    /// The leased address.
+    pub ip: Ipv4Addr,
+    /// The subnet (CIDR) the lease belongs to.
+    pub subnet: String,
+    /// Host name the client sent (option 12) or its reservation's name.
+    pub hostname: Option<String>,
+    /// Client architecture (option 93), if it sent one.
+    pub arch: Option<u16>,
+    /// Expiry, seconds since the Unix epoch. A released lease expires at release time
+    /// and is kept so the client gets the same address next time if it is still free.
+    pub expires_at: u64,
+    /// True when the address was declined as in use by someone else; it is kept out of
+    /// the pool until `expires_at`.
+    #[serde(default)]
+    pub declined: bool,
+}
+
+impl Entity for Lease {
+    const TREE: &'static str = "dhcp_leases";
+    fn id(&self) -> u64 {
+        self.id
+    }
+    fn set_id(&mut self, id: u64) {
+        self.id = id;
+    }
+}
+
+impl Lease {
+    /// True while the lease (or the decline) is in force at `now`.
+    pub fn active(&self, now: u64) -> bool {
+        self.expires_at > now
+    }
+}
+
+/// The leases of every subnet, indexed for allocation.
+pub struct LeaseDb {
+    table: Option<Table<Lease>>,
+    /// By address.
+    by_ip: HashMap<Ipv4Addr, Lease>,
+    /// Address of each (subnet, MAC) lease.
+    by_mac: HashMap<(String, MacAddr), Ipv4Addr>,
+    /// Outstanding offers: address → (MAC, until).
+    offers: HashMap<Ipv4Addr, (MacAddr, u64)>,
+}
+
+impl LeaseDb {
+    /// An empty database that persists nothing (unit tests of pure allocation).
+    pub fn in_memory() -> Self {
+        Self {
+            table: None,
+            by_ip: HashMap::new(),
+            by_mac: HashMap::new(),
+            offers: HashMap::new(),
+        }
+    }
+
+    /// Loads every stored lease. Rows that no longer decode, or that conflict with a
+    /// newer row for the same address, are deleted (logged).
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn load(store: &Store) -> Result<Self, StoreError> {
+        let table: Table<Lease> = store.table()?;
+        let mut db = Self {
+            table: None,
+            ..Self::in_memory()
+        };
+        let mut stale = Vec::new();
+        let mut rows = table.list()?;
+        // Newest expiry last, so it wins below.
+        rows.sort_by_key(|l| l.expires_at);
+        for l in rows {
+            let Ok(mac) = normalise_mac(&l.mac) else {
+                stale.push(l.id);
+                continue;
+            };
+            if let Some(old) = db.by_ip.get(&l.ip) {
+                stale.push(old.id);
+                db.by_mac.remove(&(old.subnet.clone(), mac_of(old)));
+            }
+            if let Some(old_ip) = db.by_mac.get(&(l.subnet.clone(), mac)).copied() {
+                if let Some(old) = db.by_ip.remove(&old_ip) {
+                    stale.push(old.id);
+                }
+            }
+            if !l.declined {
+                db.by_mac.insert((l.subnet.clone(), mac), l.ip);
+            }
+            db.by_ip.insert(l.ip, l);
+        }
+        for id in stale {
+            tracing::info!(id, "removing a stale or duplicate stored lease");
+            table.remove(id).await?;
+        }
+        tracing::info!(leases = db.by_ip.len(), "DHCP leases loaded");
+        db.table = Some(table);
+        Ok(db)
+    }
+
+    /// The lease on `ip`, if any (active or not).
+    pub fn by_ip(&self, ip: Ipv4Addr) -> Option<&Lease> {
+        self.by_ip.get(&ip)
+    }
+
+    /// The lease of `mac` in `subnet`, if any (active or not).
+    pub fn by_mac(&self, subnet: &str, mac: MacAddr) -> Option<&Lease> {
+        let ip = self.by_mac.get(&(subnet.to_string(), mac))?;
+        self.by_ip.get(ip).filter(|l| !l.declined)
+    }
+
+    /// Every lease, for listings.
+    pub fn all(&self) -> impl Iterator<Item = &Lease> {
+        self.by_ip.values()
+    }
+
+    /// True when `ip` may be given to `mac` now: no active lease or decline of another
+    /// client, no live offer to another client.
+    pub fn free_for(&self, ip: Ipv4Addr, mac: MacAddr, now: u64) -> bool {
+        if let Some(l) = self.by_ip.get(&ip) {
+            if l.active(now) && (l.declined || mac_of(l) != mac) {
+                return false;
+            }
+        }
+        if let Some((m, until)) = self.offers.get(&ip) {
+            if *m != mac && *until > now {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// True when `ip` has never been leased or its lease ran out (used to prefer
+    /// never-used addresses, so an expired client still finds its old address).
+    pub fn never_used(&self, ip: Ipv4Addr) -> bool {
+        !self.by_ip.contains_key(&ip)
+    }
+
+    /// Sets `ip` aside for `mac` for [`OFFER_HOLD`].
+    pub fn hold_offer(&mut self, ip: Ipv4Addr, mac: MacAddr, now: u64) {
+        self.offers.retain(|_, (m, until)| *until > now && *m != mac);
+        self.offers.insert(ip, (mac, now + OFFER_HOLD.as_secs().max(1)));
+    }
+
+    /// Forgets any offer to `mac` (it chose another server, or got its ACK).
+    pub fn drop_offer(&mut self, mac: MacAddr) {
+        self.offers.retain(|_, (m, _)| *m != mac);
+    }
+
+    /// Records (creates or extends) the lease of `mac` on `ip` and persists it.
+    ///
+    /// # Errors
+    /// Store errors; the in-memory state is updated only after the write succeeded.
+    pub async fn bind(&mut self, mut lease: Lease, mac: MacAddr) -> Result<Lease, StoreError> {
+        // The same client may hold an older address in this subnet: drop it.
+        let key = (lease.subnet.clone(), mac);
+        let mut reuse_id = None;
+        if let Some(old_ip) = self.by_mac.get(&key).copied() {
+            if old_ip != lease.ip {
+                if let Some(old) = self.by_ip.get(&old_ip).cloned() {
+                    self.remove_row(old.id).await?;
+                    self.by_ip.remove(&old_ip);
+                }
+            } else if let Some(old) = self.by_ip.get(&old_ip) {
+                reuse_id = Some(old.id);
+            }
+        }
+        // Another (expired) client's row on this address is replaced.
+        if reuse_id.is_none() {
+            if let Some(other) = self.by_ip.get(&lease.ip).cloned() {
+                self.remove_row(other.id).await?;
+                self.by_mac.remove(&(other.subnet.clone(), mac_of(&other)));
+                self.by_ip.remove(&lease.ip);
+            }
+        }
+        lease.id = reuse_id.unwrap_or(0);
+        let lease = self.write(lease).await?;
+        self.drop_offer(mac);
+        self.by_mac.insert(key, lease.ip);
+        self.by_ip.insert(lease.ip, lease.clone());
+        Ok(lease)
+    }
+
+    /// Marks the lease of `mac` on `ip` as expired now (DHCPRELEASE). Returns false when
+    /// `mac` holds no lease on `ip`.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn release(&mut self, subnet: &str, mac: MacAddr, ip: Ipv4Addr, now: u64) -> Result<bool, StoreError> {
+        match self.by_mac(subnet, mac).cloned() {
+            Some(mut l) if l.ip == ip && !l.declined => {
+                l.expires_at = l.expires_at.min(now);
+                let l = self.write(l).await?;
+                self.by_ip.insert(ip, l);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Keeps `ip` out of the pool until `until` (DHCPDECLINE: the client found it in use).
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn decline(&mut self, subnet: &str, mac: MacAddr, ip: Ipv4Addr, until: u64) -> Result<(), StoreError> {
+        let mut lease = Lease {
+            id: 0,
+            mac: mac.to_string(),
+            ip,
+            subnet: subnet.to_string(),
+            hostname: None,
+            arch: None,
+            expires_at: until,
+            declined: true,
+        };
+        if let Some(old) = self.by_ip.get(&ip).cloned() {
+            lease.id = old.id;
+        }
+        self.by_mac.remove(&(subnet.to_string(), mac));
+        self.drop_offer(mac);
+        let lease = self.write(lease).await?;
+        self.by_ip.insert(ip, lease);
+        Ok(())
+    }
+
+    async fn write(&self, mut lease: Lease) -> Result<Lease, StoreError> {
+        if let Some(t) = &self.table {
+            if lease.id == 0 {
+                lease = t.insert(lease).await?;
+            } else {
+                t.put(&lease).await?;
+            }
+        } else if lease.id == 0 {
+            lease.id = self.by_ip.values().map(|l| l.id).max().unwrap_or(0) + 1;
+        }
+        Ok(lease)
+    }
+
+    async fn remove_row(&self, id: u64) -> Result<(), StoreError> {
+        if let Some(t) = &self.table {
+            t.remove(id).await?;
+        }
+        Ok(())
+    }
+}
+
+fn mac_of(l: &Lease) -> MacAddr {
+    normalise_mac(&l.mac).unwrap_or(MacAddr([0; 6]))
+}

@@ -1,0 +1,680 @@
+//! Handler tests from hand-built packets: every request is encoded to bytes with
+//! dhcproto and parsed back through [`DhcpRequest::parse`], as the server does, so the
+//! classification of real client quirks (iPXE's bare option 77 and option 175, the
+//! decimal arch in option 60, UEFI HTTP boot) is tested on the wire form.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use dhcproto::v4::{Architecture, DhcpOption, Flags, Message, MessageType, OptionCode};
+
+use super::{
+    config::{default_arch_map, Reservation, SubnetConfig, SubnetMode},
+    handler::{BootHandler, DhcpHandler, DhcpReply, RecvContext, Subnet},
+    leases::LeaseDb,
+    packet::{encode, DhcpRequest},
+};
+use crate::store::Store;
+
+const SERVER: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
+const MAC_A: [u8; 6] = [0x52, 0x54, 0, 0x77, 0, 0x42];
+const MAC_B: [u8; 6] = [0x52, 0x54, 0, 0x77, 0, 0x43];
+const MAC_R: [u8; 6] = [0x52, 0x54, 0, 0x77, 0, 0x99];
+const IPXE_URL: &str = "http://10.77.0.1:8080/boot/ipxe?mac=${net0/mac}";
+
+fn subnet(mode: SubnetMode) -> SubnetConfig {
+    SubnetConfig {
+        mode,
+        interface: "eth0".into(),
+        cidr: "10.77.0.0/24".parse().unwrap(),
+        range_start: Some(Ipv4Addr::new(10, 77, 0, 100)),
+        range_end: Some(Ipv4Addr::new(10, 77, 0, 110)),
+        router: Some(SERVER),
+        dns: None,
+        lease_time_secs: 3600,
+        server_address: Some(SERVER),
+        reservations: vec![Reservation {
+            mac: "52:54:00:77:00:99".into(),
+            ip: Ipv4Addr::new(10, 77, 0, 50),
+            hostname: Some("fixed".into()),
+        }],
+    }
+}
+
+fn relayed() -> SubnetConfig {
+    SubnetConfig {
+        interface: "eth0".into(),
+        cidr: "10.88.0.0/24".parse().unwrap(),
+        range_start: Some(Ipv4Addr::new(10, 88, 0, 10)),
+        range_end: Some(Ipv4Addr::new(10, 88, 0, 20)),
+        router: Some(Ipv4Addr::new(10, 88, 0, 1)),
+        server_address: Some(SERVER),
+        reservations: vec![],
+        ..subnet(SubnetMode::Server)
+    }
+}
+
+fn handler_with(cfgs: Vec<SubnetConfig>, leases: LeaseDb) -> BootHandler {
+    let subnets = cfgs.iter().map(|c| Subnet::resolve(c, &[]).unwrap()).collect();
+    BootHandler::new(
+        subnets,
+        default_arch_map(),
+        8080,
+        Box::new(|| "lab.local".to_string()),
+        leases,
+    )
+}
+
+fn handler(mode: SubnetMode) -> BootHandler {
+    handler_with(vec![subnet(mode), relayed()], LeaseDb::in_memory())
+}
+
+/// Builds a request, encodes it and parses it back (the server's path).
+fn req(kind: MessageType, mac: [u8; 6], f: impl FnOnce(&mut Message)) -> DhcpRequest {
+    let mut m = Message::new(
+        Ipv4Addr::UNSPECIFIED,
+        Ipv4Addr::UNSPECIFIED,
+        Ipv4Addr::UNSPECIFIED,
+        Ipv4Addr::UNSPECIFIED,
+        &mac,
+    );
+    m.opts_mut().insert(DhcpOption::MessageType(kind));
+    f(&mut m);
+    DhcpRequest::parse(&encode(&m).unwrap()).unwrap()
+}
+
+fn ctx(port: u16) -> RecvContext {
+    RecvContext {
+        interface: "eth0".into(),
+        port,
+        src: SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 68),
+    }
+}
+
+async fn ask(h: &BootHandler, r: DhcpRequest) -> Option<DhcpReply> {
+    h.handle(r, ctx(67)).await
+}
+
+fn kind(r: &DhcpReply) -> MessageType {
+    r.msg.opts().msg_type().unwrap()
+}
+
+fn opt(r: &DhcpReply, code: OptionCode) -> Option<&DhcpOption> {
+    r.msg.opts().get(code)
+}
+
+fn bytes_opt(r: &DhcpReply, code: OptionCode) -> Option<String> {
+    match opt(r, code)? {
+        DhcpOption::BootfileName(b) | DhcpOption::TFTPServerName(b) | DhcpOption::ClassIdentifier(b) => {
+            Some(String::from_utf8_lossy(b).into_owned())
+        }
+        _ => None,
+    }
+}
+
+fn file(r: &DhcpReply) -> Option<String> {
+    r.msg
+        .fname_str()
+        .and_then(Result::ok)
+        .map(str::to_string)
+        .filter(|s| !s.is_empty())
+}
+
+fn broadcast() -> SocketAddrV4 {
+    SocketAddrV4::new(Ipv4Addr::BROADCAST, 68)
+}
+
+fn pxe_bios(m: &mut Message) {
+    m.opts_mut().insert(DhcpOption::ClassIdentifier(
+        b"PXEClient:Arch:00000:UNDI:002001".to_vec(),
+    ));
+    m.opts_mut()
+        .insert(DhcpOption::ClientSystemArchitecture(Architecture(0)));
+}
+
+fn ipxe_bare(m: &mut Message) {
+    pxe_bios(m);
+    m.opts_mut().insert(DhcpOption::UserClass(b"iPXE".to_vec()));
+    m.opts_mut()
+        .insert(DhcpOption::Unknown(dhcproto::v4::UnknownOption::new(
+            OptionCode::Unknown(175),
+            vec![0xb1, 0x01, 0x01],
+        )));
+}
+
+/// DISCOVER then REQUEST (selecting) for `mac`; returns the ACK.
+async fn dora(h: &BootHandler, mac: [u8; 6]) -> DhcpReply {
+    let offer = ask(h, req(MessageType::Discover, mac, |_| {})).await.unwrap();
+    assert_eq!(kind(&offer), MessageType::Offer);
+    let ip = offer.msg.yiaddr();
+    let ack = ask(
+        h,
+        req(MessageType::Request, mac, |m| {
+            m.opts_mut().insert(DhcpOption::RequestedIpAddress(ip));
+            m.opts_mut().insert(DhcpOption::ServerIdentifier(SERVER));
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(kind(&ack), MessageType::Ack);
+    assert_eq!(ack.msg.yiaddr(), ip);
+    ack
+}
+
+#[tokio::test]
+async fn discover_offer_request_ack_with_options() {
+    let h = handler(SubnetMode::Server);
+    let offer = ask(&h, req(MessageType::Discover, MAC_A, |_| {})).await.unwrap();
+    assert_eq!(kind(&offer), MessageType::Offer);
+    assert_eq!(offer.msg.yiaddr(), Ipv4Addr::new(10, 77, 0, 100));
+    assert_eq!(offer.dest, broadcast());
+    assert_eq!(offer.msg.chaddr(), &MAC_A);
+    for (code, want) in [
+        (OptionCode::ServerIdentifier, DhcpOption::ServerIdentifier(SERVER)),
+        (
+            OptionCode::SubnetMask,
+            DhcpOption::SubnetMask(Ipv4Addr::new(255, 255, 255, 0)),
+        ),
+        (OptionCode::Router, DhcpOption::Router(vec![SERVER])),
+        (OptionCode::DomainNameServer, DhcpOption::DomainNameServer(vec![SERVER])),
+        (OptionCode::DomainName, DhcpOption::DomainName("lab.local".into())),
+        (OptionCode::AddressLeaseTime, DhcpOption::AddressLeaseTime(3600)),
+        (OptionCode::Renewal, DhcpOption::Renewal(1800)),
+        (OptionCode::Rebinding, DhcpOption::Rebinding(3150)),
+    ] {
+        assert_eq!(opt(&offer, code), Some(&want), "{code:?}");
+    }
+    // A plain client gets no boot information.
+    assert_eq!(file(&offer), None);
+    assert!(opt(&offer, OptionCode::BootfileName).is_none());
+    assert_eq!(offer.msg.siaddr(), Ipv4Addr::UNSPECIFIED);
+
+    // Another client meanwhile is not offered the held address.
+    let other = ask(&h, req(MessageType::Discover, MAC_B, |_| {})).await.unwrap();
+    assert_eq!(other.msg.yiaddr(), Ipv4Addr::new(10, 77, 0, 101));
+
+    let ack = dora(&h, MAC_A).await;
+    assert_eq!(ack.msg.yiaddr(), Ipv4Addr::new(10, 77, 0, 100));
+    assert_eq!(ack.dest, broadcast());
+    let leases = h.leases().await;
+    assert_eq!(leases.len(), 1);
+    assert_eq!(leases[0].mac, "52:54:00:77:00:42");
+    assert_eq!(leases[0].subnet, "10.77.0.0/24");
+
+    // The reply encodes and decodes (what goes on the wire).
+    let bytes = encode(&ack.msg).unwrap();
+    assert!(bytes.len() >= 300);
+}
+
+#[tokio::test]
+async fn request_for_another_server_is_ignored_and_bad_requests_are_naked() {
+    let h = handler(SubnetMode::Server);
+    let _ = ask(&h, req(MessageType::Discover, MAC_A, |_| {})).await.unwrap();
+    // SELECTING another server's offer: silence.
+    let r = ask(
+        &h,
+        req(MessageType::Request, MAC_A, |m| {
+            m.opts_mut()
+                .insert(DhcpOption::RequestedIpAddress(Ipv4Addr::new(10, 77, 0, 100)));
+            m.opts_mut()
+                .insert(DhcpOption::ServerIdentifier(Ipv4Addr::new(10, 77, 0, 254)));
+        }),
+    )
+    .await;
+    assert!(r.is_none());
+
+    // INIT-REBOOT with an address from a foreign network: NAK, broadcast.
+    let nak = ask(
+        &h,
+        req(MessageType::Request, MAC_A, |m| {
+            m.opts_mut()
+                .insert(DhcpOption::RequestedIpAddress(Ipv4Addr::new(192, 168, 1, 5)));
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(kind(&nak), MessageType::Nak);
+    assert_eq!(nak.msg.yiaddr(), Ipv4Addr::UNSPECIFIED);
+    assert_eq!(nak.dest, broadcast());
+    assert!(opt(&nak, OptionCode::AddressLeaseTime).is_none());
+
+    // An address leased to someone else: NAK.
+    let b = dora(&h, MAC_B).await;
+    let nak = ask(
+        &h,
+        req(MessageType::Request, MAC_A, |m| {
+            m.opts_mut().insert(DhcpOption::RequestedIpAddress(b.msg.yiaddr()));
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(kind(&nak), MessageType::Nak);
+
+    // An address outside the pool: NAK.
+    let nak = ask(
+        &h,
+        req(MessageType::Request, MAC_A, |m| {
+            m.opts_mut()
+                .insert(DhcpOption::RequestedIpAddress(Ipv4Addr::new(10, 77, 0, 200)));
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(kind(&nak), MessageType::Nak);
+}
+
+#[tokio::test]
+async fn renew_is_unicast_and_init_reboot_is_acked() {
+    let h = handler(SubnetMode::Server);
+    let ack = dora(&h, MAC_A).await;
+    let ip = ack.msg.yiaddr();
+    // RENEWING: ciaddr set, no option 50 / 54; the answer goes to ciaddr.
+    let renew = ask(
+        &h,
+        req(MessageType::Request, MAC_A, |m| {
+            m.set_ciaddr(ip);
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(kind(&renew), MessageType::Ack);
+    assert_eq!(renew.dest, SocketAddrV4::new(ip, 68));
+    assert_eq!(renew.msg.yiaddr(), ip);
+    // INIT-REBOOT with its own address.
+    let reboot = ask(
+        &h,
+        req(MessageType::Request, MAC_A, |m| {
+            m.opts_mut().insert(DhcpOption::RequestedIpAddress(ip));
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(kind(&reboot), MessageType::Ack);
+    // RENEWING an address this client does not hold: NAK.
+    let bad = ask(
+        &h,
+        req(MessageType::Request, MAC_B, |m| {
+            m.set_ciaddr(ip);
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(kind(&bad), MessageType::Nak);
+    assert_eq!(h.leases().await.len(), 1);
+}
+
+#[tokio::test]
+async fn reservations_win() {
+    let h = handler(SubnetMode::Server);
+    let ack = dora(&h, MAC_R).await;
+    assert_eq!(ack.msg.yiaddr(), Ipv4Addr::new(10, 77, 0, 50));
+    assert_eq!(
+        opt(&ack, OptionCode::Hostname),
+        Some(&DhcpOption::Hostname("fixed".into()))
+    );
+    // Even when it asks for a pool address.
+    let offer = ask(
+        &h,
+        req(MessageType::Discover, MAC_R, |m| {
+            m.opts_mut()
+                .insert(DhcpOption::RequestedIpAddress(Ipv4Addr::new(10, 77, 0, 105)));
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(offer.msg.yiaddr(), Ipv4Addr::new(10, 77, 0, 50));
+    let nak = ask(
+        &h,
+        req(MessageType::Request, MAC_R, |m| {
+            m.opts_mut()
+                .insert(DhcpOption::RequestedIpAddress(Ipv4Addr::new(10, 77, 0, 105)));
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(kind(&nak), MessageType::Nak);
+    // Nobody else gets the reserved address.
+    let nak = ask(
+        &h,
+        req(MessageType::Request, MAC_A, |m| {
+            m.opts_mut()
+                .insert(DhcpOption::RequestedIpAddress(Ipv4Addr::new(10, 77, 0, 50)));
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(kind(&nak), MessageType::Nak);
+}
+
+#[tokio::test]
+async fn release_decline_inform() {
+    let h = handler(SubnetMode::Server);
+    let ip = dora(&h, MAC_A).await.msg.yiaddr();
+    let r = ask(
+        &h,
+        req(MessageType::Release, MAC_A, |m| {
+            m.set_ciaddr(ip);
+            m.opts_mut().insert(DhcpOption::ServerIdentifier(SERVER));
+        }),
+    )
+    .await;
+    assert!(r.is_none());
+    let l = h.leases().await;
+    assert!(l[0].expires_at <= super::leases::now_secs());
+    // The released address is free for others, but its old owner gets it back first.
+    let again = ask(&h, req(MessageType::Discover, MAC_A, |_| {})).await.unwrap();
+    assert_eq!(again.msg.yiaddr(), ip);
+
+    // DECLINE: the address is kept out of the pool.
+    let r = ask(
+        &h,
+        req(MessageType::Decline, MAC_A, |m| {
+            m.opts_mut().insert(DhcpOption::RequestedIpAddress(ip));
+            m.opts_mut().insert(DhcpOption::ServerIdentifier(SERVER));
+        }),
+    )
+    .await;
+    assert!(r.is_none());
+    for mac in [MAC_A, MAC_B] {
+        let o = ask(&h, req(MessageType::Discover, mac, |_| {})).await.unwrap();
+        assert_ne!(o.msg.yiaddr(), ip);
+    }
+
+    // INFORM: configuration only, to ciaddr.
+    let me = Ipv4Addr::new(10, 77, 0, 7);
+    let inf = ask(
+        &h,
+        req(MessageType::Inform, MAC_B, |m| {
+            m.set_ciaddr(me);
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(kind(&inf), MessageType::Ack);
+    assert_eq!(inf.msg.yiaddr(), Ipv4Addr::UNSPECIFIED);
+    assert_eq!(inf.dest, SocketAddrV4::new(me, 68));
+    assert!(opt(&inf, OptionCode::AddressLeaseTime).is_none());
+    assert!(opt(&inf, OptionCode::SubnetMask).is_some());
+}
+
+#[tokio::test]
+async fn relayed_requests_pick_the_subnet_of_giaddr() {
+    let h = handler(SubnetMode::Server);
+    let relay = Ipv4Addr::new(10, 88, 0, 1);
+    let offer = ask(
+        &h,
+        req(MessageType::Discover, MAC_A, |m| {
+            m.set_giaddr(relay);
+            m.set_hops(1);
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(offer.msg.yiaddr(), Ipv4Addr::new(10, 88, 0, 10));
+    assert_eq!(offer.dest, SocketAddrV4::new(relay, 67));
+    assert_eq!(offer.msg.giaddr(), relay);
+    assert_eq!(opt(&offer, OptionCode::Router), Some(&DhcpOption::Router(vec![relay])));
+    // A NAK through a relay sets the broadcast bit.
+    let nak = ask(
+        &h,
+        req(MessageType::Request, MAC_A, |m| {
+            m.set_giaddr(relay);
+            m.opts_mut()
+                .insert(DhcpOption::RequestedIpAddress(Ipv4Addr::new(10, 77, 0, 100)));
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(kind(&nak), MessageType::Nak);
+    assert!(nak.msg.flags().broadcast());
+    // Unknown relay network: silence.
+    assert!(ask(
+        &h,
+        req(MessageType::Discover, MAC_A, |m| {
+            m.set_giaddr(Ipv4Addr::new(172, 16, 0, 1));
+        })
+    )
+    .await
+    .is_none());
+}
+
+#[tokio::test]
+async fn pxe_bios_gets_undionly_by_tftp() {
+    let h = handler(SubnetMode::Server);
+    let offer = ask(&h, req(MessageType::Discover, MAC_A, pxe_bios)).await.unwrap();
+    assert_eq!(file(&offer).as_deref(), Some("undionly.kpxe"));
+    assert_eq!(
+        bytes_opt(&offer, OptionCode::BootfileName).as_deref(),
+        Some("undionly.kpxe")
+    );
+    assert_eq!(
+        bytes_opt(&offer, OptionCode::TFTPServerName).as_deref(),
+        Some("10.77.0.1")
+    );
+    assert_eq!(
+        bytes_opt(&offer, OptionCode::ClassIdentifier).as_deref(),
+        Some("PXEClient")
+    );
+    assert_eq!(offer.msg.siaddr(), SERVER);
+    assert_eq!(
+        opt(&offer, OptionCode::VendorExtensions),
+        Some(&DhcpOption::VendorExtensions(vec![6, 1, 8, 255]))
+    );
+}
+
+#[tokio::test]
+async fn uefi_arch_from_option_93_or_option_60() {
+    let h = handler(SubnetMode::Server);
+    let cases: [(Option<u16>, &[u8], &str); 4] = [
+        (Some(7), b"PXEClient:Arch:00007:UNDI:003016", "ipxe.efi"),
+        (Some(9), b"PXEClient", "ipxe.efi"),
+        // No option 93: the decimal code in option 60 (00011 is ARM64, not hex 0x11).
+        (None, b"PXEClient:Arch:00011:UNDI:003000", "ipxe-arm64.efi"),
+        (None, b"PXEClient:Arch:00006:UNDI:003000", "ipxe32.efi"),
+    ];
+    for (arch, vc, want) in cases {
+        let r = req(MessageType::Discover, MAC_A, |m| {
+            m.opts_mut().insert(DhcpOption::ClassIdentifier(vc.to_vec()));
+            if let Some(a) = arch {
+                m.opts_mut()
+                    .insert(DhcpOption::ClientSystemArchitecture(Architecture(a)));
+            }
+        });
+        let offer = ask(&h, r).await.unwrap();
+        assert_eq!(file(&offer).as_deref(), Some(want), "arch {arch:?} {vc:?}");
+    }
+    // An architecture without entry gets an address but no boot file.
+    let offer = ask(
+        &h,
+        req(MessageType::Discover, MAC_A, |m| {
+            m.opts_mut()
+                .insert(DhcpOption::ClassIdentifier(b"PXEClient:Arch:00099".to_vec()));
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(kind(&offer), MessageType::Offer);
+    assert_eq!(file(&offer), None);
+}
+
+#[tokio::test]
+async fn ipxe_gets_the_script_url_in_every_form() {
+    let h = handler(SubnetMode::Server);
+    let forms: [fn(&mut Message); 3] = [
+        // What iPXE really sends: bare "iPXE" in option 77 plus option 175.
+        ipxe_bare,
+        // RFC 3004 encoding only.
+        |m| {
+            pxe_bios(m);
+            m.opts_mut().insert(DhcpOption::UserClass(b"\x04iPXE".to_vec()));
+        },
+        // Option 175 only.
+        |m| {
+            pxe_bios(m);
+            m.opts_mut()
+                .insert(DhcpOption::Unknown(dhcproto::v4::UnknownOption::new(
+                    OptionCode::Unknown(175),
+                    vec![0x13, 0x01, 0x01],
+                )));
+        },
+    ];
+    for f in forms {
+        let offer = ask(&h, req(MessageType::Discover, MAC_A, f)).await.unwrap();
+        assert_eq!(file(&offer).as_deref(), Some(IPXE_URL));
+        assert_eq!(bytes_opt(&offer, OptionCode::BootfileName).as_deref(), Some(IPXE_URL));
+    }
+    // The ACK carries it too.
+    let ack = ask(
+        &h,
+        req(MessageType::Request, MAC_A, |m| {
+            ipxe_bare(m);
+            m.opts_mut()
+                .insert(DhcpOption::RequestedIpAddress(Ipv4Addr::new(10, 77, 0, 100)));
+            m.opts_mut().insert(DhcpOption::ServerIdentifier(SERVER));
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(kind(&ack), MessageType::Ack);
+    assert_eq!(file(&ack).as_deref(), Some(IPXE_URL));
+}
+
+#[tokio::test]
+async fn uefi_http_boot_gets_a_url() {
+    let h = handler(SubnetMode::Server);
+    let offer = ask(
+        &h,
+        req(MessageType::Discover, MAC_A, |m| {
+            m.opts_mut().insert(DhcpOption::ClassIdentifier(
+                b"HTTPClient:Arch:00016:UNDI:003001".to_vec(),
+            ));
+            m.opts_mut()
+                .insert(DhcpOption::ClientSystemArchitecture(Architecture(16)));
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(file(&offer).as_deref(), Some("http://10.77.0.1:8080/boot/ipxe.efi"));
+    assert_eq!(
+        bytes_opt(&offer, OptionCode::ClassIdentifier).as_deref(),
+        Some("HTTPClient")
+    );
+    assert!(opt(&offer, OptionCode::TFTPServerName).is_none());
+}
+
+#[tokio::test]
+async fn proxy_answers_pxe_clients_only_without_address() {
+    let h = handler_with(vec![subnet(SubnetMode::Proxy)], LeaseDb::in_memory());
+    // A plain client: the real DHCP server's business.
+    assert!(ask(&h, req(MessageType::Discover, MAC_A, |_| {})).await.is_none());
+    let offer = ask(&h, req(MessageType::Discover, MAC_A, pxe_bios)).await.unwrap();
+    assert_eq!(kind(&offer), MessageType::Offer);
+    assert_eq!(offer.msg.yiaddr(), Ipv4Addr::UNSPECIFIED);
+    assert_eq!(offer.dest, broadcast());
+    assert!(opt(&offer, OptionCode::AddressLeaseTime).is_none());
+    assert!(opt(&offer, OptionCode::SubnetMask).is_none());
+    assert_eq!(file(&offer).as_deref(), Some("undionly.kpxe"));
+    assert_eq!(
+        bytes_opt(&offer, OptionCode::ClassIdentifier).as_deref(),
+        Some("PXEClient")
+    );
+    // A REQUEST on 67 for the real server: silence.
+    assert!(ask(
+        &h,
+        req(MessageType::Request, MAC_A, |m| {
+            pxe_bios(m);
+            m.opts_mut()
+                .insert(DhcpOption::ServerIdentifier(Ipv4Addr::new(10, 77, 0, 254)));
+            m.opts_mut()
+                .insert(DhcpOption::RequestedIpAddress(Ipv4Addr::new(10, 77, 0, 60)));
+        })
+    )
+    .await
+    .is_none());
+    // A REQUEST on 4011 from the configured client: unicast ACK to its source.
+    let src = SocketAddrV4::new(Ipv4Addr::new(10, 77, 0, 60), 68);
+    let ack = h
+        .handle(
+            req(MessageType::Request, MAC_A, |m| {
+                ipxe_bare(m);
+                m.set_ciaddr(*src.ip());
+            }),
+            RecvContext {
+                interface: "eth0".into(),
+                port: 4011,
+                src,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(kind(&ack), MessageType::Ack);
+    assert_eq!(ack.dest, src);
+    assert_eq!(ack.msg.yiaddr(), Ipv4Addr::UNSPECIFIED);
+    assert_eq!(file(&ack).as_deref(), Some(IPXE_URL));
+    assert!(h.leases().await.is_empty());
+}
+
+#[tokio::test]
+async fn off_subnets_and_other_interfaces_are_silent() {
+    let h = handler_with(vec![subnet(SubnetMode::Off)], LeaseDb::in_memory());
+    assert!(ask(&h, req(MessageType::Discover, MAC_A, pxe_bios)).await.is_none());
+    let h = handler(SubnetMode::Server);
+    let r = h
+        .handle(
+            req(MessageType::Discover, MAC_A, |_| {}),
+            RecvContext {
+                interface: "eth1".into(),
+                port: 67,
+                src: SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 68),
+            },
+        )
+        .await;
+    assert!(r.is_none());
+    // Server mode does not answer on 4011.
+    let r = h.handle(req(MessageType::Discover, MAC_A, pxe_bios), ctx(4011)).await;
+    assert!(r.is_none());
+}
+
+#[tokio::test]
+async fn leases_persist_across_restarts() {
+    let store = Store::temporary();
+    let h = handler_with(vec![subnet(SubnetMode::Server)], LeaseDb::load(&store).await.unwrap());
+    let _ = dora(&h, MAC_A).await;
+    let ip_b = dora(&h, MAC_B).await.msg.yiaddr();
+    drop(h);
+    let h = handler_with(vec![subnet(SubnetMode::Server)], LeaseDb::load(&store).await.unwrap());
+    assert_eq!(h.leases().await.len(), 2);
+    // B keeps its address; a new client does not get it.
+    let o = ask(&h, req(MessageType::Discover, MAC_B, |_| {})).await.unwrap();
+    assert_eq!(o.msg.yiaddr(), ip_b);
+    let o = ask(
+        &h,
+        req(MessageType::Discover, MAC_R, |m| {
+            m.opts_mut().insert(DhcpOption::RequestedIpAddress(ip_b));
+        }),
+    )
+    .await
+    .unwrap();
+    assert_ne!(o.msg.yiaddr(), ip_b);
+    // A renewed lease updates the same row.
+    let _ = dora(&h, MAC_B).await;
+    let h2 = LeaseDb::load(&store).await.unwrap();
+    assert_eq!(h2.all().count(), 2);
+}
+
+#[tokio::test]
+async fn pool_exhaustion_is_silent() {
+    let mut cfg = subnet(SubnetMode::Server);
+    cfg.range_end = cfg.range_start;
+    let h = handler_with(vec![cfg], LeaseDb::in_memory());
+    let _ = dora(&h, MAC_A).await;
+    assert!(ask(&h, req(MessageType::Discover, MAC_B, |_| {})).await.is_none());
+}
+
+#[test]
+fn flags_round_trip() {
+    // The broadcast bit set by a client survives into the reply skeleton.
+    let r = req(MessageType::Discover, MAC_A, |m| {
+        m.set_flags(Flags::default().set_broadcast());
+    });
+    assert!(r.msg.flags().broadcast());
+}

@@ -1,0 +1,171 @@
+//! The pure half of a read request: map the file name to a file under the root
+//! ([`crate::boot::resolve_in_root`]) and negotiate options (RFC 2347) — blksize
+//! (RFC 2348), timeout and tsize (RFC 2349), windowsize (RFC 7440). The transfer itself
+//! (sockets, timers) lives in [`super::server`]. Holds no state besides the root.
+
+use std::{path::PathBuf, time::Duration};
+
+use super::packet::{errcode, Request};
+use crate::boot::{resolve_in_root, PathError};
+
+/// RFC 1350 block size, used when the client does not negotiate `blksize`.
+pub const DEFAULT_BLKSIZE: usize = 512;
+/// Largest `blksize` (RFC 2348 §2: 65464).
+pub const MAX_BLKSIZE: usize = 65464;
+/// Largest `windowsize` granted (RFC 7440 allows 65535; more than 64 blocks in flight
+/// buys nothing and costs memory per transfer).
+pub const MAX_WINDOW: u16 = 64;
+
+/// The negotiated parameters of one transfer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Negotiated {
+    /// Data bytes per block.
+    pub blksize: usize,
+    /// Blocks sent before waiting for an ACK.
+    pub windowsize: u16,
+    /// Retransmission timeout the client asked for (`timeout` option), if any.
+    pub timeout: Option<Duration>,
+    /// The OACK to send (empty: no option accepted, start with DATA 1).
+    pub oack: Vec<(String, String)>,
+}
+
+/// A read request that can be served.
+#[derive(Debug, Clone)]
+pub struct ReadPlan {
+    /// The file (canonical path under the root).
+    pub path: PathBuf,
+    /// Its size in bytes at open time.
+    pub size: u64,
+    /// Negotiated parameters.
+    pub opts: Negotiated,
+}
+
+/// A refusal: the TFTP error code and message sent to the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// RFC 1350 error code.
+    pub code: u16,
+    /// Message (no secrets: never the server's own paths).
+    pub message: String,
+}
+
+/// Decides what to do with a request. Implementations must not panic on any input.
+pub trait TftpHandler: Send + Sync + 'static {
+    /// Resolves a request to a file and its transfer parameters, or a refusal.
+    ///
+    /// # Errors
+    /// A [`Refusal`] to send as an ERROR packet.
+    fn open(&self, req: &Request) -> Result<ReadPlan, Refusal>;
+}
+
+/// Serves files from a root directory, read-only.
+#[derive(Debug, Clone)]
+pub struct FsHandler {
+    root: PathBuf,
+}
+
+impl FsHandler {
+    /// A handler rooted at `root`.
+    pub fn new(root: PathBuf) -> Self {
+        Self { root }
+    }
+}
+
+/// Negotiates the options of `req` for a file of `size` bytes (RFC 2347 §2: options the
+/// server does not know or refuses are left out of the OACK; values out of range are
+/// ignored, except blksize/windowsize above the maximum, which are lowered).
+pub fn negotiate(req: &Request, size: u64) -> Negotiated {
+    let mut n = Negotiated {
+        blksize: DEFAULT_BLKSIZE,
+        windowsize: 1,
+        timeout: None,
+        oack: Vec::new(),
+    };
+    for (k, v) in &req.options {
+        let Ok(num) = v.trim().parse::<u64>() else {
+            continue;
+        };
+        match k.as_str() {
+            "blksize" if num >= 8 => {
+                n.blksize = (num as usize).min(MAX_BLKSIZE);
+                n.oack.push((k.clone(), n.blksize.to_string()));
+            }
+            "timeout" if (1..=255).contains(&num) => {
+                n.timeout = Some(Duration::from_secs(num));
+                n.oack.push((k.clone(), num.to_string()));
+            }
+            // RFC 2349 §4: in a read request tsize is 0 and the server answers the size.
+            "tsize" => n.oack.push((k.clone(), size.to_string())),
+            "windowsize" if num >= 1 => {
+                n.windowsize = (num.min(u64::from(MAX_WINDOW))) as u16;
+                n.oack.push((k.clone(), n.windowsize.to_string()));
+            }
+            _ => {}
+        }
+    }
+    n
+}
+
+impl TftpHandler for FsHandler {
+    fn open(&self, req: &Request) -> Result<ReadPlan, Refusal> {
+        let refuse = |code, message: &str| Refusal {
+            code,
+            message: message.to_string(),
+        };
+        if req.write {
+            return Err(refuse(errcode::ACCESS, "read-only server"));
+        }
+        // netascii is served byte for byte (boot files are binary; every PXE client asks
+        // for octet); mail mode is obsolete (RFC 1350 §1 notes it should not be used).
+        if req.mode != "octet" && req.mode != "netascii" {
+            return Err(refuse(errcode::ILLEGAL, "unsupported transfer mode"));
+        }
+        let path = resolve_in_root(&self.root, &req.filename).map_err(|e| match e {
+            PathError::NotFound(_) => refuse(errcode::NOT_FOUND, "file not found"),
+            PathError::Outside(_) | PathError::Invalid(_) => refuse(errcode::ACCESS, "access violation"),
+        })?;
+        let size = std::fs::metadata(&path)
+            .map_err(|_| refuse(errcode::NOT_FOUND, "file not found"))?
+            .len();
+        Ok(ReadPlan {
+            opts: negotiate(req, size),
+            path,
+            size,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(opts: &[(&str, &str)]) -> Request {
+        Request {
+            write: false,
+            filename: "f".into(),
+            mode: "octet".into(),
+            options: opts.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        }
+    }
+
+    #[test]
+    fn negotiation() {
+        let n = negotiate(&req(&[]), 10);
+        assert_eq!((n.blksize, n.windowsize, n.oack.len()), (512, 1, 0));
+        let n = negotiate(&req(&[("tsize", "0")]), 1234);
+        assert_eq!(n.oack, vec![("tsize".to_string(), "1234".to_string())]);
+        let n = negotiate(
+            &req(&[("blksize", "99999"), ("windowsize", "1000"), ("timeout", "3")]),
+            0,
+        );
+        assert_eq!(n.blksize, MAX_BLKSIZE);
+        assert_eq!(n.windowsize, MAX_WINDOW);
+        assert_eq!(n.timeout, Some(Duration::from_secs(3)));
+        assert_eq!(n.oack.len(), 3);
+        let n = negotiate(
+            &req(&[("blksize", "4"), ("timeout", "0"), ("windowsize", "x"), ("foo", "1")]),
+            0,
+        );
+        assert_eq!((n.blksize, n.windowsize, n.oack.len()), (512, 1, 0));
+    }
+}

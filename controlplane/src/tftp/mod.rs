@@ -1,0 +1,102 @@
+//! The TFTP server (issue 4): read-only RFC 1350 with blksize (RFC 2348), tsize and
+//! timeout (RFC 2349) and windowsize (RFC 7440), rooted at the boot directory.
+//!
+//! Implemented here rather than with the `async-tftp` crate: that crate runs on
+//! async-std/smol rather than tokio, has no windowsize (RFC 7440) support, and would
+//! bring its own path handling where we need the shared [`crate::boot::resolve_in_root`]
+//! rule. The protocol is small; the parts that need care (block-number wrap, duplicate
+//! ACKs, back-off, abandoned probes) are documented in [`server`] and unit-tested.
+//!
+//! Layout: [`packet`] (wire format), [`handler`] (path and option negotiation, pure),
+//! [`server`] (sockets, one task per transfer).
+
+pub mod handler;
+pub mod packet;
+pub mod server;
+
+use std::{
+    net::{IpAddr, SocketAddr},
+    path::PathBuf,
+    sync::Arc,
+};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use self::{
+    handler::FsHandler,
+    server::{Server, TftpLimits},
+};
+
+/// `[tftp]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TftpConfig {
+    /// Run the TFTP server. Default: on when any DHCP subnet is in `server` or `proxy`
+    /// mode, off otherwise.
+    pub enabled: Option<bool>,
+    /// UDP port. Default 69.
+    pub port: u16,
+    /// Listen address. Default `0.0.0.0`.
+    pub listen: IpAddr,
+    /// Directory served. Default: the boot directory (`[boot] root`).
+    pub root: Option<PathBuf>,
+    /// First retransmission timeout in milliseconds (doubles per retry, up to 8 s).
+    /// Default 1000.
+    pub timeout_ms: u64,
+    /// Retransmissions before a transfer is abandoned. Default 5.
+    pub retries: u32,
+    /// Most concurrent transfers. Default 1024.
+    pub max_transfers: usize,
+}
+
+impl Default for TftpConfig {
+    fn default() -> Self {
+        Self {
+            enabled: None,
+            port: 69,
+            listen: IpAddr::from([0, 0, 0, 0]),
+            root: None,
+            timeout_ms: 1000,
+            retries: 5,
+            max_transfers: 1024,
+        }
+    }
+}
+
+/// The running TFTP server.
+pub struct TftpService {
+    server: Server<FsHandler>,
+    /// The bound address.
+    pub addr: SocketAddr,
+}
+
+impl TftpService {
+    /// Binds `listen:port` and serves `root`.
+    ///
+    /// # Errors
+    /// Bind errors (port in use, missing privileges) with the address in the message.
+    pub fn start(cfg: &TftpConfig, root: PathBuf, token: CancellationToken) -> anyhow::Result<Self> {
+        let addr = SocketAddr::new(cfg.listen, cfg.port);
+        let sock = std::net::UdpSocket::bind(addr).with_context(|| format!("binding the TFTP socket {addr}"))?;
+        let limits = TftpLimits {
+            timeout: std::time::Duration::from_millis(cfg.timeout_ms.max(10)),
+            retries: cfg.retries,
+            max_transfers: cfg.max_transfers,
+            ..TftpLimits::default()
+        };
+        let mut server = Server::new(Arc::new(FsHandler::new(root.clone())), limits, token);
+        let addr = server.register_socket(sock)?;
+        tracing::info!(%addr, root = %root.display(), "TFTP serving");
+        Ok(Self { server, addr })
+    }
+
+    /// Stops the server.
+    pub async fn shutdown(self) {
+        self.server.shutdown().await;
+    }
+}
+
+#[cfg(test)]
+mod tests;

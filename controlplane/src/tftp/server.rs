@@ -1,0 +1,443 @@
+//! TFTP transport: [`Server`] reads requests from registered sockets and runs each
+//! transfer in its own task on its own ephemeral socket (the RFC 1350 §4 transfer ID),
+//! so slow or abandoned transfers never block others.
+//!
+//! A transfer sends a window of `windowsize` blocks (RFC 7440), then waits for an ACK:
+//! an ACK inside the window slides it, an old or duplicate ACK is ignored (no
+//! retransmission on duplicates, so no Sorcerer's Apprentice syndrome, RFC 1123
+//! §4.2.3.1), a timeout resends the window with the timeout doubled (exponential
+//! back-off, capped), and after [`TftpLimits::retries`] timeouts in a row the transfer is
+//! abandoned quietly. That is also how the UEFI "tsize probe" ends: the client reads the
+//! OACK and goes away (or sends ERROR 8), and its real request is a separate transfer.
+//! Block numbers wrap from 65535 to 0, so files above 32 MiB at 512-byte blocks work.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    io,
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    sync::{Arc, Weak},
+    time::{Duration, SystemTime},
+};
+
+use tokio::{
+    net::UdpSocket,
+    sync::Semaphore,
+    task::JoinSet,
+    time::{timeout_at, Instant},
+};
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    handler::{ReadPlan, TftpHandler},
+    packet::{self, errcode, Packet},
+};
+
+/// Timers and limits of the transport.
+#[derive(Debug, Clone, Copy)]
+pub struct TftpLimits {
+    /// First retransmission timeout (unless the client negotiated `timeout`).
+    pub timeout: Duration,
+    /// Longest retransmission timeout reached by back-off.
+    pub max_timeout: Duration,
+    /// Timeouts in a row before a transfer is abandoned.
+    pub retries: u32,
+    /// Most concurrent transfers; more are refused with "server busy".
+    pub max_transfers: usize,
+}
+
+impl Default for TftpLimits {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(1),
+            max_timeout: Duration::from_secs(8),
+            retries: 5,
+            max_transfers: 1024,
+        }
+    }
+}
+
+/// How a transfer ended (for logs and tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The last block was acknowledged.
+    Complete,
+    /// The client sent an ERROR (e.g. after a tsize probe).
+    ClientError,
+    /// Retries ran out.
+    TimedOut,
+    /// The server is shutting down.
+    Cancelled,
+}
+
+/// The TFTP server.
+pub struct Server<H> {
+    handler: Arc<H>,
+    limits: TftpLimits,
+    tasks: JoinSet<()>,
+    token: CancellationToken,
+    slots: Arc<Semaphore>,
+    cache: Arc<FileCache>,
+}
+
+impl<H: TftpHandler> Server<H> {
+    /// A server for `handler` that stops when `token` is cancelled.
+    pub fn new(handler: Arc<H>, limits: TftpLimits, token: CancellationToken) -> Self {
+        Self {
+            handler,
+            slots: Arc::new(Semaphore::new(limits.max_transfers.max(1))),
+            cache: Arc::new(FileCache::default()),
+            limits,
+            tasks: JoinSet::new(),
+            token,
+        }
+    }
+
+    /// Starts the request loop on a bound socket and returns its local address.
+    ///
+    /// # Errors
+    /// When the socket cannot be registered with tokio.
+    pub fn register_socket(&mut self, socket: std::net::UdpSocket) -> io::Result<SocketAddr> {
+        socket.set_nonblocking(true)?;
+        let local = socket.local_addr()?;
+        let sock = UdpSocket::from_std(socket)?;
+        self.tasks.spawn(listen(
+            sock,
+            self.handler.clone(),
+            self.limits,
+            self.token.clone(),
+            self.slots.clone(),
+            self.cache.clone(),
+        ));
+        Ok(local)
+    }
+
+    /// Cancels the token and waits for the request loops (transfers stop at their next
+    /// wait).
+    pub async fn shutdown(mut self) {
+        self.token.cancel();
+        while self.tasks.join_next().await.is_some() {}
+    }
+}
+
+async fn listen<H: TftpHandler>(
+    sock: UdpSocket,
+    handler: Arc<H>,
+    limits: TftpLimits,
+    token: CancellationToken,
+    slots: Arc<Semaphore>,
+    cache: Arc<FileCache>,
+) {
+    let local_ip = sock.local_addr().map(|a| a.ip()).ok();
+    let mut buf = vec![0u8; 2048];
+    loop {
+        let (n, peer) = tokio::select! {
+            _ = token.cancelled() => return,
+            r = sock.recv_from(&mut buf) => match r {
+                Ok(r) => r,
+                Err(e) => { tracing::debug!("TFTP receive error: {e}"); continue; }
+            },
+        };
+        let Ok(Packet::Request(req)) = Packet::parse(&buf[..n]) else {
+            // Stray DATA/ACK on the listening port, or garbage: nothing to answer.
+            continue;
+        };
+        let Some(ip) = local_ip else { continue };
+        let (handler, token, cache) = (handler.clone(), token.clone(), cache.clone());
+        let permit = slots.clone().try_acquire_owned();
+        tokio::spawn(async move {
+            let tid = match UdpSocket::bind(SocketAddr::new(ip, 0)).await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!("TFTP: cannot open a transfer socket: {e}");
+                    return;
+                }
+            };
+            let Ok(_permit) = permit else {
+                let _ = tid
+                    .send_to(&packet::error(errcode::UNDEFINED, "server busy"), peer)
+                    .await;
+                return;
+            };
+            let plan = match handler.open(&req) {
+                Ok(p) => p,
+                Err(r) => {
+                    tracing::info!(%peer, file = %req.filename, code = r.code, "TFTP refused: {}", r.message);
+                    let _ = tid.send_to(&packet::error(r.code, &r.message), peer).await;
+                    return;
+                }
+            };
+            let file = req.filename.clone();
+            let size = plan.size;
+            let t0 = std::time::Instant::now();
+            let outcome = send_file(&tid, peer, plan, &cache, limits, &token).await;
+            tracing::info!(%peer, %file, size, ?outcome, ms = t0.elapsed().as_millis() as u64, "TFTP transfer ended");
+        });
+    }
+}
+
+/// Largest file kept in memory and shared between concurrent transfers; larger files
+/// are read from disk a window at a time.
+pub const CACHE_MAX_FILE: u64 = 64 << 20;
+
+/// The bytes of a file being sent.
+#[derive(Clone)]
+pub enum Source {
+    /// The whole file, shared by every transfer of the same version of it.
+    Mem(Arc<[u8]>),
+    /// A large file, read with positional reads on the blocking pool.
+    Disk(Arc<std::fs::File>),
+}
+
+impl Source {
+    /// Up to `len` bytes at `offset` (fewer at the end of the file).
+    async fn read(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        match self {
+            Self::Mem(b) => {
+                let start = usize::try_from(offset).unwrap_or(usize::MAX).min(b.len());
+                let end = start.saturating_add(len).min(b.len());
+                Ok(b[start..end].to_vec())
+            }
+            Self::Disk(f) => {
+                let f = f.clone();
+                tokio::task::spawn_blocking(move || {
+                    use std::os::unix::fs::FileExt;
+                    let mut out = vec![0u8; len];
+                    let mut got = 0;
+                    while got < len {
+                        let k = f.read_at(&mut out[got..], offset + got as u64)?;
+                        if k == 0 {
+                            break;
+                        }
+                        got += k;
+                    }
+                    out.truncate(got);
+                    Ok(out)
+                })
+                .await
+                .map_err(io::Error::other)?
+            }
+        }
+    }
+}
+
+/// Modification time and size the bytes were read at, and the bytes (weakly held).
+type CacheEntry = (SystemTime, u64, Weak<[u8]>);
+
+/// Files in memory, keyed by path and validated by size and modification time, held
+/// weakly: an entry lives as long as a transfer uses it, so 500 clients fetching
+/// `ipxe.efi` share one copy and one read, and nothing stays cached when idle. Reading
+/// every block through the blocking pool instead made each transfer several times
+/// slower.
+#[derive(Default)]
+pub struct FileCache {
+    map: std::sync::Mutex<HashMap<PathBuf, CacheEntry>>,
+}
+
+impl FileCache {
+    /// The contents of `path` (as checked by the handler).
+    ///
+    /// # Errors
+    /// I/O errors opening or reading the file.
+    pub async fn get(&self, path: &Path) -> io::Result<Source> {
+        let meta = tokio::fs::metadata(path).await?;
+        let (mtime, size) = (meta.modified()?, meta.len());
+        if size > CACHE_MAX_FILE {
+            let f = std::fs::File::open(path)?;
+            return Ok(Source::Disk(Arc::new(f)));
+        }
+        if let Ok(map) = self.map.lock() {
+            if let Some((t, n, w)) = map.get(path) {
+                if *t == mtime && *n == size {
+                    if let Some(b) = w.upgrade() {
+                        return Ok(Source::Mem(b));
+                    }
+                }
+            }
+        }
+        let bytes: Arc<[u8]> = tokio::fs::read(path).await?.into();
+        if let Ok(mut map) = self.map.lock() {
+            map.retain(|_, (_, _, w)| w.strong_count() > 0);
+            map.insert(path.to_path_buf(), (mtime, size, Arc::downgrade(&bytes)));
+        }
+        Ok(Source::Mem(bytes))
+    }
+}
+
+/// What came back while waiting.
+enum Reply {
+    Ack(u16),
+    Error,
+    Timeout,
+    Cancelled,
+}
+
+/// Waits until `deadline` for an ACK or ERROR from `peer`; packets from other
+/// addresses get ERROR 5 (RFC 1350 §4) and are otherwise ignored, as is anything else.
+async fn wait(sock: &UdpSocket, peer: SocketAddr, deadline: Instant, token: &CancellationToken) -> Reply {
+    let mut buf = [0u8; 516];
+    loop {
+        let r = tokio::select! {
+            _ = token.cancelled() => return Reply::Cancelled,
+            r = timeout_at(deadline, sock.recv_from(&mut buf)) => r,
+        };
+        let (n, from) = match r {
+            Err(_) => return Reply::Timeout,
+            Ok(Err(_)) => continue,
+            Ok(Ok(v)) => v,
+        };
+        if from != peer {
+            let _ = sock
+                .send_to(&packet::error(errcode::UNKNOWN_TID, "unknown transfer ID"), from)
+                .await;
+            continue;
+        }
+        match Packet::parse(&buf[..n]) {
+            Ok(Packet::Ack(b)) => return Reply::Ack(b),
+            Ok(Packet::Error(..)) => return Reply::Error,
+            _ => continue,
+        }
+    }
+}
+
+/// Runs one read transfer to `peer` over `sock`.
+pub async fn send_file(
+    sock: &UdpSocket,
+    peer: SocketAddr,
+    plan: ReadPlan,
+    cache: &FileCache,
+    limits: TftpLimits,
+    token: &CancellationToken,
+) -> Outcome {
+    let first_timeout = plan.opts.timeout.unwrap_or(limits.timeout);
+    let mut rto = first_timeout;
+    let mut misses = 0u32;
+    let backoff = |rto: &mut Duration, misses: &mut u32| -> bool {
+        *misses += 1;
+        *rto = (*rto * 2).min(limits.max_timeout.max(first_timeout));
+        *misses <= limits.retries
+    };
+
+    // Option acknowledgement: OACK, then ACK 0 (RFC 2347 §2).
+    if !plan.opts.oack.is_empty() {
+        let oack = packet::oack(&plan.opts.oack);
+        loop {
+            let _ = sock.send_to(&oack, peer).await;
+            match wait(sock, peer, Instant::now() + rto, token).await {
+                Reply::Ack(0) => break,
+                Reply::Ack(_) => continue,
+                Reply::Error => return Outcome::ClientError,
+                Reply::Cancelled => return Outcome::Cancelled,
+                Reply::Timeout => {
+                    if !backoff(&mut rto, &mut misses) {
+                        return Outcome::TimedOut;
+                    }
+                }
+            }
+        }
+        rto = first_timeout;
+        misses = 0;
+    }
+
+    let src = match cache.get(&plan.path).await {
+        Ok(f) => f,
+        Err(_) => {
+            let _ = sock
+                .send_to(&packet::error(errcode::NOT_FOUND, "file not found"), peer)
+                .await;
+            return Outcome::ClientError;
+        }
+    };
+    let blk = plan.opts.blksize;
+    let window = usize::from(plan.opts.windowsize.max(1));
+    // Absolute number of the first unacknowledged block; wire numbers are its low 16 bits.
+    let mut base: u64 = 1;
+    let mut buffered: VecDeque<Vec<u8>> = VecDeque::with_capacity(window);
+    // The last block is the first one shorter than blksize (possibly empty).
+    let last: u64 = plan.size / blk as u64 + 1;
+    loop {
+        let have = base + buffered.len() as u64;
+        let want = (window - buffered.len()).min((last + 1 - have) as usize);
+        if want > 0 {
+            let bytes = match src.read((have - 1) * blk as u64, want * blk).await {
+                Ok(b) => b,
+                Err(e) => {
+                    tracing::warn!("TFTP read error: {e}");
+                    let _ = sock
+                        .send_to(&packet::error(errcode::UNDEFINED, "read error"), peer)
+                        .await;
+                    return Outcome::ClientError;
+                }
+            };
+            for i in 0..want {
+                let start = (i * blk).min(bytes.len());
+                let end = ((i + 1) * blk).min(bytes.len());
+                buffered.push_back(bytes[start..end].to_vec());
+            }
+        }
+        for (i, b) in buffered.iter().enumerate() {
+            let num = ((base + i as u64) & 0xffff) as u16;
+            let _ = sock.send_to(&packet::data(num, b), peer).await;
+        }
+        let deadline = Instant::now() + rto;
+        loop {
+            match wait(sock, peer, deadline, token).await {
+                Reply::Ack(n) => {
+                    // How many blocks past base-1 this ACK covers (wrap-safe).
+                    let covered = u64::from(n.wrapping_sub(((base - 1) & 0xffff) as u16));
+                    if covered == 0 || covered > buffered.len() as u64 {
+                        continue; // duplicate or stale ACK: keep waiting.
+                    }
+                    for _ in 0..covered {
+                        buffered.pop_front();
+                    }
+                    base += covered;
+                    rto = first_timeout;
+                    misses = 0;
+                    if base > last {
+                        return Outcome::Complete;
+                    }
+                    break;
+                }
+                Reply::Error => return Outcome::ClientError,
+                Reply::Cancelled => return Outcome::Cancelled,
+                Reply::Timeout => {
+                    if !backoff(&mut rto, &mut misses) {
+                        return Outcome::TimedOut;
+                    }
+                    break;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn memory_and_disk_sources_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 253) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let mem = FileCache::default().get(&path).await.unwrap();
+        assert!(matches!(mem, Source::Mem(_)));
+        let disk = Source::Disk(Arc::new(std::fs::File::open(&path).unwrap()));
+        for (off, len) in [(0u64, 512usize), (9_728, 512), (9_999, 10), (10_000, 512), (20_000, 8)] {
+            let a = mem.read(off, len).await.unwrap();
+            let b = disk.read(off, len).await.unwrap();
+            assert_eq!(a, b, "offset {off}");
+            let end = (off as usize + len).min(data.len());
+            assert_eq!(a, data[(off as usize).min(end)..end]);
+        }
+        // A second transfer of the same file shares the same bytes.
+        let cache = FileCache::default();
+        let (Source::Mem(x), Source::Mem(y)) = (cache.get(&path).await.unwrap(), cache.get(&path).await.unwrap())
+        else {
+            panic!("small files are cached")
+        };
+        assert!(Arc::ptr_eq(&x, &y));
+    }
+}

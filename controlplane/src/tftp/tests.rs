@@ -1,0 +1,260 @@
+//! Transfer tests over 127.0.0.1 with a handmade client: plain RFC 1350, options,
+//! windows, retransmission, the abandoned UEFI tsize probe, refusals, concurrency.
+
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+
+use tokio::net::UdpSocket;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    handler::FsHandler,
+    packet::{self, errcode, Packet},
+    server::{Server, TftpLimits},
+};
+
+struct Lab {
+    _dir: tempfile::TempDir,
+    addr: SocketAddr,
+    token: CancellationToken,
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        self.token.cancel();
+    }
+}
+
+fn content(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i * 7 % 251) as u8).collect()
+}
+
+async fn lab(files: &[(&str, usize)]) -> Lab {
+    let dir = tempfile::tempdir().unwrap();
+    let root: PathBuf = dir.path().join("boot");
+    std::fs::create_dir_all(&root).unwrap();
+    for (name, size) in files {
+        std::fs::write(root.join(name), content(*size)).unwrap();
+    }
+    std::fs::write(dir.path().join("secret"), b"secret").unwrap();
+    std::os::unix::fs::symlink(dir.path().join("secret"), root.join("escape")).unwrap();
+    let token = CancellationToken::new();
+    let limits = TftpLimits {
+        timeout: Duration::from_millis(200),
+        max_timeout: Duration::from_millis(400),
+        retries: 3,
+        max_transfers: 64,
+    };
+    let mut server = Server::new(Arc::new(FsHandler::new(root)), limits, token.clone());
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = server.register_socket(sock).unwrap();
+    // The server's tasks live until the token is cancelled.
+    std::mem::forget(server);
+    Lab { _dir: dir, addr, token }
+}
+
+async fn recv(sock: &UdpSocket) -> (Packet, SocketAddr) {
+    let mut buf = vec![0u8; 70000];
+    let (n, from) = tokio::time::timeout(Duration::from_secs(5), sock.recv_from(&mut buf))
+        .await
+        .expect("server answered in time")
+        .unwrap();
+    (Packet::parse(&buf[..n]).unwrap(), from)
+}
+
+/// Downloads `name` with `opts`, acknowledging each window's last block (or every block
+/// when `ack_every`); returns the bytes and the OACK options.
+async fn fetch(
+    server: SocketAddr,
+    name: &str,
+    opts: &[(&str, &str)],
+) -> Result<(Vec<u8>, Vec<(String, String)>), (u16, String)> {
+    let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    sock.send_to(&packet::rrq(name, "octet", opts), server).await.unwrap();
+    let mut out = Vec::new();
+    let mut oack = Vec::new();
+    let mut blksize = 512;
+    let mut window = 1u16;
+    let mut expect: u16 = 1;
+    let mut in_window = 0u16;
+    loop {
+        let (p, tid) = recv(&sock).await;
+        match p {
+            Packet::Oack(o) => {
+                for (k, v) in &o {
+                    match k.as_str() {
+                        "blksize" => blksize = v.parse().unwrap(),
+                        "windowsize" => window = v.parse().unwrap(),
+                        _ => {}
+                    }
+                }
+                oack = o;
+                sock.send_to(&packet::ack(0), tid).await.unwrap();
+            }
+            Packet::Data(n, d) => {
+                assert_eq!(n, expect, "blocks arrive in order on a clean link");
+                let last = d.len() < blksize;
+                out.extend_from_slice(&d);
+                expect = expect.wrapping_add(1);
+                in_window += 1;
+                if last || in_window == window {
+                    sock.send_to(&packet::ack(n), tid).await.unwrap();
+                    in_window = 0;
+                }
+                if last {
+                    return Ok((out, oack));
+                }
+            }
+            Packet::Error(c, m) => return Err((c, m)),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn plain_and_with_options() {
+    let l = lab(&[("a.bin", 1500), ("exact.bin", 1024), ("empty.bin", 0)]).await;
+    let (d, oack) = fetch(l.addr, "a.bin", &[]).await.unwrap();
+    assert_eq!(d, content(1500));
+    assert!(oack.is_empty());
+    // A multiple of the block size ends with an empty block.
+    let (d, _) = fetch(l.addr, "exact.bin", &[]).await.unwrap();
+    assert_eq!(d, content(1024));
+    let (d, _) = fetch(l.addr, "empty.bin", &[]).await.unwrap();
+    assert!(d.is_empty());
+    let (d, oack) = fetch(
+        l.addr,
+        "/a.bin",
+        &[("tsize", "0"), ("blksize", "1468"), ("timeout", "2")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(d, content(1500));
+    assert_eq!(
+        oack,
+        vec![
+            ("tsize".to_string(), "1500".to_string()),
+            ("blksize".to_string(), "1468".to_string()),
+            ("timeout".to_string(), "2".to_string())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn windowsize_and_block_wrap() {
+    // 70 000 blocks of 8 bytes: the block number wraps past 65535.
+    let big = 8 * 70_000 + 3;
+    let l = lab(&[("w.bin", 100_000), ("big.bin", big)]).await;
+    let (d, oack) = fetch(l.addr, "w.bin", &[("blksize", "1024"), ("windowsize", "8")])
+        .await
+        .unwrap();
+    assert_eq!(d, content(100_000));
+    assert!(oack.contains(&("windowsize".to_string(), "8".to_string())));
+    let (d, _) = fetch(l.addr, "big.bin", &[("blksize", "8"), ("windowsize", "64")])
+        .await
+        .unwrap();
+    assert_eq!(d.len(), big);
+    assert_eq!(d, content(big));
+}
+
+#[tokio::test]
+async fn retransmits_after_a_lost_block() {
+    let l = lab(&[("r.bin", 700)]).await;
+    let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    sock.send_to(&packet::rrq("r.bin", "octet", &[]), l.addr).await.unwrap();
+    // "Lose" block 1: do not ack; the server resends it after its timeout.
+    let (first, tid) = recv(&sock).await;
+    assert!(matches!(first, Packet::Data(1, _)));
+    let t0 = std::time::Instant::now();
+    let (again, _) = recv(&sock).await;
+    assert_eq!(again, first);
+    assert!(t0.elapsed() >= Duration::from_millis(150));
+    sock.send_to(&packet::ack(1), tid).await.unwrap();
+    let (p, _) = recv(&sock).await;
+    let Packet::Data(2, d) = p else {
+        panic!("expected block 2, got {p:?}")
+    };
+    assert_eq!(d.len(), 700 - 512);
+    // A packet from a foreign port gets "unknown transfer ID" and changes nothing.
+    let intruder = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    intruder.send_to(&packet::ack(2), tid).await.unwrap();
+    let (p, _) = recv(&intruder).await;
+    assert!(matches!(p, Packet::Error(errcode::UNKNOWN_TID, _)), "{p:?}");
+    sock.send_to(&packet::ack(1), tid).await.unwrap(); // duplicate, ignored
+    sock.send_to(&packet::ack(2), tid).await.unwrap();
+}
+
+#[tokio::test]
+async fn abandoned_tsize_probe_then_real_transfer() {
+    // The UEFI pattern: ask for tsize only, read the OACK, go away (or send ERROR 8),
+    // then ask again with blksize and windowsize.
+    let l = lab(&[("ipxe.efi", 5000)]).await;
+    let probe = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    probe
+        .send_to(&packet::rrq("ipxe.efi", "octet", &[("tsize", "0")]), l.addr)
+        .await
+        .unwrap();
+    let (p, tid) = recv(&probe).await;
+    assert_eq!(p, Packet::Oack(vec![("tsize".to_string(), "5000".to_string())]));
+    // Second probe: abandoned without a word.
+    let silent = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    silent
+        .send_to(&packet::rrq("ipxe.efi", "octet", &[("tsize", "0")]), l.addr)
+        .await
+        .unwrap();
+    let _ = recv(&silent).await;
+    probe
+        .send_to(&packet::error(errcode::OPTION_REFUSED, "tsize only"), tid)
+        .await
+        .unwrap();
+    let (d, oack) = fetch(l.addr, "ipxe.efi", &[("blksize", "1468"), ("windowsize", "4")])
+        .await
+        .unwrap();
+    assert_eq!(d, content(5000));
+    assert_eq!(oack.len(), 2);
+}
+
+#[tokio::test]
+async fn refusals() {
+    let l = lab(&[("a.bin", 10)]).await;
+    for (name, code) in [
+        ("missing.bin", errcode::NOT_FOUND),
+        ("../secret", errcode::ACCESS),
+        ("escape", errcode::ACCESS),
+        ("..\\secret", errcode::ACCESS),
+    ] {
+        let e = fetch(l.addr, name, &[]).await.unwrap_err();
+        assert_eq!(e.0, code, "{name}");
+    }
+    // Writes are refused.
+    let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let mut wrq = packet::rrq("a.bin", "octet", &[]);
+    wrq[1] = 2;
+    sock.send_to(&wrq, l.addr).await.unwrap();
+    let (p, _) = recv(&sock).await;
+    assert!(matches!(p, Packet::Error(errcode::ACCESS, _)));
+    // Garbage on the listening port is ignored and the server keeps serving.
+    sock.send_to(&[0, 9, 1, 2, 3], l.addr).await.unwrap();
+    sock.send_to(&[], l.addr).await.unwrap();
+    let (d, _) = fetch(l.addr, "a.bin", &[]).await.unwrap();
+    assert_eq!(d, content(10));
+}
+
+#[tokio::test]
+async fn many_concurrent_transfers() {
+    let l = lab(&[("c.bin", 64 * 1024)]).await;
+    let mut set = tokio::task::JoinSet::new();
+    for i in 0..40 {
+        let addr = l.addr;
+        set.spawn(async move {
+            let opts: &[(&str, &str)] = if i % 2 == 0 {
+                &[("blksize", "1468"), ("windowsize", "8")]
+            } else {
+                &[]
+            };
+            fetch(addr, "c.bin", opts).await.unwrap().0
+        });
+    }
+    while let Some(r) = set.join_next().await {
+        assert_eq!(r.unwrap(), content(64 * 1024));
+    }
+}

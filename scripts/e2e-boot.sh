@@ -1,0 +1,305 @@
+#!/usr/bin/env bash
+# End-to-end test of the boot path (issue 4), run by hand as root:
+#
+#   scripts/e2e-boot.sh <path to the bootlane binary> [--no-qemu] [--uefi] [--proxy]
+#
+# Creates two network namespaces with unique names (server and client, joined by a veth
+# pair through a bridge that also carries a tap device for QEMU), starts Bootlane in the
+# server namespace with one DHCP subnet in server mode, then checks:
+#   1. udhcpc gets a lease with the expected options (plain, PXE BIOS and iPXE clients);
+#   2. curl and tftp-hpa fetch undionly.kpxe by TFTP (with and without options);
+#   3. HTTP boot: the iPXE script and a Range request on a boot file;
+#   4. (unless --no-qemu) a QEMU BIOS machine with the iPXE ROM gets the Bootlane iPXE
+#      script and prints its marker on the serial console;
+#   5. (with --uefi) a QEMU UEFI (OVMF) machine with the firmware's own PXE client fetches
+#      ipxe.efi by TFTP (after its tsize-only probe), and that iPXE then gets the script
+#      and prints the marker (150-300 s under TCG).
+# With --proxy, Bootlane runs in proxyDHCP mode next to a dnsmasq DHCP server in a third
+# namespace on the same bridge: clients get their address from dnsmasq and only the boot
+# information from Bootlane (ports 67 and 4011); plain clients are left to dnsmasq.
+# Traffic stays inside the namespaces it creates; everything it started is stopped by
+# PID and the namespaces are deleted on exit. Exits non-zero on the first failure.
+# KEEP=1 keeps the work directory (logs, serial console, leases) after a pass.
+set -euo pipefail
+
+BIN=$(readlink -f "${1:?usage: $0 <bootlane binary> [--no-qemu] [--uefi] [--proxy]}")
+shift
+QEMU=1
+UEFI=0
+PROXY=0
+for a in "$@"; do
+    case "$a" in
+    --no-qemu) QEMU=0 ;;
+    --uefi) UEFI=1 ;;
+    --proxy) PROXY=1 ;;
+    *) echo "unknown option $a" >&2; exit 2 ;;
+    esac
+done
+[[ -x "$BIN" ]] || { echo "not executable: $BIN" >&2; exit 2; }
+[[ $(id -u) -eq 0 ]] || { echo "must run as root (namespaces)" >&2; exit 2; }
+
+ID="$$-$RANDOM"
+SRV="bl-srv-$ID"
+CLI="bl-cli-$ID"
+DHNS="bl-dhcp-$ID"
+WORK=$(mktemp -d /tmp/bootlane-e2e.XXXXXX)
+PIDS=()
+MAC=52:54:00:77:00:42
+SERVER=10.77.0.1
+
+log() { printf '[e2e-boot] %s\n' "$*"; }
+fail() {
+    printf '[e2e-boot] FAIL: %s\n' "$*" >&2
+    if [[ -f "$WORK/bootlane.log" ]]; then
+        echo "---- last lines of the Bootlane log ----" >&2
+        tail -n 40 "$WORK/bootlane.log" >&2 || true
+    fi
+    exit 1
+}
+
+cleanup() {
+    local rc=$?
+    for pid in "${PIDS[@]}"; do
+        kill "$pid" 2>/dev/null || true
+    done
+    for pid in "${PIDS[@]}"; do
+        wait "$pid" 2>/dev/null || true
+    done
+    ip netns del "$CLI" 2>/dev/null || true
+    ip netns del "$DHNS" 2>/dev/null || true
+    ip netns del "$SRV" 2>/dev/null || true
+    if [[ $rc -eq 0 && -z "${KEEP:-}" ]]; then
+        rm -rf "$WORK"
+    else
+        echo "[e2e-boot] artefacts kept in $WORK" >&2
+    fi
+    exit $rc
+}
+trap cleanup EXIT INT TERM
+
+in_srv() { ip netns exec "$SRV" "$@"; }
+# The Bootlane log without ANSI colour codes.
+plainlog() { sed 's/\x1b\[[0-9;]*m//g' "$WORK/bootlane.log"; }
+in_cli() { ip netns exec "$CLI" "$@"; }
+
+log "namespaces $SRV / $CLI, work dir $WORK"
+ip netns add "$SRV"
+ip netns add "$CLI"
+ip link add vsrv netns "$SRV" type veth peer name vcli netns "$CLI"
+in_srv ip link set lo up
+in_cli ip link set lo up
+in_srv ip link add br0 type bridge
+in_srv ip addr add "$SERVER/24" dev br0
+in_srv ip link set vsrv master br0
+in_srv ip link set vsrv up
+in_srv ip link set br0 up
+in_cli ip link set vcli up
+if [[ $PROXY -eq 1 ]]; then
+    # The "existing" DHCP server: dnsmasq in its own namespace on the bridge.
+    ip netns add "$DHNS"
+    ip link add vdh netns "$SRV" type veth peer name vdhcp netns "$DHNS"
+    in_srv ip link set vdh master br0
+    in_srv ip link set vdh up
+    ip netns exec "$DHNS" ip link set lo up
+    ip netns exec "$DHNS" ip addr add 10.77.0.2/24 dev vdhcp
+    ip netns exec "$DHNS" ip link set vdhcp up
+    ip netns exec "$DHNS" dnsmasq -k --no-resolv --no-hosts --conf-file=/dev/null --port=0 -u root \
+        --interface=vdhcp --bind-interfaces --dhcp-range=10.77.0.200,10.77.0.220,255.255.255.0,10m \
+        --dhcp-option=3,10.77.0.2 --dhcp-leasefile="$WORK/dnsmasq.leases" --log-dhcp --log-facility=- \
+        >"$WORK/dnsmasq.log" 2>&1 &
+    PIDS+=($!)
+fi
+if [[ $QEMU -eq 1 ]]; then
+    in_srv ip tuntap add dev tap0 mode tap
+    in_srv ip link set tap0 master br0
+    in_srv ip link set tap0 up
+fi
+
+cat >"$WORK/bootlane.toml" <<EOF
+data_dir = "$WORK/data"
+
+[api]
+listen = "0.0.0.0:8080"
+
+[dns.xdp]
+mode = "off"
+
+EOF
+if [[ $PROXY -eq 1 ]]; then
+    cat >>"$WORK/bootlane.toml" <<EOF
+[[dhcp.subnets]]
+mode = "proxy"
+interface = "br0"
+cidr = "10.77.0.0/24"
+EOF
+else
+    cat >>"$WORK/bootlane.toml" <<EOF
+[[dhcp.subnets]]
+mode = "server"
+interface = "br0"
+cidr = "10.77.0.0/24"
+range_start = "10.77.0.100"
+range_end = "10.77.0.150"
+router = "$SERVER"
+lease_time_secs = 600
+EOF
+fi
+
+log "starting Bootlane"
+ip netns exec "$SRV" env BOOTLANE_LOG="info,bootlane=debug" "$BIN" serve --config "$WORK/bootlane.toml" \
+    >"$WORK/bootlane.log" 2>&1 &
+PIDS+=($!)
+BL_PID=$!
+for _ in $(seq 1 60); do
+    if in_srv curl -fs -o /dev/null "http://$SERVER:8080/boot/ipxe"; then break; fi
+    kill -0 "$BL_PID" 2>/dev/null || fail "Bootlane exited during start-up"
+    sleep 0.5
+done
+in_srv curl -fs -o /dev/null "http://$SERVER:8080/boot/ipxe" || fail "Bootlane API did not come up"
+
+# ---- 1. DHCP with udhcpc ------------------------------------------------------------
+cat >"$WORK/udhcpc.sh" <<'EOF'
+#!/bin/sh
+# Records what udhcpc got; configures nothing but the address (for the TFTP/HTTP steps).
+[ "$1" = "bound" ] || exit 0
+env | grep -E '^(ip|subnet|router|dns|domain|lease|serverid|siaddr|boot_file|bootfile|tftp)=' | sort >"$OUT"
+ip addr flush dev "$interface"
+ip addr add "$ip/$mask" dev "$interface"
+EOF
+chmod +x "$WORK/udhcpc.sh"
+
+dhcp() { # <name> <extra udhcpc args...>
+    local name=$1
+    shift
+    in_cli env OUT="$WORK/lease-$name.env" \
+        udhcpc -i vcli -f -q -n -t 4 -T 2 -s "$WORK/udhcpc.sh" "$@" >"$WORK/udhcpc-$name.log" 2>&1 ||
+        fail "udhcpc ($name) got no lease; see $WORK/udhcpc-$name.log"
+    log "lease ($name): $(tr '\n' ' ' <"$WORK/lease-$name.env")"
+}
+expect() { # <file> <line>
+    grep -qxF "$2" "$1" || fail "expected '$2' in $(basename "$1"): $(tr '\n' ' ' <"$1")"
+}
+
+if [[ $PROXY -eq 1 ]]; then
+    # A plain client is dnsmasq's: Bootlane stays silent, so the lease and its options
+    # come from dnsmasq alone and carry no boot file.
+    dhcp plain
+    L="$WORK/lease-plain.env"
+    grep -qE '^ip=10\.77\.0\.(20[0-9]|21[0-9]|220)$' "$L" || fail "address not from dnsmasq: $(cat "$L")"
+    expect "$L" "serverid=10.77.0.2"
+    grep -q '^boot_file=.' "$L" && fail "a plain client must not get a boot file"
+    plainlog | grep -q "proxyDHCP reply" && fail "Bootlane answered a non-PXE client in proxy mode"
+else
+    dhcp plain
+    L="$WORK/lease-plain.env"
+    grep -qE '^ip=10\.77\.0\.(1[0-4][0-9]|150)$' "$L" || fail "address not from the pool: $(cat "$L")"
+    expect "$L" "subnet=255.255.255.0"
+    expect "$L" "router=$SERVER"
+    expect "$L" "dns=$SERVER"
+    expect "$L" "domain=bootlane.local"
+    expect "$L" "lease=600"
+    expect "$L" "serverid=$SERVER"
+    grep -q '^boot_file=.' "$L" && fail "a plain client must not get a boot file"
+    PLAIN_IP=$(sed -n 's/^ip=//p' "$L")
+
+    dhcp pxe -V "PXEClient:Arch:00000:UNDI:002001" -x 0x5d:0000
+    L="$WORK/lease-pxe.env"
+    expect "$L" "ip=$PLAIN_IP" # same MAC, same address
+    expect "$L" "siaddr=$SERVER"
+    expect "$L" "boot_file=undionly.kpxe"
+    expect "$L" "tftp=$SERVER"
+
+    dhcp uefi -V "PXEClient:Arch:00007:UNDI:003016"
+    expect "$WORK/lease-uefi.env" "boot_file=ipxe.efi"
+
+    dhcp ipxe -V "PXEClient:Arch:00000:UNDI:002001" -x 0x4d:69505845
+    expect "$WORK/lease-ipxe.env" 'boot_file=http://10.77.0.1:8080/boot/ipxe?mac=${net0/mac}'
+fi
+log "DHCP ok"
+
+# ---- 2. TFTP --------------------------------------------------------------------------
+REF=/usr/lib/ipxe/undionly.kpxe
+in_cli curl -fsS "tftp://$SERVER/undionly.kpxe" -o "$WORK/u1.kpxe" || fail "curl tftp (plain)"
+cmp -s "$REF" "$WORK/u1.kpxe" || fail "TFTP download differs (plain)"
+in_cli curl -fsS --tftp-blksize 1468 "tftp://$SERVER/undionly.kpxe" -o "$WORK/u2.kpxe" || fail "curl tftp (blksize)"
+cmp -s "$REF" "$WORK/u2.kpxe" || fail "TFTP download differs (blksize 1468)"
+(cd "$WORK" && in_cli tftp "$SERVER" -m binary -c get undionly.kpxe u3.kpxe) || fail "tftp-hpa get"
+cmp -s "$REF" "$WORK/u3.kpxe" || fail "TFTP download differs (tftp-hpa)"
+if in_cli curl -fsS "tftp://$SERVER/../../etc/passwd" -o "$WORK/escape" 2>/dev/null; then
+    fail "TFTP served a path outside the boot root"
+fi
+log "TFTP ok"
+
+# ---- 3. HTTP boot -------------------------------------------------------------------
+in_cli curl -fsS "http://$SERVER:8080/boot/ipxe?mac=$MAC" -o "$WORK/script.ipxe" || fail "GET /boot/ipxe"
+head -n1 "$WORK/script.ipxe" | grep -qx '#!ipxe' || fail "the script does not start with #!ipxe"
+grep -qF "echo Bootlane: booting $MAC" "$WORK/script.ipxe" || fail "no marker in the script"
+RANGE=$(in_cli curl -fsS -r 0-3 "http://$SERVER:8080/boot/ipxe.efi" | od -An -c | tr -d ' \n')
+[[ "$RANGE" == "MZ"* ]] || fail "Range request on ipxe.efi returned '$RANGE'"
+log "HTTP boot ok"
+
+# ---- 4. QEMU BIOS + iPXE ROM ----------------------------------------------------------
+if [[ $QEMU -eq 1 ]]; then
+    log "booting a QEMU BIOS machine with the iPXE ROM (up to 170 s)"
+    : >"$WORK/serial.log"
+    ip netns exec "$SRV" timeout 170 qemu-system-x86_64 -accel tcg -m 256 -machine pc,graphics=off \
+        -display none -serial "file:$WORK/serial.log" -monitor none -no-reboot -boot n \
+        -netdev tap,id=n0,ifname=tap0,script=no,downscript=no \
+        -device e1000,netdev=n0,mac=$MAC >"$WORK/qemu.log" 2>&1 &
+    PIDS+=($!)
+    Q_PID=$!
+    T0=$(date +%s)
+    while :; do
+        if tr -d '\r' <"$WORK/serial.log" | grep -qF "Bootlane: booting $MAC"; then
+            log "marker seen on serial after $(($(date +%s) - T0)) s"
+            break
+        fi
+        kill -0 "$Q_PID" 2>/dev/null || fail "QEMU ended without the marker; see $WORK/serial.log"
+        sleep 1
+    done
+    kill "$Q_PID" 2>/dev/null || true
+    wait "$Q_PID" 2>/dev/null || true
+    if [[ $PROXY -eq 1 ]]; then
+        plainlog | grep -q "proxyDHCP reply mac=$MAC port=67" || fail "no proxyDHCP offer to $MAC"
+        # iPXE takes the boot file from the proxy offer itself; a PXE ROM that asks on
+        # port 4011 shows up here too.
+        log "proxyDHCP replies to $MAC: $(plainlog | grep -c "proxyDHCP reply mac=$MAC")"
+        grep -q "DHCPACK.*10.77.0.2[0-9][0-9] $MAC" "$WORK/dnsmasq.log" || fail "dnsmasq did not lease to $MAC"
+    else
+        plainlog | grep -q "DHCPACK mac=$MAC" || fail "no DHCPACK for $MAC in the Bootlane log"
+    fi
+    plainlog | grep -q "serving the iPXE script mac=$MAC" || fail "the script was not served to $MAC"
+    log "QEMU BIOS ok"
+fi
+
+# ---- 5. QEMU UEFI (OVMF) with the firmware's PXE client ------------------------------
+if [[ $QEMU -eq 1 && $UEFI -eq 1 ]]; then
+    UMAC=52:54:00:77:00:44
+    log "booting a QEMU UEFI machine with the firmware's PXE client (up to 300 s)"
+    cp /usr/share/OVMF/OVMF_VARS_4M.fd "$WORK/vars.fd"
+    : >"$WORK/serial-uefi.log"
+    ip netns exec "$SRV" timeout 300 qemu-system-x86_64 -accel tcg -m 512 -machine q35 \
+        -display none -serial "file:$WORK/serial-uefi.log" -monitor none -no-reboot -boot n \
+        -drive if=pflash,format=raw,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd \
+        -drive if=pflash,format=raw,file="$WORK/vars.fd" \
+        -netdev tap,id=n0,ifname=tap0,script=no,downscript=no \
+        -device virtio-net-pci,netdev=n0,mac=$UMAC,romfile= >"$WORK/qemu-uefi.log" 2>&1 &
+    PIDS+=($!)
+    Q_PID=$!
+    T0=$(date +%s)
+    while :; do
+        if tr -d '\r' <"$WORK/serial-uefi.log" | grep -qF "Bootlane: booting $UMAC"; then
+            log "UEFI marker seen on serial after $(($(date +%s) - T0)) s"
+            break
+        fi
+        kill -0 "$Q_PID" 2>/dev/null || fail "UEFI QEMU ended without the marker; see $WORK/serial-uefi.log"
+        sleep 2
+    done
+    kill "$Q_PID" 2>/dev/null || true
+    plainlog | grep -qE "TFTP transfer ended .*file=ipxe.efi .*outcome=Complete" ||
+        fail "no complete TFTP transfer of ipxe.efi in the Bootlane log"
+    log "TFTP transfers of ipxe.efi: $(plainlog | grep -E 'TFTP transfer ended .*file=ipxe.efi' | sed 's/.*outcome=/outcome=/' | tr '\n' ' ')"
+    log "QEMU UEFI ok"
+fi
+
+log "PASS"
