@@ -12,3 +12,6 @@ mod xdp_program;
 mod xdp_differential;
 // XDP fast path end to end: real binary in netns, generic and native mode, dig/kdig, counters.
 mod xdp_netns;
+
+// The boot path: DHCP/proxyDHCP, TFTP, HTTP boot, QEMU BIOS and UEFI machines booting.
+mod boot_netns;
