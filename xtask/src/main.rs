@@ -5,6 +5,7 @@
 //! - `test`: every test — unit and API tests of the default members, then the privileged
 //!   integration tests (XDP `test_run`, network namespaces, real clients) as root.
 //! - `bench`: benchmarks against dnsmasq in the same invocation.
+//! - `lab`: Bootlane and a QEMU machine in a namespace, the machine's console on the terminal.
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "xtask is a CLI tool")]
 
 use std::{
@@ -42,6 +43,16 @@ enum Cmd {
         unit_only: bool,
         /// Only integration tests whose name contains this filter.
         filter: Option<String>,
+    },
+    /// Start Bootlane and a QEMU machine in a namespace and show the machine's console as it
+    /// PXE-boots from Bootlane (Ctrl-C stops and cleans up).
+    Lab {
+        /// A UEFI (OVMF) machine with the firmware's PXE client instead of BIOS + iPXE ROM.
+        #[arg(long)]
+        uefi: bool,
+        /// Stop after this many seconds.
+        #[arg(long, default_value_t = 180)]
+        seconds: u32,
     },
     /// Benchmarks against dnsmasq (`dns` or `all`).
     Bench {
@@ -201,6 +212,14 @@ fn main() -> ExitCode {
         }),
         Cmd::Test { unit_only, filter } => test(unit_only, filter),
         Cmd::Bench { what } => bench(&what),
+        Cmd::Lab { uefi, seconds } => setup().and_then(|_| build_server(false)).and_then(|bin| {
+            let mut a = vec![root().join("scripts/lab.sh").display().to_string(), bin.display().to_string()];
+            if uefi {
+                a.push("--uefi".into());
+            }
+            a.extend(["--seconds".into(), seconds.to_string()]);
+            run(&mut privileged(Path::new("bash"), &a))
+        }),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
