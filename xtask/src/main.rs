@@ -54,9 +54,10 @@ enum Cmd {
         #[arg(long, default_value_t = 180)]
         seconds: u32,
     },
-    /// Benchmarks against dnsmasq (`dns` or `all`).
+    /// Benchmarks against dnsmasq (`dns`, `boot` or `all`).
     Bench {
-        /// Which benchmark: `dns` (userspace and XDP vs dnsmasq) or `all`.
+        /// Which benchmark: `dns` (userspace and XDP vs dnsmasq), `boot` (DHCP and TFTP vs
+        /// dnsmasq) or `all`.
         #[arg(default_value = "all")]
         what: String,
     },
@@ -178,22 +179,18 @@ fn test(unit_only: bool, filter: Option<String>) -> Result<()> {
 }
 
 fn bench(what: &str) -> Result<()> {
-    setup()?;
-    let bin = build_server(true)?;
-    if !matches!(what, "dns" | "all") {
-        bail!("unknown benchmark {what:?}: use dns or all");
+    if !matches!(what, "dns" | "boot" | "all") {
+        bail!("unknown benchmark {what:?}: use dns, boot or all");
     }
-    let args = vec![
-        root().join("scripts/bench-dns.sh").display().to_string(),
-        bin.display().to_string(),
-    ];
-    run(&mut privileged(Path::new("bash"), &args))?;
-    let xdp = root().join("scripts/bench-dns-xdp.sh");
-    if xdp.exists() {
-        run(&mut privileged(
-            Path::new("bash"),
-            &[xdp.display().to_string(), bin.display().to_string()],
-        ))?;
+    setup()?;
+    let bin = build_server(true)?.display().to_string();
+    let script = |name: &str| root().join("scripts").join(name).display().to_string();
+    if matches!(what, "dns" | "all") {
+        run(&mut privileged(Path::new("bash"), &[script("bench-dns.sh"), bin.clone()]))?;
+        run(&mut privileged(Path::new("bash"), &[script("bench-dns-xdp.sh"), bin.clone()]))?;
+    }
+    if matches!(what, "boot" | "all") {
+        run(&mut privileged(Path::new("bash"), &[script("bench-boot.sh"), bin, "all".into()]))?;
     }
     Ok(())
 }

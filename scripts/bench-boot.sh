@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Boot-path benchmarks (issue 4), Bootlane against dnsmasq in the same invocation:
+#   DHCP: perfdhcp (full DORA, unique clients) from a client namespace; score = the highest
+#         offered rate (ladder 500, 1000, 2000, ... per second) at which both exchanges
+#         dropped at most 2.5 % (Kea's published method), $DHCP_SECS s per rung;
+#   TFTP: 500 parallel `curl tftp://.../ipxe.efi` from the client namespace; wall time and
+#         failures (dnsmasq with --tftp-max=1000: its default of 50 fails most of them).
+# Usage: bench-boot.sh <bootlane binary> [dhcp|tftp|all]. Prints markdown tables.
+# Traffic stays in two namespaces this script creates; all it starts is killed by PID.
+set -euo pipefail
+BIN=$(readlink -f "${1:?usage: bench-boot.sh <bootlane binary> [dhcp|tftp|all]}")
+WHAT=${2:-all}
+DHCP_SECS=${DHCP_SECS:-5}
+RATES=${RATES:-"250 500 1000 2000 3000 4000 6000 8000"}
+tag="bt$$"
+SRV="${tag}s" CLI="${tag}c"
+WORK=$(mktemp -d /tmp/bootlane-bench-boot.XXXXXX)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  ip netns del "$SRV" 2>/dev/null || true
+  ip netns del "$CLI" 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+ip netns add "$SRV"; ip netns add "$CLI"
+ip link add vsrv netns "$SRV" type veth peer name vcli netns "$CLI"
+ip -n "$SRV" addr add 10.77.0.1/16 dev vsrv; ip -n "$CLI" addr add 10.77.0.2/16 dev vcli
+for n in "$SRV" "$CLI"; do ip -n "$n" link set lo up; done
+ip -n "$SRV" link set vsrv up; ip -n "$CLI" link set vcli up
+mkdir -p "$WORK/data/boot"
+cp -L /usr/lib/ipxe/ipxe.efi "$WORK/data/boot/"
+cat >"$WORK/bootlane.toml" <<EOF
+data_dir = "$WORK/data"
+log = "warn"
+[api]
+listen = "127.0.0.1:8080"
+[dns]
+enabled = false
+[dns.xdp]
+mode = "off"
+[tftp]
+enabled = true
+[[dhcp.subnets]]
+mode = "server"
+interface = "vsrv"
+cidr = "10.77.0.0/16"
+range_start = "10.77.1.0"
+range_end = "10.77.250.250"
+lease_time_secs = 3600
+EOF
+
+start_bootlane() {
+  rm -rf "$WORK/data/db"
+  BOOTLANE_ADMIN_PASSWORD=bench ip netns exec "$SRV" "$BIN" serve --config "$WORK/bootlane.toml" 2>"$WORK/bootlane.log" &
+  SPID=$!; PIDS+=($SPID)
+  for _ in $(seq 60); do ip netns exec "$SRV" curl -fs -o /dev/null http://127.0.0.1:8080/api/v1/status && return; sleep 0.5; done
+  echo "Bootlane did not start" >&2; cat "$WORK/bootlane.log" >&2; exit 1
+}
+start_dnsmasq() {
+  rm -f "$WORK/dnsmasq.leases"
+  ip netns exec "$SRV" dnsmasq -k --no-resolv --no-hosts --conf-file=/dev/null --port=0 -u root --interface=vsrv \
+    --bind-interfaces --pid-file= "$@" 2>"$WORK/dnsmasq.log" &
+  SPID=$!; PIDS+=($SPID)
+  sleep 1
+}
+stop() { kill -9 "$SPID" 2>/dev/null || true; wait "$SPID" 2>/dev/null || true; }
+
+# perfdhcp at <rate> -> worst drop ratio (percent) of the two exchanges.
+dhcp_shot() {
+  # perfdhcp exits non-zero whenever anything was dropped; the ratio decides here.
+  { ip netns exec "$CLI" timeout $((DHCP_SECS + 15)) perfdhcp -4 -r "$1" -R 200000 -p "$DHCP_SECS" -l vcli 2>&1 || true; } |
+    awk 'BEGIN {w = 0} /drops ratio:/ {gsub(/%/, "", $3); if ($3 + 0 > w) w = $3 + 0; n++} END {if (n < 2) print 100; else print w}'
+}
+dhcp_ladder() { # -> "<best rate> <drops at best>"
+  local best=0 bestd=- d
+  for r in $RATES; do
+    d=$(dhcp_shot "$r")
+    echo "  $1 DHCP @ $r/s: worst drops $d %" >&2
+    if awk -v d="$d" 'BEGIN {exit !(d <= 2.5)}'; then best=$r bestd=$d; else break; fi
+  done
+  echo "$best $bestd"
+}
+tftp500() { # -> "<seconds> <failures>"
+  local t0 fails=0 pids=()
+  t0=$(date +%s.%N)
+  for _ in $(seq 500); do
+    ip netns exec "$CLI" curl -s --max-time 120 tftp://10.77.0.1/ipxe.efi -o /dev/null &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || fails=$((fails + 1)); done
+  echo "$(echo "$(date +%s.%N) - $t0" | bc | xargs printf '%.1f') $fails"
+}
+
+if [[ $WHAT == dhcp || $WHAT == all ]]; then
+  if [[ -z ${SKIP_BOOTLANE:-} ]]; then start_bootlane; read -r bl bld < <(dhcp_ladder bootlane); stop; else bl=0 bld=-; fi
+  start_dnsmasq --dhcp-range=10.77.1.0,10.77.250.250,255.255.0.0,1h --dhcp-leasefile="$WORK/dnsmasq.leases" \
+    --no-ping --dhcp-lease-max=200000
+  read -r dm dmd < <(dhcp_ladder dnsmasq); stop
+  ratio=$(awk -v a="$bl" -v b="$dm" 'BEGIN {printf "%.2f", (b ? a / b : 0)}')
+  echo
+  echo "### DHCP (perfdhcp -4, full DORA, unique clients, ${DHCP_SECS}s per rate; best rate with <= 2.5 % drops)"
+  echo
+  echo "| server | best rate (leases/s) | worst drops at that rate | ratio vs dnsmasq |"
+  echo "|---|---:|---:|---:|"
+  echo "| Bootlane | $bl | $bld % | ${ratio}x |"
+  echo "| dnsmasq 2.90 | $dm | $dmd % | 1.00x |"
+fi
+if [[ $WHAT == tftp || $WHAT == all ]]; then
+  start_bootlane; read -r bt bf < <(tftp500); stop
+  start_dnsmasq --enable-tftp --tftp-root="$WORK/data/boot" --tftp-max=1000
+  read -r dt df < <(tftp500); stop
+  echo
+  echo "### TFTP (500 parallel curl downloads of ipxe.efi, $(stat -c %s "$WORK/data/boot/ipxe.efi") bytes, default block size)"
+  echo
+  echo "| server | wall time (s) | failures | time vs dnsmasq |"
+  echo "|---|---:|---:|---:|"
+  echo "| Bootlane | $bt | $bf | $(awk -v a="$bt" -v b="$dt" 'BEGIN {printf "%.2f", a / b}')x |"
+  echo "| dnsmasq 2.90 (--tftp-max=1000) | $dt | $df | 1.00x |"
+fi
