@@ -10,9 +10,13 @@ pub mod boot;
 pub mod dns;
 pub mod error;
 pub mod extract;
+pub mod hosts;
+pub mod profiles;
 pub mod system;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_boot;
 
 use std::{sync::Arc, time::Instant};
 
@@ -32,6 +36,7 @@ use utoipa::{OpenApi, ToSchema};
 
 use self::error::ApiError;
 use crate::{
+    boot::catalog::BootCatalog,
     config::Config,
     dns::service::DnsService,
     store::{Entity, Store, Table},
@@ -79,12 +84,15 @@ pub struct AppState {
     pub auth: Arc<auth::Auth>,
     /// Audit log table.
     pub audit: Table<AuditEntry>,
+    /// Hosts, profiles, script versions and the iPXE script template.
+    pub catalog: Arc<BootCatalog>,
     /// Process start.
     pub started: Instant,
 }
 
 impl AppState {
-    /// Builds the state; creates the initial admin user on first start.
+    /// Builds the state; creates the initial admin user and the default boot profile on
+    /// first start.
     ///
     /// # Errors
     /// Store errors. `admin_password` seeds the `admin` user on first start
@@ -97,7 +105,9 @@ impl AppState {
     ) -> anyhow::Result<Self> {
         let ttl = std::time::Duration::from_secs(config.api.session_ttl_secs);
         let auth = auth::Auth::open(&store, &config.data_dir, ttl, admin_password).await?;
+        let catalog = BootCatalog::open(&store, config.boot.ipxe_script.clone()).await?;
         Ok(Self {
+            catalog,
             audit: store.table()?,
             config,
             store,
@@ -142,6 +152,23 @@ impl AppState {
         dns::delete,
         dns::get_settings,
         dns::put_settings,
+        hosts::list,
+        hosts::create,
+        hosts::get_one,
+        hosts::update,
+        hosts::delete,
+        hosts::boot_config,
+        profiles::list,
+        profiles::create,
+        profiles::get_one,
+        profiles::update,
+        profiles::delete,
+        profiles::versions,
+        profiles::version,
+        profiles::diff,
+        profiles::rollback,
+        profiles::get_script,
+        profiles::put_script,
         system::version,
         system::version_check,
         system::status,
@@ -156,6 +183,19 @@ impl AppState {
         crate::dns::service::DnsSettingsPatch,
         dns::RecordList,
         dns::DnsServiceView,
+        crate::boot::catalog::HostView,
+        crate::boot::catalog::HostInput,
+        crate::boot::catalog::Profile,
+        crate::boot::catalog::ProfileInput,
+        crate::boot::catalog::ProfileMenu,
+        crate::boot::catalog::MenuEntry,
+        crate::boot::catalog::EntryType,
+        crate::boot::catalog::ScriptVersion,
+        crate::boot::catalog::ScriptDiff,
+        crate::boot::catalog::TemplateSource,
+        hosts::HostList,
+        profiles::IpxeScriptView,
+        profiles::IpxeScriptInput,
         crate::dataplane::XdpStatus,
         crate::dataplane::XdpInterface,
         crate::dataplane::XdpCounters,
@@ -225,6 +265,8 @@ fn panic_envelope(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
 pub fn router(state: AppState) -> Router {
     let protected = Router::new()
         .merge(dns::router())
+        .merge(hosts::router())
+        .merge(profiles::router())
         .merge(system::router())
         .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_session));
     let public = Router::new().merge(auth::router()).merge(system::public_router());
@@ -233,7 +275,7 @@ pub fn router(state: AppState) -> Router {
     let max_body = state.config.api.max_body_bytes;
     let boot = boot::router(boot::BootState {
         root: state.config.boot_root(),
-        template: state.config.boot.ipxe_script.as_deref().map(Into::into),
+        catalog: state.catalog.clone(),
     });
     Router::new()
         .nest("/api/v1", api)

@@ -1,0 +1,1 @@
+//! API tests for hosts, profiles, script versions, the iPXE script and the DHCP APIs.
