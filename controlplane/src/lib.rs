@@ -79,7 +79,7 @@ pub async fn run(config: config::Config, token: CancellationToken) -> anyhow::Re
     let domain_src = state.dns.clone();
     let dhcp = dhcp::DhcpService::start(
         &config,
-        &store,
+        &state.dhcp,
         Box::new(move || domain_src.settings().local_domain),
         token.child_token(),
     )

@@ -10,7 +10,9 @@ use axum::{
 };
 use serde_json::json;
 
-use crate::{boot::catalog::CatalogError, dns::service::DnsError, store::StoreError};
+use crate::{
+    boot::catalog::CatalogError, dhcp::control::DhcpAdminError, dns::service::DnsError, store::StoreError,
+};
 
 /// An API failure. The variant decides the status; the message is shown to the client.
 #[derive(Debug, thiserror::Error)]
@@ -108,6 +110,17 @@ impl From<CatalogError> for ApiError {
             CatalogError::Conflict(m) => Self::Conflict(m),
             CatalogError::NotFound(m) => Self::NotFound(m),
             CatalogError::Store(s) => Self::Internal(s.into()),
+        }
+    }
+}
+
+impl From<DhcpAdminError> for ApiError {
+    fn from(e: DhcpAdminError) -> Self {
+        match e {
+            DhcpAdminError::Invalid(m) => Self::BadRequest(m),
+            DhcpAdminError::Conflict(m) => Self::Conflict(m),
+            DhcpAdminError::NotFound(m) => Self::NotFound(m),
+            DhcpAdminError::Store(s) => Self::Internal(s.into()),
         }
     }
 }

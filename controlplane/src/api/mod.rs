@@ -9,6 +9,7 @@ pub mod auth;
 pub mod boot;
 pub mod dns;
 pub mod error;
+pub mod dhcp;
 pub mod extract;
 pub mod hosts;
 pub mod profiles;
@@ -38,6 +39,7 @@ use self::error::ApiError;
 use crate::{
     boot::catalog::BootCatalog,
     config::Config,
+    dhcp::control::DhcpControl,
     dns::service::DnsService,
     store::{Entity, Store, Table},
 };
@@ -86,6 +88,8 @@ pub struct AppState {
     pub audit: Table<AuditEntry>,
     /// Hosts, profiles, script versions and the iPXE script template.
     pub catalog: Arc<BootCatalog>,
+    /// Live DHCP administration: leases, reservations, settings, arch map.
+    pub dhcp: Arc<DhcpControl>,
     /// Process start.
     pub started: Instant,
 }
@@ -106,7 +110,9 @@ impl AppState {
         let ttl = std::time::Duration::from_secs(config.api.session_ttl_secs);
         let auth = auth::Auth::open(&store, &config.data_dir, ttl, admin_password).await?;
         let catalog = BootCatalog::open(&store, config.boot.ipxe_script.clone()).await?;
+        let dhcp = DhcpControl::open(&store, &config.dhcp).await?;
         Ok(Self {
+            dhcp,
             catalog,
             audit: store.table()?,
             config,
@@ -152,6 +158,23 @@ impl AppState {
         dns::delete,
         dns::get_settings,
         dns::put_settings,
+        dhcp::list_leases,
+        dhcp::lease_stats,
+        dhcp::delete_lease,
+        dhcp::batch_delete,
+        dhcp::prune,
+        dhcp::list_reservations,
+        dhcp::create_reservation,
+        dhcp::get_reservation,
+        dhcp::update_reservation,
+        dhcp::delete_reservation,
+        dhcp::get_archmap,
+        dhcp::put_archmap,
+        dhcp::archmap_defaults,
+        dhcp::get_dhcp,
+        dhcp::put_dhcp,
+        dhcp::get_tftp,
+        dhcp::put_tftp,
         hosts::list,
         hosts::create,
         hosts::get_one,
@@ -194,6 +217,25 @@ impl AppState {
         crate::boot::catalog::ScriptDiff,
         crate::boot::catalog::TemplateSource,
         hosts::HostList,
+        crate::dhcp::leases::Lease,
+        crate::dhcp::control::StoredReservation,
+        crate::dhcp::control::ReservationInput,
+        crate::dhcp::control::SubnetPatch,
+        crate::dhcp::control::DhcpSettingsPatch,
+        crate::dhcp::control::SubnetView,
+        crate::dhcp::control::DhcpSettingsView,
+        crate::dhcp::control::ArchEntry,
+        crate::dhcp::control::ArchMap,
+        crate::dhcp::control::SubnetStats,
+        crate::dhcp::config::SubnetMode,
+        dhcp::LeaseView,
+        dhcp::LeaseList,
+        dhcp::BatchDelete,
+        dhcp::BatchDeleteResult,
+        dhcp::PruneResult,
+        dhcp::ReservationView,
+        dhcp::TftpView,
+        dhcp::TftpPatch,
         profiles::IpxeScriptView,
         profiles::IpxeScriptInput,
         crate::dataplane::XdpStatus,
@@ -265,6 +307,7 @@ fn panic_envelope(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
 pub fn router(state: AppState) -> Router {
     let protected = Router::new()
         .merge(dns::router())
+        .merge(dhcp::router())
         .merge(hosts::router())
         .merge(profiles::router())
         .merge(system::router())
