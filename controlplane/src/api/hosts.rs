@@ -71,8 +71,11 @@ pub(crate) fn paging(page: Option<usize>, size: Option<usize>) -> Result<(usize,
 pub async fn list(State(s): State<AppState>, Query(p): Query<HostListParams>) -> Result<Envelope<HostList>> {
     let (page, size) = paging(p.page, p.size)?;
     let q = p.q.map(|q| q.trim().to_ascii_lowercase()).filter(|q| !q.is_empty());
-    // A MAC typed with another separator still matches.
-    let q_mac = q.as_deref().and_then(|q| normalise_mac(q).ok()).map(|m| m.to_string());
+    // A (partial) MAC typed with `-` separators, or a whole one in any form, still matches.
+    let q_mac = q.as_deref().map(|q| match normalise_mac(q) {
+        Ok(m) => m.to_string(),
+        Err(_) => q.replace('-', ":"),
+    });
     let all: Vec<HostView> = s
         .catalog
         .hosts()?
@@ -81,7 +84,7 @@ pub async fn list(State(s): State<AppState>, Query(p): Query<HostListParams>) ->
             q.as_ref().is_none_or(|q| {
                 h.name.contains(q)
                     || h.mac.contains(q)
-                    || q_mac.as_ref().is_some_and(|m| &h.mac == m)
+                    || q_mac.as_ref().is_some_and(|m| h.mac.contains(m.as_str()))
                     || h.ip.is_some_and(|ip| ip.to_string().contains(q))
             })
         })

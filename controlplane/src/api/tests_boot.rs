@@ -532,3 +532,326 @@ async fn script_versions_diff_and_rollback() {
     )
     .await;
 }
+
+// ---------------------------------------------------------------------------------------
+// DHCP administration
+// ---------------------------------------------------------------------------------------
+
+const DHCP_TOML: &str = r#"
+[[dhcp.subnets]]
+mode = "server"
+interface = "br0"
+cidr = "10.77.0.0/24"
+range_start = "10.77.0.100"
+range_end = "10.77.0.109"
+router = "10.77.0.1"
+server_address = "10.77.0.1"
+[[dhcp.subnets.reservations]]
+mac = "52:54:00:77:00:99"
+ip = "10.77.0.50"
+
+[[dhcp.subnets]]
+mode = "proxy"
+interface = "eth1"
+cidr = "192.168.5.0/24"
+server_address = "192.168.5.2"
+"#;
+
+/// A state with two subnets and a DHCP handler attached (no sockets), as `run()` does.
+async fn dhcp_setup() -> (T, Arc<crate::dhcp::handler::BootHandler>) {
+    let config: Config = toml::from_str(DHCP_TOML).unwrap();
+    config.dhcp.validate().unwrap();
+    let t = setup_with(config).await;
+    let control = t.state.dhcp.clone();
+    let subnets = control
+        .effective_subnets()
+        .unwrap()
+        .iter()
+        .map(|c| crate::dhcp::handler::Subnet::resolve(c, &[]).unwrap())
+        .collect();
+    let h = Arc::new(crate::dhcp::handler::BootHandler::new_shared(
+        subnets,
+        control.arch_map(),
+        8080,
+        Box::new(|| "lab.test".to_string()),
+        control.leases(),
+    ));
+    control.attach(h.clone());
+    (t, h)
+}
+
+fn mac(s: &str) -> crate::dhcp::packet::MacAddr {
+    crate::dhcp::packet::normalise_mac(s).unwrap()
+}
+
+#[tokio::test]
+async fn reservations_crud_conflicts_and_live() {
+    let (t, h) = dhcp_setup().await;
+    let v = t
+        .expect(
+            Method::POST,
+            "/api/v1/dhcp/reservations",
+            Some(json!({"mac": "52-54-00-77-00-01", "ip": "10.77.0.60", "hostname": "Fixed1"})),
+            StatusCode::CREATED,
+            "",
+        )
+        .await;
+    let r = &v["data"];
+    assert_eq!(
+        (&r["mac"], &r["ip"], &r["hostname"], &r["subnet"]),
+        (&json!("52:54:00:77:00:01"), &json!("10.77.0.60"), &json!("fixed1"), &json!("10.77.0.0/24"))
+    );
+    let id = r["id"].as_u64().unwrap();
+    // The running handler sees it at once.
+    assert_eq!(
+        h.subnets()[0].reserved_ip(mac("52:54:00:77:00:01")),
+        Some("10.77.0.60".parse().unwrap())
+    );
+
+    for (body, status, needle) in [
+        (json!({"mac": "52:54:00:77:00:02", "ip": "10.99.0.5"}), StatusCode::BAD_REQUEST, "not a host address of a configured subnet"),
+        (json!({"mac": "52:54:00:77:00:02", "ip": "10.77.0.255"}), StatusCode::BAD_REQUEST, "configured subnet"),
+        (json!({"mac": "52:54:00:77:00:02", "ip": "10.77.0.60"}), StatusCode::CONFLICT, "already reserved for 52:54:00:77:00:01"),
+        (json!({"mac": "52:54:00:77:00:02", "ip": "10.77.0.50"}), StatusCode::CONFLICT, "configuration file"),
+        (json!({"mac": "52:54:00:77:00:01", "ip": "10.77.0.61"}), StatusCode::CONFLICT, "already has a reservation"),
+        (json!({"mac": "52:54:00:77:00:99", "ip": "10.77.0.61"}), StatusCode::CONFLICT, "configuration file"),
+        (json!({"mac": "52:54:00:77:00:02", "ip": "10.77.0.61", "subnet": "192.168.5.0/24"}), StatusCode::BAD_REQUEST, "lies in subnet 10.77.0.0/24"),
+        (json!({"mac": "nope", "ip": "10.77.0.61"}), StatusCode::BAD_REQUEST, "not a MAC"),
+        (json!({"mac": "52:54:00:77:00:02"}), StatusCode::BAD_REQUEST, "required"),
+        (json!({"mac": "52:54:00:77:00:02", "ip": "10.77.0.61", "hostname": "a b"}), StatusCode::BAD_REQUEST, "DNS label"),
+    ] {
+        t.expect(Method::POST, "/api/v1/dhcp/reservations", Some(body), status, needle).await;
+    }
+
+    // PUT merges and moves the reservation live.
+    let v = t
+        .expect(
+            Method::PUT,
+            &format!("/api/v1/dhcp/reservations/{id}"),
+            Some(json!({"ip": "10.77.0.62", "description": "moved"})),
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert_eq!((&v["data"]["hostname"], &v["data"]["description"]), (&json!("fixed1"), &json!("moved")));
+    assert_eq!(
+        h.subnets()[0].reserved_ip(mac("52:54:00:77:00:01")),
+        Some("10.77.0.62".parse().unwrap())
+    );
+    let v = t.expect(Method::GET, "/api/v1/dhcp/reservations", None, StatusCode::OK, "").await;
+    let sources: Vec<&str> = v["data"].as_array().unwrap().iter().map(|r| r["source"].as_str().unwrap()).collect();
+    assert_eq!(sources, vec!["config", "api"]);
+    let v = t
+        .expect(Method::GET, "/api/v1/dhcp/reservations?subnet=192.168.5.0/24", None, StatusCode::OK, "")
+        .await;
+    assert!(v["data"].as_array().unwrap().is_empty());
+
+    t.expect(Method::GET, "/api/v1/dhcp/reservations/999", None, StatusCode::NOT_FOUND, "").await;
+    t.expect(Method::DELETE, &format!("/api/v1/dhcp/reservations/{id}"), None, StatusCode::OK, "").await;
+    assert_eq!(h.subnets()[0].reserved_ip(mac("52:54:00:77:00:01")), None);
+    assert_eq!(
+        h.subnets()[0].reserved_ip(mac("52:54:00:77:00:99")),
+        Some("10.77.0.50".parse().unwrap()),
+        "the file's reservation stays"
+    );
+    t.expect(Method::DELETE, &format!("/api/v1/dhcp/reservations/{id}"), None, StatusCode::NOT_FOUND, "").await;
+}
+
+#[tokio::test]
+async fn leases_list_stats_delete_prune() {
+    let (t, _h) = dhcp_setup().await;
+    let now = crate::dhcp::leases::now_secs();
+    {
+        let db = t.state.dhcp.leases();
+        let mut db = db.lock().await;
+        for (m, ip, exp) in [
+            ("52:54:00:00:00:01", "10.77.0.100", now + 600),
+            ("52:54:00:00:00:02", "10.77.0.101", now + 600),
+            ("52:54:00:00:00:03", "10.77.0.102", now.saturating_sub(10)),
+        ] {
+            let lease = crate::dhcp::leases::Lease {
+                id: 0,
+                mac: m.into(),
+                ip: ip.parse().unwrap(),
+                subnet: "10.77.0.0/24".into(),
+                hostname: None,
+                arch: None,
+                expires_at: exp,
+                declined: false,
+            };
+            db.bind(lease, mac(m)).await.unwrap();
+        }
+    }
+    let v = t.expect(Method::GET, "/api/v1/leases", None, StatusCode::OK, "").await;
+    assert_eq!(v["data"]["total"], 3);
+    let v = t.expect(Method::GET, "/api/v1/leases?state=active", None, StatusCode::OK, "").await;
+    assert_eq!(v["data"]["total"], 2);
+    let v = t.expect(Method::GET, "/api/v1/leases?state=expired", None, StatusCode::OK, "").await;
+    assert_eq!((&v["data"]["total"], &v["data"]["leases"][0]["state"]), (&json!(1), &json!("expired")));
+    let v = t
+        .expect(Method::GET, "/api/v1/leases?mac=52-54-00-00-00-02&subnet=10.77.0.0/24", None, StatusCode::OK, "")
+        .await;
+    assert_eq!((&v["data"]["total"], &v["data"]["leases"][0]["ip"]), (&json!(1), &json!("10.77.0.101")));
+    let v = t.expect(Method::GET, "/api/v1/leases?size=2&page=2", None, StatusCode::OK, "").await;
+    assert_eq!(v["data"]["leases"].as_array().unwrap().len(), 1);
+    t.expect(Method::GET, "/api/v1/leases?state=bogus", None, StatusCode::BAD_REQUEST, "active or expired").await;
+    t.expect(Method::GET, "/api/v1/leases?subnet=x", None, StatusCode::BAD_REQUEST, "CIDR").await;
+
+    let v = t.expect(Method::GET, "/api/v1/leases/stats", None, StatusCode::OK, "").await;
+    let st = &v["data"][0];
+    assert_eq!(
+        (&st["subnet"], &st["size"], &st["used"], &st["reserved"], &st["free"]),
+        (&json!("10.77.0.0/24"), &json!(10), &json!(2), &json!(1), &json!(8))
+    );
+    assert_eq!((&v["data"][1]["mode"], &v["data"][1]["size"]), (&json!("proxy"), &json!(0)));
+
+    t.expect(Method::DELETE, "/api/v1/leases/52-54-00-00-00-01", None, StatusCode::OK, "").await;
+    t.expect(Method::DELETE, "/api/v1/leases/52:54:00:00:00:01", None, StatusCode::NOT_FOUND, "no lease").await;
+    t.expect(Method::DELETE, "/api/v1/leases/zz", None, StatusCode::BAD_REQUEST, "not a MAC").await;
+    let v = t
+        .expect(
+            Method::POST,
+            "/api/v1/leases/batch-delete",
+            Some(json!({"macs": ["52:54:00:00:00:02", "52:54:00:00:00:01", "junk"]})),
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert_eq!(
+        (&v["data"]["deleted"], &v["data"]["not_found"], &v["data"]["invalid"]),
+        (&json!(1), &json!(["52:54:00:00:00:01"]), &json!(["junk"]))
+    );
+    t.expect(Method::POST, "/api/v1/leases/batch-delete", Some(json!({"macs": []})), StatusCode::BAD_REQUEST, "1-1000")
+        .await;
+    let v = t.expect(Method::POST, "/api/v1/leases/prune", None, StatusCode::OK, "").await;
+    assert_eq!(v["data"]["removed"], 1);
+    let v = t.expect(Method::GET, "/api/v1/leases", None, StatusCode::OK, "").await;
+    assert_eq!(v["data"]["total"], 0);
+    // The stored table follows the in-memory index.
+    assert_eq!(crate::dhcp::leases::LeaseDb::load(&t.state.store).await.unwrap().all().count(), 0);
+}
+
+#[tokio::test]
+async fn archmap_validation_and_live() {
+    let (t, h) = dhcp_setup().await;
+    let v = t.expect(Method::GET, "/api/v1/services/archmap", None, StatusCode::OK, "").await;
+    let first = &v["data"]["entries"][0];
+    assert_eq!(
+        (&first["arch_code"], &first["boot_file"], &first["arch_name"]),
+        (&json!(0), &json!("undionly.kpxe"), &json!("x86 BIOS"))
+    );
+    for (entries, needle) in [
+        (json!([{"arch_code": 70000, "boot_file": "a.efi"}]), "0-65535"),
+        (json!([{"arch_code": -1, "boot_file": "a.efi"}]), "expected shape"),
+        (json!([{"arch_code": 7, "boot_file": "../etc/passwd"}]), "inside the boot directory"),
+        (json!([{"arch_code": 7, "boot_file": "/abs.efi"}]), "inside the boot directory"),
+        (json!([{"arch_code": 7, "boot_file": "ftp://x/a.efi"}]), "http:// or https://"),
+        (json!([{"arch_code": 7, "boot_file": "a b.efi"}]), "spaces"),
+        (json!([{"arch_code": 7, "boot_file": ""}]), "1-255"),
+        (json!([{"arch_code": 7, "boot_file": "a.efi"}, {"arch_code": 7, "boot_file": "b.efi"}]), "twice"),
+    ] {
+        t.expect(
+            Method::PUT,
+            "/api/v1/services/archmap",
+            Some(json!({ "entries": entries })),
+            StatusCode::BAD_REQUEST,
+            needle,
+        )
+        .await;
+    }
+    let v = t
+        .expect(
+            Method::PUT,
+            "/api/v1/services/archmap",
+            Some(json!({"entries": [
+                {"arch_code": 0, "boot_file": "undionly.kpxe"},
+                {"arch_code": 7, "boot_file": "snponly.efi"},
+                {"arch_code": 16, "boot_file": "http://{server}:{http_port}/boot/ipxe.efi"}
+            ]})),
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert_eq!(v["data"]["entries"].as_array().unwrap().len(), 3);
+    let live = h.arch_map();
+    assert_eq!((live.len(), live[&7].as_str()), (3, "snponly.efi"));
+    let v = t
+        .expect(Method::GET, "/api/v1/services/archmap/defaults", None, StatusCode::OK, "")
+        .await;
+    assert!(v["data"]["entries"].as_array().unwrap().len() > 3);
+}
+
+#[tokio::test]
+async fn dhcp_and_tftp_settings() {
+    let (t, h) = dhcp_setup().await;
+    let v = t.expect(Method::GET, "/api/v1/services/dhcp", None, StatusCode::OK, "").await;
+    assert_eq!(v["data"]["running"], true);
+    assert_eq!(v["data"]["subnets"][0]["server"], "10.77.0.1");
+    assert_eq!(v["data"]["subnets"][0]["lease_time_secs"], 3600);
+    let v = t
+        .expect(
+            Method::PUT,
+            "/api/v1/services/dhcp",
+            Some(json!({"subnets": [{"cidr": "10.77.0.0/24", "lease_time_secs": 120, "range_end": "10.77.0.120",
+                "dns": ["10.77.0.53"], "mode": "server", "interface": "br0"}]})),
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert_eq!(v["data"]["subnets"][0]["lease_time_secs"], 120);
+    let live = &h.subnets()[0];
+    assert_eq!(
+        (live.cfg.lease_time_secs, live.cfg.range_end, live.dns.clone(), live.server),
+        (
+            120,
+            Some("10.77.0.120".parse().unwrap()),
+            vec!["10.77.0.53".parse().unwrap()],
+            "10.77.0.1".parse().unwrap()
+        )
+    );
+    for (body, needle) in [
+        (json!({"subnets": [{"cidr": "10.77.0.0/24", "mode": "proxy"}]}), "'mode' needs new sockets"),
+        (json!({"subnets": [{"cidr": "10.77.0.0/24", "interface": "eth9"}]}), "'interface'"),
+        (json!({"subnets": [{"cidr": "10.9.0.0/24", "lease_time_secs": 600}]}), "not in the configuration file"),
+        (json!({"subnets": [{"cidr": "10.77.0.0/24", "lease_time_secs": 5}]}), "at least 60"),
+        (json!({"subnets": [{"cidr": "10.77.0.0/24", "range_end": "10.78.0.5"}]}), "inside"),
+        (json!({"subnets": [{"cidr": "10.77.0.0/24", "bogus": 1}]}), "expected shape"),
+    ] {
+        t.expect(Method::PUT, "/api/v1/services/dhcp", Some(body), StatusCode::BAD_REQUEST, needle)
+            .await;
+    }
+    assert_eq!(h.subnets()[0].cfg.lease_time_secs, 120, "a refused change leaves the live settings alone");
+
+    let v = t.expect(Method::GET, "/api/v1/services/tftp", None, StatusCode::OK, "").await;
+    assert_eq!((&v["data"]["enabled"], &v["data"]["port"]), (&json!(true), &json!(69)));
+    let same = v["data"].clone();
+    t.expect(Method::PUT, "/api/v1/services/tftp", Some(same), StatusCode::OK, "").await;
+    t.expect(
+        Method::PUT,
+        "/api/v1/services/tftp",
+        Some(json!({"port": 6969, "retries": 9})),
+        StatusCode::BAD_REQUEST,
+        "port, retries",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn openapi_lists_the_new_paths() {
+    let t = setup().await;
+    let (s, v) = t.call(Method::GET, "/api/v1/openapi.json", None).await;
+    assert_eq!(s, StatusCode::OK);
+    let paths = v["paths"].as_object().or_else(|| v["data"]["paths"].as_object()).unwrap();
+    for p in [
+        "/api/v1/hosts",
+        "/api/v1/hosts/{id}/boot-config",
+        "/api/v1/profiles/{profileId}/script-diff/{verId}",
+        "/api/v1/services/ipxe-script",
+        "/api/v1/leases/stats",
+        "/api/v1/dhcp/reservations/{id}",
+        "/api/v1/services/archmap/defaults",
+        "/api/v1/services/tftp",
+    ] {
+        assert!(paths.contains_key(p), "{p} missing from the OpenAPI document");
+    }
+}

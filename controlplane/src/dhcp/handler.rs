@@ -141,6 +141,11 @@ impl Subnet {
         Ok(s)
     }
 
+    /// The address reserved for `mac` in this subnet (file or API reservation), if any.
+    pub fn reserved_ip(&self, mac: MacAddr) -> Option<Ipv4Addr> {
+        self.reservations.get(&mac).map(|r| r.ip)
+    }
+
     /// True when `ip` lies in the pool.
     pub fn in_pool(&self, ip: Ipv4Addr) -> bool {
         match (self.cfg.range_start, self.cfg.range_end) {
