@@ -122,7 +122,9 @@ mod tests {
     use super::*;
 
     async fn app(root: PathBuf) -> Router {
-        let catalog = BootCatalog::open(&crate::store::Store::temporary(), None).await.unwrap();
+        let catalog = BootCatalog::open(&crate::store::Store::temporary(), None)
+            .await
+            .unwrap();
         router(BootState { root, catalog })
     }
 

@@ -146,7 +146,8 @@ pub async fn delete_lease(State(s): State<AppState>, ApiPath(mac): ApiPath<Strin
     if gone.is_empty() {
         return Err(ApiError::NotFound(format!("no lease for {mac}")));
     }
-    s.audit("DELETE", "lease", 0, &format!("leases of {}", gone[0].mac)).await;
+    s.audit("DELETE", "lease", 0, &format!("leases of {}", gone[0].mac))
+        .await;
     Ok(Envelope::ok(gone))
 }
 
@@ -201,8 +202,13 @@ pub async fn batch_delete(
         }
     }
     if r.deleted > 0 {
-        s.audit("DELETE", "lease", 0, &format!("leases of {}", r.deleted_macs.join(", ")))
-            .await;
+        s.audit(
+            "DELETE",
+            "lease",
+            0,
+            &format!("leases of {}", r.deleted_macs.join(", ")),
+        )
+        .await;
     }
     Ok(Envelope::ok(r))
 }
@@ -263,7 +269,9 @@ pub async fn list_reservations(
             out.push(ReservationView {
                 reservation: StoredReservation {
                     id: 0,
-                    mac: normalise_mac(&r.mac).map(|m| m.to_string()).unwrap_or_else(|_| r.mac.clone()),
+                    mac: normalise_mac(&r.mac)
+                        .map(|m| m.to_string())
+                        .unwrap_or_else(|_| r.mac.clone()),
                     ip: r.ip,
                     hostname: r.hostname.clone(),
                     description: String::new(),
@@ -349,13 +357,8 @@ pub async fn get_archmap(State(s): State<AppState>) -> Envelope<ArchMap> {
     responses((status = 200, body = ArchMap), (status = 400, description = "Code above 65535, duplicate code, bad file name or URL"), (status = 401)))]
 pub async fn put_archmap(State(s): State<AppState>, ApiJson(m): ApiJson<ArchMap>) -> Result<Envelope<ArchMap>> {
     let map = s.dhcp.set_arch_map(m).await?;
-    s.audit(
-        "UPDATE",
-        "archmap",
-        0,
-        &serde_json::to_string(&map).unwrap_or_default(),
-    )
-    .await;
+    s.audit("UPDATE", "archmap", 0, &serde_json::to_string(&map).unwrap_or_default())
+        .await;
     Ok(Envelope::ok(arch_view(&map)))
 }
 

@@ -10,9 +10,7 @@ use axum::{
 };
 use serde_json::json;
 
-use crate::{
-    boot::catalog::CatalogError, dhcp::control::DhcpAdminError, dns::service::DnsError, store::StoreError,
-};
+use crate::{boot::catalog::CatalogError, dhcp::control::DhcpAdminError, dns::service::DnsError, store::StoreError};
 
 /// An API failure. The variant decides the status; the message is shown to the client.
 #[derive(Debug, thiserror::Error)]

@@ -7,9 +7,9 @@
 
 pub mod auth;
 pub mod boot;
+pub mod dhcp;
 pub mod dns;
 pub mod error;
-pub mod dhcp;
 pub mod extract;
 pub mod hosts;
 pub mod profiles;

@@ -101,8 +101,13 @@ pub async fn diff(State(s): State<AppState>, ApiPath((id, ver)): ApiPath<(u64, u
     responses((status = 200, body = Profile), (status = 400, description = "The stored menu no longer validates"), (status = 404), (status = 401)))]
 pub async fn rollback(State(s): State<AppState>, ApiPath((id, ver)): ApiPath<(u64, u64)>) -> Result<Envelope<Profile>> {
     let p = s.catalog.rollback(id, ver).await?;
-    s.audit("UPDATE", "profile", p.id, &format!("{}: rollback to script version {ver}", p.name))
-        .await;
+    s.audit(
+        "UPDATE",
+        "profile",
+        p.id,
+        &format!("{}: rollback to script version {ver}", p.name),
+    )
+    .await;
     Ok(Envelope::ok(p))
 }
 

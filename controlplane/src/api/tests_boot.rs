@@ -123,7 +123,12 @@ fn linux_profile(name: &str) -> Value {
 async fn boot_routes_need_a_session() {
     let mut t = setup().await;
     t.cookie = None;
-    for p in ["/api/v1/hosts", "/api/v1/profiles", "/api/v1/services/ipxe-script", "/api/v1/leases"] {
+    for p in [
+        "/api/v1/hosts",
+        "/api/v1/profiles",
+        "/api/v1/services/ipxe-script",
+        "/api/v1/leases",
+    ] {
         let (s, _) = t.call(Method::GET, p, None).await;
         assert_eq!(s, StatusCode::UNAUTHORIZED, "{p}");
     }
@@ -135,7 +140,9 @@ async fn boot_routes_need_a_session() {
 #[tokio::test]
 async fn default_profile_is_seeded_and_protected() {
     let t = setup().await;
-    let v = t.expect(Method::GET, "/api/v1/profiles", None, StatusCode::OK, "").await;
+    let v = t
+        .expect(Method::GET, "/api/v1/profiles", None, StatusCode::OK, "")
+        .await;
     let list = v["data"].as_array().unwrap();
     assert_eq!(list.len(), 1);
     let def = &list[0];
@@ -168,7 +175,9 @@ async fn default_profile_is_seeded_and_protected() {
         .expect(Method::POST, "/api/v1/profiles", Some(body), StatusCode::CREATED, "")
         .await;
     let deb = v["data"]["id"].as_u64().unwrap();
-    let v = t.expect(Method::GET, "/api/v1/profiles", None, StatusCode::OK, "").await;
+    let v = t
+        .expect(Method::GET, "/api/v1/profiles", None, StatusCode::OK, "")
+        .await;
     let defaults: Vec<u64> = v["data"]
         .as_array()
         .unwrap()
@@ -202,13 +211,22 @@ async fn profile_validation() {
     for (body, needle) in [
         (json!({"name": "x"}), "required"),
         (json!({"name": "x", "entries": []}), "1-50"),
-        (json!({"name": "x", "entries": [{"label": "k", "type": "linux"}]}), "needs 'kernel'"),
+        (
+            json!({"name": "x", "entries": [{"label": "k", "type": "linux"}]}),
+            "needs 'kernel'",
+        ),
         (
             json!({"name": "x", "entries": [{"label": "c", "type": "chain", "url": "ftp://a/b"}]}),
             "http/https/tftp",
         ),
-        (json!({"name": "x", "entries": [{"label": "c", "type": "chain"}]}), "needs 'url'"),
-        (json!({"name": "x", "entries": [{"label": "c", "type": "custom"}]}), "'script'"),
+        (
+            json!({"name": "x", "entries": [{"label": "c", "type": "chain"}]}),
+            "needs 'url'",
+        ),
+        (
+            json!({"name": "x", "entries": [{"label": "c", "type": "custom"}]}),
+            "'script'",
+        ),
         (
             json!({"name": "x", "entries": [{"label": "l", "type": "local", "url": "http://a"}]}),
             "does not apply",
@@ -221,7 +239,10 @@ async fn profile_validation() {
             json!({"name": "x", "entries": [{"label": "k", "type": "linux", "kernel": "k", "cmdline": "a\nshell"}]}),
             "cmdline",
         ),
-        (json!({"name": "x", "entries": [{"label": "l", "type": "floppy"}]}), "expected shape"),
+        (
+            json!({"name": "x", "entries": [{"label": "l", "type": "floppy"}]}),
+            "expected shape",
+        ),
         (
             json!({"name": "x", "timeout_secs": 99999, "entries": [{"label": "l", "type": "local"}]}),
             "timeout_secs",
@@ -231,8 +252,14 @@ async fn profile_validation() {
             "at most one",
         ),
     ] {
-        t.expect(Method::POST, "/api/v1/profiles", Some(body), StatusCode::BAD_REQUEST, needle)
-            .await;
+        t.expect(
+            Method::POST,
+            "/api/v1/profiles",
+            Some(body),
+            StatusCode::BAD_REQUEST,
+            needle,
+        )
+        .await;
     }
     t.expect(
         Method::POST,
@@ -250,7 +277,14 @@ async fn profile_validation() {
         "already used",
     )
     .await;
-    t.expect(Method::GET, "/api/v1/profiles/999", None, StatusCode::NOT_FOUND, "no profile").await;
+    t.expect(
+        Method::GET,
+        "/api/v1/profiles/999",
+        None,
+        StatusCode::NOT_FOUND,
+        "no profile",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -280,15 +314,36 @@ async fn host_crud_and_conflicts() {
     let id = h["id"].as_u64().unwrap();
     assert_eq!(
         (&h["name"], &h["mac"], &h["ip"], &h["has_bmc_password"]),
-        (&json!("node1"), &json!("52:54:00:aa:00:01"), &json!("10.77.0.21"), &json!(true))
+        (
+            &json!("node1"),
+            &json!("52:54:00:aa:00:01"),
+            &json!("10.77.0.21"),
+            &json!(true)
+        )
     );
     assert!(h.get("bmc_password").is_none(), "the password is write-only: {h}");
 
     for (body, status, needle) in [
-        (json!({"name": "node1", "mac": "52:54:00:aa:00:02"}), StatusCode::CONFLICT, "node1"),
-        (json!({"name": "node2", "mac": "5254.00aa.0001"}), StatusCode::CONFLICT, "52:54:00:aa:00:01"),
-        (json!({"name": "node2", "mac": "zz"}), StatusCode::BAD_REQUEST, "not a MAC"),
-        (json!({"name": "-bad", "mac": "52:54:00:aa:00:02"}), StatusCode::BAD_REQUEST, "DNS label"),
+        (
+            json!({"name": "node1", "mac": "52:54:00:aa:00:02"}),
+            StatusCode::CONFLICT,
+            "node1",
+        ),
+        (
+            json!({"name": "node2", "mac": "5254.00aa.0001"}),
+            StatusCode::CONFLICT,
+            "52:54:00:aa:00:01",
+        ),
+        (
+            json!({"name": "node2", "mac": "zz"}),
+            StatusCode::BAD_REQUEST,
+            "not a MAC",
+        ),
+        (
+            json!({"name": "-bad", "mac": "52:54:00:aa:00:02"}),
+            StatusCode::BAD_REQUEST,
+            "DNS label",
+        ),
         (json!({"name": "node2"}), StatusCode::BAD_REQUEST, "required"),
         (
             json!({"name": "node2", "mac": "52:54:00:aa:00:02", "profile_id": 4242}),
@@ -301,7 +356,8 @@ async fn host_crud_and_conflicts() {
             "not an IPv4",
         ),
     ] {
-        t.expect(Method::POST, "/api/v1/hosts", Some(body), status, needle).await;
+        t.expect(Method::POST, "/api/v1/hosts", Some(body), status, needle)
+            .await;
     }
 
     // PUT merges: omitted fields keep their values; null clears.
@@ -315,7 +371,12 @@ async fn host_crud_and_conflicts() {
         )
         .await;
     assert_eq!(
-        (&v["data"]["name"], &v["data"]["profile_id"], &v["data"]["ip"], &v["data"]["description"]),
+        (
+            &v["data"]["name"],
+            &v["data"]["profile_id"],
+            &v["data"]["ip"],
+            &v["data"]["description"]
+        ),
         (&json!("node1"), &json!(pid), &Value::Null, &json!("rack 3"))
     );
     assert_eq!(v["data"]["has_bmc_password"], true);
@@ -339,18 +400,49 @@ async fn host_crud_and_conflicts() {
         "",
     )
     .await;
-    let v = t.expect(Method::GET, "/api/v1/hosts?q=AA-00-02", None, StatusCode::OK, "").await;
+    let v = t
+        .expect(Method::GET, "/api/v1/hosts?q=AA-00-02", None, StatusCode::OK, "")
+        .await;
     assert_eq!(v["data"]["total"], 1);
     assert_eq!(v["data"]["hosts"][0]["name"], "node2");
-    let v = t.expect(Method::GET, "/api/v1/hosts?size=1&page=2", None, StatusCode::OK, "").await;
-    assert_eq!((&v["data"]["total"], v["data"]["hosts"].as_array().unwrap().len()), (&json!(2), 1));
-    t.expect(Method::GET, "/api/v1/hosts?size=0", None, StatusCode::BAD_REQUEST, "size").await;
+    let v = t
+        .expect(Method::GET, "/api/v1/hosts?size=1&page=2", None, StatusCode::OK, "")
+        .await;
+    assert_eq!(
+        (&v["data"]["total"], v["data"]["hosts"].as_array().unwrap().len()),
+        (&json!(2), 1)
+    );
+    t.expect(
+        Method::GET,
+        "/api/v1/hosts?size=0",
+        None,
+        StatusCode::BAD_REQUEST,
+        "size",
+    )
+    .await;
 
-    t.expect(Method::GET, "/api/v1/hosts/999", None, StatusCode::NOT_FOUND, "no host").await;
-    t.expect(Method::PUT, "/api/v1/hosts/999", Some(json!({})), StatusCode::NOT_FOUND, "no host").await;
-    t.expect(Method::GET, "/api/v1/hosts/abc", None, StatusCode::BAD_REQUEST, "path").await;
-    t.expect(Method::DELETE, &format!("/api/v1/hosts/{id}"), None, StatusCode::OK, "").await;
-    t.expect(Method::DELETE, &format!("/api/v1/hosts/{id}"), None, StatusCode::NOT_FOUND, "").await;
+    t.expect(Method::GET, "/api/v1/hosts/999", None, StatusCode::NOT_FOUND, "no host")
+        .await;
+    t.expect(
+        Method::PUT,
+        "/api/v1/hosts/999",
+        Some(json!({})),
+        StatusCode::NOT_FOUND,
+        "no host",
+    )
+    .await;
+    t.expect(Method::GET, "/api/v1/hosts/abc", None, StatusCode::BAD_REQUEST, "path")
+        .await;
+    t.expect(Method::DELETE, &format!("/api/v1/hosts/{id}"), None, StatusCode::OK, "")
+        .await;
+    t.expect(
+        Method::DELETE,
+        &format!("/api/v1/hosts/{id}"),
+        None,
+        StatusCode::NOT_FOUND,
+        "",
+    )
+    .await;
     let audit = t.state.audit.list().unwrap();
     assert!(audit.iter().any(|a| a.resource == "host" && a.action == "DELETE"));
 }
@@ -382,23 +474,47 @@ async fn script_per_mac() {
     let (s, v) = t.call(Method::GET, "/boot/ipxe?mac=52-54-00-AA-00-01", None).await;
     assert_eq!(s, StatusCode::OK);
     let script = v.as_str().unwrap();
-    assert!(script.starts_with("#!ipxe\necho Bootlane: booting 52:54:00:aa:00:01\n"), "{script}");
-    assert!(script.contains("kernel http://10.77.0.1:8080/boot/debian/linux auto=true priority=critical\n"), "{script}");
-    assert!(script.contains("initrd http://10.77.0.1:8080/boot/debian/initrd.gz\n"), "{script}");
-    assert!(script.contains("choose --timeout 10000 --default e1 target"), "{script}");
+    assert!(
+        script.starts_with("#!ipxe\necho Bootlane: booting 52:54:00:aa:00:01\n"),
+        "{script}"
+    );
+    assert!(
+        script.contains("kernel http://10.77.0.1:8080/boot/debian/linux auto=true priority=critical\n"),
+        "{script}"
+    );
+    assert!(
+        script.contains("initrd http://10.77.0.1:8080/boot/debian/initrd.gz\n"),
+        "{script}"
+    );
+    assert!(
+        script.contains("choose --timeout 10000 --default e1 target"),
+        "{script}"
+    );
     assert!(script.contains("(node1)"), "{script}");
 
     // boot-config is the same script.
-    let (s, v) = t.call(Method::GET, &format!("/api/v1/hosts/{hid}/boot-config"), None).await;
+    let (s, v) = t
+        .call(Method::GET, &format!("/api/v1/hosts/{hid}/boot-config"), None)
+        .await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(v.as_str().unwrap(), script);
-    t.expect(Method::GET, "/api/v1/hosts/999/boot-config", None, StatusCode::NOT_FOUND, "").await;
+    t.expect(
+        Method::GET,
+        "/api/v1/hosts/999/boot-config",
+        None,
+        StatusCode::NOT_FOUND,
+        "",
+    )
+    .await;
 
     // An unknown MAC gets the default profile.
     let (_, v) = t.call(Method::GET, "/boot/ipxe?mac=52:54:00:aa:00:09", None).await;
     let other = v.as_str().unwrap();
     assert!(other.contains("echo Bootlane: booting 52:54:00:aa:00:09\n"), "{other}");
-    assert!(other.contains("item e1 Boot from local disk") && !other.contains("kernel"), "{other}");
+    assert!(
+        other.contains("item e1 Boot from local disk") && !other.contains("kernel"),
+        "{other}"
+    );
 
     // A host without profile also gets the default.
     t.expect(
@@ -470,10 +586,20 @@ async fn script_versions_diff_and_rollback() {
     let body = json!({"name": "Tools", "entries": [
         {"label": "Shell", "type": "custom", "script": "echo one\nshell"}
     ]});
-    let v = t.expect(Method::POST, "/api/v1/profiles", Some(body), StatusCode::CREATED, "").await;
+    let v = t
+        .expect(Method::POST, "/api/v1/profiles", Some(body), StatusCode::CREATED, "")
+        .await;
     let pid = v["data"]["id"].as_u64().unwrap();
     let base = format!("/api/v1/profiles/{pid}");
-    let v = t.expect(Method::GET, &format!("{base}/script-versions"), None, StatusCode::OK, "").await;
+    let v = t
+        .expect(
+            Method::GET,
+            &format!("{base}/script-versions"),
+            None,
+            StatusCode::OK,
+            "",
+        )
+        .await;
     let first = v["data"][0].clone();
     assert_eq!(v["data"].as_array().unwrap().len(), 1);
     assert!(first["content"].as_str().unwrap().contains("echo one\nshell"));
@@ -489,27 +615,77 @@ async fn script_versions_diff_and_rollback() {
         "",
     )
     .await;
-    t.expect(Method::PUT, &base, Some(json!({"description": "no script change"})), StatusCode::OK, "")
+    t.expect(
+        Method::PUT,
+        &base,
+        Some(json!({"description": "no script change"})),
+        StatusCode::OK,
+        "",
+    )
+    .await;
+    let v = t
+        .expect(
+            Method::GET,
+            &format!("{base}/script-versions"),
+            None,
+            StatusCode::OK,
+            "",
+        )
         .await;
-    let v = t.expect(Method::GET, &format!("{base}/script-versions"), None, StatusCode::OK, "").await;
     assert_eq!(v["data"].as_array().unwrap().len(), 2, "{v}");
     assert_eq!(v["data"][0]["comment"], "two");
 
-    let v = t.expect(Method::GET, &format!("{base}/script-diff/{v1}"), None, StatusCode::OK, "").await;
+    let v = t
+        .expect(
+            Method::GET,
+            &format!("{base}/script-diff/{v1}"),
+            None,
+            StatusCode::OK,
+            "",
+        )
+        .await;
     let diff = v["data"]["diff"].as_str().unwrap();
     assert_eq!(v["data"]["identical"], false);
     assert!(diff.contains("--- version") && diff.contains("+++ current"), "{diff}");
-    assert!(diff.contains("\n-echo one\n") && diff.contains("\n+echo two\n"), "{diff}");
+    assert!(
+        diff.contains("\n-echo one\n") && diff.contains("\n+echo two\n"),
+        "{diff}"
+    );
 
     let v = t
-        .expect(Method::POST, &format!("{base}/script-rollback/{v1}"), None, StatusCode::OK, "")
+        .expect(
+            Method::POST,
+            &format!("{base}/script-rollback/{v1}"),
+            None,
+            StatusCode::OK,
+            "",
+        )
         .await;
     assert_eq!(v["data"]["entries"][0]["script"], "echo one\nshell");
-    let v = t.expect(Method::GET, &format!("{base}/script-versions"), None, StatusCode::OK, "").await;
+    let v = t
+        .expect(
+            Method::GET,
+            &format!("{base}/script-versions"),
+            None,
+            StatusCode::OK,
+            "",
+        )
+        .await;
     assert_eq!(v["data"].as_array().unwrap().len(), 3);
     assert!(v["data"][0]["comment"].as_str().unwrap().contains("rollback"));
-    let v = t.expect(Method::GET, &format!("{base}/script-diff/{v1}"), None, StatusCode::OK, "").await;
-    assert_eq!((&v["data"]["identical"], &v["data"]["diff"]), (&json!(true), &json!("")));
+    let v = t
+        .expect(
+            Method::GET,
+            &format!("{base}/script-diff/{v1}"),
+            None,
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert_eq!(
+        (&v["data"]["identical"], &v["data"]["diff"]),
+        (&json!(true), &json!(""))
+    );
 
     t.expect(
         Method::GET,
@@ -519,10 +695,22 @@ async fn script_versions_diff_and_rollback() {
         "",
     )
     .await;
-    t.expect(Method::GET, &format!("{base}/script-versions/9999"), None, StatusCode::NOT_FOUND, "")
-        .await;
-    t.expect(Method::GET, "/api/v1/profiles/9999/script-versions", None, StatusCode::NOT_FOUND, "")
-        .await;
+    t.expect(
+        Method::GET,
+        &format!("{base}/script-versions/9999"),
+        None,
+        StatusCode::NOT_FOUND,
+        "",
+    )
+    .await;
+    t.expect(
+        Method::GET,
+        "/api/v1/profiles/9999/script-versions",
+        None,
+        StatusCode::NOT_FOUND,
+        "",
+    )
+    .await;
     t.expect(
         Method::POST,
         &format!("/api/v1/profiles/9999/script-rollback/{v1}"),
@@ -599,7 +787,12 @@ async fn reservations_crud_conflicts_and_live() {
     let r = &v["data"];
     assert_eq!(
         (&r["mac"], &r["ip"], &r["hostname"], &r["subnet"]),
-        (&json!("52:54:00:77:00:01"), &json!("10.77.0.60"), &json!("fixed1"), &json!("10.77.0.0/24"))
+        (
+            &json!("52:54:00:77:00:01"),
+            &json!("10.77.0.60"),
+            &json!("fixed1"),
+            &json!("10.77.0.0/24")
+        )
     );
     let id = r["id"].as_u64().unwrap();
     // The running handler sees it at once.
@@ -609,18 +802,55 @@ async fn reservations_crud_conflicts_and_live() {
     );
 
     for (body, status, needle) in [
-        (json!({"mac": "52:54:00:77:00:02", "ip": "10.99.0.5"}), StatusCode::BAD_REQUEST, "not a host address of a configured subnet"),
-        (json!({"mac": "52:54:00:77:00:02", "ip": "10.77.0.255"}), StatusCode::BAD_REQUEST, "configured subnet"),
-        (json!({"mac": "52:54:00:77:00:02", "ip": "10.77.0.60"}), StatusCode::CONFLICT, "already reserved for 52:54:00:77:00:01"),
-        (json!({"mac": "52:54:00:77:00:02", "ip": "10.77.0.50"}), StatusCode::CONFLICT, "configuration file"),
-        (json!({"mac": "52:54:00:77:00:01", "ip": "10.77.0.61"}), StatusCode::CONFLICT, "already has a reservation"),
-        (json!({"mac": "52:54:00:77:00:99", "ip": "10.77.0.61"}), StatusCode::CONFLICT, "configuration file"),
-        (json!({"mac": "52:54:00:77:00:02", "ip": "10.77.0.61", "subnet": "192.168.5.0/24"}), StatusCode::BAD_REQUEST, "lies in subnet 10.77.0.0/24"),
-        (json!({"mac": "nope", "ip": "10.77.0.61"}), StatusCode::BAD_REQUEST, "not a MAC"),
+        (
+            json!({"mac": "52:54:00:77:00:02", "ip": "10.99.0.5"}),
+            StatusCode::BAD_REQUEST,
+            "not a host address of a configured subnet",
+        ),
+        (
+            json!({"mac": "52:54:00:77:00:02", "ip": "10.77.0.255"}),
+            StatusCode::BAD_REQUEST,
+            "configured subnet",
+        ),
+        (
+            json!({"mac": "52:54:00:77:00:02", "ip": "10.77.0.60"}),
+            StatusCode::CONFLICT,
+            "already reserved for 52:54:00:77:00:01",
+        ),
+        (
+            json!({"mac": "52:54:00:77:00:02", "ip": "10.77.0.50"}),
+            StatusCode::CONFLICT,
+            "configuration file",
+        ),
+        (
+            json!({"mac": "52:54:00:77:00:01", "ip": "10.77.0.61"}),
+            StatusCode::CONFLICT,
+            "already has a reservation",
+        ),
+        (
+            json!({"mac": "52:54:00:77:00:99", "ip": "10.77.0.61"}),
+            StatusCode::CONFLICT,
+            "configuration file",
+        ),
+        (
+            json!({"mac": "52:54:00:77:00:02", "ip": "10.77.0.61", "subnet": "192.168.5.0/24"}),
+            StatusCode::BAD_REQUEST,
+            "lies in subnet 10.77.0.0/24",
+        ),
+        (
+            json!({"mac": "nope", "ip": "10.77.0.61"}),
+            StatusCode::BAD_REQUEST,
+            "not a MAC",
+        ),
         (json!({"mac": "52:54:00:77:00:02"}), StatusCode::BAD_REQUEST, "required"),
-        (json!({"mac": "52:54:00:77:00:02", "ip": "10.77.0.61", "hostname": "a b"}), StatusCode::BAD_REQUEST, "DNS label"),
+        (
+            json!({"mac": "52:54:00:77:00:02", "ip": "10.77.0.61", "hostname": "a b"}),
+            StatusCode::BAD_REQUEST,
+            "DNS label",
+        ),
     ] {
-        t.expect(Method::POST, "/api/v1/dhcp/reservations", Some(body), status, needle).await;
+        t.expect(Method::POST, "/api/v1/dhcp/reservations", Some(body), status, needle)
+            .await;
     }
 
     // PUT merges and moves the reservation live.
@@ -633,28 +863,65 @@ async fn reservations_crud_conflicts_and_live() {
             "",
         )
         .await;
-    assert_eq!((&v["data"]["hostname"], &v["data"]["description"]), (&json!("fixed1"), &json!("moved")));
+    assert_eq!(
+        (&v["data"]["hostname"], &v["data"]["description"]),
+        (&json!("fixed1"), &json!("moved"))
+    );
     assert_eq!(
         h.subnets()[0].reserved_ip(mac("52:54:00:77:00:01")),
         Some("10.77.0.62".parse().unwrap())
     );
-    let v = t.expect(Method::GET, "/api/v1/dhcp/reservations", None, StatusCode::OK, "").await;
-    let sources: Vec<&str> = v["data"].as_array().unwrap().iter().map(|r| r["source"].as_str().unwrap()).collect();
+    let v = t
+        .expect(Method::GET, "/api/v1/dhcp/reservations", None, StatusCode::OK, "")
+        .await;
+    let sources: Vec<&str> = v["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["source"].as_str().unwrap())
+        .collect();
     assert_eq!(sources, vec!["config", "api"]);
     let v = t
-        .expect(Method::GET, "/api/v1/dhcp/reservations?subnet=192.168.5.0/24", None, StatusCode::OK, "")
+        .expect(
+            Method::GET,
+            "/api/v1/dhcp/reservations?subnet=192.168.5.0/24",
+            None,
+            StatusCode::OK,
+            "",
+        )
         .await;
     assert!(v["data"].as_array().unwrap().is_empty());
 
-    t.expect(Method::GET, "/api/v1/dhcp/reservations/999", None, StatusCode::NOT_FOUND, "").await;
-    t.expect(Method::DELETE, &format!("/api/v1/dhcp/reservations/{id}"), None, StatusCode::OK, "").await;
+    t.expect(
+        Method::GET,
+        "/api/v1/dhcp/reservations/999",
+        None,
+        StatusCode::NOT_FOUND,
+        "",
+    )
+    .await;
+    t.expect(
+        Method::DELETE,
+        &format!("/api/v1/dhcp/reservations/{id}"),
+        None,
+        StatusCode::OK,
+        "",
+    )
+    .await;
     assert_eq!(h.subnets()[0].reserved_ip(mac("52:54:00:77:00:01")), None);
     assert_eq!(
         h.subnets()[0].reserved_ip(mac("52:54:00:77:00:99")),
         Some("10.77.0.50".parse().unwrap()),
         "the file's reservation stays"
     );
-    t.expect(Method::DELETE, &format!("/api/v1/dhcp/reservations/{id}"), None, StatusCode::NOT_FOUND, "").await;
+    t.expect(
+        Method::DELETE,
+        &format!("/api/v1/dhcp/reservations/{id}"),
+        None,
+        StatusCode::NOT_FOUND,
+        "",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -684,30 +951,88 @@ async fn leases_list_stats_delete_prune() {
     }
     let v = t.expect(Method::GET, "/api/v1/leases", None, StatusCode::OK, "").await;
     assert_eq!(v["data"]["total"], 3);
-    let v = t.expect(Method::GET, "/api/v1/leases?state=active", None, StatusCode::OK, "").await;
-    assert_eq!(v["data"]["total"], 2);
-    let v = t.expect(Method::GET, "/api/v1/leases?state=expired", None, StatusCode::OK, "").await;
-    assert_eq!((&v["data"]["total"], &v["data"]["leases"][0]["state"]), (&json!(1), &json!("expired")));
     let v = t
-        .expect(Method::GET, "/api/v1/leases?mac=52-54-00-00-00-02&subnet=10.77.0.0/24", None, StatusCode::OK, "")
+        .expect(Method::GET, "/api/v1/leases?state=active", None, StatusCode::OK, "")
         .await;
-    assert_eq!((&v["data"]["total"], &v["data"]["leases"][0]["ip"]), (&json!(1), &json!("10.77.0.101")));
-    let v = t.expect(Method::GET, "/api/v1/leases?size=2&page=2", None, StatusCode::OK, "").await;
+    assert_eq!(v["data"]["total"], 2);
+    let v = t
+        .expect(Method::GET, "/api/v1/leases?state=expired", None, StatusCode::OK, "")
+        .await;
+    assert_eq!(
+        (&v["data"]["total"], &v["data"]["leases"][0]["state"]),
+        (&json!(1), &json!("expired"))
+    );
+    let v = t
+        .expect(
+            Method::GET,
+            "/api/v1/leases?mac=52-54-00-00-00-02&subnet=10.77.0.0/24",
+            None,
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert_eq!(
+        (&v["data"]["total"], &v["data"]["leases"][0]["ip"]),
+        (&json!(1), &json!("10.77.0.101"))
+    );
+    let v = t
+        .expect(Method::GET, "/api/v1/leases?size=2&page=2", None, StatusCode::OK, "")
+        .await;
     assert_eq!(v["data"]["leases"].as_array().unwrap().len(), 1);
-    t.expect(Method::GET, "/api/v1/leases?state=bogus", None, StatusCode::BAD_REQUEST, "active or expired").await;
-    t.expect(Method::GET, "/api/v1/leases?subnet=x", None, StatusCode::BAD_REQUEST, "CIDR").await;
+    t.expect(
+        Method::GET,
+        "/api/v1/leases?state=bogus",
+        None,
+        StatusCode::BAD_REQUEST,
+        "active or expired",
+    )
+    .await;
+    t.expect(
+        Method::GET,
+        "/api/v1/leases?subnet=x",
+        None,
+        StatusCode::BAD_REQUEST,
+        "CIDR",
+    )
+    .await;
 
-    let v = t.expect(Method::GET, "/api/v1/leases/stats", None, StatusCode::OK, "").await;
+    let v = t
+        .expect(Method::GET, "/api/v1/leases/stats", None, StatusCode::OK, "")
+        .await;
     let st = &v["data"][0];
     assert_eq!(
         (&st["subnet"], &st["size"], &st["used"], &st["reserved"], &st["free"]),
         (&json!("10.77.0.0/24"), &json!(10), &json!(2), &json!(1), &json!(8))
     );
-    assert_eq!((&v["data"][1]["mode"], &v["data"][1]["size"]), (&json!("proxy"), &json!(0)));
+    assert_eq!(
+        (&v["data"][1]["mode"], &v["data"][1]["size"]),
+        (&json!("proxy"), &json!(0))
+    );
 
-    t.expect(Method::DELETE, "/api/v1/leases/52-54-00-00-00-01", None, StatusCode::OK, "").await;
-    t.expect(Method::DELETE, "/api/v1/leases/52:54:00:00:00:01", None, StatusCode::NOT_FOUND, "no lease").await;
-    t.expect(Method::DELETE, "/api/v1/leases/zz", None, StatusCode::BAD_REQUEST, "not a MAC").await;
+    t.expect(
+        Method::DELETE,
+        "/api/v1/leases/52-54-00-00-00-01",
+        None,
+        StatusCode::OK,
+        "",
+    )
+    .await;
+    t.expect(
+        Method::DELETE,
+        "/api/v1/leases/52:54:00:00:00:01",
+        None,
+        StatusCode::NOT_FOUND,
+        "no lease",
+    )
+    .await;
+    t.expect(
+        Method::DELETE,
+        "/api/v1/leases/zz",
+        None,
+        StatusCode::BAD_REQUEST,
+        "not a MAC",
+    )
+    .await;
     let v = t
         .expect(
             Method::POST,
@@ -721,20 +1046,37 @@ async fn leases_list_stats_delete_prune() {
         (&v["data"]["deleted"], &v["data"]["not_found"], &v["data"]["invalid"]),
         (&json!(1), &json!(["52:54:00:00:00:01"]), &json!(["junk"]))
     );
-    t.expect(Method::POST, "/api/v1/leases/batch-delete", Some(json!({"macs": []})), StatusCode::BAD_REQUEST, "1-1000")
+    t.expect(
+        Method::POST,
+        "/api/v1/leases/batch-delete",
+        Some(json!({"macs": []})),
+        StatusCode::BAD_REQUEST,
+        "1-1000",
+    )
+    .await;
+    let v = t
+        .expect(Method::POST, "/api/v1/leases/prune", None, StatusCode::OK, "")
         .await;
-    let v = t.expect(Method::POST, "/api/v1/leases/prune", None, StatusCode::OK, "").await;
     assert_eq!(v["data"]["removed"], 1);
     let v = t.expect(Method::GET, "/api/v1/leases", None, StatusCode::OK, "").await;
     assert_eq!(v["data"]["total"], 0);
     // The stored table follows the in-memory index.
-    assert_eq!(crate::dhcp::leases::LeaseDb::load(&t.state.store).await.unwrap().all().count(), 0);
+    assert_eq!(
+        crate::dhcp::leases::LeaseDb::load(&t.state.store)
+            .await
+            .unwrap()
+            .all()
+            .count(),
+        0
+    );
 }
 
 #[tokio::test]
 async fn archmap_validation_and_live() {
     let (t, h) = dhcp_setup().await;
-    let v = t.expect(Method::GET, "/api/v1/services/archmap", None, StatusCode::OK, "").await;
+    let v = t
+        .expect(Method::GET, "/api/v1/services/archmap", None, StatusCode::OK, "")
+        .await;
     let first = &v["data"]["entries"][0];
     assert_eq!(
         (&first["arch_code"], &first["boot_file"], &first["arch_name"]),
@@ -743,12 +1085,24 @@ async fn archmap_validation_and_live() {
     for (entries, needle) in [
         (json!([{"arch_code": 70000, "boot_file": "a.efi"}]), "0-65535"),
         (json!([{"arch_code": -1, "boot_file": "a.efi"}]), "expected shape"),
-        (json!([{"arch_code": 7, "boot_file": "../etc/passwd"}]), "inside the boot directory"),
-        (json!([{"arch_code": 7, "boot_file": "/abs.efi"}]), "inside the boot directory"),
-        (json!([{"arch_code": 7, "boot_file": "ftp://x/a.efi"}]), "http:// or https://"),
+        (
+            json!([{"arch_code": 7, "boot_file": "../etc/passwd"}]),
+            "inside the boot directory",
+        ),
+        (
+            json!([{"arch_code": 7, "boot_file": "/abs.efi"}]),
+            "inside the boot directory",
+        ),
+        (
+            json!([{"arch_code": 7, "boot_file": "ftp://x/a.efi"}]),
+            "http:// or https://",
+        ),
         (json!([{"arch_code": 7, "boot_file": "a b.efi"}]), "spaces"),
         (json!([{"arch_code": 7, "boot_file": ""}]), "1-255"),
-        (json!([{"arch_code": 7, "boot_file": "a.efi"}, {"arch_code": 7, "boot_file": "b.efi"}]), "twice"),
+        (
+            json!([{"arch_code": 7, "boot_file": "a.efi"}, {"arch_code": 7, "boot_file": "b.efi"}]),
+            "twice",
+        ),
     ] {
         t.expect(
             Method::PUT,
@@ -776,7 +1130,13 @@ async fn archmap_validation_and_live() {
     let live = h.arch_map();
     assert_eq!((live.len(), live[&7].as_str()), (3, "snponly.efi"));
     let v = t
-        .expect(Method::GET, "/api/v1/services/archmap/defaults", None, StatusCode::OK, "")
+        .expect(
+            Method::GET,
+            "/api/v1/services/archmap/defaults",
+            None,
+            StatusCode::OK,
+            "",
+        )
         .await;
     assert!(v["data"]["entries"].as_array().unwrap().len() > 3);
 }
@@ -784,7 +1144,9 @@ async fn archmap_validation_and_live() {
 #[tokio::test]
 async fn dhcp_and_tftp_settings() {
     let (t, h) = dhcp_setup().await;
-    let v = t.expect(Method::GET, "/api/v1/services/dhcp", None, StatusCode::OK, "").await;
+    let v = t
+        .expect(Method::GET, "/api/v1/services/dhcp", None, StatusCode::OK, "")
+        .await;
     assert_eq!(v["data"]["running"], true);
     assert_eq!(v["data"]["subnets"][0]["server"], "10.77.0.1");
     assert_eq!(v["data"]["subnets"][0]["lease_time_secs"], 3600);
@@ -792,8 +1154,10 @@ async fn dhcp_and_tftp_settings() {
         .expect(
             Method::PUT,
             "/api/v1/services/dhcp",
-            Some(json!({"subnets": [{"cidr": "10.77.0.0/24", "lease_time_secs": 120, "range_end": "10.77.0.120",
-                "dns": ["10.77.0.53"], "mode": "server", "interface": "br0"}]})),
+            Some(
+                json!({"subnets": [{"cidr": "10.77.0.0/24", "lease_time_secs": 120, "range_end": "10.77.0.120",
+                "dns": ["10.77.0.53"], "mode": "server", "interface": "br0"}]}),
+            ),
             StatusCode::OK,
             "",
         )
@@ -801,7 +1165,12 @@ async fn dhcp_and_tftp_settings() {
     assert_eq!(v["data"]["subnets"][0]["lease_time_secs"], 120);
     let live = &h.subnets()[0];
     assert_eq!(
-        (live.cfg.lease_time_secs, live.cfg.range_end, live.dns.clone(), live.server),
+        (
+            live.cfg.lease_time_secs,
+            live.cfg.range_end,
+            live.dns.clone(),
+            live.server
+        ),
         (
             120,
             Some("10.77.0.120".parse().unwrap()),
@@ -810,22 +1179,53 @@ async fn dhcp_and_tftp_settings() {
         )
     );
     for (body, needle) in [
-        (json!({"subnets": [{"cidr": "10.77.0.0/24", "mode": "proxy"}]}), "'mode' needs new sockets"),
-        (json!({"subnets": [{"cidr": "10.77.0.0/24", "interface": "eth9"}]}), "'interface'"),
-        (json!({"subnets": [{"cidr": "10.9.0.0/24", "lease_time_secs": 600}]}), "not in the configuration file"),
-        (json!({"subnets": [{"cidr": "10.77.0.0/24", "lease_time_secs": 5}]}), "at least 60"),
-        (json!({"subnets": [{"cidr": "10.77.0.0/24", "range_end": "10.78.0.5"}]}), "inside"),
-        (json!({"subnets": [{"cidr": "10.77.0.0/24", "bogus": 1}]}), "expected shape"),
+        (
+            json!({"subnets": [{"cidr": "10.77.0.0/24", "mode": "proxy"}]}),
+            "'mode' needs new sockets",
+        ),
+        (
+            json!({"subnets": [{"cidr": "10.77.0.0/24", "interface": "eth9"}]}),
+            "'interface'",
+        ),
+        (
+            json!({"subnets": [{"cidr": "10.9.0.0/24", "lease_time_secs": 600}]}),
+            "not in the configuration file",
+        ),
+        (
+            json!({"subnets": [{"cidr": "10.77.0.0/24", "lease_time_secs": 5}]}),
+            "at least 60",
+        ),
+        (
+            json!({"subnets": [{"cidr": "10.77.0.0/24", "range_end": "10.78.0.5"}]}),
+            "inside",
+        ),
+        (
+            json!({"subnets": [{"cidr": "10.77.0.0/24", "bogus": 1}]}),
+            "expected shape",
+        ),
     ] {
-        t.expect(Method::PUT, "/api/v1/services/dhcp", Some(body), StatusCode::BAD_REQUEST, needle)
-            .await;
+        t.expect(
+            Method::PUT,
+            "/api/v1/services/dhcp",
+            Some(body),
+            StatusCode::BAD_REQUEST,
+            needle,
+        )
+        .await;
     }
-    assert_eq!(h.subnets()[0].cfg.lease_time_secs, 120, "a refused change leaves the live settings alone");
+    assert_eq!(
+        h.subnets()[0].cfg.lease_time_secs,
+        120,
+        "a refused change leaves the live settings alone"
+    );
 
-    let v = t.expect(Method::GET, "/api/v1/services/tftp", None, StatusCode::OK, "").await;
+    let v = t
+        .expect(Method::GET, "/api/v1/services/tftp", None, StatusCode::OK, "")
+        .await;
     assert_eq!((&v["data"]["enabled"], &v["data"]["port"]), (&json!(true), &json!(69)));
     let same = v["data"].clone();
-    t.expect(Method::PUT, "/api/v1/services/tftp", Some(same), StatusCode::OK, "").await;
+    t.expect(Method::PUT, "/api/v1/services/tftp", Some(same), StatusCode::OK, "")
+        .await;
     t.expect(
         Method::PUT,
         "/api/v1/services/tftp",
@@ -841,7 +1241,10 @@ async fn openapi_lists_the_new_paths() {
     let t = setup().await;
     let (s, v) = t.call(Method::GET, "/api/v1/openapi.json", None).await;
     assert_eq!(s, StatusCode::OK);
-    let paths = v["paths"].as_object().or_else(|| v["data"]["paths"].as_object()).unwrap();
+    let paths = v["paths"]
+        .as_object()
+        .or_else(|| v["data"]["paths"].as_object())
+        .unwrap();
     for p in [
         "/api/v1/hosts",
         "/api/v1/hosts/{id}/boot-config",

@@ -433,7 +433,9 @@ fn validate_menu(menu: &ProfileMenu) -> Result<()> {
         return Err(CatalogError::Invalid("'entries' must hold 1-50 menu entries".into()));
     }
     if menu.entries.iter().filter(|e| e.is_default).count() > 1 {
-        return Err(CatalogError::Invalid("at most one entry may have 'is_default': true".into()));
+        return Err(CatalogError::Invalid(
+            "at most one entry may have 'is_default': true".into(),
+        ));
     }
     for (i, e) in menu.entries.iter().enumerate() {
         let at = format!("entries[{i}] ({:?})", e.label);
@@ -483,7 +485,11 @@ fn validate_menu(menu: &ProfileMenu) -> Result<()> {
                 unexpected("script", e.script.is_some())?;
             }
             EntryType::Sanboot => {
-                check_url(&at, e.url.as_deref(), &["http", "https", "iscsi", "aoe", "fcp", "ib_srp"])?;
+                check_url(
+                    &at,
+                    e.url.as_deref(),
+                    &["http", "https", "iscsi", "aoe", "fcp", "ib_srp"],
+                )?;
                 unexpected("kernel/initrds/cmdline", linux_fields)?;
                 unexpected("script", e.script.is_some())?;
             }
@@ -631,8 +637,11 @@ pub fn render(template: &str, ctx: &ScriptContext) -> Result<String, minijinja::
 /// The minijinja error, or a script not starting with `#!ipxe`.
 pub fn check_template(template: &str) -> Result<(), String> {
     let sample = default_profile(OffsetDateTime::UNIX_EPOCH);
-    let out = render(template, &ScriptContext::new(&sample, "52:54:00:00:00:01", "192.0.2.1:8080", None))
-        .map_err(|e| format!("the template does not compile or render: {e:#}"))?;
+    let out = render(
+        template,
+        &ScriptContext::new(&sample, "52:54:00:00:00:01", "192.0.2.1:8080", None),
+    )
+    .map_err(|e| format!("the template does not compile or render: {e:#}"))?;
     if !out.trim_start().starts_with("#!ipxe") {
         return Err("the rendered script must start with '#!ipxe'".into());
     }

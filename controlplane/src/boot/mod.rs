@@ -210,7 +210,10 @@ mod tests {
         assert!(t.starts_with("#!ipxe\n"), "{t}");
         assert!(t.contains("echo Bootlane: booting 52:54:00:77:00:42\n"), "{t}");
         assert!(t.contains("item e1 Boot from local disk\n"), "{t}");
-        assert!(t.contains("choose --timeout 5000 --default e1 target || goto e1\n"), "{t}");
+        assert!(
+            t.contains("choose --timeout 5000 --default e1 target || goto e1\n"),
+            "{t}"
+        );
         assert!(t.contains("\n:e1\necho Bootlane: exit to local disk\nexit\n"), "{t}");
         assert!(catalog::check_template("{% if %}").is_err());
         assert!(catalog::check_template("echo no shebang").is_err());

@@ -404,11 +404,12 @@ impl DhcpControl {
                     c.dns = o.dns.clone().or(c.dns);
                     c.lease_time_secs = o.lease_time_secs.unwrap_or(c.lease_time_secs);
                 }
-                c.reservations.extend(stored.iter().filter(|r| r.subnet == key).map(|r| Reservation {
-                    mac: r.mac.clone(),
-                    ip: r.ip,
-                    hostname: r.hostname.clone(),
-                }));
+                c.reservations
+                    .extend(stored.iter().filter(|r| r.subnet == key).map(|r| Reservation {
+                        mac: r.mac.clone(),
+                        ip: r.ip,
+                        hostname: r.hostname.clone(),
+                    }));
                 c
             })
             .collect())
@@ -537,7 +538,9 @@ impl DhcpControl {
             subnets: self.effective_with(&overrides)?,
             arch_map: BTreeMap::new(),
         };
-        candidate.validate().map_err(|e| DhcpAdminError::Invalid(format!("{e:#}")))?;
+        candidate
+            .validate()
+            .map_err(|e| DhcpAdminError::Invalid(format!("{e:#}")))?;
         self.kv.put(SETTINGS_KEY, &overrides).await?;
         if let Ok(mut g) = self.overrides.write() {
             *g = overrides;
@@ -641,12 +644,19 @@ impl DhcpControl {
             return Err(DhcpAdminError::Invalid(format!(
                 "ip {} is not a host address of a configured subnet ({})",
                 r.ip,
-                if known.is_empty() { "none configured".to_string() } else { known.join(", ") }
+                if known.is_empty() {
+                    "none configured".to_string()
+                } else {
+                    known.join(", ")
+                }
             )));
         };
         let key = key_of(sub);
         if let Some(want) = input.subnet {
-            let ok = want.trim().parse::<ipnet::Ipv4Net>().is_ok_and(|n| n.trunc().to_string() == key);
+            let ok = want
+                .trim()
+                .parse::<ipnet::Ipv4Net>()
+                .is_ok_and(|n| n.trunc().to_string() == key);
             if !ok {
                 return Err(DhcpAdminError::Invalid(format!(
                     "ip {} lies in subnet {key}, not {want:?}",

@@ -21,8 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 use self::{
     config::SubnetMode,
-    handler::{BootHandler, Subnet},
     control::DhcpControl,
+    handler::{BootHandler, Subnet},
     server::Server,
 };
 use crate::config::Config;
