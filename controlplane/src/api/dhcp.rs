@@ -395,48 +395,54 @@ pub async fn put_dhcp(
 /// `GET /services/tftp` answer: the `[tftp]` settings in effect.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct TftpView {
-    /// Whether TFTP runs (explicit `enabled`, or on when a DHCP subnet is active).
+    /// Whether TFTP is configured to run (explicit `enabled`, or on when a DHCP subnet is
+    /// active).
     pub enabled: bool,
-    /// UDP port.
+    /// True when the TFTP socket is bound.
+    pub running: bool,
+    /// UDP port (restart-only).
     pub port: u16,
-    /// Listen address.
+    /// Listen address (restart-only).
     pub listen: String,
-    /// Directory served.
+    /// Directory served (restart-only).
     pub root: String,
-    /// First retransmission timeout, milliseconds.
+    /// First retransmission timeout, milliseconds (live).
     pub timeout_ms: u64,
-    /// Retransmissions before a transfer is abandoned.
+    /// Retransmissions before a transfer is abandoned (live).
     pub retries: u32,
-    /// Most concurrent transfers.
+    /// Most concurrent transfers (restart-only).
     pub max_transfers: usize,
 }
 
-/// Body of `PUT /services/tftp`: the same fields. The TFTP settings are read at start,
-/// so any changed value is a 400 naming it (send them back unchanged, or edit `[tftp]`
-/// and restart).
+/// Body of `PUT /services/tftp`: `timeout_ms` (10-60000) and `retries` (0-100) apply
+/// live to new transfers; the other fields may be sent back unchanged, and changing
+/// them is a 400 naming them (edit `[tftp]` and restart).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TftpPatch {
-    /// Run TFTP.
+    /// Restart-only.
     pub enabled: Option<bool>,
-    /// UDP port.
+    /// Read-only, ignored.
+    pub running: Option<serde_json::Value>,
+    /// Restart-only.
     pub port: Option<u16>,
-    /// Listen address.
+    /// Restart-only.
     pub listen: Option<String>,
-    /// Directory served.
+    /// Restart-only.
     pub root: Option<String>,
-    /// Timeout, ms.
+    /// Live: first retransmission timeout, ms.
     pub timeout_ms: Option<u64>,
-    /// Retries.
+    /// Live: retries.
     pub retries: Option<u32>,
-    /// Concurrent transfers.
+    /// Restart-only.
     pub max_transfers: Option<usize>,
 }
 
 fn tftp_view(s: &AppState) -> TftpView {
-    let c = &s.config.tftp;
+    let c = s.tftp.effective();
     TftpView {
         enabled: s.config.tftp_enabled(),
+        running: s.tftp.running(),
         port: c.port,
         listen: c.listen.to_string(),
         root: c
@@ -458,9 +464,9 @@ pub async fn get_tftp(State(s): State<AppState>) -> Envelope<TftpView> {
     Envelope::ok(tftp_view(&s))
 }
 
-/// Accepts the current TFTP settings unchanged; any change is a 400 (restart needed).
+/// Change the TFTP timeout and retries (live); other changed fields are a 400.
 #[utoipa::path(put, path = "/api/v1/services/tftp", tag = "dhcp", request_body = TftpPatch,
-    responses((status = 200, body = TftpView), (status = 400, description = "A change, which needs the configuration file and a restart"), (status = 401)))]
+    responses((status = 200, body = TftpView), (status = 400, description = "Invalid value, or a change that needs the configuration file and a restart"), (status = 401)))]
 pub async fn put_tftp(State(s): State<AppState>, ApiJson(p): ApiJson<TftpPatch>) -> Result<Envelope<TftpView>> {
     let cur = tftp_view(&s);
     let changed: Vec<&str> = [
@@ -468,8 +474,6 @@ pub async fn put_tftp(State(s): State<AppState>, ApiJson(p): ApiJson<TftpPatch>)
         ("port", p.port.is_some_and(|v| v != cur.port)),
         ("listen", p.listen.as_ref().is_some_and(|v| *v != cur.listen)),
         ("root", p.root.as_ref().is_some_and(|v| *v != cur.root)),
-        ("timeout_ms", p.timeout_ms.is_some_and(|v| v != cur.timeout_ms)),
-        ("retries", p.retries.is_some_and(|v| v != cur.retries)),
         ("max_transfers", p.max_transfers.is_some_and(|v| v != cur.max_transfers)),
     ]
     .into_iter()
@@ -478,12 +482,25 @@ pub async fn put_tftp(State(s): State<AppState>, ApiJson(p): ApiJson<TftpPatch>)
     .collect();
     if !changed.is_empty() {
         return Err(ApiError::BadRequest(format!(
-            "the TFTP server reads its settings at start; changing {} needs [tftp] in the configuration file \
-             and a restart",
+            "changing {} needs [tftp] in the configuration file and a restart (only timeout_ms and retries \
+             apply live)",
             changed.join(", ")
         )));
     }
-    Ok(Envelope::ok(cur))
+    if p.timeout_ms.is_some() || p.retries.is_some() {
+        let c = s.tftp.set(p.timeout_ms, p.retries).await.map_err(|e| match e {
+            Ok(msg) => ApiError::BadRequest(msg),
+            Err(store) => ApiError::from(store),
+        })?;
+        s.audit(
+            "UPDATE",
+            "tftp_settings",
+            0,
+            &format!("timeout_ms {} retries {}", c.timeout_ms, c.retries),
+        )
+        .await;
+    }
+    Ok(Envelope::ok(tftp_view(&s)))
 }
 
 /// Protected DHCP/TFTP routes.

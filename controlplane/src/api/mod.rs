@@ -42,6 +42,7 @@ use crate::{
     dhcp::control::DhcpControl,
     dns::service::DnsService,
     store::{Entity, Store, Table},
+    tftp::control::TftpControl,
 };
 
 /// An audit-log entry: who changed what.
@@ -90,6 +91,8 @@ pub struct AppState {
     pub catalog: Arc<BootCatalog>,
     /// Live DHCP administration: leases, reservations, settings, arch map.
     pub dhcp: Arc<DhcpControl>,
+    /// Live TFTP settings (timeout, retries).
+    pub tftp: Arc<TftpControl>,
     /// Process start.
     pub started: Instant,
 }
@@ -111,7 +114,9 @@ impl AppState {
         let auth = auth::Auth::open(&store, &config.data_dir, ttl, admin_password).await?;
         let catalog = BootCatalog::open(&store, config.boot.ipxe_script.clone()).await?;
         let dhcp = DhcpControl::open(&store, &config.dhcp).await?;
+        let tftp = TftpControl::open(&store, &config.tftp)?;
         Ok(Self {
+            tftp,
             dhcp,
             catalog,
             audit: store.table()?,

@@ -1229,11 +1229,37 @@ async fn dhcp_and_tftp_settings() {
     t.expect(
         Method::PUT,
         "/api/v1/services/tftp",
-        Some(json!({"port": 6969, "retries": 9})),
+        Some(json!({"port": 6969, "max_transfers": 9, "retries": 9})),
         StatusCode::BAD_REQUEST,
-        "port, retries",
+        "port, max_transfers",
     )
     .await;
+    t.expect(
+        Method::PUT,
+        "/api/v1/services/tftp",
+        Some(json!({"timeout_ms": 1})),
+        StatusCode::BAD_REQUEST,
+        "10-60000",
+    )
+    .await;
+    // timeout and retries apply to the running server's limits.
+    let limits = Arc::new(std::sync::RwLock::new(crate::tftp::server::TftpLimits::default()));
+    t.state.tftp.attach(limits.clone());
+    let v = t
+        .expect(
+            Method::PUT,
+            "/api/v1/services/tftp",
+            Some(json!({"timeout_ms": 250, "retries": 2})),
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert_eq!(
+        (&v["data"]["timeout_ms"], &v["data"]["retries"], &v["data"]["running"]),
+        (&json!(250), &json!(2), &json!(true))
+    );
+    let l = *limits.read().unwrap();
+    assert_eq!((l.timeout.as_millis(), l.retries), (250, 2));
 }
 
 #[tokio::test]
