@@ -29,6 +29,7 @@ use crate::dhcp::{
     leases::{now_secs, Lease},
     packet::normalise_mac,
 };
+use crate::tftp::control::TftpAdminError;
 
 // ---- leases ----
 
@@ -489,8 +490,8 @@ pub async fn put_tftp(State(s): State<AppState>, ApiJson(p): ApiJson<TftpPatch>)
     }
     if p.timeout_ms.is_some() || p.retries.is_some() {
         let c = s.tftp.set(p.timeout_ms, p.retries).await.map_err(|e| match e {
-            Ok(msg) => ApiError::BadRequest(msg),
-            Err(store) => ApiError::from(store),
+            TftpAdminError::Invalid(msg) => ApiError::BadRequest(msg),
+            TftpAdminError::Store(store) => ApiError::from(store),
         })?;
         s.audit(
             "UPDATE",

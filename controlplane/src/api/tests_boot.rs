@@ -1284,3 +1284,72 @@ async fn openapi_lists_the_new_paths() {
         assert!(paths.contains_key(p), "{p} missing from the OpenAPI document");
     }
 }
+
+/// A DISCOVER from `mac` on br0, optionally as a BIOS PXE client (arch 0).
+fn discover(m: [u8; 6], pxe: bool) -> crate::dhcp::packet::DhcpRequest {
+    use dhcproto::v4::{Architecture, DhcpOption, Message, MessageType};
+    let unspecified = std::net::Ipv4Addr::UNSPECIFIED;
+    let mut msg = Message::new(unspecified, unspecified, unspecified, unspecified, &m);
+    msg.opts_mut().insert(DhcpOption::MessageType(MessageType::Discover));
+    if pxe {
+        msg.opts_mut().insert(DhcpOption::ClassIdentifier(
+            b"PXEClient:Arch:00000:UNDI:002001".to_vec(),
+        ));
+        msg.opts_mut()
+            .insert(DhcpOption::ClientSystemArchitecture(Architecture(0)));
+    }
+    let bytes = crate::dhcp::packet::encode(&msg).unwrap();
+    crate::dhcp::packet::DhcpRequest::parse(&bytes).unwrap()
+}
+
+#[tokio::test]
+async fn api_changes_reach_the_dhcp_handler() {
+    use crate::dhcp::handler::{DhcpHandler, RecvContext};
+    let (t, h) = dhcp_setup().await;
+    let ctx = || RecvContext {
+        interface: "br0".into(),
+        port: 67,
+        src: std::net::SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 68),
+    };
+    let m = [0x52, 0x54, 0x00, 0x77, 0x00, 0x07];
+    let r = h.handle(discover(m, true), ctx()).await.unwrap();
+    assert!((100..=109).contains(&r.msg.yiaddr().octets()[3]), "pool address first");
+    assert_eq!(r.msg.fname_str().and_then(Result::ok), Some("undionly.kpxe"));
+
+    t.expect(
+        Method::POST,
+        "/api/v1/dhcp/reservations",
+        Some(json!({"mac": "52:54:00:77:00:07", "ip": "10.77.0.70"})),
+        StatusCode::CREATED,
+        "",
+    )
+    .await;
+    t.expect(
+        Method::PUT,
+        "/api/v1/services/archmap",
+        Some(json!({"entries": [{"arch_code": 0, "boot_file": "bios/ipxe.pxe"}]})),
+        StatusCode::OK,
+        "",
+    )
+    .await;
+    t.expect(
+        Method::PUT,
+        "/api/v1/services/dhcp",
+        Some(json!({"subnets": [{"cidr": "10.77.0.0/24", "lease_time_secs": 300}]})),
+        StatusCode::OK,
+        "",
+    )
+    .await;
+    let r = h.handle(discover(m, true), ctx()).await.unwrap();
+    assert_eq!(
+        r.msg.yiaddr(),
+        std::net::Ipv4Addr::new(10, 77, 0, 70),
+        "the reservation wins at once"
+    );
+    assert_eq!(r.msg.fname_str().and_then(Result::ok), Some("bios/ipxe.pxe"));
+    let lease_time = r.msg.opts().iter().find_map(|(_, o)| match o {
+        dhcproto::v4::DhcpOption::AddressLeaseTime(t) => Some(*t),
+        _ => None,
+    });
+    assert_eq!(lease_time, Some(300));
+}

@@ -11,6 +11,17 @@ use serde::{Deserialize, Serialize};
 use super::{server::TftpLimits, TftpConfig};
 use crate::store::{Kv, Store, StoreError};
 
+/// Errors of TFTP settings changes.
+#[derive(Debug, thiserror::Error)]
+pub enum TftpAdminError {
+    /// An invalid value (400).
+    #[error("{0}")]
+    Invalid(String),
+    /// The store failed (500).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// Stored overrides.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TftpOverrides {
@@ -71,23 +82,19 @@ impl TftpControl {
     /// them to new transfers.
     ///
     /// # Errors
-    /// `Err(Ok(message))` for an invalid value, `Err(Err(store error))` when storing fails.
-    pub async fn set(
-        &self,
-        timeout_ms: Option<u64>,
-        retries: Option<u32>,
-    ) -> Result<TftpConfig, Result<String, StoreError>> {
+    /// [`TftpAdminError::Invalid`] for a value out of range, store errors.
+    pub async fn set(&self, timeout_ms: Option<u64>, retries: Option<u32>) -> Result<TftpConfig, TftpAdminError> {
         if timeout_ms.is_some_and(|t| !(10..=60_000).contains(&t)) {
-            return Err(Ok("'timeout_ms' must be 10-60000".into()));
+            return Err(TftpAdminError::Invalid("'timeout_ms' must be 10-60000".into()));
         }
         if retries.is_some_and(|r| r > 100) {
-            return Err(Ok("'retries' must be 0-100".into()));
+            return Err(TftpAdminError::Invalid("'retries' must be 0-100".into()));
         }
         let _w = self.write.lock().await;
         let mut o = self.overrides.read().map(|g| *g).unwrap_or_default();
         o.timeout_ms = timeout_ms.or(o.timeout_ms);
         o.retries = retries.or(o.retries);
-        self.kv.put(KEY, &o).await.map_err(Err)?;
+        self.kv.put(KEY, &o).await?;
         if let Ok(mut g) = self.overrides.write() {
             *g = o;
         }
