@@ -271,8 +271,9 @@ impl Config {
         }
         self.dhcp.validate()?;
         if let Some(t) = &self.boot.ipxe_script {
-            crate::boot::render_script(Some(t), "00:00:00:00:00:00", "bootlane")
-                .context("[boot] ipxe_script is not a valid template")?;
+            if let Err(e) = crate::boot::catalog::check_template(t) {
+                bail!("[boot] ipxe_script is not a valid template: {e}");
+            }
         }
         if self.tftp.port == 0 {
             bail!("[tftp] port must be 1-65535");

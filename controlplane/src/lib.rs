@@ -79,7 +79,7 @@ pub async fn run(config: config::Config, token: CancellationToken) -> anyhow::Re
     let domain_src = state.dns.clone();
     let dhcp = dhcp::DhcpService::start(
         &config,
-        &store,
+        &state.dhcp,
         Box::new(move || domain_src.settings().local_domain),
         token.child_token(),
     )
@@ -87,7 +87,10 @@ pub async fn run(config: config::Config, token: CancellationToken) -> anyhow::Re
     .context("starting the DHCP service")?;
     let tftp = if config.tftp_enabled() {
         let root = config.tftp.root.clone().unwrap_or_else(|| boot_root.clone());
-        Some(tftp::TftpService::start(&config.tftp, root, token.child_token()).context("starting the TFTP service")?)
+        let t = tftp::TftpService::start(&state.tftp.effective(), root, token.child_token())
+            .context("starting the TFTP service")?;
+        state.tftp.attach(t.server.limits());
+        Some(t)
     } else {
         tracing::info!("TFTP off ([tftp] enabled = false, or unset with no active DHCP subnet)");
         None

@@ -2,9 +2,10 @@
 //! booting machines have no login:
 //!
 //! - `GET /boot/ipxe?mac=<mac>`: the iPXE script for that machine (`text/plain`, starts
-//!   with `#!ipxe`). URLs in it use the `Host` the client used, so they work through
-//!   whatever address the client reached. A missing `mac` renders as `unknown`; a
-//!   malformed one is a 400.
+//!   with `#!ipxe`): the menu of the registered host's profile, else of the default
+//!   profile ([`BootCatalog::script_for`], also behind `GET /api/v1/hosts/{id}/boot-config`).
+//!   URLs in it use the `Host` the client used, so they work through whatever address the
+//!   client reached. A missing `mac` renders as `unknown`; a malformed one is a 400.
 //! - `GET /boot/{*path}` (and HEAD): a file from the boot directory, with Range support
 //!   (`tower_http::services::ServeFile`), resolved by the same rule as TFTP
 //!   ([`crate::boot::resolve_in_root`]): 404 when missing, 403 when the path leaves the
@@ -26,7 +27,7 @@ use tower::ServiceExt;
 use tower_http::services::ServeFile;
 
 use crate::{
-    boot::{render_script, resolve_in_root, PathError},
+    boot::{catalog::BootCatalog, resolve_in_root, PathError},
     dhcp::packet::normalise_mac,
 };
 
@@ -35,8 +36,8 @@ use crate::{
 pub struct BootState {
     /// The boot directory.
     pub root: PathBuf,
-    /// The iPXE script template (`None`: the built-in default).
-    pub template: Option<Arc<str>>,
+    /// Hosts, profiles and the script template (the per-MAC script choice).
+    pub catalog: Arc<BootCatalog>,
 }
 
 /// The boot routes, ready to merge into any router.
@@ -60,7 +61,7 @@ fn text(status: StatusCode, body: String) -> Response {
 }
 
 /// A `Host` header value safe to paste into a script (host name or IP, optional port).
-fn safe_host(headers: &HeaderMap) -> Option<String> {
+pub(crate) fn safe_host(headers: &HeaderMap) -> Option<String> {
     let h = headers.get(header::HOST)?.to_str().ok()?;
     let ok = !h.is_empty() && h.len() <= 255 && h.bytes().all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b));
     ok.then(|| h.to_string())
@@ -72,27 +73,30 @@ async fn ipxe_script(
     headers: HeaderMap,
 ) -> Response {
     let mac = match q.get("mac").map(|m| m.trim()).filter(|m| !m.is_empty()) {
-        None => "unknown".to_string(),
+        None => None,
         Some(m) => match normalise_mac(m) {
-            Ok(m) => m.to_string(),
+            Ok(m) => Some(m),
             Err(e) => return text(StatusCode::BAD_REQUEST, format!("{e}\n")),
         },
     };
     let Some(server) = safe_host(&headers) else {
         return text(StatusCode::BAD_REQUEST, "a valid Host header is required\n".into());
     };
-    match render_script(st.template.as_deref(), &mac, &server) {
-        Ok(s) => {
-            tracing::info!(%mac, "serving the iPXE script");
+    let catalog = st.catalog.clone();
+    let script = tokio::task::spawn_blocking(move || catalog.script_for(mac, &server)).await;
+    match script {
+        Ok(Ok(s)) => {
+            tracing::info!(mac = %mac.map_or_else(|| "unknown".to_string(), |m| m.to_string()), "serving the iPXE script");
             text(StatusCode::OK, s)
         }
-        Err(e) => {
-            tracing::error!("rendering the iPXE script failed: {e:#}");
+        Ok(Err(e)) => {
+            tracing::error!("building the iPXE script failed: {e}");
             text(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                "#!ipxe\necho Bootlane: the boot script template is broken; see the server log\nexit\n".into(),
+                "#!ipxe\necho Bootlane: the boot script could not be built; see the server log\nexit\n".into(),
             )
         }
+        Err(_) => text(StatusCode::INTERNAL_SERVER_ERROR, "internal error\n".into()),
     }
 }
 
@@ -117,8 +121,11 @@ mod tests {
 
     use super::*;
 
-    fn app(root: PathBuf) -> Router {
-        router(BootState { root, template: None })
+    async fn app(root: PathBuf) -> Router {
+        let catalog = BootCatalog::open(&crate::store::Store::temporary(), None)
+            .await
+            .unwrap();
+        router(BootState { root, catalog })
     }
 
     async fn get(app: &Router, uri: &str, range: Option<&str>) -> (StatusCode, HeaderMap, Vec<u8>) {
@@ -140,7 +147,7 @@ mod tests {
         std::fs::write(root.join("ipxe.efi"), b"0123456789").unwrap();
         std::fs::write(tmp.path().join("secret"), b"s").unwrap();
         std::os::unix::fs::symlink(tmp.path().join("secret"), root.join("leak")).unwrap();
-        let app = app(root);
+        let app = app(root).await;
 
         let (s, h, b) = get(&app, "/boot/ipxe?mac=52-54-00-77-00-42", None).await;
         assert_eq!(s, StatusCode::OK);

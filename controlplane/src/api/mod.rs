@@ -7,12 +7,17 @@
 
 pub mod auth;
 pub mod boot;
+pub mod dhcp;
 pub mod dns;
 pub mod error;
 pub mod extract;
+pub mod hosts;
+pub mod profiles;
 pub mod system;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_boot;
 
 use std::{sync::Arc, time::Instant};
 
@@ -32,9 +37,12 @@ use utoipa::{OpenApi, ToSchema};
 
 use self::error::ApiError;
 use crate::{
+    boot::catalog::BootCatalog,
     config::Config,
+    dhcp::control::DhcpControl,
     dns::service::DnsService,
     store::{Entity, Store, Table},
+    tftp::control::TftpControl,
 };
 
 /// An audit-log entry: who changed what.
@@ -79,12 +87,19 @@ pub struct AppState {
     pub auth: Arc<auth::Auth>,
     /// Audit log table.
     pub audit: Table<AuditEntry>,
+    /// Hosts, profiles, script versions and the iPXE script template.
+    pub catalog: Arc<BootCatalog>,
+    /// Live DHCP administration: leases, reservations, settings, arch map.
+    pub dhcp: Arc<DhcpControl>,
+    /// Live TFTP settings (timeout, retries).
+    pub tftp: Arc<TftpControl>,
     /// Process start.
     pub started: Instant,
 }
 
 impl AppState {
-    /// Builds the state; creates the initial admin user on first start.
+    /// Builds the state; creates the initial admin user and the default boot profile on
+    /// first start.
     ///
     /// # Errors
     /// Store errors. `admin_password` seeds the `admin` user on first start
@@ -97,7 +112,13 @@ impl AppState {
     ) -> anyhow::Result<Self> {
         let ttl = std::time::Duration::from_secs(config.api.session_ttl_secs);
         let auth = auth::Auth::open(&store, &config.data_dir, ttl, admin_password).await?;
+        let catalog = BootCatalog::open(&store, config.boot.ipxe_script.clone()).await?;
+        let dhcp = DhcpControl::open(&store, &config.dhcp).await?;
+        let tftp = TftpControl::open(&store, &config.tftp)?;
         Ok(Self {
+            tftp,
+            dhcp,
+            catalog,
             audit: store.table()?,
             config,
             store,
@@ -142,6 +163,40 @@ impl AppState {
         dns::delete,
         dns::get_settings,
         dns::put_settings,
+        dhcp::list_leases,
+        dhcp::lease_stats,
+        dhcp::delete_lease,
+        dhcp::batch_delete,
+        dhcp::prune,
+        dhcp::list_reservations,
+        dhcp::create_reservation,
+        dhcp::get_reservation,
+        dhcp::update_reservation,
+        dhcp::delete_reservation,
+        dhcp::get_archmap,
+        dhcp::put_archmap,
+        dhcp::archmap_defaults,
+        dhcp::get_dhcp,
+        dhcp::put_dhcp,
+        dhcp::get_tftp,
+        dhcp::put_tftp,
+        hosts::list,
+        hosts::create,
+        hosts::get_one,
+        hosts::update,
+        hosts::delete,
+        hosts::boot_config,
+        profiles::list,
+        profiles::create,
+        profiles::get_one,
+        profiles::update,
+        profiles::delete,
+        profiles::versions,
+        profiles::version,
+        profiles::diff,
+        profiles::rollback,
+        profiles::get_script,
+        profiles::put_script,
         system::version,
         system::version_check,
         system::status,
@@ -156,6 +211,38 @@ impl AppState {
         crate::dns::service::DnsSettingsPatch,
         dns::RecordList,
         dns::DnsServiceView,
+        crate::boot::catalog::HostView,
+        crate::boot::catalog::HostInput,
+        crate::boot::catalog::Profile,
+        crate::boot::catalog::ProfileInput,
+        crate::boot::catalog::ProfileMenu,
+        crate::boot::catalog::MenuEntry,
+        crate::boot::catalog::EntryType,
+        crate::boot::catalog::ScriptVersion,
+        crate::boot::catalog::ScriptDiff,
+        crate::boot::catalog::TemplateSource,
+        hosts::HostList,
+        crate::dhcp::leases::Lease,
+        crate::dhcp::control::StoredReservation,
+        crate::dhcp::control::ReservationInput,
+        crate::dhcp::control::SubnetPatch,
+        crate::dhcp::control::DhcpSettingsPatch,
+        crate::dhcp::control::SubnetView,
+        crate::dhcp::control::DhcpSettingsView,
+        crate::dhcp::control::ArchEntry,
+        crate::dhcp::control::ArchMap,
+        crate::dhcp::control::SubnetStats,
+        crate::dhcp::config::SubnetMode,
+        dhcp::LeaseView,
+        dhcp::LeaseList,
+        dhcp::BatchDelete,
+        dhcp::BatchDeleteResult,
+        dhcp::PruneResult,
+        dhcp::ReservationView,
+        dhcp::TftpView,
+        dhcp::TftpPatch,
+        profiles::IpxeScriptView,
+        profiles::IpxeScriptInput,
         crate::dataplane::XdpStatus,
         crate::dataplane::XdpInterface,
         crate::dataplane::XdpCounters,
@@ -225,6 +312,9 @@ fn panic_envelope(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
 pub fn router(state: AppState) -> Router {
     let protected = Router::new()
         .merge(dns::router())
+        .merge(dhcp::router())
+        .merge(hosts::router())
+        .merge(profiles::router())
         .merge(system::router())
         .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_session));
     let public = Router::new().merge(auth::router()).merge(system::public_router());
@@ -233,7 +323,7 @@ pub fn router(state: AppState) -> Router {
     let max_body = state.config.api.max_body_bytes;
     let boot = boot::router(boot::BootState {
         root: state.config.boot_root(),
-        template: state.config.boot.ipxe_script.as_deref().map(Into::into),
+        catalog: state.catalog.clone(),
     });
     Router::new()
         .nest("/api/v1", api)

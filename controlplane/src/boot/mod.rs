@@ -5,9 +5,12 @@
 //!   and the canonical result (symlinks followed) must still lie under the canonical
 //!   root, so neither `..`, absolute paths nor symlinks can leave it.
 //! - [`populate`] copies Debian's iPXE builds into the root at start when missing.
-//! - [`render_script`] builds the iPXE script from a minijinja template.
+//! - [`catalog`] holds hosts, profiles, script versions and the iPXE script template
+//!   (rendered with minijinja from [`DEFAULT_SCRIPT`] or a replacement).
 //!
 //! Holds no global state.
+
+pub mod catalog;
 
 use std::{
     io,
@@ -112,43 +115,36 @@ pub fn populate(root: &Path, source: &Path) -> io::Result<Vec<String>> {
     Ok(copied)
 }
 
-/// The default iPXE script. Variables: `mac` (the client's MAC, lower case, or
-/// `unknown`), `server` (host[:port] the client used to reach Bootlane), `base_url`
-/// (`http://<server>`, the prefix of every boot URL).
+/// The built-in iPXE script template (minijinja). Variables:
+/// - `mac`: the client's MAC (lower case, colon form) or `unknown`;
+/// - `server`: `host[:port]` the client used to reach Bootlane; `base_url`: `http://<server>`;
+/// - `host`: the registered host's name, or none; `profile`: the profile's name;
+/// - `timeout_ms`: menu timeout in milliseconds (0: none); `default_item`: key of the
+///   default item;
+/// - `items`: the menu entries, each with `key` (`e1`, `e2`, ...), `label`, `type`
+///   (`local`, `linux`, `chain`, `sanboot`, `custom`), `kernel`, `initrds` (absolute
+///   URLs), `cmdline`, `url`, `script`.
+///
+/// The first line after `#!ipxe` is the `echo Bootlane: booting <mac>` marker the
+/// end-to-end tests read from the serial console.
 pub const DEFAULT_SCRIPT: &str = r#"#!ipxe
 echo Bootlane: booting {{ mac }}
-menu Bootlane boot menu ({{ mac }})
-item --gap Default profile
-item local Boot from local disk
-choose --timeout 5000 --default local target || goto local
+menu Bootlane: {{ profile }}{% if host %} ({{ host }}){% endif %}
+item --gap Profile {{ profile }}
+{% for i in items %}item {{ i.key }} {{ i.label }}
+{% endfor %}choose {% if timeout_ms %}--timeout {{ timeout_ms }} {% endif %}--default {{ default_item }} target || goto {{ default_item }}
 goto ${target}
-
-:local
-echo Bootlane: exit to local disk
+{% for i in items %}
+:{{ i.key }}
+{% if i.type == "local" %}echo Bootlane: exit to local disk
 exit
-"#;
-
-/// Renders an iPXE script from `template` (or [`DEFAULT_SCRIPT`]).
-///
-/// # Errors
-/// A template syntax or rendering error (message from minijinja).
-pub fn render_script(template: Option<&str>, mac: &str, server: &str) -> Result<String, minijinja::Error> {
-    let mut env = minijinja::Environment::new();
-    // iPXE scripts are plain text: no HTML escaping; keep the trailing newline.
-    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
-    env.set_syntax(
-        minijinja::syntax::SyntaxConfig::builder()
-            .keep_trailing_newline(true)
-            .build()?,
-    );
-    env.add_template("script", template.unwrap_or(DEFAULT_SCRIPT))?;
-    let out = env.get_template("script")?.render(minijinja::context! {
-        mac => mac,
-        server => server,
-        base_url => format!("http://{server}"),
-    })?;
-    Ok(out)
-}
+{% elif i.type == "linux" %}kernel {{ i.kernel }}{% if i.cmdline %} {{ i.cmdline }}{% endif %}
+{% for r in i.initrds %}initrd {{ r }}
+{% endfor %}boot
+{% elif i.type == "chain" %}chain {{ i.url }}
+{% elif i.type == "sanboot" %}sanboot {{ i.url }}
+{% elif i.type == "custom" %}{{ i.script }}
+{% endif %}{% endfor %}"#;
 
 #[cfg(test)]
 mod tests {
@@ -210,13 +206,17 @@ mod tests {
 
     #[test]
     fn default_script() {
-        let s = render_script(None, "52:54:00:77:00:42", "10.77.0.1:8080").unwrap();
-        assert!(s.starts_with("#!ipxe\n"));
-        assert!(s.contains("echo Bootlane: booting 52:54:00:77:00:42\n"));
-        assert!(s.contains("item local Boot from local disk"));
-        assert!(s.contains("\nexit\n"));
-        let c = render_script(Some("#!ipxe\nchain {{ base_url }}/boot/x?m={{ mac }}\n"), "m", "h:1").unwrap();
-        assert_eq!(c, "#!ipxe\nchain http://h:1/boot/x?m=m\n");
-        assert!(render_script(Some("{% if %}"), "m", "h").is_err());
+        let t = catalog::sample_script("52:54:00:77:00:42", "10.77.0.1:8080");
+        assert!(t.starts_with("#!ipxe\n"), "{t}");
+        assert!(t.contains("echo Bootlane: booting 52:54:00:77:00:42\n"), "{t}");
+        assert!(t.contains("item e1 Boot from local disk\n"), "{t}");
+        assert!(
+            t.contains("choose --timeout 5000 --default e1 target || goto e1\n"),
+            "{t}"
+        );
+        assert!(t.contains("\n:e1\necho Bootlane: exit to local disk\nexit\n"), "{t}");
+        assert!(catalog::check_template("{% if %}").is_err());
+        assert!(catalog::check_template("echo no shebang").is_err());
+        assert!(catalog::check_template("#!ipxe\nchain {{ base_url }}/x?m={{ mac }}\n").is_ok());
     }
 }

@@ -1,7 +1,7 @@
 //! The XDP data plane as seen by the rest of the control plane: the narrow [`DnsTable`]
 //! trait through which the DNS service projects its zone into the BPF maps, and its
 //! status. The aya-backed implementation (loading, attaching, map sync) lives in
-//! [`xdp`] when built; [`NoDataplane`] is used when XDP is off or
+//! the `xdp` module when built (not with `AYA_BUILD_SKIP=1`); [`NoDataplane`] is used when XDP is off or
 //! cannot attach, and [`FakeTable`] in tests.
 
 use std::{net::IpAddr, sync::Mutex};

@@ -26,7 +26,7 @@ pub struct DhcpConfig {
 }
 
 /// What Bootlane does on a subnet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SubnetMode {
     /// Full DHCP server: pool, leases, reservations and boot options.

@@ -15,12 +15,16 @@
 //! - proxyDHCP: only PXE clients (option 60 `PXEClient...`), never an address.
 //!
 //! State: the lease database behind one async mutex (allocation and the store write of
-//! one request happen under it, so two clients can never be bound to the same address).
+//! one request happen under it, so two clients can never be bound to the same address;
+//! the API shares it for lease deletion); the subnets and the architecture map behind
+//! `RwLock<Arc<..>>`s that the API swaps for live changes (a request works on one
+//! snapshot).
 
 use std::{
     collections::{BTreeMap, HashMap},
     future::Future,
     net::{Ipv4Addr, SocketAddrV4},
+    sync::{Arc, RwLock},
 };
 
 use dhcproto::v4::{DhcpOption, Flags, HType, Message, MessageType, Opcode, OptionCode};
@@ -124,7 +128,26 @@ impl Subnet {
         })
     }
 
-    fn in_pool(&self, ip: Ipv4Addr) -> bool {
+    /// The same subnet with a new configuration, keeping the server address resolved at
+    /// start (used to apply live changes without looking at interfaces again).
+    ///
+    /// # Errors
+    /// Never in practice (the server address is known); kept for symmetry with `resolve`.
+    pub fn rebuild(&self, cfg: &SubnetConfig) -> anyhow::Result<Self> {
+        let mut c = cfg.clone();
+        c.server_address = Some(cfg.server_address.unwrap_or(self.server));
+        let mut s = Self::resolve(&c, &[])?;
+        s.cfg.server_address = cfg.server_address;
+        Ok(s)
+    }
+
+    /// The address reserved for `mac` in this subnet (file or API reservation), if any.
+    pub fn reserved_ip(&self, mac: MacAddr) -> Option<Ipv4Addr> {
+        self.reservations.get(&mac).map(|r| r.ip)
+    }
+
+    /// True when `ip` lies in the pool.
+    pub fn in_pool(&self, ip: Ipv4Addr) -> bool {
         match (self.cfg.range_start, self.cfg.range_end) {
             (Some(a), Some(b)) => (u32::from(a)..=u32::from(b)).contains(&u32::from(ip)),
             _ => false,
@@ -148,11 +171,13 @@ impl Subnet {
 
 /// Bootlane's DHCP handler: server and proxy modes for every configured subnet.
 pub struct BootHandler {
-    subnets: Vec<Subnet>,
-    arch_map: BTreeMap<u16, String>,
+    // Swapped whole by the API (`PUT /services/dhcp`, reservations) and read per request.
+    subnets: RwLock<Arc<Vec<Subnet>>>,
+    // Swapped whole by `PUT /services/archmap`.
+    arch_map: RwLock<Arc<BTreeMap<u16, String>>>,
     http_port: u16,
     domain: Box<dyn Fn() -> String + Send + Sync>,
-    leases: tokio::sync::Mutex<LeaseDb>,
+    leases: Arc<tokio::sync::Mutex<LeaseDb>>,
 }
 
 /// The iPXE script path on the API port, with iPXE's own MAC expansion.
@@ -169,18 +194,56 @@ impl BootHandler {
         domain: Box<dyn Fn() -> String + Send + Sync>,
         leases: LeaseDb,
     ) -> Self {
-        Self {
-            subnets: subnets.into_iter().filter(|s| s.cfg.mode != SubnetMode::Off).collect(),
+        Self::new_shared(
+            subnets,
             arch_map,
             http_port,
             domain,
-            leases: tokio::sync::Mutex::new(leases),
+            Arc::new(tokio::sync::Mutex::new(leases)),
+        )
+    }
+
+    /// [`BootHandler::new`] with a lease database shared with others (the API).
+    pub fn new_shared(
+        subnets: Vec<Subnet>,
+        arch_map: BTreeMap<u16, String>,
+        http_port: u16,
+        domain: Box<dyn Fn() -> String + Send + Sync>,
+        leases: Arc<tokio::sync::Mutex<LeaseDb>>,
+    ) -> Self {
+        let subnets: Vec<Subnet> = subnets.into_iter().filter(|s| s.cfg.mode != SubnetMode::Off).collect();
+        Self {
+            subnets: RwLock::new(Arc::new(subnets)),
+            arch_map: RwLock::new(Arc::new(arch_map)),
+            http_port,
+            domain,
+            leases,
         }
     }
 
-    /// The active subnets.
-    pub fn subnets(&self) -> &[Subnet] {
-        &self.subnets
+    /// The active subnets (a snapshot; a live change swaps in a new list).
+    pub fn subnets(&self) -> Arc<Vec<Subnet>> {
+        self.subnets.read().map(|g| g.clone()).unwrap_or_default()
+    }
+
+    /// Replaces the subnets (mode `off` ones are dropped); applies to the next request.
+    pub fn set_subnets(&self, subnets: Vec<Subnet>) {
+        let subnets: Vec<Subnet> = subnets.into_iter().filter(|s| s.cfg.mode != SubnetMode::Off).collect();
+        if let Ok(mut g) = self.subnets.write() {
+            *g = Arc::new(subnets);
+        }
+    }
+
+    /// Replaces the architecture map; applies to the next request.
+    pub fn set_arch_map(&self, map: BTreeMap<u16, String>) {
+        if let Ok(mut g) = self.arch_map.write() {
+            *g = Arc::new(map);
+        }
+    }
+
+    /// The effective architecture map.
+    pub fn arch_map(&self) -> Arc<BTreeMap<u16, String>> {
+        self.arch_map.read().map(|g| g.clone()).unwrap_or_default()
     }
 
     /// A copy of every lease (for diagnostics and tests).
@@ -188,12 +251,12 @@ impl BootHandler {
         self.leases.lock().await.all().cloned().collect()
     }
 
-    fn select_subnet(&self, req: &DhcpRequest, ctx: &RecvContext) -> Option<&Subnet> {
+    fn select_subnet<'a>(subnets: &'a [Subnet], req: &DhcpRequest, ctx: &RecvContext) -> Option<&'a Subnet> {
         let giaddr = req.msg.giaddr();
         if !giaddr.is_unspecified() {
-            return self.subnets.iter().find(|s| s.net.contains(&giaddr));
+            return subnets.iter().find(|s| s.net.contains(&giaddr));
         }
-        let mut local = self.subnets.iter().filter(|s| s.cfg.interface == ctx.interface);
+        let mut local = subnets.iter().filter(|s| s.cfg.interface == ctx.interface);
         let ciaddr = req.msg.ciaddr();
         let src = *ctx.src.ip();
         let known = [ciaddr, src].into_iter().find(|a| !a.is_unspecified());
@@ -201,7 +264,7 @@ impl BootHandler {
             Some(a) => local.find(|s| s.net.contains(&a)).or_else(|| {
                 // A proxyDHCP client has an address from another server, possibly outside
                 // every configured CIDR; it is still on this interface.
-                self.subnets
+                subnets
                     .iter()
                     .find(|s| s.cfg.interface == ctx.interface && s.cfg.mode == SubnetMode::Proxy)
             }),
@@ -226,7 +289,7 @@ impl BootHandler {
             format!("http://{server}:{}{IPXE_SCRIPT_PATH}", self.http_port)
         } else {
             let arch = class.arch.unwrap_or(0);
-            match self.arch_map.get(&arch) {
+            match self.arch_map().get(&arch) {
                 Some(f) => self.expand(f, server),
                 None => {
                     tracing::warn!(mac = %req.mac, arch, "no [dhcp.arch_map] entry for this client architecture; no boot file sent");
@@ -509,7 +572,8 @@ impl BootHandler {
 
 impl DhcpHandler for BootHandler {
     async fn handle(&self, req: DhcpRequest, ctx: RecvContext) -> Option<DhcpReply> {
-        let s = self.select_subnet(&req, &ctx)?;
+        let subnets = self.subnets();
+        let s = Self::select_subnet(&subnets, &req, &ctx)?;
         match s.cfg.mode {
             SubnetMode::Server if ctx.port == 67 => self.server_mode(s, &req, &ctx).await,
             SubnetMode::Proxy => self.proxy_mode(s, &req, &ctx),

@@ -26,8 +26,8 @@ pub fn now_secs() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-/// A lease as stored (and later listed by `GET /leases`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A lease as stored and listed by `GET /leases` (RFC 2131 §4.3.1 binding).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Lease {
     /// Row id.
     pub id: u64,
@@ -36,6 +36,7 @@ pub struct Lease {
     /// `declined` is true.
     pub mac: String,
     /// The leased address.
+    #[schema(value_type = String)]
     pub ip: Ipv4Addr,
     /// The subnet (CIDR) the lease belongs to.
     pub subnet: String,
@@ -257,6 +258,39 @@ impl LeaseDb {
         let lease = self.write(lease).await?;
         self.by_ip.insert(ip, lease);
         Ok(())
+    }
+
+    /// Deletes every lease (and decline) held by `mac`, in all subnets, and its offer;
+    /// the addresses become free at once. Returns the deleted leases.
+    ///
+    /// # Errors
+    /// Store errors (rows deleted before the failure stay deleted).
+    pub async fn remove_mac(&mut self, mac: MacAddr) -> Result<Vec<Lease>, StoreError> {
+        let gone: Vec<Lease> = self.by_ip.values().filter(|l| mac_of(l) == mac).cloned().collect();
+        for l in &gone {
+            self.remove_row(l.id).await?;
+            self.by_ip.remove(&l.ip);
+            self.by_mac.remove(&(l.subnet.clone(), mac));
+        }
+        self.drop_offer(mac);
+        Ok(gone)
+    }
+
+    /// Deletes every lease and decline that expired before `now`. Returns how many.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn prune(&mut self, now: u64) -> Result<usize, StoreError> {
+        let gone: Vec<Lease> = self.by_ip.values().filter(|l| !l.active(now)).cloned().collect();
+        for l in &gone {
+            self.remove_row(l.id).await?;
+            self.by_ip.remove(&l.ip);
+            let key = (l.subnet.clone(), mac_of(l));
+            if self.by_mac.get(&key) == Some(&l.ip) {
+                self.by_mac.remove(&key);
+            }
+        }
+        Ok(gone.len())
     }
 
     async fn write(&self, mut lease: Lease) -> Result<Lease, StoreError> {

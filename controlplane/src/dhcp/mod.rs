@@ -9,6 +9,7 @@
 //! together for `run()`. Nothing starts when no subnet is active (the default).
 
 pub mod config;
+pub mod control;
 pub mod handler;
 pub mod leases;
 pub mod packet;
@@ -16,16 +17,15 @@ pub mod server;
 
 use std::{collections::BTreeSet, sync::Arc};
 
-use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
 use self::{
     config::SubnetMode,
+    control::DhcpControl,
     handler::{BootHandler, Subnet},
-    leases::LeaseDb,
     server::Server,
 };
-use crate::{config::Config, store::Store};
+use crate::config::Config;
 
 /// The running DHCP service.
 pub struct DhcpService {
@@ -39,14 +39,17 @@ impl DhcpService {
     /// on port 67 (plus 4011 on interfaces with a proxy subnet). Returns `None` when no
     /// subnet is active.
     ///
-    /// `domain` yields the DNS local domain sent as option 15 (read per reply).
+    /// `domain` yields the DNS local domain sent as option 15 (read per reply). The
+    /// effective subnets, architecture map and the lease database come from `control`
+    /// (the API's live administration), which is attached to the handler so later API
+    /// changes apply at once.
     ///
     /// # Errors
     /// A subnet without a usable server address, store errors, bind errors (port in use,
     /// missing privileges, unknown interface).
     pub async fn start(
         config: &Config,
-        store: &Store,
+        control: &Arc<DhcpControl>,
         domain: Box<dyn Fn() -> String + Send + Sync>,
         token: CancellationToken,
     ) -> anyhow::Result<Option<Self>> {
@@ -55,28 +58,26 @@ impl DhcpService {
             return Ok(None);
         }
         let ifaddrs = crate::net::interface_addrs();
-        let subnets = config
-            .dhcp
-            .subnets
+        let subnets = control
+            .effective_subnets()?
             .iter()
             .filter(|s| s.mode != SubnetMode::Off)
             .map(|s| Subnet::resolve(s, &ifaddrs))
             .collect::<anyhow::Result<Vec<_>>>()?;
-        let leases = LeaseDb::load(store).await.context("loading DHCP leases")?;
-        let handler = Arc::new(BootHandler::new(
+        let handler = Arc::new(BootHandler::new_shared(
             subnets,
-            config.dhcp.arch_map()?,
+            control.arch_map(),
             config.api.listen.port(),
             domain,
-            leases,
+            control.leases(),
         ));
         let mut server = Server::new(handler.clone(), token);
-        let ifaces: BTreeSet<&str> = handler.subnets().iter().map(|s| s.cfg.interface.as_str()).collect();
+        let subnets = handler.subnets();
+        let ifaces: BTreeSet<&str> = subnets.iter().map(|s| s.cfg.interface.as_str()).collect();
         for iface in ifaces {
             let sock = server::bind_socket(iface, 67)?;
             server.register_socket(sock, iface)?;
-            let proxy = handler
-                .subnets()
+            let proxy = subnets
                 .iter()
                 .any(|s| s.cfg.interface == iface && s.cfg.mode == SubnetMode::Proxy);
             if proxy {
@@ -84,7 +85,7 @@ impl DhcpService {
                 server.register_socket(sock, iface)?;
             }
         }
-        for s in handler.subnets() {
+        for s in subnets.iter() {
             tracing::info!(
                 subnet = %s.net,
                 mode = ?s.cfg.mode,
@@ -93,6 +94,7 @@ impl DhcpService {
                 "DHCP serving"
             );
         }
+        control.attach(handler.clone());
         Ok(Some(Self { handler, server }))
     }
 

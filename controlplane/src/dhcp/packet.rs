@@ -29,12 +29,13 @@ impl fmt::Display for MacAddr {
     }
 }
 
-/// Parses a MAC in any case with `:` or `-` separators (or none: 12 hex digits).
+/// Parses a MAC in any case with `:`, `-` or `.` separators (`aabb.ccdd.eeff`), or none
+/// (12 hex digits).
 ///
 /// # Errors
 /// Anything that is not six hex octets.
 pub fn normalise_mac(s: &str) -> Result<MacAddr, PacketError> {
-    let hex: String = s.trim().chars().filter(|c| *c != ':' && *c != '-').collect();
+    let hex: String = s.trim().chars().filter(|c| !matches!(c, ':' | '-' | '.')).collect();
     if hex.len() != 12 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
         return Err(PacketError::BadMac(s.to_string()));
     }

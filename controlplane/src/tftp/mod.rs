@@ -8,8 +8,9 @@
 //! ACKs, back-off, abandoned probes) are documented in [`server`] and unit-tested.
 //!
 //! Layout: [`packet`] (wire format), [`handler`] (path and option negotiation, pure),
-//! [`server`] (sockets, one task per transfer).
+//! [`server`] (sockets, one task per transfer), [`control`] (live settings for the API).
 
+pub mod control;
 pub mod handler;
 pub mod packet;
 pub mod server;
@@ -67,7 +68,8 @@ impl Default for TftpConfig {
 
 /// The running TFTP server.
 pub struct TftpService {
-    server: Server<FsHandler>,
+    /// The server (its limits can be changed live).
+    pub server: Server<FsHandler>,
     /// The bound address.
     pub addr: SocketAddr,
 }

@@ -16,7 +16,7 @@ use std::{
     io,
     net::SocketAddr,
     path::{Path, PathBuf},
-    sync::{Arc, Weak},
+    sync::{Arc, RwLock, Weak},
     time::{Duration, SystemTime},
 };
 
@@ -73,7 +73,8 @@ pub enum Outcome {
 /// The TFTP server.
 pub struct Server<H> {
     handler: Arc<H>,
-    limits: TftpLimits,
+    // Read per transfer, so `timeout` and `retries` can change live (`PUT /services/tftp`).
+    limits: Arc<RwLock<TftpLimits>>,
     tasks: JoinSet<()>,
     token: CancellationToken,
     slots: Arc<Semaphore>,
@@ -87,7 +88,7 @@ impl<H: TftpHandler> Server<H> {
             handler,
             slots: Arc::new(Semaphore::new(limits.max_transfers.max(1))),
             cache: Arc::new(FileCache::default()),
-            limits,
+            limits: Arc::new(RwLock::new(limits)),
             tasks: JoinSet::new(),
             token,
         }
@@ -104,12 +105,18 @@ impl<H: TftpHandler> Server<H> {
         self.tasks.spawn(listen(
             sock,
             self.handler.clone(),
-            self.limits,
+            self.limits.clone(),
             self.token.clone(),
             self.slots.clone(),
             self.cache.clone(),
         ));
         Ok(local)
+    }
+
+    /// The limits, shared: new transfers use whatever is stored there when they start
+    /// (`max_transfers` is fixed at creation).
+    pub fn limits(&self) -> Arc<RwLock<TftpLimits>> {
+        self.limits.clone()
     }
 
     /// Cancels the token and waits for the request loops (transfers stop at their next
@@ -123,7 +130,7 @@ impl<H: TftpHandler> Server<H> {
 async fn listen<H: TftpHandler>(
     sock: UdpSocket,
     handler: Arc<H>,
-    limits: TftpLimits,
+    shared_limits: Arc<RwLock<TftpLimits>>,
     token: CancellationToken,
     slots: Arc<Semaphore>,
     cache: Arc<FileCache>,
@@ -144,6 +151,7 @@ async fn listen<H: TftpHandler>(
         };
         let Some(ip) = local_ip else { continue };
         let (handler, token, cache) = (handler.clone(), token.clone(), cache.clone());
+        let limits = *shared_limits.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         let permit = slots.clone().try_acquire_owned();
         tokio::spawn(async move {
             let tid = match UdpSocket::bind(SocketAddr::new(ip, 0)).await {

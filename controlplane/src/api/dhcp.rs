@@ -1,0 +1,524 @@
+//! DHCP and TFTP administration (issue 4 "DHCP" API bullets, "TFTP"): `/leases`,
+//! `/dhcp/reservations`, `/services/dhcp`, `/services/archmap` and `/services/tftp`.
+//! Thin handlers over [`DhcpControl`](crate::dhcp::control::DhcpControl), which applies
+//! every change to the running DHCP handler before answering.
+#![allow(
+    unused_qualifications,
+    reason = "utoipa::path re-emits the Query extractor type with its full path"
+)]
+
+use axum::{
+    extract::{Query, State},
+    routing::{get, post},
+    Router,
+};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::{
+    error::{ApiError, Result},
+    extract::{ApiJson, ApiPath, Envelope},
+    hosts::paging,
+    AppState,
+};
+use crate::dhcp::{
+    config::default_arch_map,
+    control::{
+        arch_view, ArchMap, DhcpSettingsPatch, DhcpSettingsView, ReservationInput, StoredReservation, SubnetStats,
+    },
+    leases::{now_secs, Lease},
+    packet::normalise_mac,
+};
+use crate::tftp::control::TftpAdminError;
+
+// ---- leases ----
+
+/// Query parameters of `GET /leases`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct LeaseParams {
+    /// Only this subnet (CIDR, e.g. `10.77.0.0/24`).
+    pub subnet: Option<String>,
+    /// Only this MAC (any separator).
+    pub mac: Option<String>,
+    /// `active` or `expired` (declines count as active until they expire).
+    pub state: Option<String>,
+    /// Page number, from 1. Default 1.
+    pub page: Option<usize>,
+    /// Page size, 1-1000. Default 100.
+    pub size: Option<usize>,
+}
+
+/// A lease with its state.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LeaseView {
+    /// The stored lease (`expires_at` in seconds since the Unix epoch).
+    #[serde(flatten)]
+    pub lease: Lease,
+    /// `active`, `expired` or `declined` (an address a client reported in use).
+    pub state: String,
+}
+
+/// `GET /leases` answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LeaseList {
+    /// Leases of this page, in id order.
+    pub leases: Vec<LeaseView>,
+    /// Leases matching the filters (all pages).
+    pub total: usize,
+    /// Page number.
+    pub page: usize,
+    /// Page size.
+    pub size: usize,
+}
+
+/// List leases.
+#[utoipa::path(get, path = "/api/v1/leases", tag = "dhcp", params(LeaseParams),
+    responses((status = 200, body = LeaseList), (status = 400, description = "Bad filter"), (status = 401)))]
+pub async fn list_leases(State(s): State<AppState>, Query(p): Query<LeaseParams>) -> Result<Envelope<LeaseList>> {
+    let (page, size) = paging(p.page, p.size)?;
+    let mac = match p.mac.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
+        Some(m) => Some(
+            normalise_mac(m)
+                .map_err(|_| ApiError::BadRequest(format!("'mac' {m:?} is not a MAC address")))?
+                .to_string(),
+        ),
+        None => None,
+    };
+    let subnet = match p.subnet.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
+        Some(n) => Some(
+            n.parse::<ipnet::Ipv4Net>()
+                .map_err(|_| ApiError::BadRequest(format!("'subnet' {n:?} is not an IPv4 CIDR")))?
+                .trunc()
+                .to_string(),
+        ),
+        None => None,
+    };
+    let want_active = match p.state.as_deref() {
+        None | Some("") => None,
+        Some("active") => Some(true),
+        Some("expired") => Some(false),
+        Some(o) => return Err(ApiError::BadRequest(format!("'state' {o:?} must be active or expired"))),
+    };
+    let now = now_secs();
+    let all: Vec<LeaseView> = s
+        .dhcp
+        .all_leases()
+        .await
+        .into_iter()
+        .filter(|l| mac.as_ref().is_none_or(|m| &l.mac == m))
+        .filter(|l| subnet.as_ref().is_none_or(|n| &l.subnet == n))
+        .filter(|l| want_active.is_none_or(|a| l.active(now) == a))
+        .map(|l| LeaseView {
+            state: if !l.active(now) {
+                "expired"
+            } else if l.declined {
+                "declined"
+            } else {
+                "active"
+            }
+            .into(),
+            lease: l,
+        })
+        .collect();
+    let total = all.len();
+    let leases = all.into_iter().skip((page - 1) * size).take(size).collect();
+    Ok(Envelope::ok(LeaseList {
+        leases,
+        total,
+        page,
+        size,
+    }))
+}
+
+/// Per-subnet pool usage (subnets in `server` or `proxy` mode).
+#[utoipa::path(get, path = "/api/v1/leases/stats", tag = "dhcp",
+    responses((status = 200, body = Vec<SubnetStats>), (status = 401)))]
+pub async fn lease_stats(State(s): State<AppState>) -> Result<Envelope<Vec<SubnetStats>>> {
+    Ok(Envelope::ok(s.dhcp.stats().await?))
+}
+
+/// Delete every lease of a MAC (all subnets); the addresses are free at once. Answers
+/// the deleted leases.
+#[utoipa::path(delete, path = "/api/v1/leases/{mac}", tag = "dhcp", params(("mac" = String, Path, description = "MAC, any separator")),
+    responses((status = 200, body = Vec<Lease>), (status = 400, description = "Not a MAC"), (status = 404, description = "No lease"), (status = 401)))]
+pub async fn delete_lease(State(s): State<AppState>, ApiPath(mac): ApiPath<String>) -> Result<Envelope<Vec<Lease>>> {
+    let gone = s.dhcp.delete_leases(&mac).await?;
+    if gone.is_empty() {
+        return Err(ApiError::NotFound(format!("no lease for {mac}")));
+    }
+    s.audit("DELETE", "lease", 0, &format!("leases of {}", gone[0].mac))
+        .await;
+    Ok(Envelope::ok(gone))
+}
+
+/// Body of `POST /leases/batch-delete`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BatchDelete {
+    /// MACs whose leases are deleted (1-1000).
+    pub macs: Vec<String>,
+}
+
+/// `POST /leases/batch-delete` answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchDeleteResult {
+    /// Number of leases deleted.
+    pub deleted: usize,
+    /// MACs (normalised) that had leases.
+    pub deleted_macs: Vec<String>,
+    /// MACs without any lease.
+    pub not_found: Vec<String>,
+    /// Entries that are not MACs.
+    pub invalid: Vec<String>,
+}
+
+/// Delete the leases of several MACs.
+#[utoipa::path(post, path = "/api/v1/leases/batch-delete", tag = "dhcp", request_body = BatchDelete,
+    responses((status = 200, body = BatchDeleteResult), (status = 400, description = "Empty or too long list"), (status = 401)))]
+pub async fn batch_delete(
+    State(s): State<AppState>,
+    ApiJson(b): ApiJson<BatchDelete>,
+) -> Result<Envelope<BatchDeleteResult>> {
+    if b.macs.is_empty() || b.macs.len() > 1000 {
+        return Err(ApiError::BadRequest("'macs' must hold 1-1000 MAC addresses".into()));
+    }
+    let mut r = BatchDeleteResult {
+        deleted: 0,
+        deleted_macs: Vec::new(),
+        not_found: Vec::new(),
+        invalid: Vec::new(),
+    };
+    for m in b.macs {
+        let Ok(mac) = normalise_mac(&m) else {
+            r.invalid.push(m);
+            continue;
+        };
+        let gone = s.dhcp.delete_leases(&mac.to_string()).await?;
+        if gone.is_empty() {
+            r.not_found.push(mac.to_string());
+        } else {
+            r.deleted += gone.len();
+            r.deleted_macs.push(mac.to_string());
+        }
+    }
+    if r.deleted > 0 {
+        s.audit(
+            "DELETE",
+            "lease",
+            0,
+            &format!("leases of {}", r.deleted_macs.join(", ")),
+        )
+        .await;
+    }
+    Ok(Envelope::ok(r))
+}
+
+/// `POST /leases/prune` answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PruneResult {
+    /// Expired leases and declines deleted.
+    pub removed: usize,
+}
+
+/// Delete every expired lease (and expired decline).
+#[utoipa::path(post, path = "/api/v1/leases/prune", tag = "dhcp",
+    responses((status = 200, body = PruneResult), (status = 401)))]
+pub async fn prune(State(s): State<AppState>) -> Result<Envelope<PruneResult>> {
+    let removed = s.dhcp.prune().await?;
+    s.audit("DELETE", "lease", 0, &format!("pruned {removed} expired leases"))
+        .await;
+    Ok(Envelope::ok(PruneResult { removed }))
+}
+
+// ---- reservations ----
+
+/// A reservation with its origin.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReservationView {
+    /// The reservation (`id` 0 for the configuration file's).
+    #[serde(flatten)]
+    pub reservation: StoredReservation,
+    /// `api` (stored; editable) or `config` (`[[dhcp.subnets.reservations]]`; read-only).
+    pub source: String,
+}
+
+/// Query parameters of `GET /dhcp/reservations`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ReservationParams {
+    /// Only this subnet (CIDR).
+    pub subnet: Option<String>,
+}
+
+/// List reservations: the configuration file's and the stored ones.
+#[utoipa::path(get, path = "/api/v1/dhcp/reservations", tag = "dhcp", params(ReservationParams),
+    responses((status = 200, body = Vec<ReservationView>), (status = 401)))]
+pub async fn list_reservations(
+    State(s): State<AppState>,
+    Query(p): Query<ReservationParams>,
+) -> Result<Envelope<Vec<ReservationView>>> {
+    let want = p
+        .subnet
+        .as_deref()
+        .and_then(|n| n.trim().parse::<ipnet::Ipv4Net>().ok())
+        .map(|n| n.trunc().to_string());
+    let epoch = time::OffsetDateTime::UNIX_EPOCH;
+    let mut out: Vec<ReservationView> = Vec::new();
+    for sub in &s.config.dhcp.subnets {
+        for r in &sub.reservations {
+            out.push(ReservationView {
+                reservation: StoredReservation {
+                    id: 0,
+                    mac: normalise_mac(&r.mac)
+                        .map(|m| m.to_string())
+                        .unwrap_or_else(|_| r.mac.clone()),
+                    ip: r.ip,
+                    hostname: r.hostname.clone(),
+                    description: String::new(),
+                    subnet: sub.cidr.trunc().to_string(),
+                    created_at: epoch,
+                    updated_at: epoch,
+                },
+                source: "config".into(),
+            });
+        }
+    }
+    out.extend(s.dhcp.reservations()?.into_iter().map(|r| ReservationView {
+        reservation: r,
+        source: "api".into(),
+    }));
+    out.retain(|r| want.as_ref().is_none_or(|w| &r.reservation.subnet == w));
+    Ok(Envelope::ok(out))
+}
+
+/// Create a reservation; the DHCP server uses it at once.
+#[utoipa::path(post, path = "/api/v1/dhcp/reservations", tag = "dhcp", request_body = ReservationInput,
+    responses((status = 201, body = StoredReservation), (status = 400, description = "Invalid, or the address is outside every configured subnet"),
+        (status = 409, description = "Address or MAC already reserved"), (status = 401)))]
+pub async fn create_reservation(
+    State(s): State<AppState>,
+    ApiJson(input): ApiJson<ReservationInput>,
+) -> Result<Envelope<StoredReservation>> {
+    let r = s.dhcp.create_reservation(input).await?;
+    s.audit("CREATE", "dhcp_reservation", r.id, &format!("{} {}", r.mac, r.ip))
+        .await;
+    Ok(Envelope::created(r))
+}
+
+/// Get one stored reservation.
+#[utoipa::path(get, path = "/api/v1/dhcp/reservations/{id}", tag = "dhcp", params(("id" = u64, Path, description = "Reservation id")),
+    responses((status = 200, body = StoredReservation), (status = 404), (status = 401)))]
+pub async fn get_reservation(
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<u64>,
+) -> Result<Envelope<StoredReservation>> {
+    Ok(Envelope::ok(s.dhcp.reservation(id)?))
+}
+
+/// Update a stored reservation (omitted fields keep their values); applies at once.
+#[utoipa::path(put, path = "/api/v1/dhcp/reservations/{id}", tag = "dhcp", params(("id" = u64, Path, description = "Reservation id")),
+    request_body = ReservationInput,
+    responses((status = 200, body = StoredReservation), (status = 400), (status = 404), (status = 409), (status = 401)))]
+pub async fn update_reservation(
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<u64>,
+    ApiJson(input): ApiJson<ReservationInput>,
+) -> Result<Envelope<StoredReservation>> {
+    let r = s.dhcp.update_reservation(id, input).await?;
+    s.audit("UPDATE", "dhcp_reservation", r.id, &format!("{} {}", r.mac, r.ip))
+        .await;
+    Ok(Envelope::ok(r))
+}
+
+/// Delete a stored reservation; answers with it.
+#[utoipa::path(delete, path = "/api/v1/dhcp/reservations/{id}", tag = "dhcp", params(("id" = u64, Path, description = "Reservation id")),
+    responses((status = 200, body = StoredReservation), (status = 404), (status = 401)))]
+pub async fn delete_reservation(
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<u64>,
+) -> Result<Envelope<StoredReservation>> {
+    let r = s.dhcp.delete_reservation(id).await?;
+    s.audit("DELETE", "dhcp_reservation", r.id, &format!("{} {}", r.mac, r.ip))
+        .await;
+    Ok(Envelope::ok(r))
+}
+
+// ---- settings ----
+
+/// The effective architecture map (RFC 4578 client architecture → boot file).
+#[utoipa::path(get, path = "/api/v1/services/archmap", tag = "dhcp",
+    responses((status = 200, body = ArchMap), (status = 401)))]
+pub async fn get_archmap(State(s): State<AppState>) -> Envelope<ArchMap> {
+    Envelope::ok(arch_view(&s.dhcp.arch_map()))
+}
+
+/// Replace the architecture map (the whole map); applies to the next DHCP request.
+#[utoipa::path(put, path = "/api/v1/services/archmap", tag = "dhcp", request_body = ArchMap,
+    responses((status = 200, body = ArchMap), (status = 400, description = "Code above 65535, duplicate code, bad file name or URL"), (status = 401)))]
+pub async fn put_archmap(State(s): State<AppState>, ApiJson(m): ApiJson<ArchMap>) -> Result<Envelope<ArchMap>> {
+    let map = s.dhcp.set_arch_map(m).await?;
+    s.audit("UPDATE", "archmap", 0, &serde_json::to_string(&map).unwrap_or_default())
+        .await;
+    Ok(Envelope::ok(arch_view(&map)))
+}
+
+/// The built-in architecture map.
+#[utoipa::path(get, path = "/api/v1/services/archmap/defaults", tag = "dhcp",
+    responses((status = 200, body = ArchMap), (status = 401)))]
+pub async fn archmap_defaults() -> Envelope<ArchMap> {
+    Envelope::ok(arch_view(&default_arch_map()))
+}
+
+/// The effective DHCP settings per subnet.
+#[utoipa::path(get, path = "/api/v1/services/dhcp", tag = "dhcp",
+    responses((status = 200, body = DhcpSettingsView), (status = 401)))]
+pub async fn get_dhcp(State(s): State<AppState>) -> Result<Envelope<DhcpSettingsView>> {
+    Ok(Envelope::ok(s.dhcp.settings()?))
+}
+
+/// Change pool range, router, DNS servers or lease time of configured subnets; applied
+/// live. Changing `mode`, `interface` or `server_address`, or adding subnets, needs the
+/// configuration file and a restart (400 saying so).
+#[utoipa::path(put, path = "/api/v1/services/dhcp", tag = "dhcp", request_body = DhcpSettingsPatch,
+    responses((status = 200, body = DhcpSettingsView), (status = 400, description = "Invalid value or a restart-only change"), (status = 401)))]
+pub async fn put_dhcp(
+    State(s): State<AppState>,
+    ApiJson(p): ApiJson<DhcpSettingsPatch>,
+) -> Result<Envelope<DhcpSettingsView>> {
+    let summary: Vec<String> = p.subnets.iter().map(|x| x.cidr.clone()).collect();
+    let v = s.dhcp.update_settings(p).await?;
+    s.audit("UPDATE", "dhcp_settings", 0, &format!("subnets {}", summary.join(", ")))
+        .await;
+    Ok(Envelope::ok(v))
+}
+
+/// `GET /services/tftp` answer: the `[tftp]` settings in effect.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TftpView {
+    /// Whether TFTP is configured to run (explicit `enabled`, or on when a DHCP subnet is
+    /// active).
+    pub enabled: bool,
+    /// True when the TFTP socket is bound.
+    pub running: bool,
+    /// UDP port (restart-only).
+    pub port: u16,
+    /// Listen address (restart-only).
+    pub listen: String,
+    /// Directory served (restart-only).
+    pub root: String,
+    /// First retransmission timeout, milliseconds (live).
+    pub timeout_ms: u64,
+    /// Retransmissions before a transfer is abandoned (live).
+    pub retries: u32,
+    /// Most concurrent transfers (restart-only).
+    pub max_transfers: usize,
+}
+
+/// Body of `PUT /services/tftp`: `timeout_ms` (10-60000) and `retries` (0-100) apply
+/// live to new transfers; the other fields may be sent back unchanged, and changing
+/// them is a 400 naming them (edit `[tftp]` and restart).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TftpPatch {
+    /// Restart-only.
+    pub enabled: Option<bool>,
+    /// Read-only, ignored.
+    pub running: Option<serde_json::Value>,
+    /// Restart-only.
+    pub port: Option<u16>,
+    /// Restart-only.
+    pub listen: Option<String>,
+    /// Restart-only.
+    pub root: Option<String>,
+    /// Live: first retransmission timeout, ms.
+    pub timeout_ms: Option<u64>,
+    /// Live: retries.
+    pub retries: Option<u32>,
+    /// Restart-only.
+    pub max_transfers: Option<usize>,
+}
+
+fn tftp_view(s: &AppState) -> TftpView {
+    let c = s.tftp.effective();
+    TftpView {
+        enabled: s.config.tftp_enabled(),
+        running: s.tftp.running(),
+        port: c.port,
+        listen: c.listen.to_string(),
+        root: c
+            .root
+            .clone()
+            .unwrap_or_else(|| s.config.boot_root())
+            .display()
+            .to_string(),
+        timeout_ms: c.timeout_ms,
+        retries: c.retries,
+        max_transfers: c.max_transfers,
+    }
+}
+
+/// The TFTP settings in effect.
+#[utoipa::path(get, path = "/api/v1/services/tftp", tag = "dhcp",
+    responses((status = 200, body = TftpView), (status = 401)))]
+pub async fn get_tftp(State(s): State<AppState>) -> Envelope<TftpView> {
+    Envelope::ok(tftp_view(&s))
+}
+
+/// Change the TFTP timeout and retries (live); other changed fields are a 400.
+#[utoipa::path(put, path = "/api/v1/services/tftp", tag = "dhcp", request_body = TftpPatch,
+    responses((status = 200, body = TftpView), (status = 400, description = "Invalid value, or a change that needs the configuration file and a restart"), (status = 401)))]
+pub async fn put_tftp(State(s): State<AppState>, ApiJson(p): ApiJson<TftpPatch>) -> Result<Envelope<TftpView>> {
+    let cur = tftp_view(&s);
+    let changed: Vec<&str> = [
+        ("enabled", p.enabled.is_some_and(|v| v != cur.enabled)),
+        ("port", p.port.is_some_and(|v| v != cur.port)),
+        ("listen", p.listen.as_ref().is_some_and(|v| *v != cur.listen)),
+        ("root", p.root.as_ref().is_some_and(|v| *v != cur.root)),
+        ("max_transfers", p.max_transfers.is_some_and(|v| v != cur.max_transfers)),
+    ]
+    .into_iter()
+    .filter(|(_, c)| *c)
+    .map(|(n, _)| n)
+    .collect();
+    if !changed.is_empty() {
+        return Err(ApiError::BadRequest(format!(
+            "changing {} needs [tftp] in the configuration file and a restart (only timeout_ms and retries \
+             apply live)",
+            changed.join(", ")
+        )));
+    }
+    if p.timeout_ms.is_some() || p.retries.is_some() {
+        let c = s.tftp.set(p.timeout_ms, p.retries).await.map_err(|e| match e {
+            TftpAdminError::Invalid(msg) => ApiError::BadRequest(msg),
+            TftpAdminError::Store(store) => ApiError::from(store),
+        })?;
+        s.audit(
+            "UPDATE",
+            "tftp_settings",
+            0,
+            &format!("timeout_ms {} retries {}", c.timeout_ms, c.retries),
+        )
+        .await;
+    }
+    Ok(Envelope::ok(tftp_view(&s)))
+}
+
+/// Protected DHCP/TFTP routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/leases", get(list_leases))
+        .route("/leases/stats", get(lease_stats))
+        .route("/leases/batch-delete", post(batch_delete))
+        .route("/leases/prune", post(prune))
+        .route("/leases/{mac}", axum::routing::delete(delete_lease))
+        .route("/dhcp/reservations", get(list_reservations).post(create_reservation))
+        .route(
+            "/dhcp/reservations/{id}",
+            get(get_reservation).put(update_reservation).delete(delete_reservation),
+        )
+        .route("/services/archmap", get(get_archmap).put(put_archmap))
+        .route("/services/archmap/defaults", get(archmap_defaults))
+        .route("/services/dhcp", get(get_dhcp).put(put_dhcp))
+        .route("/services/tftp", get(get_tftp).put(put_tftp))
+}

@@ -1,0 +1,191 @@
+//! `/profiles` with their script versions, and `/services/ipxe-script` (issue 4 "Hosts
+//! and profiles", "HTTP boot and the iPXE script"): thin handlers over
+//! [`BootCatalog`](crate::boot::catalog::BootCatalog), which keeps the default-profile
+//! rule, validates menus and stores a script version on every change of a profile's
+//! generated script.
+
+use axum::{extract::State, routing::get, routing::post, Router};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{
+    error::Result,
+    extract::{ApiJson, ApiPath, Envelope},
+    AppState,
+};
+use crate::boot::{
+    catalog::{Profile, ProfileInput, ScriptDiff, ScriptVersion, TemplateSource},
+    DEFAULT_SCRIPT,
+};
+
+/// List profiles (id order; a bare array, there are few).
+#[utoipa::path(get, path = "/api/v1/profiles", tag = "profiles",
+    responses((status = 200, body = Vec<Profile>), (status = 401)))]
+pub async fn list(State(s): State<AppState>) -> Result<Envelope<Vec<Profile>>> {
+    Ok(Envelope::ok(s.catalog.profiles()?))
+}
+
+/// Create a profile (stores its first script version).
+#[utoipa::path(post, path = "/api/v1/profiles", tag = "profiles", request_body = ProfileInput,
+    responses((status = 201, body = Profile), (status = 400, description = "Invalid menu or name"),
+        (status = 409, description = "Name taken"), (status = 401)))]
+pub async fn create(State(s): State<AppState>, ApiJson(input): ApiJson<ProfileInput>) -> Result<Envelope<Profile>> {
+    let p = s.catalog.create_profile(input).await?;
+    s.audit("CREATE", "profile", p.id, &p.name).await;
+    Ok(Envelope::created(p))
+}
+
+/// Get one profile.
+#[utoipa::path(get, path = "/api/v1/profiles/{id}", tag = "profiles", params(("id" = u64, Path, description = "Profile id")),
+    responses((status = 200, body = Profile), (status = 404), (status = 401)))]
+pub async fn get_one(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<Profile>> {
+    Ok(Envelope::ok(s.catalog.profile(id)?))
+}
+
+/// Update a profile (omitted fields keep their values); `is_default: true` moves the
+/// default flag here.
+#[utoipa::path(put, path = "/api/v1/profiles/{id}", tag = "profiles", params(("id" = u64, Path, description = "Profile id")),
+    request_body = ProfileInput,
+    responses((status = 200, body = Profile), (status = 400), (status = 404), (status = 409), (status = 401)))]
+pub async fn update(
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<u64>,
+    ApiJson(input): ApiJson<ProfileInput>,
+) -> Result<Envelope<Profile>> {
+    let p = s.catalog.update_profile(id, input).await?;
+    s.audit("UPDATE", "profile", p.id, &p.name).await;
+    Ok(Envelope::ok(p))
+}
+
+/// Delete a profile and its script versions; answers with the deleted profile.
+#[utoipa::path(delete, path = "/api/v1/profiles/{id}", tag = "profiles", params(("id" = u64, Path, description = "Profile id")),
+    responses((status = 200, body = Profile), (status = 404), (status = 409, description = "Default profile, or used by a host"), (status = 401)))]
+pub async fn delete(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<Profile>> {
+    let p = s.catalog.delete_profile(id).await?;
+    s.audit("DELETE", "profile", p.id, &p.name).await;
+    Ok(Envelope::ok(p))
+}
+
+/// Script versions of a profile, newest first.
+#[utoipa::path(get, path = "/api/v1/profiles/{profileId}/script-versions", tag = "profiles",
+    params(("profileId" = u64, Path, description = "Profile id")),
+    responses((status = 200, body = Vec<ScriptVersion>), (status = 404), (status = 401)))]
+pub async fn versions(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<Vec<ScriptVersion>>> {
+    s.catalog.profile(id)?;
+    Ok(Envelope::ok(s.catalog.versions(id)?))
+}
+
+/// One script version.
+#[utoipa::path(get, path = "/api/v1/profiles/{profileId}/script-versions/{verId}", tag = "profiles",
+    params(("profileId" = u64, Path, description = "Profile id"), ("verId" = u64, Path, description = "Version id")),
+    responses((status = 200, body = ScriptVersion), (status = 404), (status = 401)))]
+pub async fn version(
+    State(s): State<AppState>,
+    ApiPath((id, ver)): ApiPath<(u64, u64)>,
+) -> Result<Envelope<ScriptVersion>> {
+    Ok(Envelope::ok(s.catalog.version(id, ver)?))
+}
+
+/// Unified diff from a version to the current script.
+#[utoipa::path(get, path = "/api/v1/profiles/{profileId}/script-diff/{verId}", tag = "profiles",
+    params(("profileId" = u64, Path, description = "Profile id"), ("verId" = u64, Path, description = "Version id")),
+    responses((status = 200, body = ScriptDiff), (status = 404), (status = 401)))]
+pub async fn diff(State(s): State<AppState>, ApiPath((id, ver)): ApiPath<(u64, u64)>) -> Result<Envelope<ScriptDiff>> {
+    Ok(Envelope::ok(s.catalog.diff(id, ver)?))
+}
+
+/// Restore a version's menu (timeout and entries); stores a new version. Answers the
+/// profile.
+#[utoipa::path(post, path = "/api/v1/profiles/{profileId}/script-rollback/{verId}", tag = "profiles",
+    params(("profileId" = u64, Path, description = "Profile id"), ("verId" = u64, Path, description = "Version id")),
+    responses((status = 200, body = Profile), (status = 400, description = "The stored menu no longer validates"), (status = 404), (status = 401)))]
+pub async fn rollback(State(s): State<AppState>, ApiPath((id, ver)): ApiPath<(u64, u64)>) -> Result<Envelope<Profile>> {
+    let p = s.catalog.rollback(id, ver).await?;
+    s.audit(
+        "UPDATE",
+        "profile",
+        p.id,
+        &format!("{}: rollback to script version {ver}", p.name),
+    )
+    .await;
+    Ok(Envelope::ok(p))
+}
+
+/// `GET /services/ipxe-script` answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IpxeScriptView {
+    /// The effective template (minijinja; variables documented in the README and on
+    /// `bootlane::boot::DEFAULT_SCRIPT`).
+    pub template: String,
+    /// Where it comes from: `stored` (set by PUT), `config` (`[boot] ipxe_script`) or
+    /// `builtin`.
+    pub source: TemplateSource,
+    /// The built-in template, for reference and for resetting by hand.
+    pub builtin_template: String,
+    /// Path iPXE clients are sent to (on the API port): `/boot/ipxe?mac=${net0/mac}`.
+    pub script_path: String,
+}
+
+/// Body of `PUT /services/ipxe-script`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IpxeScriptInput {
+    /// The new template (must compile, render for a sample profile and start with
+    /// `#!ipxe`); `null` removes the stored template (back to the config file's or the
+    /// built-in one).
+    pub template: Option<String>,
+    /// Read-only fields of the GET answer, accepted and ignored so it can be PUT back.
+    pub source: Option<serde_json::Value>,
+    /// Read-only, ignored.
+    pub builtin_template: Option<serde_json::Value>,
+    /// Read-only, ignored.
+    pub script_path: Option<serde_json::Value>,
+}
+
+fn script_view(s: &AppState) -> IpxeScriptView {
+    let (template, source) = s.catalog.template();
+    IpxeScriptView {
+        template,
+        source,
+        builtin_template: DEFAULT_SCRIPT.to_string(),
+        script_path: crate::dhcp::handler::IPXE_SCRIPT_PATH.to_string(),
+    }
+}
+
+/// The iPXE script template.
+#[utoipa::path(get, path = "/api/v1/services/ipxe-script", tag = "profiles",
+    responses((status = 200, body = IpxeScriptView), (status = 401)))]
+pub async fn get_script(State(s): State<AppState>) -> Envelope<IpxeScriptView> {
+    Envelope::ok(script_view(&s))
+}
+
+/// Replace the iPXE script template; applies to the next script request.
+#[utoipa::path(put, path = "/api/v1/services/ipxe-script", tag = "profiles", request_body = IpxeScriptInput,
+    responses((status = 200, body = IpxeScriptView), (status = 400, description = "The template does not compile or render (minijinja's message)"), (status = 401)))]
+pub async fn put_script(
+    State(s): State<AppState>,
+    ApiJson(input): ApiJson<IpxeScriptInput>,
+) -> Result<Envelope<IpxeScriptView>> {
+    let reset = input.template.is_none();
+    s.catalog.set_template(input.template).await?;
+    s.audit(
+        "UPDATE",
+        "ipxe_script",
+        0,
+        if reset { "template reset" } else { "template replaced" },
+    )
+    .await;
+    Ok(Envelope::ok(script_view(&s)))
+}
+
+/// Protected profile routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/profiles", get(list).post(create))
+        .route("/profiles/{id}", get(get_one).put(update).delete(delete))
+        .route("/profiles/{id}/script-versions", get(versions))
+        .route("/profiles/{id}/script-versions/{ver}", get(version))
+        .route("/profiles/{id}/script-diff/{ver}", get(diff))
+        .route("/profiles/{id}/script-rollback/{ver}", post(rollback))
+        .route("/services/ipxe-script", get(get_script).put(put_script))
+}

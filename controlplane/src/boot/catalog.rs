@@ -1,0 +1,1221 @@
+//! Hosts, boot profiles, profile script versions and the iPXE script template (issue 4
+//! "Hosts and profiles", "HTTP boot and the iPXE script"): the single write path for
+//! all four, and the per-MAC script choice used by both `GET /boot/ipxe?mac=` and
+//! `GET /hosts/{id}/boot-config`.
+//!
+//! Rules kept here (not in the handlers):
+//! - Host names are DNS-label-ish and unique (case-insensitive, stored lower case); MACs
+//!   are unique and stored in lower-case colon form; a host's `profile_id` must name an
+//!   existing profile. The BMC password is stored but never shown (`has_bmc_password`).
+//! - Exactly one profile is the default: seeded on first start ("Default", one entry
+//!   "Boot from local disk"); `is_default: true` on another profile moves the flag;
+//!   the default profile and profiles used by hosts cannot be deleted.
+//! - Script versions: a version is a snapshot of the profile's *whole generated menu
+//!   script* (the built-in template rendered for the profile with the iPXE variables
+//!   `${net0/mac}` and `${next-server}` in place of MAC and server, so it does not depend
+//!   on who asks) together with the menu it was generated from. A new version is stored
+//!   whenever that text changes (creation included); diffs are over that text; a rollback
+//!   restores the stored menu (timeout and entries) and itself stores a new version.
+//! - The template: stored one (`PUT /services/ipxe-script`) over `[boot] ipxe_script`
+//!   over [`DEFAULT_SCRIPT`]; every change is compiled with minijinja first.
+//!
+//! State: the tables, the cached template, and one async mutex serialising writes so
+//! uniqueness checks and the default-profile flag cannot race.
+
+use std::{
+    net::IpAddr,
+    sync::{Arc, RwLock},
+};
+
+use serde::{Deserialize, Deserializer, Serialize};
+use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+
+use super::DEFAULT_SCRIPT;
+use crate::{
+    dhcp::packet::{normalise_mac, MacAddr},
+    store::{Entity, Kv, Store, StoreError, Table},
+};
+
+/// Errors of catalog operations; the API maps each to a status (400, 409, 404, 500).
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    /// A value is invalid (400); the message says which and why.
+    #[error("{0}")]
+    Invalid(String),
+    /// Clashes with existing data (409); the message names the clash.
+    #[error("{0}")]
+    Conflict(String),
+    /// No such resource (404).
+    #[error("{0}")]
+    NotFound(String),
+    /// The store failed (500).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+type Result<T, E = CatalogError> = std::result::Result<T, E>;
+
+/// Deserialises a field that may be absent (outer `None`: keep), `null` (inner `None`:
+/// clear) or a value.
+fn double_option<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+// ---------------------------------------------------------------------------------------
+// Hosts
+// ---------------------------------------------------------------------------------------
+
+/// A host as stored (the BMC password included; never serialised to clients, see
+/// [`HostView`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Host {
+    /// Id.
+    pub id: u64,
+    /// Name, lower case.
+    pub name: String,
+    /// MAC, lower-case colon form.
+    pub mac: String,
+    /// Address (informational; DHCP reservations are separate).
+    pub ip: Option<IpAddr>,
+    /// The profile whose menu the host boots; `None`: the default profile.
+    pub profile_id: Option<u64>,
+    /// BMC address (kept for a later issue).
+    pub bmc_addr: Option<String>,
+    /// BMC user name.
+    pub bmc_user: Option<String>,
+    /// BMC password (write-only through the API).
+    pub bmc_password: Option<String>,
+    /// Free text.
+    pub description: String,
+    /// Creation time.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// Last change.
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+impl Entity for Host {
+    const TREE: &'static str = "hosts";
+    fn id(&self) -> u64 {
+        self.id
+    }
+    fn set_id(&mut self, id: u64) {
+        self.id = id;
+    }
+}
+
+/// A host as the API shows it: [`Host`] without the BMC password.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct HostView {
+    /// Id.
+    pub id: u64,
+    /// Name (DNS label: `a-z`, `0-9`, `-`, at most 63 characters), unique.
+    pub name: String,
+    /// MAC, lower-case colon form, unique.
+    pub mac: String,
+    /// Address, if set.
+    #[schema(value_type = Option<String>)]
+    pub ip: Option<IpAddr>,
+    /// Profile id; `null`: the default profile.
+    pub profile_id: Option<u64>,
+    /// BMC address.
+    pub bmc_addr: Option<String>,
+    /// BMC user.
+    pub bmc_user: Option<String>,
+    /// True when a BMC password is stored (the password itself is never returned).
+    pub has_bmc_password: bool,
+    /// Free text.
+    pub description: String,
+    /// Creation time, RFC 3339.
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+    /// Last change, RFC 3339.
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub updated_at: OffsetDateTime,
+}
+
+impl From<&Host> for HostView {
+    fn from(h: &Host) -> Self {
+        Self {
+            id: h.id,
+            name: h.name.clone(),
+            mac: h.mac.clone(),
+            ip: h.ip,
+            profile_id: h.profile_id,
+            bmc_addr: h.bmc_addr.clone(),
+            bmc_user: h.bmc_user.clone(),
+            has_bmc_password: h.bmc_password.as_deref().is_some_and(|p| !p.is_empty()),
+            description: h.description.clone(),
+            created_at: h.created_at,
+            updated_at: h.updated_at,
+        }
+    }
+}
+
+/// Body of `POST /hosts` (name and mac required) and `PUT /hosts/{id}` (any subset;
+/// omitted fields keep their values, `null` clears an optional field).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HostInput {
+    /// Name: a DNS label (letters, digits, `-`; 1-63 characters; stored lower case).
+    pub name: Option<String>,
+    /// MAC: `aa:bb:cc:dd:ee:ff`, `aa-bb-...`, `aabb.ccdd.eeff` or 12 hex digits.
+    pub mac: Option<String>,
+    /// IPv4 or IPv6 address.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub ip: Option<Option<String>>,
+    /// An existing profile id (400 otherwise); `null`: the default profile.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<u64>)]
+    pub profile_id: Option<Option<u64>>,
+    /// BMC address.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub bmc_addr: Option<Option<String>>,
+    /// BMC user.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub bmc_user: Option<Option<String>>,
+    /// BMC password (write-only).
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub bmc_password: Option<Option<String>>,
+    /// Free text.
+    pub description: Option<String>,
+    /// Read-only fields of the GET answer, accepted and ignored so it can be PUT back.
+    pub id: Option<serde_json::Value>,
+    /// Read-only, ignored.
+    pub has_bmc_password: Option<serde_json::Value>,
+    /// Read-only, ignored.
+    pub created_at: Option<serde_json::Value>,
+    /// Read-only, ignored.
+    pub updated_at: Option<serde_json::Value>,
+}
+
+/// Checks a host name: a DNS label (RFC 1123 §2.1), returned lower case.
+fn host_name(n: &str) -> Result<String> {
+    let n = n.trim().to_ascii_lowercase();
+    let ok = !n.is_empty()
+        && n.len() <= 63
+        && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        && !n.starts_with('-')
+        && !n.ends_with('-');
+    if ok {
+        Ok(n)
+    } else {
+        Err(CatalogError::Invalid(format!(
+            "name {n:?} must be a DNS label: 1-63 letters, digits or '-', not starting or ending with '-'"
+        )))
+    }
+}
+
+fn short_text(field: &str, v: &str, max: usize) -> Result<String> {
+    if v.len() > max || v.chars().any(|c| c.is_control()) {
+        return Err(CatalogError::Invalid(format!(
+            "'{field}' must be at most {max} bytes without control characters"
+        )));
+    }
+    Ok(v.to_string())
+}
+
+// ---------------------------------------------------------------------------------------
+// Profiles
+// ---------------------------------------------------------------------------------------
+
+/// Kind of a menu entry; decides the iPXE commands it becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum EntryType {
+    /// Exit to the next boot device (local disk): iPXE `exit`.
+    Local,
+    /// `kernel <kernel> <cmdline>`, one `initrd` per `initrds` item, `boot`.
+    Linux,
+    /// `chain <url>` (http, https or tftp).
+    Chain,
+    /// `sanboot <url>` (http, https, iscsi, aoe, fcp, ib_srp).
+    Sanboot,
+    /// `script`, pasted as is (an iPXE script fragment).
+    Custom,
+}
+
+/// One item of a profile's boot menu.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MenuEntry {
+    /// Text shown in the menu (1-100 characters, no control characters).
+    pub label: String,
+    /// What the entry does.
+    #[serde(rename = "type")]
+    pub kind: EntryType,
+    /// `linux`: kernel path or URL. A path without scheme is served from the boot
+    /// directory (`http://<server>/boot/<path>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// `linux`: initrd paths or URLs, in order (same rule as `kernel`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub initrds: Vec<String>,
+    /// `linux`: kernel command line (one line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmdline: Option<String>,
+    /// `chain`, `sanboot`: the URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// `custom`: the iPXE script fragment (up to 64 KiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<String>,
+    /// The menu's default choice (at most one entry; default: the first).
+    #[serde(default)]
+    pub is_default: bool,
+}
+
+/// The part of a profile that makes up its menu (what a script version restores).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ProfileMenu {
+    /// Menu timeout in seconds before the default entry boots (0: wait for a choice).
+    pub timeout_secs: u32,
+    /// Entries, in menu order.
+    pub entries: Vec<MenuEntry>,
+}
+
+/// A boot profile.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Profile {
+    /// Id.
+    pub id: u64,
+    /// Name (1-64 printable characters), unique (case-insensitive).
+    pub name: String,
+    /// Free text.
+    pub description: String,
+    /// True for the one default profile (machines without a host entry or profile).
+    pub is_default: bool,
+    /// Menu timeout in seconds (0: no timeout), at most 3600.
+    pub timeout_secs: u32,
+    /// Menu entries (1-50).
+    pub entries: Vec<MenuEntry>,
+    /// Creation time, RFC 3339.
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+    /// Last change, RFC 3339.
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub updated_at: OffsetDateTime,
+}
+
+impl Entity for Profile {
+    const TREE: &'static str = "profiles";
+    fn id(&self) -> u64 {
+        self.id
+    }
+    fn set_id(&mut self, id: u64) {
+        self.id = id;
+    }
+}
+
+impl Profile {
+    fn menu(&self) -> ProfileMenu {
+        ProfileMenu {
+            timeout_secs: self.timeout_secs,
+            entries: self.entries.clone(),
+        }
+    }
+}
+
+/// Body of `POST /profiles` (name and entries required) and `PUT /profiles/{id}` (any
+/// subset; omitted fields keep their values).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileInput {
+    /// Name.
+    pub name: Option<String>,
+    /// Free text.
+    pub description: Option<String>,
+    /// `true` makes this the default profile (the previous default loses the flag);
+    /// `false` on the current default is refused (make another profile default instead).
+    pub is_default: Option<bool>,
+    /// Menu timeout in seconds (0-3600; default 5 on creation).
+    pub timeout_secs: Option<u32>,
+    /// Menu entries (1-50).
+    pub entries: Option<Vec<MenuEntry>>,
+    /// Comment stored with the script version this change creates (if it creates one).
+    pub comment: Option<String>,
+    /// Read-only fields of the GET answer, accepted and ignored so it can be PUT back.
+    pub id: Option<serde_json::Value>,
+    /// Read-only, ignored.
+    pub created_at: Option<serde_json::Value>,
+    /// Read-only, ignored.
+    pub updated_at: Option<serde_json::Value>,
+}
+
+/// A stored version of a profile's generated script.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ScriptVersion {
+    /// Id (increasing).
+    pub id: u64,
+    /// The profile.
+    pub profile_id: u64,
+    /// The generated menu script (see the module documentation).
+    pub content: String,
+    /// SHA-256 of `content`, lower-case hex.
+    pub checksum: String,
+    /// Why it was stored (the `comment` of the change, or a generated note).
+    pub comment: String,
+    /// The menu this content was generated from (restored by a rollback).
+    pub menu: ProfileMenu,
+    /// When, RFC 3339.
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+}
+
+impl Entity for ScriptVersion {
+    const TREE: &'static str = "profile_script_versions";
+    fn id(&self) -> u64 {
+        self.id
+    }
+    fn set_id(&mut self, id: u64) {
+        self.id = id;
+    }
+}
+
+/// `GET /profiles/{id}/script-diff/{verId}` answer.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ScriptDiff {
+    /// The version compared.
+    pub version_id: u64,
+    /// True when the version equals the current script.
+    pub identical: bool,
+    /// Unified diff from the version (`---`) to the current script (`+++`); empty when
+    /// identical.
+    pub diff: String,
+}
+
+fn no_newline(field: &str, v: &str) -> Result<()> {
+    if v.trim().is_empty() || v.chars().any(|c| c.is_control()) || v.len() > 4096 {
+        return Err(CatalogError::Invalid(format!(
+            "'{field}' must be a non-empty single line (at most 4096 bytes, no control characters)"
+        )));
+    }
+    Ok(())
+}
+
+fn check_url(at: &str, url: Option<&str>, schemes: &[&str]) -> Result<()> {
+    let Some(u) = url else {
+        return Err(CatalogError::Invalid(format!("{at} needs 'url'")));
+    };
+    no_newline(&format!("{at} url"), u)?;
+    let lower = u.to_ascii_lowercase();
+    let ok = schemes
+        .iter()
+        .any(|s| lower.starts_with(&format!("{s}://")) && lower.len() > s.len() + 3)
+        && !u.contains(char::is_whitespace);
+    if !ok {
+        return Err(CatalogError::Invalid(format!(
+            "{at} url {u:?} must be a {} URL without spaces",
+            schemes.join("/")
+        )));
+    }
+    Ok(())
+}
+
+/// Validates a menu; `at` prefixes messages.
+fn validate_menu(menu: &ProfileMenu) -> Result<()> {
+    if menu.timeout_secs > 3600 {
+        return Err(CatalogError::Invalid("'timeout_secs' must be 0-3600".into()));
+    }
+    if menu.entries.is_empty() || menu.entries.len() > 50 {
+        return Err(CatalogError::Invalid("'entries' must hold 1-50 menu entries".into()));
+    }
+    if menu.entries.iter().filter(|e| e.is_default).count() > 1 {
+        return Err(CatalogError::Invalid(
+            "at most one entry may have 'is_default': true".into(),
+        ));
+    }
+    for (i, e) in menu.entries.iter().enumerate() {
+        let at = format!("entries[{i}] ({:?})", e.label);
+        if e.label.trim().is_empty() || e.label.chars().count() > 100 || e.label.chars().any(|c| c.is_control()) {
+            return Err(CatalogError::Invalid(format!(
+                "entries[{i}]: 'label' must be 1-100 characters without control characters"
+            )));
+        }
+        let unexpected = |f: &str, present: bool| -> Result<()> {
+            if present {
+                Err(CatalogError::Invalid(format!(
+                    "{at}: '{f}' does not apply to type {:?}",
+                    e.kind
+                )))
+            } else {
+                Ok(())
+            }
+        };
+        let linux_fields = e.kernel.is_some() || !e.initrds.is_empty() || e.cmdline.is_some();
+        match e.kind {
+            EntryType::Local => {
+                unexpected("kernel/initrds/cmdline", linux_fields)?;
+                unexpected("url", e.url.is_some())?;
+                unexpected("script", e.script.is_some())?;
+            }
+            EntryType::Linux => {
+                let Some(k) = &e.kernel else {
+                    return Err(CatalogError::Invalid(format!("{at}: type linux needs 'kernel'")));
+                };
+                no_newline(&format!("{at} kernel"), k)?;
+                for r in &e.initrds {
+                    no_newline(&format!("{at} initrds"), r)?;
+                }
+                if let Some(c) = &e.cmdline {
+                    if c.chars().any(|c| c.is_control()) || c.len() > 4096 {
+                        return Err(CatalogError::Invalid(format!(
+                            "{at}: 'cmdline' must be one line of at most 4096 bytes"
+                        )));
+                    }
+                }
+                unexpected("url", e.url.is_some())?;
+                unexpected("script", e.script.is_some())?;
+            }
+            EntryType::Chain => {
+                check_url(&at, e.url.as_deref(), &["http", "https", "tftp"])?;
+                unexpected("kernel/initrds/cmdline", linux_fields)?;
+                unexpected("script", e.script.is_some())?;
+            }
+            EntryType::Sanboot => {
+                check_url(
+                    &at,
+                    e.url.as_deref(),
+                    &["http", "https", "iscsi", "aoe", "fcp", "ib_srp"],
+                )?;
+                unexpected("kernel/initrds/cmdline", linux_fields)?;
+                unexpected("script", e.script.is_some())?;
+            }
+            EntryType::Custom => {
+                match &e.script {
+                    Some(s) if !s.trim().is_empty() && s.len() <= 65536 && !s.contains('\0') => {}
+                    _ => {
+                        return Err(CatalogError::Invalid(format!(
+                            "{at}: type custom needs a non-empty 'script' (at most 64 KiB)"
+                        )))
+                    }
+                }
+                unexpected("kernel/initrds/cmdline", linux_fields)?;
+                unexpected("url", e.url.is_some())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn profile_name(n: &str) -> Result<String> {
+    let n = n.trim();
+    if n.is_empty() || n.chars().count() > 64 || n.chars().any(|c| c.is_control()) {
+        return Err(CatalogError::Invalid(
+            "'name' must be 1-64 characters without control characters".into(),
+        ));
+    }
+    Ok(n.to_string())
+}
+
+// ---------------------------------------------------------------------------------------
+// Rendering
+// ---------------------------------------------------------------------------------------
+
+/// One menu item as the template sees it (`items`).
+#[derive(Debug, Clone, Serialize)]
+pub struct ScriptItem {
+    /// The iPXE label of the item (`e1`, `e2`, ...), also its `:label` line.
+    pub key: String,
+    /// The menu text.
+    pub label: String,
+    /// `local`, `linux`, `chain`, `sanboot` or `custom`.
+    #[serde(rename = "type")]
+    pub kind: EntryType,
+    /// `linux`: kernel URL (relative paths made absolute under `<base_url>/boot/`).
+    pub kernel: Option<String>,
+    /// `linux`: initrd URLs.
+    pub initrds: Vec<String>,
+    /// `linux`: command line.
+    pub cmdline: Option<String>,
+    /// `chain`/`sanboot` URL.
+    pub url: Option<String>,
+    /// `custom` script.
+    pub script: Option<String>,
+}
+
+/// Everything a template can use (see [`DEFAULT_SCRIPT`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct ScriptContext {
+    /// Client MAC (lower-case colon form) or `unknown`.
+    pub mac: String,
+    /// `host[:port]` the client reached Bootlane on.
+    pub server: String,
+    /// `http://<server>`.
+    pub base_url: String,
+    /// The registered host's name, if the MAC is registered.
+    pub host: Option<String>,
+    /// The profile's name.
+    pub profile: String,
+    /// Menu timeout in milliseconds (iPXE `choose --timeout`), 0 for none.
+    pub timeout_ms: u64,
+    /// Key of the default item.
+    pub default_item: String,
+    /// The menu items.
+    pub items: Vec<ScriptItem>,
+}
+
+fn absolute(base_url: &str, p: &str) -> String {
+    if p.contains("://") {
+        p.to_string()
+    } else {
+        format!("{base_url}/boot/{}", p.trim_start_matches('/'))
+    }
+}
+
+impl ScriptContext {
+    /// The context for `profile` as seen by `mac` (or `unknown`) reaching `server`.
+    pub fn new(profile: &Profile, mac: &str, server: &str, host: Option<&str>) -> Self {
+        let base_url = format!("http://{server}");
+        let items: Vec<ScriptItem> = profile
+            .entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| ScriptItem {
+                key: format!("e{}", i + 1),
+                label: e.label.clone(),
+                kind: e.kind,
+                kernel: e.kernel.as_deref().map(|k| absolute(&base_url, k)),
+                initrds: e.initrds.iter().map(|r| absolute(&base_url, r)).collect(),
+                cmdline: e.cmdline.clone(),
+                url: e.url.clone(),
+                script: e.script.clone(),
+            })
+            .collect();
+        let default_idx = profile.entries.iter().position(|e| e.is_default).unwrap_or(0);
+        Self {
+            mac: mac.to_string(),
+            server: server.to_string(),
+            base_url,
+            host: host.map(Into::into),
+            profile: profile.name.clone(),
+            timeout_ms: u64::from(profile.timeout_secs) * 1000,
+            default_item: format!("e{}", default_idx + 1),
+            items,
+        }
+    }
+}
+
+fn environment(template: &str) -> Result<minijinja::Environment<'static>, minijinja::Error> {
+    let mut env = minijinja::Environment::new();
+    // iPXE scripts are plain text: no HTML escaping; keep the trailing newline.
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    env.set_syntax(
+        minijinja::syntax::SyntaxConfig::builder()
+            .keep_trailing_newline(true)
+            .build()?,
+    );
+    env.add_template_owned("script".to_string(), template.to_string())?;
+    Ok(env)
+}
+
+/// Renders `template` with `ctx`.
+///
+/// # Errors
+/// A template syntax or rendering error (message from minijinja).
+pub fn render(template: &str, ctx: &ScriptContext) -> Result<String, minijinja::Error> {
+    environment(template)?
+        .get_template("script")?
+        .render(minijinja::value::Serde(ctx))
+}
+
+/// Checks a template: it must compile and render for a sample profile.
+///
+/// # Errors
+/// The minijinja error, or a script not starting with `#!ipxe`.
+pub fn check_template(template: &str) -> Result<(), String> {
+    let sample = default_profile(OffsetDateTime::UNIX_EPOCH);
+    let out = render(
+        template,
+        &ScriptContext::new(&sample, "52:54:00:00:00:01", "192.0.2.1:8080", None),
+    )
+    .map_err(|e| format!("the template does not compile or render: {e:#}"))?;
+    if !out.trim_start().starts_with("#!ipxe") {
+        return Err("the rendered script must start with '#!ipxe'".into());
+    }
+    Ok(())
+}
+
+/// The default profile's script for `mac` and `server` with the built-in template.
+#[cfg(test)]
+pub(crate) fn sample_script(mac: &str, server: &str) -> String {
+    let p = default_profile(OffsetDateTime::UNIX_EPOCH);
+    render(DEFAULT_SCRIPT, &ScriptContext::new(&p, mac, server, None)).expect("built-in template renders")
+}
+
+/// The generated script a version stores (see the module documentation).
+fn version_content(p: &Profile) -> String {
+    let ctx = ScriptContext::new(p, "${net0/mac}", "${next-server}", None);
+    render(DEFAULT_SCRIPT, &ctx).unwrap_or_else(|e| format!("# rendering failed: {e}\n"))
+}
+
+fn default_profile(now: OffsetDateTime) -> Profile {
+    Profile {
+        id: 0,
+        name: "Default".into(),
+        description: "Machines without a host entry or profile boot this.".into(),
+        is_default: true,
+        timeout_secs: 5,
+        entries: vec![MenuEntry {
+            label: "Boot from local disk".into(),
+            kind: EntryType::Local,
+            kernel: None,
+            initrds: Vec::new(),
+            cmdline: None,
+            url: None,
+            script: None,
+            is_default: true,
+        }],
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+/// Where the effective template comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TemplateSource {
+    /// Set through `PUT /services/ipxe-script` (stored).
+    Stored,
+    /// `[boot] ipxe_script` in the configuration file.
+    Config,
+    /// The built-in template.
+    Builtin,
+}
+
+const TEMPLATE_KEY: &str = "ipxe_template";
+
+// ---------------------------------------------------------------------------------------
+// The catalog
+// ---------------------------------------------------------------------------------------
+
+/// Hosts, profiles, script versions and the template. Cheap to share behind an `Arc`.
+pub struct BootCatalog {
+    hosts: Table<Host>,
+    profiles: Table<Profile>,
+    versions: Table<ScriptVersion>,
+    kv: Kv,
+    config_template: Option<String>,
+    stored_template: RwLock<Option<String>>,
+    write: tokio::sync::Mutex<()>,
+}
+
+impl BootCatalog {
+    /// Opens the tables; seeds the default profile on first start (and repairs a store
+    /// without exactly one default). `config_template` is `[boot] ipxe_script`.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn open(store: &Store, config_template: Option<String>) -> Result<Arc<Self>> {
+        let kv = store.kv("boot_settings")?;
+        let stored: Option<String> = kv.get(TEMPLATE_KEY)?;
+        let c = Self {
+            hosts: store.table()?,
+            profiles: store.table()?,
+            versions: store.table()?,
+            kv,
+            config_template,
+            stored_template: RwLock::new(stored),
+            write: tokio::sync::Mutex::new(()),
+        };
+        let profiles = c.profiles.list()?;
+        let defaults: Vec<&Profile> = profiles.iter().filter(|p| p.is_default).collect();
+        if defaults.is_empty() {
+            if let Some(first) = profiles.first() {
+                let mut p = first.clone();
+                p.is_default = true;
+                c.profiles.put(&p).await?;
+            } else {
+                let p = c.profiles.insert(default_profile(OffsetDateTime::now_utc())).await?;
+                c.snapshot(&p, "seeded on first start", true).await?;
+                tracing::info!("seeded the default boot profile");
+            }
+        } else {
+            for extra in defaults.iter().skip(1) {
+                let mut p = (*extra).clone();
+                p.is_default = false;
+                c.profiles.put(&p).await?;
+            }
+        }
+        Ok(Arc::new(c))
+    }
+
+    // ---- hosts ----
+
+    /// Every host, in id order.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn hosts(&self) -> Result<Vec<Host>> {
+        Ok(self.hosts.list()?)
+    }
+
+    /// One host.
+    ///
+    /// # Errors
+    /// [`CatalogError::NotFound`], store errors.
+    pub fn host(&self, id: u64) -> Result<Host> {
+        self.hosts
+            .get(id)?
+            .ok_or_else(|| CatalogError::NotFound(format!("no host with id {id}")))
+    }
+
+    /// The host with this MAC, if registered.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn host_by_mac(&self, mac: MacAddr) -> Result<Option<Host>> {
+        let m = mac.to_string();
+        Ok(self.hosts.list()?.into_iter().find(|h| h.mac == m))
+    }
+
+    fn apply_host(&self, h: &mut Host, input: HostInput) -> Result<()> {
+        if let Some(n) = input.name {
+            h.name = host_name(&n)?;
+        }
+        if let Some(m) = input.mac {
+            h.mac = normalise_mac(&m)
+                .map_err(|_| {
+                    CatalogError::Invalid(format!(
+                        "mac {m:?} is not a MAC address (aa:bb:cc:dd:ee:ff, aa-bb-..., aabb.ccdd.eeff or 12 hex digits)"
+                    ))
+                })?
+                .to_string();
+        }
+        if let Some(ip) = input.ip {
+            h.ip = match ip.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+                None => None,
+                Some(s) => Some(
+                    s.parse()
+                        .map_err(|_| CatalogError::Invalid(format!("ip {s:?} is not an IPv4 or IPv6 address")))?,
+                ),
+            };
+        }
+        if let Some(p) = input.profile_id {
+            if let Some(pid) = p {
+                if self.profiles.get(pid)?.is_none() {
+                    return Err(CatalogError::Invalid(format!("profile_id {pid}: no such profile")));
+                }
+            }
+            h.profile_id = p;
+        }
+        if let Some(v) = input.bmc_addr {
+            h.bmc_addr = v.map(|v| short_text("bmc_addr", &v, 255)).transpose()?;
+        }
+        if let Some(v) = input.bmc_user {
+            h.bmc_user = v.map(|v| short_text("bmc_user", &v, 255)).transpose()?;
+        }
+        if let Some(v) = input.bmc_password {
+            h.bmc_password = v.map(|v| short_text("bmc_password", &v, 255)).transpose()?;
+        }
+        if let Some(d) = input.description {
+            h.description = short_text("description", &d, 1024)?;
+        }
+        Ok(())
+    }
+
+    fn check_host_unique(&self, h: &Host) -> Result<()> {
+        for o in self.hosts.list()? {
+            if o.id == h.id {
+                continue;
+            }
+            if o.name == h.name {
+                return Err(CatalogError::Conflict(format!(
+                    "host name {:?} is already used by host {}",
+                    h.name, o.id
+                )));
+            }
+            if o.mac == h.mac {
+                return Err(CatalogError::Conflict(format!(
+                    "MAC {} is already registered to host {} ({})",
+                    h.mac, o.id, o.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates a host (`name` and `mac` required).
+    ///
+    /// # Errors
+    /// Invalid (400), Conflict (409: name or MAC taken), store errors.
+    pub async fn create_host(&self, input: HostInput) -> Result<Host> {
+        if input.name.is_none() || input.mac.is_none() {
+            return Err(CatalogError::Invalid("'name' and 'mac' are required".into()));
+        }
+        let _w = self.write.lock().await;
+        let now = OffsetDateTime::now_utc();
+        let mut h = Host {
+            id: 0,
+            name: String::new(),
+            mac: String::new(),
+            ip: None,
+            profile_id: None,
+            bmc_addr: None,
+            bmc_user: None,
+            bmc_password: None,
+            description: String::new(),
+            created_at: now,
+            updated_at: now,
+        };
+        self.apply_host(&mut h, input)?;
+        self.check_host_unique(&h)?;
+        Ok(self.hosts.insert(h).await?)
+    }
+
+    /// Merges `input` into host `id`.
+    ///
+    /// # Errors
+    /// NotFound, Invalid, Conflict, store errors.
+    pub async fn update_host(&self, id: u64, input: HostInput) -> Result<Host> {
+        let _w = self.write.lock().await;
+        let mut h = self.host(id)?;
+        self.apply_host(&mut h, input)?;
+        self.check_host_unique(&h)?;
+        h.updated_at = OffsetDateTime::now_utc();
+        self.hosts.put(&h).await?;
+        Ok(h)
+    }
+
+    /// Deletes host `id`, answering the deleted host.
+    ///
+    /// # Errors
+    /// NotFound, store errors.
+    pub async fn delete_host(&self, id: u64) -> Result<Host> {
+        let _w = self.write.lock().await;
+        self.hosts
+            .remove(id)
+            .await?
+            .ok_or_else(|| CatalogError::NotFound(format!("no host with id {id}")))
+    }
+
+    // ---- profiles ----
+
+    /// Every profile, in id order.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn profiles(&self) -> Result<Vec<Profile>> {
+        Ok(self.profiles.list()?)
+    }
+
+    /// One profile.
+    ///
+    /// # Errors
+    /// NotFound, store errors.
+    pub fn profile(&self, id: u64) -> Result<Profile> {
+        self.profiles
+            .get(id)?
+            .ok_or_else(|| CatalogError::NotFound(format!("no profile with id {id}")))
+    }
+
+    /// The default profile (seeded at open, so present unless the store was edited).
+    ///
+    /// # Errors
+    /// Store errors; NotFound when no profile is marked default.
+    pub fn default_profile(&self) -> Result<Profile> {
+        self.profiles
+            .list()?
+            .into_iter()
+            .find(|p| p.is_default)
+            .ok_or_else(|| CatalogError::NotFound("no default profile".into()))
+    }
+
+    fn check_profile_name(&self, p: &Profile) -> Result<()> {
+        if let Some(o) = self
+            .profiles
+            .list()?
+            .into_iter()
+            .find(|o| o.id != p.id && o.name.eq_ignore_ascii_case(&p.name))
+        {
+            return Err(CatalogError::Conflict(format!(
+                "profile name {:?} is already used by profile {}",
+                p.name, o.id
+            )));
+        }
+        Ok(())
+    }
+
+    /// Moves the default flag to `p` (clearing it elsewhere).
+    async fn take_default(&self, p: &Profile) -> Result<()> {
+        for mut o in self.profiles.list()? {
+            if o.id != p.id && o.is_default {
+                o.is_default = false;
+                o.updated_at = OffsetDateTime::now_utc();
+                self.profiles.put(&o).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores a version of `p`'s script when it differs from the latest (or `force`).
+    async fn snapshot(&self, p: &Profile, comment: &str, force: bool) -> Result<Option<ScriptVersion>> {
+        let content = version_content(p);
+        let checksum = hex::encode(Sha256::digest(content.as_bytes()));
+        let latest = self.versions(p.id)?.into_iter().next();
+        if !force && latest.is_some_and(|l| l.checksum == checksum) {
+            return Ok(None);
+        }
+        let v = ScriptVersion {
+            id: 0,
+            profile_id: p.id,
+            content,
+            checksum,
+            comment: comment.to_string(),
+            menu: p.menu(),
+            created_at: OffsetDateTime::now_utc(),
+        };
+        Ok(Some(self.versions.insert(v).await?))
+    }
+
+    /// Creates a profile (`name` and `entries` required).
+    ///
+    /// # Errors
+    /// Invalid, Conflict (name taken), store errors.
+    pub async fn create_profile(&self, input: ProfileInput) -> Result<Profile> {
+        let (Some(name), Some(entries)) = (input.name.as_deref(), input.entries.clone()) else {
+            return Err(CatalogError::Invalid("'name' and 'entries' are required".into()));
+        };
+        let _w = self.write.lock().await;
+        let now = OffsetDateTime::now_utc();
+        let p = Profile {
+            id: 0,
+            name: profile_name(name)?,
+            description: short_text("description", input.description.as_deref().unwrap_or(""), 1024)?,
+            is_default: input.is_default.unwrap_or(false),
+            timeout_secs: input.timeout_secs.unwrap_or(5),
+            entries,
+            created_at: now,
+            updated_at: now,
+        };
+        validate_menu(&p.menu())?;
+        self.check_profile_name(&p)?;
+        let p = self.profiles.insert(p).await?;
+        if p.is_default {
+            self.take_default(&p).await?;
+        }
+        self.snapshot(&p, input.comment.as_deref().unwrap_or("created"), true)
+            .await?;
+        Ok(p)
+    }
+
+    /// Merges `input` into profile `id`; stores a script version when the script changed.
+    ///
+    /// # Errors
+    /// NotFound, Invalid (including clearing the default flag of the default profile),
+    /// Conflict, store errors.
+    pub async fn update_profile(&self, id: u64, input: ProfileInput) -> Result<Profile> {
+        let _w = self.write.lock().await;
+        self.update_locked(id, input, false).await
+    }
+
+    async fn update_locked(&self, id: u64, input: ProfileInput, force_version: bool) -> Result<Profile> {
+        let mut p = self.profile(id)?;
+        if let Some(n) = &input.name {
+            p.name = profile_name(n)?;
+        }
+        if let Some(d) = &input.description {
+            p.description = short_text("description", d, 1024)?;
+        }
+        let make_default = match input.is_default {
+            Some(false) if p.is_default => {
+                return Err(CatalogError::Invalid(
+                    "profile is the default; make another profile the default ('is_default': true on it) instead"
+                        .into(),
+                ))
+            }
+            Some(true) if !p.is_default => true,
+            _ => false,
+        };
+        if let Some(t) = input.timeout_secs {
+            p.timeout_secs = t;
+        }
+        if let Some(e) = input.entries {
+            p.entries = e;
+        }
+        validate_menu(&p.menu())?;
+        self.check_profile_name(&p)?;
+        p.is_default |= make_default;
+        p.updated_at = OffsetDateTime::now_utc();
+        self.profiles.put(&p).await?;
+        if make_default {
+            self.take_default(&p).await?;
+        }
+        self.snapshot(&p, input.comment.as_deref().unwrap_or("updated"), force_version)
+            .await?;
+        Ok(p)
+    }
+
+    /// Deletes profile `id` (and its script versions), answering the deleted profile.
+    ///
+    /// # Errors
+    /// NotFound; Conflict when it is the default profile or a host uses it; store errors.
+    pub async fn delete_profile(&self, id: u64) -> Result<Profile> {
+        let _w = self.write.lock().await;
+        let p = self.profile(id)?;
+        if p.is_default {
+            return Err(CatalogError::Conflict(format!(
+                "profile {id} ({}) is the default profile; make another profile the default first",
+                p.name
+            )));
+        }
+        let users: Vec<String> = self
+            .hosts
+            .list()?
+            .into_iter()
+            .filter(|h| h.profile_id == Some(id))
+            .map(|h| h.name)
+            .collect();
+        if !users.is_empty() {
+            return Err(CatalogError::Conflict(format!(
+                "profile {id} ({}) is used by host(s) {}; change their profile first",
+                p.name,
+                users.join(", ")
+            )));
+        }
+        for v in self.versions(id)? {
+            self.versions.remove(v.id).await?;
+        }
+        self.profiles.remove(id).await?;
+        Ok(p)
+    }
+
+    // ---- script versions ----
+
+    /// The versions of profile `profile_id`, newest first (no existence check).
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn versions(&self, profile_id: u64) -> Result<Vec<ScriptVersion>> {
+        let mut v: Vec<ScriptVersion> = self
+            .versions
+            .list()?
+            .into_iter()
+            .filter(|v| v.profile_id == profile_id)
+            .collect();
+        v.reverse();
+        Ok(v)
+    }
+
+    /// Version `ver` of profile `profile_id`.
+    ///
+    /// # Errors
+    /// NotFound (profile or version, or a version of another profile), store errors.
+    pub fn version(&self, profile_id: u64, ver: u64) -> Result<ScriptVersion> {
+        self.profile(profile_id)?;
+        self.versions
+            .get(ver)?
+            .filter(|v| v.profile_id == profile_id)
+            .ok_or_else(|| CatalogError::NotFound(format!("profile {profile_id} has no script version {ver}")))
+    }
+
+    /// Unified diff from version `ver` to the current script (via the `similar` crate).
+    ///
+    /// # Errors
+    /// NotFound, store errors.
+    pub fn diff(&self, profile_id: u64, ver: u64) -> Result<ScriptDiff> {
+        let v = self.version(profile_id, ver)?;
+        let current = version_content(&self.profile(profile_id)?);
+        let identical = current == v.content;
+        let diff = if identical {
+            String::new()
+        } else {
+            similar::TextDiff::from_lines(&v.content, &current)
+                .unified_diff()
+                .context_radius(3)
+                .header(&format!("version {ver}"), "current")
+                .to_string()
+        };
+        Ok(ScriptDiff {
+            version_id: ver,
+            identical,
+            diff,
+        })
+    }
+
+    /// Restores the menu of version `ver`; stores a new version saying so.
+    ///
+    /// # Errors
+    /// NotFound; Invalid when the stored menu no longer validates; store errors.
+    pub async fn rollback(&self, profile_id: u64, ver: u64) -> Result<Profile> {
+        let _w = self.write.lock().await;
+        let v = self.version(profile_id, ver)?;
+        let input = ProfileInput {
+            timeout_secs: Some(v.menu.timeout_secs),
+            entries: Some(v.menu.entries),
+            comment: Some(format!("rollback to version {ver}")),
+            ..Default::default()
+        };
+        self.update_locked(profile_id, input, true).await
+    }
+
+    // ---- the script ----
+
+    /// The effective template and where it comes from.
+    pub fn template(&self) -> (String, TemplateSource) {
+        let stored = self.stored_template.read().map(|g| g.clone()).unwrap_or_default();
+        match (stored, &self.config_template) {
+            (Some(t), _) => (t, TemplateSource::Stored),
+            (None, Some(t)) => (t.clone(), TemplateSource::Config),
+            (None, None) => (DEFAULT_SCRIPT.to_string(), TemplateSource::Builtin),
+        }
+    }
+
+    /// Stores a new template after checking it (`None` removes the stored one, falling
+    /// back to `[boot] ipxe_script` or the built-in template). Applies at once.
+    ///
+    /// # Errors
+    /// Invalid with the minijinja message; store errors.
+    pub async fn set_template(&self, template: Option<String>) -> Result<()> {
+        let _w = self.write.lock().await;
+        match &template {
+            Some(t) => {
+                if t.len() > 256 * 1024 {
+                    return Err(CatalogError::Invalid("the template must be at most 256 KiB".into()));
+                }
+                check_template(t).map_err(CatalogError::Invalid)?;
+                self.kv.put(TEMPLATE_KEY, t).await?;
+            }
+            None => self.kv.remove(TEMPLATE_KEY).await?,
+        }
+        if let Ok(mut g) = self.stored_template.write() {
+            *g = template;
+        }
+        Ok(())
+    }
+
+    /// The script for `mac` (`None`: unknown) reaching Bootlane on `server`: the host's
+    /// profile when the MAC is registered with one, otherwise the default profile.
+    ///
+    /// # Errors
+    /// Store errors; Invalid with the minijinja message when the template fails to render.
+    pub fn script_for(&self, mac: Option<MacAddr>, server: &str) -> Result<String> {
+        let host = match mac {
+            Some(m) => self.host_by_mac(m)?,
+            None => None,
+        };
+        let profile = match host.as_ref().and_then(|h| h.profile_id) {
+            Some(pid) => match self.profiles.get(pid)? {
+                Some(p) => p,
+                None => self.default_profile()?,
+            },
+            None => self.default_profile()?,
+        };
+        let mac_text = mac.map_or_else(|| "unknown".to_string(), |m| m.to_string());
+        let ctx = ScriptContext::new(&profile, &mac_text, server, host.as_ref().map(|h| h.name.as_str()));
+        let (template, _) = self.template();
+        render(&template, &ctx).map_err(|e| CatalogError::Invalid(format!("the iPXE template failed: {e:#}")))
+    }
+}

@@ -1,0 +1,825 @@
+//! Live DHCP administration (issue 4 "DHCP" API bullets): the one place the API changes
+//! what the running DHCP handler uses, without a restart.
+//!
+//! - Reservations stored in the store (`/dhcp/reservations`) are added to the
+//!   configuration file's reservations of their subnet.
+//! - Per-subnet settings changed by `PUT /services/dhcp` (pool range, router, DNS servers,
+//!   lease time) are stored as overrides over the file. The subnet's mode, interface and
+//!   server address need new sockets and are refused with a 400 saying so.
+//! - The architecture map (`PUT /services/archmap`) is stored whole and replaces
+//!   `[dhcp.arch_map]` over the built-in defaults.
+//! - Leases are deleted through the lease database the handler allocates from, so a
+//!   deleted address is free at once.
+//!
+//! After every change the effective subnets are rebuilt (keeping the server addresses
+//! resolved at start) and swapped into the handler, which reads them per request.
+//! State: the stored overrides (cached), the shared lease database, the handler once DHCP
+//! has started, and a mutex serialising writes.
+
+use std::{
+    collections::{BTreeMap, HashSet},
+    net::Ipv4Addr,
+    sync::{Arc, OnceLock, RwLock},
+};
+
+use serde::{Deserialize, Deserializer, Serialize};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+
+use super::{
+    config::{default_arch_map, DhcpConfig, Reservation, SubnetConfig, SubnetMode},
+    handler::BootHandler,
+    leases::{now_secs, Lease, LeaseDb},
+    packet::normalise_mac,
+};
+use crate::store::{Entity, Kv, Store, StoreError, Table};
+
+/// Errors of DHCP administration; the API maps each to a status (400, 409, 404, 500).
+#[derive(Debug, thiserror::Error)]
+pub enum DhcpAdminError {
+    /// Invalid value, or a change that needs a restart (400).
+    #[error("{0}")]
+    Invalid(String),
+    /// Already reserved (409).
+    #[error("{0}")]
+    Conflict(String),
+    /// No such reservation or lease (404).
+    #[error("{0}")]
+    NotFound(String),
+    /// The store failed (500).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+type Result<T, E = DhcpAdminError> = std::result::Result<T, E>;
+
+fn double_option<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// A reservation made through the API (`/dhcp/reservations`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct StoredReservation {
+    /// Id.
+    pub id: u64,
+    /// MAC, lower-case colon form.
+    pub mac: String,
+    /// The reserved address (a host address of `subnet`).
+    #[schema(value_type = String)]
+    pub ip: Ipv4Addr,
+    /// Host name sent as option 12.
+    pub hostname: Option<String>,
+    /// Free text.
+    pub description: String,
+    /// The configured subnet (CIDR) containing `ip`.
+    pub subnet: String,
+    /// Creation time, RFC 3339.
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+    /// Last change, RFC 3339.
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub updated_at: OffsetDateTime,
+}
+
+impl Entity for StoredReservation {
+    const TREE: &'static str = "dhcp_reservations";
+    fn id(&self) -> u64 {
+        self.id
+    }
+    fn set_id(&mut self, id: u64) {
+        self.id = id;
+    }
+}
+
+/// Body of `POST /dhcp/reservations` (`mac` and `ip` required) and
+/// `PUT /dhcp/reservations/{id}` (any subset; omitted fields keep their values).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReservationInput {
+    /// MAC, any of `:`, `-`, `.` or no separators.
+    pub mac: Option<String>,
+    /// IPv4 address inside a configured subnet.
+    pub ip: Option<String>,
+    /// Host name (a DNS label); `null` clears it.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub hostname: Option<Option<String>>,
+    /// Free text.
+    pub description: Option<String>,
+    /// Optional: the subnet (CIDR) `ip` must lie in; derived from `ip` when omitted.
+    pub subnet: Option<String>,
+    /// Read-only fields of the GET answer, accepted and ignored so it can be PUT back.
+    pub id: Option<serde_json::Value>,
+    /// Read-only, ignored.
+    pub source: Option<serde_json::Value>,
+    /// Read-only, ignored.
+    pub created_at: Option<serde_json::Value>,
+    /// Read-only, ignored.
+    pub updated_at: Option<serde_json::Value>,
+}
+
+/// Stored per-subnet overrides (only the live-changeable settings).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct SubnetOverride {
+    range_start: Option<Ipv4Addr>,
+    range_end: Option<Ipv4Addr>,
+    router: Option<Ipv4Addr>,
+    dns: Option<Vec<Ipv4Addr>>,
+    lease_time_secs: Option<u32>,
+}
+
+/// One subnet in `PUT /services/dhcp`: `cidr` names a subnet of the configuration file;
+/// the other fields change it live. `mode`, `interface` and `server_address` may be sent
+/// back unchanged (a GET answer PUT back), but changing them needs a restart: 400.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubnetPatch {
+    /// The subnet, as in the configuration file (e.g. `10.77.0.0/24`).
+    pub cidr: String,
+    /// First pool address (server mode).
+    #[schema(value_type = Option<String>)]
+    pub range_start: Option<Ipv4Addr>,
+    /// Last pool address (server mode).
+    #[schema(value_type = Option<String>)]
+    pub range_end: Option<Ipv4Addr>,
+    /// Default gateway (option 3).
+    #[schema(value_type = Option<String>)]
+    pub router: Option<Ipv4Addr>,
+    /// DNS servers (option 6).
+    #[schema(value_type = Option<Vec<String>>)]
+    pub dns: Option<Vec<Ipv4Addr>>,
+    /// Lease time in seconds, at least 60.
+    pub lease_time_secs: Option<u32>,
+    /// Restart-only: `server`, `proxy` or `off`.
+    pub mode: Option<SubnetMode>,
+    /// Restart-only: the interface.
+    pub interface: Option<String>,
+    /// Restart-only: Bootlane's address on the subnet.
+    #[schema(value_type = Option<String>)]
+    pub server_address: Option<Ipv4Addr>,
+    /// Read-only fields of the GET answer, accepted and ignored.
+    pub reservations: Option<serde_json::Value>,
+    /// Read-only, ignored.
+    pub server: Option<serde_json::Value>,
+}
+
+/// Body of `PUT /services/dhcp`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DhcpSettingsPatch {
+    /// Subnets to change (others keep their settings).
+    pub subnets: Vec<SubnetPatch>,
+    /// Read-only, ignored.
+    pub running: Option<serde_json::Value>,
+}
+
+/// A subnet as `GET /services/dhcp` shows it: the effective settings.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SubnetView {
+    /// `server`, `proxy` or `off`.
+    pub mode: SubnetMode,
+    /// Interface.
+    pub interface: String,
+    /// The subnet.
+    pub cidr: String,
+    /// First pool address.
+    #[schema(value_type = Option<String>)]
+    pub range_start: Option<Ipv4Addr>,
+    /// Last pool address.
+    #[schema(value_type = Option<String>)]
+    pub range_end: Option<Ipv4Addr>,
+    /// Default gateway.
+    #[schema(value_type = Option<String>)]
+    pub router: Option<Ipv4Addr>,
+    /// DNS servers handed out (`null`: Bootlane's own address).
+    #[schema(value_type = Option<Vec<String>>)]
+    pub dns: Option<Vec<Ipv4Addr>>,
+    /// Lease time in seconds.
+    pub lease_time_secs: u32,
+    /// Configured server address (`null`: from the interface).
+    #[schema(value_type = Option<String>)]
+    pub server_address: Option<Ipv4Addr>,
+    /// The server address in use (when DHCP runs).
+    #[schema(value_type = Option<String>)]
+    pub server: Option<Ipv4Addr>,
+    /// Number of reservations (file and API).
+    pub reservations: usize,
+}
+
+/// `GET /services/dhcp` answer.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct DhcpSettingsView {
+    /// True when the DHCP sockets are bound.
+    pub running: bool,
+    /// Every configured subnet.
+    pub subnets: Vec<SubnetView>,
+}
+
+/// One architecture map entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArchEntry {
+    /// RFC 4578 §2.1 / IANA client architecture code, 0-65535.
+    pub arch_code: u32,
+    /// Boot file relative to the boot directory, or an `http(s)://` URL (`{server}` and
+    /// `{http_port}` are replaced per client).
+    pub boot_file: String,
+    /// Name of the architecture (answers only; ignored on input).
+    #[serde(default, skip_deserializing)]
+    pub arch_name: String,
+}
+
+/// `GET /services/archmap` answer and `PUT` body.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArchMap {
+    /// Entries sorted by code; an architecture without entry gets no boot file.
+    pub entries: Vec<ArchEntry>,
+}
+
+/// Name of an architecture code (IANA "Processor Architecture Types").
+pub fn arch_name(code: u16) -> &'static str {
+    match code {
+        0 => "x86 BIOS",
+        1 => "NEC/PC98",
+        2 => "EFI Itanium",
+        6 => "x86 UEFI (IA32)",
+        7 => "x64 UEFI",
+        9 => "x64 UEFI (EFI BC)",
+        10 => "ARM 32-bit UEFI",
+        11 => "ARM 64-bit UEFI",
+        15 => "x86 UEFI HTTP",
+        16 => "x64 UEFI HTTP",
+        18 => "ARM 32-bit UEFI HTTP",
+        19 => "ARM 64-bit UEFI HTTP",
+        25 => "RISC-V 64-bit UEFI",
+        _ => "",
+    }
+}
+
+/// Converts a map to its API form.
+pub fn arch_view(map: &BTreeMap<u16, String>) -> ArchMap {
+    ArchMap {
+        entries: map
+            .iter()
+            .map(|(k, v)| ArchEntry {
+                arch_code: u32::from(*k),
+                boot_file: v.clone(),
+                arch_name: arch_name(*k).to_string(),
+            })
+            .collect(),
+    }
+}
+
+/// `GET /leases/stats` entry.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SubnetStats {
+    /// The subnet.
+    pub subnet: String,
+    /// `server` or `proxy`.
+    pub mode: SubnetMode,
+    /// Addresses in the pool (0 in proxy mode).
+    pub size: u64,
+    /// Pool addresses with an active lease or decline.
+    pub used: u64,
+    /// Reservations in the subnet (file and API; they may lie outside the pool).
+    pub reserved: u64,
+    /// Pool addresses neither used nor reserved.
+    pub free: u64,
+}
+
+const SETTINGS_KEY: &str = "subnet_overrides";
+const ARCH_KEY: &str = "arch_map";
+
+/// The live DHCP administration. Shared by the API and the DHCP service.
+pub struct DhcpControl {
+    base: DhcpConfig,
+    kv: Kv,
+    reservations: Table<StoredReservation>,
+    leases: Arc<tokio::sync::Mutex<LeaseDb>>,
+    handler: OnceLock<Arc<BootHandler>>,
+    overrides: RwLock<BTreeMap<String, SubnetOverride>>,
+    arch: RwLock<Option<BTreeMap<u16, String>>>,
+    write: tokio::sync::Mutex<()>,
+}
+
+fn key_of(cfg: &SubnetConfig) -> String {
+    cfg.cidr.trunc().to_string()
+}
+
+fn hostname(h: &str) -> Result<String> {
+    let h = h.trim().to_ascii_lowercase();
+    let ok = !h.is_empty()
+        && h.len() <= 63
+        && h.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        && !h.starts_with('-')
+        && !h.ends_with('-');
+    if ok {
+        Ok(h)
+    } else {
+        Err(DhcpAdminError::Invalid(format!(
+            "hostname {h:?} must be a DNS label: 1-63 letters, digits or '-'"
+        )))
+    }
+}
+
+/// Checks an architecture map entry's boot file.
+fn check_boot_file(code: u32, f: &str) -> Result<()> {
+    let bad = |why: &str| Err(DhcpAdminError::Invalid(format!("arch {code}: boot_file {f:?} {why}")));
+    if f.is_empty() || f.len() > 255 {
+        return bad("must be 1-255 bytes");
+    }
+    if f.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return bad("must not contain spaces or control characters");
+    }
+    if f.contains("://") {
+        let lower = f.to_ascii_lowercase();
+        if !(lower.starts_with("http://") || lower.starts_with("https://")) || f.len() <= "https://".len() {
+            return bad("must be a file name or an http:// or https:// URL");
+        }
+        return Ok(());
+    }
+    if f.starts_with('/') || f.split(['/', '\\']).any(|c| c == ".." || c.is_empty()) {
+        return bad("must be a path inside the boot directory (no leading '/', no '..')");
+    }
+    Ok(())
+}
+
+impl DhcpControl {
+    /// Opens the stored overrides and reservations and loads the leases.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn open(store: &Store, base: &DhcpConfig) -> Result<Arc<Self>> {
+        let kv = store.kv("dhcp_settings")?;
+        let overrides = kv.get(SETTINGS_KEY)?.unwrap_or_default();
+        let arch = kv.get(ARCH_KEY)?;
+        let leases = LeaseDb::load(store).await?;
+        Ok(Arc::new(Self {
+            base: base.clone(),
+            kv,
+            reservations: store.table()?,
+            leases: Arc::new(tokio::sync::Mutex::new(leases)),
+            handler: OnceLock::new(),
+            overrides: RwLock::new(overrides),
+            arch: RwLock::new(arch),
+            write: tokio::sync::Mutex::new(()),
+        }))
+    }
+
+    /// The lease database (shared with the handler).
+    pub fn leases(&self) -> Arc<tokio::sync::Mutex<LeaseDb>> {
+        self.leases.clone()
+    }
+
+    /// Connects the running handler; later changes are applied to it.
+    pub fn attach(&self, handler: Arc<BootHandler>) {
+        let _ = self.handler.set(handler);
+    }
+
+    /// True when DHCP runs.
+    pub fn running(&self) -> bool {
+        self.handler.get().is_some()
+    }
+
+    fn overrides(&self) -> BTreeMap<String, SubnetOverride> {
+        self.overrides.read().map(|g| g.clone()).unwrap_or_default()
+    }
+
+    fn effective_with(&self, overrides: &BTreeMap<String, SubnetOverride>) -> Result<Vec<SubnetConfig>> {
+        let stored = self.reservations.list()?;
+        Ok(self
+            .base
+            .subnets
+            .iter()
+            .map(|s| {
+                let mut c = s.clone();
+                let key = key_of(&c);
+                if let Some(o) = overrides.get(&key) {
+                    c.range_start = o.range_start.or(c.range_start);
+                    c.range_end = o.range_end.or(c.range_end);
+                    c.router = o.router.or(c.router);
+                    c.dns = o.dns.clone().or(c.dns);
+                    c.lease_time_secs = o.lease_time_secs.unwrap_or(c.lease_time_secs);
+                }
+                c.reservations
+                    .extend(stored.iter().filter(|r| r.subnet == key).map(|r| Reservation {
+                        mac: r.mac.clone(),
+                        ip: r.ip,
+                        hostname: r.hostname.clone(),
+                    }));
+                c
+            })
+            .collect())
+    }
+
+    /// The effective subnets: the file's, with stored overrides and reservations.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn effective_subnets(&self) -> Result<Vec<SubnetConfig>> {
+        self.effective_with(&self.overrides())
+    }
+
+    /// The effective architecture map: the stored one, else `[dhcp.arch_map]` over the
+    /// defaults.
+    pub fn arch_map(&self) -> BTreeMap<u16, String> {
+        if let Some(m) = self.arch.read().ok().and_then(|g| g.clone()) {
+            return m;
+        }
+        self.base.arch_map().unwrap_or_else(|_| default_arch_map())
+    }
+
+    /// Pushes the effective subnets and arch map into the running handler.
+    fn apply(&self) -> Result<()> {
+        let Some(h) = self.handler.get() else {
+            return Ok(());
+        };
+        let cfgs = self.effective_subnets()?;
+        let current = h.subnets();
+        let rebuilt: Vec<_> = current
+            .iter()
+            .map(|s| {
+                cfgs.iter()
+                    .find(|c| key_of(c) == s.key)
+                    .and_then(|c| s.rebuild(c).ok())
+                    .unwrap_or_else(|| s.clone())
+            })
+            .collect();
+        h.set_subnets(rebuilt);
+        h.set_arch_map(self.arch_map());
+        Ok(())
+    }
+
+    // ---- settings ----
+
+    /// `GET /services/dhcp`.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn settings(&self) -> Result<DhcpSettingsView> {
+        let running = self.handler.get().map(|h| h.subnets());
+        let subnets = self
+            .effective_subnets()?
+            .into_iter()
+            .map(|c| {
+                let key = key_of(&c);
+                SubnetView {
+                    mode: c.mode,
+                    interface: c.interface.clone(),
+                    cidr: c.cidr.to_string(),
+                    range_start: c.range_start,
+                    range_end: c.range_end,
+                    router: c.router,
+                    dns: c.dns.clone(),
+                    lease_time_secs: c.lease_time_secs,
+                    server_address: c.server_address,
+                    server: running
+                        .as_ref()
+                        .and_then(|r| r.iter().find(|s| s.key == key).map(|s| s.server)),
+                    reservations: c.reservations.len(),
+                }
+            })
+            .collect();
+        Ok(DhcpSettingsView {
+            running: running.is_some(),
+            subnets,
+        })
+    }
+
+    /// `PUT /services/dhcp`: validates like the configuration file, stores, applies live.
+    ///
+    /// # Errors
+    /// Invalid (unknown subnet, restart-only change, a value the file would refuse), store.
+    pub async fn update_settings(&self, patch: DhcpSettingsPatch) -> Result<DhcpSettingsView> {
+        let _w = self.write.lock().await;
+        let mut overrides = self.overrides();
+        for p in patch.subnets {
+            let Some(base) = self
+                .base
+                .subnets
+                .iter()
+                .find(|s| key_of(s) == p.cidr.trim() || s.cidr.to_string() == p.cidr.trim())
+            else {
+                return Err(DhcpAdminError::Invalid(format!(
+                    "subnet {:?} is not in the configuration file; adding or removing subnets needs a \
+                     [[dhcp.subnets]] entry and a restart",
+                    p.cidr
+                )));
+            };
+            let restart = |field: &str| {
+                Err(DhcpAdminError::Invalid(format!(
+                    "subnet {}: changing '{field}' needs new sockets; edit [[dhcp.subnets]] in the \
+                     configuration file and restart Bootlane",
+                    base.cidr
+                )))
+            };
+            if p.mode.is_some_and(|m| m != base.mode) {
+                return restart("mode");
+            }
+            if p.interface.as_ref().is_some_and(|i| *i != base.interface) {
+                return restart("interface");
+            }
+            if p.server_address.is_some() && p.server_address != base.server_address {
+                return restart("server_address");
+            }
+            let o = overrides.entry(key_of(base)).or_default();
+            o.range_start = p.range_start.or(o.range_start);
+            o.range_end = p.range_end.or(o.range_end);
+            o.router = p.router.or(o.router);
+            if p.dns.is_some() {
+                o.dns = p.dns;
+            }
+            o.lease_time_secs = p.lease_time_secs.or(o.lease_time_secs);
+        }
+        let candidate = DhcpConfig {
+            subnets: self.effective_with(&overrides)?,
+            arch_map: BTreeMap::new(),
+        };
+        candidate
+            .validate()
+            .map_err(|e| DhcpAdminError::Invalid(format!("{e:#}")))?;
+        self.kv.put(SETTINGS_KEY, &overrides).await?;
+        if let Ok(mut g) = self.overrides.write() {
+            *g = overrides;
+        }
+        self.apply()?;
+        self.settings()
+    }
+
+    // ---- arch map ----
+
+    /// `PUT /services/archmap`: replaces the whole map after validation; applies live.
+    ///
+    /// # Errors
+    /// Invalid (code above 65535, duplicate code, bad file name or URL), store.
+    pub async fn set_arch_map(&self, map: ArchMap) -> Result<BTreeMap<u16, String>> {
+        let _w = self.write.lock().await;
+        let mut out = BTreeMap::new();
+        for e in map.entries {
+            let code = u16::try_from(e.arch_code).map_err(|_| {
+                DhcpAdminError::Invalid(format!("arch_code {} must be 0-65535 (RFC 4578 §2.1)", e.arch_code))
+            })?;
+            check_boot_file(e.arch_code, e.boot_file.trim())?;
+            if out.insert(code, e.boot_file.trim().to_string()).is_some() {
+                return Err(DhcpAdminError::Invalid(format!("arch_code {code} appears twice")));
+            }
+        }
+        self.kv.put(ARCH_KEY, &out).await?;
+        if let Ok(mut g) = self.arch.write() {
+            *g = Some(out.clone());
+        }
+        self.apply()?;
+        Ok(out)
+    }
+
+    // ---- reservations ----
+
+    /// Reservations: the configuration file's (`id` 0) and the stored ones.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn reservations(&self) -> Result<Vec<StoredReservation>> {
+        Ok(self.reservations.list()?)
+    }
+
+    /// The file's reservations as `(subnet, mac, ip)`.
+    fn file_reservations(&self) -> Vec<(String, String, Ipv4Addr)> {
+        self.base
+            .subnets
+            .iter()
+            .flat_map(|s| {
+                s.reservations.iter().map(move |r| {
+                    (
+                        key_of(s),
+                        normalise_mac(&r.mac).map(|m| m.to_string()).unwrap_or_default(),
+                        r.ip,
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// One stored reservation.
+    ///
+    /// # Errors
+    /// NotFound, store errors.
+    pub fn reservation(&self, id: u64) -> Result<StoredReservation> {
+        self.reservations
+            .get(id)?
+            .ok_or_else(|| DhcpAdminError::NotFound(format!("no reservation with id {id}")))
+    }
+
+    fn apply_reservation(&self, r: &mut StoredReservation, input: ReservationInput) -> Result<()> {
+        if let Some(m) = input.mac {
+            r.mac = normalise_mac(&m)
+                .map_err(|_| DhcpAdminError::Invalid(format!("mac {m:?} is not a MAC address")))?
+                .to_string();
+        }
+        if let Some(ip) = input.ip {
+            r.ip = ip
+                .trim()
+                .parse()
+                .map_err(|_| DhcpAdminError::Invalid(format!("ip {ip:?} is not an IPv4 address")))?;
+        }
+        if let Some(h) = input.hostname {
+            r.hostname = h.map(|h| hostname(&h)).transpose()?;
+        }
+        if let Some(d) = input.description {
+            if d.len() > 1024 || d.chars().any(char::is_control) {
+                return Err(DhcpAdminError::Invalid(
+                    "'description' must be at most 1024 bytes without control characters".into(),
+                ));
+            }
+            r.description = d;
+        }
+        let containing = self.base.subnets.iter().find(|s| {
+            let net = s.cidr.trunc();
+            net.contains(&r.ip) && r.ip != net.network() && r.ip != net.broadcast()
+        });
+        let Some(sub) = containing else {
+            let known: Vec<String> = self.base.subnets.iter().map(|s| s.cidr.trunc().to_string()).collect();
+            return Err(DhcpAdminError::Invalid(format!(
+                "ip {} is not a host address of a configured subnet ({})",
+                r.ip,
+                if known.is_empty() {
+                    "none configured".to_string()
+                } else {
+                    known.join(", ")
+                }
+            )));
+        };
+        let key = key_of(sub);
+        if let Some(want) = input.subnet {
+            let ok = want
+                .trim()
+                .parse::<ipnet::Ipv4Net>()
+                .is_ok_and(|n| n.trunc().to_string() == key);
+            if !ok {
+                return Err(DhcpAdminError::Invalid(format!(
+                    "ip {} lies in subnet {key}, not {want:?}",
+                    r.ip
+                )));
+            }
+        }
+        r.subnet = key;
+        Ok(())
+    }
+
+    fn check_reservation(&self, r: &StoredReservation) -> Result<()> {
+        for (subnet, mac, ip) in self.file_reservations() {
+            if ip == r.ip {
+                return Err(DhcpAdminError::Conflict(format!(
+                    "{ip} is already reserved for {mac} in the configuration file"
+                )));
+            }
+            if subnet == r.subnet && mac == r.mac {
+                return Err(DhcpAdminError::Conflict(format!(
+                    "{mac} already has a reservation ({ip}) in subnet {subnet} in the configuration file"
+                )));
+            }
+        }
+        for o in self.reservations.list()? {
+            if o.id == r.id {
+                continue;
+            }
+            if o.ip == r.ip {
+                return Err(DhcpAdminError::Conflict(format!(
+                    "{} is already reserved for {} (reservation {})",
+                    r.ip, o.mac, o.id
+                )));
+            }
+            if o.subnet == r.subnet && o.mac == r.mac {
+                return Err(DhcpAdminError::Conflict(format!(
+                    "{} already has a reservation in subnet {} ({}, reservation {})",
+                    r.mac, r.subnet, o.ip, o.id
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates a reservation (`mac`, `ip` required); applies live.
+    ///
+    /// # Errors
+    /// Invalid (400), Conflict (409: address or MAC already reserved), store errors.
+    pub async fn create_reservation(&self, input: ReservationInput) -> Result<StoredReservation> {
+        if input.mac.is_none() || input.ip.is_none() {
+            return Err(DhcpAdminError::Invalid("'mac' and 'ip' are required".into()));
+        }
+        let _w = self.write.lock().await;
+        let now = OffsetDateTime::now_utc();
+        let mut r = StoredReservation {
+            id: 0,
+            mac: String::new(),
+            ip: Ipv4Addr::UNSPECIFIED,
+            hostname: None,
+            description: String::new(),
+            subnet: String::new(),
+            created_at: now,
+            updated_at: now,
+        };
+        self.apply_reservation(&mut r, input)?;
+        self.check_reservation(&r)?;
+        let r = self.reservations.insert(r).await?;
+        self.apply()?;
+        Ok(r)
+    }
+
+    /// Merges `input` into reservation `id`; applies live.
+    ///
+    /// # Errors
+    /// NotFound, Invalid, Conflict, store errors.
+    pub async fn update_reservation(&self, id: u64, input: ReservationInput) -> Result<StoredReservation> {
+        let _w = self.write.lock().await;
+        let mut r = self.reservation(id)?;
+        self.apply_reservation(&mut r, input)?;
+        self.check_reservation(&r)?;
+        r.updated_at = OffsetDateTime::now_utc();
+        self.reservations.put(&r).await?;
+        self.apply()?;
+        Ok(r)
+    }
+
+    /// Deletes reservation `id`; applies live.
+    ///
+    /// # Errors
+    /// NotFound, store errors.
+    pub async fn delete_reservation(&self, id: u64) -> Result<StoredReservation> {
+        let _w = self.write.lock().await;
+        let r = self
+            .reservations
+            .remove(id)
+            .await?
+            .ok_or_else(|| DhcpAdminError::NotFound(format!("no reservation with id {id}")))?;
+        self.apply()?;
+        Ok(r)
+    }
+
+    // ---- leases ----
+
+    /// Every lease.
+    pub async fn all_leases(&self) -> Vec<Lease> {
+        let mut v: Vec<Lease> = self.leases.lock().await.all().cloned().collect();
+        v.sort_by_key(|l| l.id);
+        v
+    }
+
+    /// Deletes every lease of `mac` (any subnet). Returns them (empty: none).
+    ///
+    /// # Errors
+    /// Invalid MAC, store errors.
+    pub async fn delete_leases(&self, mac: &str) -> Result<Vec<Lease>> {
+        let m = normalise_mac(mac).map_err(|_| DhcpAdminError::Invalid(format!("{mac:?} is not a MAC address")))?;
+        Ok(self.leases.lock().await.remove_mac(m).await?)
+    }
+
+    /// Deletes expired leases and declines. Returns how many.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn prune(&self) -> Result<usize> {
+        Ok(self.leases.lock().await.prune(now_secs()).await?)
+    }
+
+    /// Per active subnet: pool size, used, reserved, free.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn stats(&self) -> Result<Vec<SubnetStats>> {
+        let cfgs = self.effective_subnets()?;
+        let now = now_secs();
+        let leases = self.all_leases().await;
+        Ok(cfgs
+            .iter()
+            .filter(|c| c.mode != SubnetMode::Off)
+            .map(|c| {
+                let key = key_of(c);
+                let (lo, hi) = match (c.range_start, c.range_end) {
+                    (Some(a), Some(b)) if c.mode == SubnetMode::Server => (u32::from(a), u32::from(b)),
+                    _ => (1, 0),
+                };
+                let in_pool = |ip: Ipv4Addr| (lo..=hi).contains(&u32::from(ip));
+                let size = if hi >= lo { u64::from(hi - lo) + 1 } else { 0 };
+                let used: HashSet<Ipv4Addr> = leases
+                    .iter()
+                    .filter(|l| l.subnet == key && l.active(now) && in_pool(l.ip))
+                    .map(|l| l.ip)
+                    .collect();
+                let reserved_in_pool: HashSet<Ipv4Addr> =
+                    c.reservations.iter().map(|r| r.ip).filter(|ip| in_pool(*ip)).collect();
+                let taken = used.union(&reserved_in_pool).count() as u64;
+                SubnetStats {
+                    subnet: key,
+                    mode: c.mode,
+                    size,
+                    used: used.len() as u64,
+                    reserved: c.reservations.len() as u64,
+                    free: size.saturating_sub(taken),
+                }
+            })
+            .collect())
+    }
+}
