@@ -186,11 +186,20 @@ fn bench(what: &str) -> Result<()> {
     let bin = build_server(true)?.display().to_string();
     let script = |name: &str| root().join("scripts").join(name).display().to_string();
     if matches!(what, "dns" | "all") {
-        run(&mut privileged(Path::new("bash"), &[script("bench-dns.sh"), bin.clone()]))?;
-        run(&mut privileged(Path::new("bash"), &[script("bench-dns-xdp.sh"), bin.clone()]))?;
+        run(&mut privileged(
+            Path::new("bash"),
+            &[script("bench-dns.sh"), bin.clone()],
+        ))?;
+        run(&mut privileged(
+            Path::new("bash"),
+            &[script("bench-dns-xdp.sh"), bin.clone()],
+        ))?;
     }
     if matches!(what, "boot" | "all") {
-        run(&mut privileged(Path::new("bash"), &[script("bench-boot.sh"), bin, "all".into()]))?;
+        run(&mut privileged(
+            Path::new("bash"),
+            &[script("bench-boot.sh"), bin, "all".into()],
+        ))?;
     }
     Ok(())
 }
@@ -210,7 +219,10 @@ fn main() -> ExitCode {
         Cmd::Test { unit_only, filter } => test(unit_only, filter),
         Cmd::Bench { what } => bench(&what),
         Cmd::Lab { uefi, seconds } => setup().and_then(|_| build_server(false)).and_then(|bin| {
-            let mut a = vec![root().join("scripts/lab.sh").display().to_string(), bin.display().to_string()];
+            let mut a = vec![
+                root().join("scripts/lab.sh").display().to_string(),
+                bin.display().to_string(),
+            ];
             if uefi {
                 a.push("--uefi".into());
             }

@@ -20,8 +20,17 @@ fn script() -> PathBuf {
 }
 
 fn run(args: &[&str]) {
-    let out = Command::new("bash").arg(script()).arg(bootlane_bin()).args(args).output().expect("run e2e-boot.sh");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("bash")
+        .arg(script())
+        .arg(bootlane_bin())
+        .args(args)
+        .output()
+        .expect("run e2e-boot.sh");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     eprintln!("{text}");
     assert!(out.status.success(), "e2e-boot.sh {args:?} failed");
     assert!(text.contains("[e2e-boot] PASS"), "no PASS line");
