@@ -9,8 +9,10 @@
 #   1. udhcpc gets a lease with the expected options (plain, PXE BIOS and iPXE clients);
 #   2. curl and tftp-hpa fetch undionly.kpxe by TFTP (with and without options);
 #   3. HTTP boot: the iPXE script and a Range request on a boot file;
-#   4. (unless --no-qemu) a QEMU BIOS machine with the iPXE ROM gets the Bootlane iPXE
-#      script and prints its marker on the serial console;
+#   4. (unless --no-qemu) the BIOS machine's MAC is registered through the API as a host
+#      with its own profile (a custom entry printing a profile marker), and a QEMU BIOS
+#      machine with the iPXE ROM boots to that profile's script: the profile marker on
+#      the serial console proves the per-host choice end to end;
 #   5. (with --uefi) a QEMU UEFI (OVMF) machine with the firmware's own PXE client fetches
 #      ipxe.efi by TFTP (after its tsize-only probe), and that iPXE then gets the script
 #      and prints the marker (150-300 s under TCG).
@@ -146,7 +148,7 @@ EOF
 fi
 
 log "starting Bootlane"
-ip netns exec "$SRV" env BOOTLANE_LOG="info,bootlane=debug" "$BIN" serve --config "$WORK/bootlane.toml" \
+ip netns exec "$SRV" env BOOTLANE_LOG="info,bootlane=debug" BOOTLANE_ADMIN_PASSWORD=e2e-admin "$BIN" serve --config "$WORK/bootlane.toml" \
     >"$WORK/bootlane.log" 2>&1 &
 PIDS+=($!)
 BL_PID=$!
@@ -239,6 +241,23 @@ RANGE=$(in_cli curl -fsS -r 0-3 "http://$SERVER:8080/boot/ipxe.efi" | od -An -c 
 log "HTTP boot ok"
 
 # ---- 4. QEMU BIOS + iPXE ROM ----------------------------------------------------------
+# The BIOS machine is registered as a host with its own profile, whose default entry is a
+# custom script that prints a profile marker and reboots: the boot must reach that entry.
+api() { # api METHOD PATH [JSON] -> body; fails unless 2xx
+    in_srv curl -fsS -m 10 -b "$WORK/jar" -c "$WORK/jar" -X "$1" -H 'Content-Type: application/json' \
+        ${3:+--data-binary "$3"} "http://127.0.0.1:8080/api/v1$2"
+}
+PROFILE_MARK="Bootlane-profile: lab-custom-$ID"
+if [[ $QEMU -eq 1 ]]; then
+    api POST /auth/login '{"username":"admin","password":"e2e-admin"}' >/dev/null || fail "API login"
+    PID_JSON=$(api POST /profiles "{\"name\":\"lab-custom\",\"timeout_secs\":1,\"entries\":[{\"label\":\"Custom\",\"type\":\"custom\",\"is_default\":true,\"script\":\"echo $PROFILE_MARK .\\nsleep 3\\nreboot\"}]}") ||
+        fail "creating the profile"
+    PROFILE_ID=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["id"])' <<<"$PID_JSON")
+    api POST /hosts "{\"name\":\"bios42\",\"mac\":\"$MAC\",\"profile_id\":$PROFILE_ID}" >/dev/null || fail "creating the host"
+    api GET "/hosts/$(api GET '/hosts?q=bios42' | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["hosts"][0]["id"])')/boot-config" |
+        grep -qF "$PROFILE_MARK" || fail "boot-config of the host lacks its profile's script"
+    log "host bios42 ($MAC) registered with profile lab-custom"
+fi
 if [[ $QEMU -eq 1 ]]; then
     log "booting a QEMU BIOS machine with the iPXE ROM (up to 170 s)"
     : >"$WORK/serial.log"
@@ -250,11 +269,16 @@ if [[ $QEMU -eq 1 ]]; then
     Q_PID=$!
     T0=$(date +%s)
     while :; do
-        if tr -d '\r' <"$WORK/serial.log" | grep -qF "Bootlane: booting $MAC"; then
-            log "marker seen on serial after $(($(date +%s) - T0)) s"
+        if tr -d '\r' <"$WORK/serial.log" | grep -qF "$PROFILE_MARK"; then
+            log "profile marker seen on serial after $(($(date +%s) - T0)) s"
             break
         fi
-        kill -0 "$Q_PID" 2>/dev/null || fail "QEMU ended without the marker; see $WORK/serial.log"
+        # The profile's script ends with `reboot`, which ends QEMU (-no-reboot): look once
+        # more after it is gone.
+        if ! kill -0 "$Q_PID" 2>/dev/null; then
+            tr -d '\r' <"$WORK/serial.log" | grep -qF "$PROFILE_MARK" && continue
+            fail "QEMU ended without the profile marker; see $WORK/serial.log"
+        fi
         sleep 1
     done
     kill "$Q_PID" 2>/dev/null || true

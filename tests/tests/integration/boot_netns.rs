@@ -7,7 +7,9 @@
 //!   with user class `iPXE` gets the script URL;
 //! - curl (plain and with blksize) and tftp-hpa fetch `undionly.kpxe` byte-identical;
 //! - HTTP boot: the iPXE script and a Range request;
-//! - QEMU machines boot to the served iPXE script and print its marker on the serial console.
+//! - QEMU machines boot to the served iPXE script and print its marker on the serial console;
+//!   the BIOS machine is registered as a host with its own profile (through the API) and
+//!   must reach that profile's custom entry.
 //!
 //! The script removes everything it made (by PID and namespace name) on every exit path.
 
