@@ -22,7 +22,7 @@ check dhclient isc-dhcp-client
 check tftp tftp-hpa
 check curl curl
 check qemu-system-x86_64 qemu-system-x86
-check /usr/share/qemu/pxe-e1000.rom ipxe-qemu
+check /usr/lib/ipxe/qemu/pxe-e1000.rom ipxe-qemu
 check /usr/share/OVMF/OVMF_CODE_4M.fd ovmf
 check /usr/lib/ipxe/undionly.kpxe ipxe
 check /usr/lib/ipxe/ipxe.efi ipxe
@@ -38,7 +38,7 @@ if ((${#need_pkgs[@]})); then
     printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; cleanup_policy=1
   fi
   apt-get update -qq || true
-  apt-get install -y -qq --no-install-recommends "${uniq[@]}"
+  apt-get install -y -qq --no-install-recommends "${uniq[@]}" >/dev/null
   ((cleanup_policy)) && rm -f /usr/sbin/policy-rc.d
 fi
 
