@@ -13,10 +13,11 @@
 //! A/AAAA answers it gives (see `common::dns`).
 
 use std::{
+    collections::HashMap,
     net::{IpAddr, SocketAddr},
     sync::{
         atomic::{AtomicU64, Ordering::Relaxed},
-        Arc, RwLock,
+        Arc, Mutex, RwLock,
     },
 };
 
@@ -142,6 +143,63 @@ pub struct Shared {
     pub upstreams: RwLock<Arc<Vec<SocketAddr>>>,
     /// Counters.
     pub metrics: DnsMetrics,
+    /// Encoded answers by [`cache_key`]; emptied whenever the zone or the upstreams change.
+    cache: Mutex<HashMap<Vec<u8>, Arc<[u8]>>>,
+    /// Bumped (before the cache is emptied) on every zone or upstream change, so an answer
+    /// computed from the old data is never inserted afterwards.
+    generation: AtomicU64,
+}
+
+/// Most cached answers; the cache is emptied when it is full (and on every data change).
+pub const ANSWER_CACHE_CAPACITY: usize = 65_536;
+
+/// The cache key of a query the answer cache may serve, or `None` to take the full path.
+/// Only plain queries qualify: QR=0, opcode QUERY, QDCOUNT=1, no answer/authority records,
+/// at most an OPT of version 0 in the additional section, no compression in the question.
+/// The key holds the RD bit, the question exactly as sent (case included: it is echoed),
+/// whether there was an OPT and its DO bit, the answer size limit and the client's scope —
+/// everything the answer bytes depend on besides the ID.
+fn cache_key(b: &[u8], limit_for: impl Fn(Option<u16>) -> usize, scope: impl Fn() -> u32) -> Option<Vec<u8>> {
+    let be16 = |i: usize| -> Option<u16> { Some(u16::from_be_bytes([*b.get(i)?, *b.get(i + 1)?])) };
+    if b.len() < 12 || b[2] & 0xf8 != 0 || be16(4)? != 1 || be16(6)? != 0 || be16(8)? != 0 || be16(10)? > 1 {
+        return None;
+    }
+    let mut i = 12;
+    loop {
+        let l = *b.get(i)? as usize;
+        if l == 0 {
+            break;
+        }
+        if l & 0xc0 != 0 || i + 1 + l > 12 + 255 {
+            return None;
+        }
+        i += 1 + l;
+    }
+    let qend = i + 5; // root byte, QTYPE, QCLASS
+    if qend > b.len() {
+        return None;
+    }
+    let (edns, end) = if be16(10)? == 1 {
+        // OPT: root owner, TYPE 41, CLASS = UDP size, TTL = ext-rcode/version/flags, RDLEN.
+        if *b.get(qend)? != 0 || be16(qend + 1)? != 41 || *b.get(qend + 6)? != 0 {
+            return None;
+        }
+        let size = be16(qend + 3)?;
+        let do_bit = *b.get(qend + 7)? & 0x80;
+        (Some((size, do_bit)), qend + 11 + be16(qend + 9)? as usize)
+    } else {
+        (None, qend)
+    };
+    if end != b.len() {
+        return None;
+    }
+    let mut key = Vec::with_capacity(qend - 12 + 12);
+    key.push(b[2] & 0x01);
+    key.extend_from_slice(&b[12..qend]);
+    key.push(edns.map_or(0, |(_, d)| 1 | d));
+    key.extend_from_slice(&(limit_for(edns.map(|(s, _)| s)) as u32).to_be_bytes());
+    key.extend_from_slice(&scope().to_be_bytes());
+    Some(key)
 }
 
 /// The request handler. Cheap to clone.
@@ -164,11 +222,18 @@ impl DnsHandler {
     /// Replaces the zone snapshot.
     pub fn set_zone(&self, zone: Arc<Zone>) {
         *self.shared.zone.write().expect("zone lock") = Some(zone);
+        self.invalidate();
     }
 
     /// Replaces the upstream list.
     pub fn set_upstreams(&self, ups: Vec<SocketAddr>) {
         *self.shared.upstreams.write().expect("upstream lock") = Arc::new(ups);
+        self.invalidate();
+    }
+
+    fn invalidate(&self) {
+        self.shared.generation.fetch_add(1, Relaxed);
+        self.shared.cache.lock().expect("answer cache lock").clear();
     }
 
     /// The current zone, if built.
@@ -187,6 +252,42 @@ impl DnsHandler {
             m.dropped.fetch_add(1, Relaxed);
             return Outcome::Drop;
         }
+        // The answer cache: a repeated plain query gets the same bytes with its own ID,
+        // without decoding, looking up or encoding anything (the XDP path's idea, for
+        // every query type and outcome userspace answers itself).
+        let zone = self.zone();
+        let generation = self.shared.generation.load(Relaxed);
+        let key = zone.as_ref().and_then(|z| {
+            let limit = |size: Option<u16>| match transport {
+                Transport::Tcp => 65535,
+                Transport::Udp => size.map_or(512, |s| s.max(512) as usize),
+            };
+            cache_key(bytes, limit, || z.scope_of(Some(client)))
+        });
+        if let Some(k) = &key {
+            let hit = self.shared.cache.lock().expect("answer cache lock").get(k).cloned();
+            if let Some(cached) = hit {
+                let mut out = cached.to_vec();
+                out[..2].copy_from_slice(&bytes[..2]);
+                count_cached(&out, m);
+                return Outcome::Reply(out);
+            }
+        }
+        let outcome = self.handle_uncached(bytes, client, transport);
+        if let (Some(k), Outcome::Reply(out)) = (key, &outcome) {
+            let mut cache = self.shared.cache.lock().expect("answer cache lock");
+            if self.shared.generation.load(Relaxed) == generation {
+                if cache.len() >= ANSWER_CACHE_CAPACITY {
+                    cache.clear();
+                }
+                cache.insert(k, Arc::from(out.as_slice()));
+            }
+        }
+        outcome
+    }
+
+    fn handle_uncached(&self, bytes: &[u8], client: IpAddr, transport: Transport) -> Outcome {
+        let m = &self.shared.metrics;
         let req = match Message::from_vec(bytes) {
             Ok(r) => r,
             Err(_) => {
@@ -330,6 +431,23 @@ impl DnsHandler {
         }
         resp
     }
+}
+
+/// Counts a cached answer like the full path counted it, from its header: AA means local
+/// data, RCODE 3 NXDOMAIN, RCODE 5 REFUSED, TC truncated.
+fn count_cached(out: &[u8], m: &DnsMetrics) {
+    let rcode = out[3] & 0x0f;
+    if out[2] & 0x04 != 0 {
+        m.local.fetch_add(1, Relaxed);
+    }
+    if out[2] & 0x02 != 0 {
+        m.truncated.fetch_add(1, Relaxed);
+    }
+    match rcode {
+        3 => m.nxdomain.fetch_add(1, Relaxed),
+        5 => m.refused.fetch_add(1, Relaxed),
+        _ => 0,
+    };
 }
 
 /// Encodes `msg`; when it exceeds `limit` bytes, sends it with TC and no records.

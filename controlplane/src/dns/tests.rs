@@ -409,3 +409,44 @@ fn projection_matches_lookup_and_scopes() {
         "same as global: no scoped entry"
     );
 }
+
+#[test]
+fn answer_cache_serves_repeats_and_follows_changes() {
+    let h = handler();
+    let reply = |id: u16, name: &str, client: &str| {
+        let mut q = query(name, RecordType::A, Some(1232));
+        q[..2].copy_from_slice(&id.to_be_bytes());
+        match h.handle(&q, client.parse().unwrap(), Transport::Udp) {
+            Outcome::Reply(b) => b,
+            _ => panic!("expected a reply"),
+        }
+    };
+    let first = reply(1, "host1.lab.test.", "10.9.9.9");
+    let second = reply(2, "host1.lab.test.", "10.9.9.9");
+    assert_eq!(
+        (&first[2..], &second[..2]),
+        (&second[2..], &[0u8, 2][..]),
+        "same bytes, own ID"
+    );
+    // The question is echoed as sent, so another spelling is another entry.
+    let upper = Message::from_vec(&reply(3, "HOST1.lab.test.", "10.9.9.9")).unwrap();
+    assert_eq!(upper.queries[0].name().to_ascii(), "HOST1.lab.test.");
+    // The scope is part of the key: the server's own name answers per subnet.
+    let a = |b: Vec<u8>| addrs(&Message::from_vec(&b).unwrap());
+    assert_eq!(a(reply(4, "bootlane.lab.test.", "10.1.0.7")), vec!["10.1.0.1"]);
+    assert_eq!(a(reply(5, "bootlane.lab.test.", "10.2.0.7")), vec!["10.2.0.1"]);
+    assert_eq!(a(reply(6, "bootlane.lab.test.", "10.1.0.7")), vec!["10.1.0.1"]);
+    // A new zone empties the cache.
+    let records = vec![rec(4, "host1", "A", "10.0.0.99", None)];
+    h.set_zone(Arc::new(Zone::build(ZoneInput {
+        origin: names::parse_domain("lab.test").unwrap(),
+        server_label: "bootlane",
+        records: &records,
+        ifaddrs: vec![],
+        serial: 8,
+        recursion_available: false,
+    })));
+    assert_eq!(a(reply(7, "host1.lab.test.", "10.9.9.9")), vec!["10.0.0.99"]);
+    let m = h.shared.metrics.snapshot();
+    assert_eq!((m.queries_udp, m.local), (7, 7));
+}
