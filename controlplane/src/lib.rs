@@ -10,6 +10,7 @@ pub mod dhcp;
 pub mod dns;
 pub mod logging;
 pub mod net;
+pub mod service_error;
 pub mod store;
 pub mod tftp;
 

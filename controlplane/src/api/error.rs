@@ -10,7 +10,7 @@ use axum::{
 };
 use serde_json::json;
 
-use crate::{boot::catalog::CatalogError, dhcp::control::DhcpAdminError, dns::service::DnsError, store::StoreError};
+use crate::{service_error::ServiceError, store::StoreError};
 
 /// An API failure. The variant decides the status; the message is shown to the client.
 #[derive(Debug, thiserror::Error)]
@@ -90,35 +90,13 @@ impl From<StoreError> for ApiError {
     }
 }
 
-impl From<DnsError> for ApiError {
-    fn from(e: DnsError) -> Self {
+impl From<ServiceError> for ApiError {
+    fn from(e: ServiceError) -> Self {
         match e {
-            DnsError::Invalid(m) => Self::BadRequest(m),
-            DnsError::Conflict(m) => Self::Conflict(m),
-            DnsError::NotFound(_) => Self::NotFound(e.to_string()),
-            DnsError::Store(s) => Self::Internal(s.into()),
-        }
-    }
-}
-
-impl From<CatalogError> for ApiError {
-    fn from(e: CatalogError) -> Self {
-        match e {
-            CatalogError::Invalid(m) => Self::BadRequest(m),
-            CatalogError::Conflict(m) => Self::Conflict(m),
-            CatalogError::NotFound(m) => Self::NotFound(m),
-            CatalogError::Store(s) => Self::Internal(s.into()),
-        }
-    }
-}
-
-impl From<DhcpAdminError> for ApiError {
-    fn from(e: DhcpAdminError) -> Self {
-        match e {
-            DhcpAdminError::Invalid(m) => Self::BadRequest(m),
-            DhcpAdminError::Conflict(m) => Self::Conflict(m),
-            DhcpAdminError::NotFound(m) => Self::NotFound(m),
-            DhcpAdminError::Store(s) => Self::Internal(s.into()),
+            ServiceError::Invalid(m) => Self::BadRequest(m),
+            ServiceError::Conflict(m) => Self::Conflict(m),
+            ServiceError::NotFound(m) => Self::NotFound(m),
+            ServiceError::Store(s) => Self::Internal(s.into()),
         }
     }
 }

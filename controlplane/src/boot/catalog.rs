@@ -27,7 +27,7 @@ use std::{
     sync::{Arc, RwLock},
 };
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
@@ -35,33 +35,15 @@ use utoipa::ToSchema;
 use super::DEFAULT_SCRIPT;
 use crate::{
     dhcp::packet::{normalise_mac, MacAddr},
-    store::{Entity, Kv, Store, StoreError, Table},
+    store::{Entity, Kv, Store, Table},
 };
 
-/// Errors of catalog operations; the API maps each to a status (400, 409, 404, 500).
-#[derive(Debug, thiserror::Error)]
-pub enum CatalogError {
-    /// A value is invalid (400); the message says which and why.
-    #[error("{0}")]
-    Invalid(String),
-    /// Clashes with existing data (409); the message names the clash.
-    #[error("{0}")]
-    Conflict(String),
-    /// No such resource (404).
-    #[error("{0}")]
-    NotFound(String),
-    /// The store failed (500).
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
+/// Errors of catalog operations (the shared service error: 400, 409, 404, 500).
+pub type CatalogError = crate::service_error::ServiceError;
 
 type Result<T, E = CatalogError> = std::result::Result<T, E>;
 
-/// Deserialises a field that may be absent (outer `None`: keep), `null` (inner `None`:
-/// clear) or a value.
-fn double_option<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
-}
+use crate::service_error::double_option;
 
 // ---------------------------------------------------------------------------------------
 // Hosts

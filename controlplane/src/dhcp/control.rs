@@ -22,7 +22,7 @@ use std::{
     sync::{Arc, OnceLock, RwLock},
 };
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
@@ -32,30 +32,14 @@ use super::{
     leases::{now_secs, Lease, LeaseDb},
     packet::normalise_mac,
 };
-use crate::store::{Entity, Kv, Store, StoreError, Table};
+use crate::store::{Entity, Kv, Store, Table};
 
-/// Errors of DHCP administration; the API maps each to a status (400, 409, 404, 500).
-#[derive(Debug, thiserror::Error)]
-pub enum DhcpAdminError {
-    /// Invalid value, or a change that needs a restart (400).
-    #[error("{0}")]
-    Invalid(String),
-    /// Already reserved (409).
-    #[error("{0}")]
-    Conflict(String),
-    /// No such reservation or lease (404).
-    #[error("{0}")]
-    NotFound(String),
-    /// The store failed (500).
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
+/// Errors of DHCP administration (the shared service error: 400, 409, 404, 500).
+pub type DhcpAdminError = crate::service_error::ServiceError;
 
 type Result<T, E = DhcpAdminError> = std::result::Result<T, E>;
 
-fn double_option<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
-}
+use crate::service_error::double_option;
 
 /// A reservation made through the API (`/dhcp/reservations`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

@@ -75,22 +75,8 @@ pub struct DnsSettingsPatch {
     pub metrics: Option<serde_json::Value>,
 }
 
-/// Errors of DNS service operations; the API maps each to a status.
-#[derive(Debug, thiserror::Error)]
-pub enum DnsError {
-    /// Bad input (400); the message says what to fix.
-    #[error("{0}")]
-    Invalid(String),
-    /// Conflicts with existing data (409).
-    #[error("{0}")]
-    Conflict(String),
-    /// No such record (404).
-    #[error("DNS record {0} does not exist")]
-    NotFound(u64),
-    /// The store failed (500).
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
+/// Errors of DNS service operations (the shared service error: 400, 409, 404, 500).
+pub type DnsError = crate::service_error::ServiceError;
 
 const SETTINGS_KEY: &str = "dns";
 
@@ -426,7 +412,7 @@ impl DnsService {
         self.records
             .get(id)?
             .map(|r| r.with_fqdn(&self.origin()))
-            .ok_or(DnsError::NotFound(id))
+            .ok_or(not_found(id))
     }
 
     fn check_conflicts(&self, rec: &DnsRecord, origin: &Name) -> Result<(), DnsError> {
@@ -494,7 +480,7 @@ impl DnsService {
     pub async fn update(&self, id: u64, input: RecordInput) -> Result<DnsRecord, DnsError> {
         let _g = self.write_lock.lock().await;
         let origin = self.origin();
-        let base = self.records.get(id)?.ok_or(DnsError::NotFound(id))?;
+        let base = self.records.get(id)?.ok_or(not_found(id))?;
         if base.auto {
             let changes_data = input.name.as_ref().is_some_and(|n| !n.eq_ignore_ascii_case(&base.name))
                 || input
@@ -523,7 +509,7 @@ impl DnsService {
     /// [`DnsError::NotFound`], [`DnsError::Invalid`] for auto-records, store errors.
     pub async fn delete(&self, id: u64) -> Result<DnsRecord, DnsError> {
         let _g = self.write_lock.lock().await;
-        let rec = self.records.get(id)?.ok_or(DnsError::NotFound(id))?;
+        let rec = self.records.get(id)?.ok_or(not_found(id))?;
         if rec.auto {
             return Err(DnsError::Invalid(format!(
                 "record {id} is an auto-record managed by the server and comes back on start; set \"enabled\": false instead"
@@ -582,6 +568,10 @@ impl RecordSet {
         self.cache.lock().expect("record cache lock").remove(&id);
         Ok(())
     }
+}
+
+fn not_found(id: u64) -> DnsError {
+    DnsError::NotFound(format!("DNS record {id} does not exist"))
 }
 
 /// The addresses the fast path answers on: the listen addresses, with unspecified ones

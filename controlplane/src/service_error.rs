@@ -1,0 +1,35 @@
+//! The error type shared by the services behind the REST API (DNS records and settings,
+//! the boot catalog of hosts and profiles, DHCP administration), and serde helpers their
+//! inputs share. Each variant maps to one HTTP status in
+//! [`ApiError`](crate::api::error::ApiError); the message is written for the API client
+//! (what is wrong and how to fix it). No state.
+
+use serde::{Deserialize, Deserializer};
+
+use crate::store::StoreError;
+
+/// A failed service operation.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// A value is invalid, or a change needs a restart (400); the message says which and why.
+    #[error("{0}")]
+    Invalid(String),
+    /// Clashes with existing data, e.g. a duplicate (409); the message names the clash.
+    #[error("{0}")]
+    Conflict(String),
+    /// No such resource (404).
+    #[error("{0}")]
+    NotFound(String),
+    /// The store failed (500).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Deserialises a field that may be absent (outer `None`: keep the stored value), `null`
+/// (inner `None`: clear it) or a value — the merge semantics of every PUT.
+///
+/// # Errors
+/// The inner type's deserialisation errors.
+pub fn double_option<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
