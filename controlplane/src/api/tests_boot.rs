@@ -235,6 +235,35 @@ async fn profile_validation() {
             json!({"name": "x", "entries": [{"label": "a\nb", "type": "local"}]}),
             "label",
         ),
+        // Words iPXE would read as a command separator, comment, option or setting.
+        (
+            json!({"name": "x", "entries": [{"label": "Tools && Rescue", "type": "local"}]}),
+            "\"&&\"",
+        ),
+        (
+            json!({"name": "x", "entries": [{"label": "x ; chain http://e/x", "type": "local"}]}),
+            "\";\"",
+        ),
+        (
+            json!({"name": "x", "entries": [{"label": "Ubuntu #2", "type": "local"}]}),
+            "\"#2\"",
+        ),
+        (
+            json!({"name": "x", "entries": [{"label": "a ${x}", "type": "local"}]}),
+            "'$'",
+        ),
+        (
+            json!({"name": "x || y", "entries": [{"label": "a", "type": "local"}]}),
+            "\"||\"",
+        ),
+        (
+            json!({"name": "x", "entries": [{"label": "k", "type": "linux", "kernel": "k boot"}]}),
+            "without spaces",
+        ),
+        (
+            json!({"name": "x", "entries": [{"label": "k", "type": "linux", "kernel": "k", "cmdline": "a ; shell"}]}),
+            "\";\"",
+        ),
         (
             json!({"name": "x", "entries": [{"label": "k", "type": "linux", "kernel": "k", "cmdline": "a\nshell"}]}),
             "cmdline",

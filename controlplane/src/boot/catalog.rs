@@ -387,6 +387,28 @@ fn no_newline(field: &str, v: &str) -> Result<()> {
     Ok(())
 }
 
+/// Refuses text that would change the meaning of the iPXE line it is pasted into: iPXE
+/// splits a line into tokens on whitespace, ends a command at a `;`, `&&` or `||` token,
+/// starts a comment at a token beginning with `#` (iPXE `exec.c`), reads a token starting
+/// with `-` as an option, and expands `${...}`. `allow_vars` keeps `${...}` (useful in
+/// kernel command lines, e.g. `BOOTIF=${netX/mac}`).
+fn ipxe_text(field: &str, v: &str, allow_vars: bool) -> Result<()> {
+    let bad_token = v
+        .split_whitespace()
+        .find(|t| matches!(*t, ";" | "&&" | "||") || t.starts_with('#') || (t.starts_with('-') && t.len() > 1));
+    if let Some(t) = bad_token {
+        return Err(CatalogError::Invalid(format!(
+            "'{field}' may not contain the word {t:?}: iPXE would read it as a command separator, comment or option"
+        )));
+    }
+    if !allow_vars && v.contains('$') {
+        return Err(CatalogError::Invalid(format!(
+            "'{field}' may not contain '$' (iPXE would expand it as a setting)"
+        )));
+    }
+    Ok(())
+}
+
 fn check_url(at: &str, url: Option<&str>, schemes: &[&str]) -> Result<()> {
     let Some(u) = url else {
         return Err(CatalogError::Invalid(format!("{at} needs 'url'")));
@@ -426,6 +448,7 @@ fn validate_menu(menu: &ProfileMenu) -> Result<()> {
                 "entries[{i}]: 'label' must be 1-100 characters without control characters"
             )));
         }
+        ipxe_text(&format!("entries[{i}].label"), &e.label, false)?;
         let unexpected = |f: &str, present: bool| -> Result<()> {
             if present {
                 Err(CatalogError::Invalid(format!(
@@ -447,9 +470,13 @@ fn validate_menu(menu: &ProfileMenu) -> Result<()> {
                 let Some(k) = &e.kernel else {
                     return Err(CatalogError::Invalid(format!("{at}: type linux needs 'kernel'")));
                 };
-                no_newline(&format!("{at} kernel"), k)?;
-                for r in &e.initrds {
-                    no_newline(&format!("{at} initrds"), r)?;
+                for (f, v) in std::iter::once(("kernel", k)).chain(e.initrds.iter().map(|r| ("initrds", r))) {
+                    no_newline(&format!("{at} {f}"), v)?;
+                    if v.contains(char::is_whitespace) || v.contains('$') || v.starts_with('#') || v.starts_with('-') {
+                        return Err(CatalogError::Invalid(format!(
+                            "{at}: '{f}' {v:?} must be one path or URL without spaces, '$', or a leading '#'/'-'"
+                        )));
+                    }
                 }
                 if let Some(c) = &e.cmdline {
                     if c.chars().any(|c| c.is_control()) || c.len() > 4096 {
@@ -457,6 +484,7 @@ fn validate_menu(menu: &ProfileMenu) -> Result<()> {
                             "{at}: 'cmdline' must be one line of at most 4096 bytes"
                         )));
                     }
+                    ipxe_text(&format!("{at} cmdline"), c, true)?;
                 }
                 unexpected("url", e.url.is_some())?;
                 unexpected("script", e.script.is_some())?;
@@ -499,6 +527,7 @@ fn profile_name(n: &str) -> Result<String> {
             "'name' must be 1-64 characters without control characters".into(),
         ));
     }
+    ipxe_text("name", n, false)?;
     Ok(n.to_string())
 }
 
