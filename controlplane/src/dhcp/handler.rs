@@ -452,6 +452,10 @@ impl BootHandler {
                 let ip = req.requested_ip.filter(|ip| s.is_host(*ip))?;
                 let until = now + u64::from(s.cfg.lease_time_secs);
                 let mut db = self.leases.lock().await;
+                if !db.may_decline(&s.key, mac, ip) {
+                    tracing::warn!(%mac, %ip, "DHCPDECLINE ignored: the address was not leased or offered to this client");
+                    return None;
+                }
                 match db.decline(&s.key, mac, ip, until).await {
                     Ok(()) => {
                         tracing::warn!(%mac, %ip, "DHCPDECLINE: address in use by another host; kept out of the pool for one lease time")

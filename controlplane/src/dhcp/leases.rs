@@ -146,6 +146,13 @@ impl LeaseDb {
         self.by_ip.get(ip).filter(|l| !l.declined)
     }
 
+    /// Whether `mac` may decline `ip` (RFC 2131 §4.3.3): only an address this server gave
+    /// that client — its lease, or an outstanding offer to it. Anything else would let any
+    /// host on the segment knock other clients (or reserved hosts) off their addresses.
+    pub fn may_decline(&self, subnet: &str, mac: MacAddr, ip: Ipv4Addr) -> bool {
+        self.by_mac(subnet, mac).is_some_and(|l| l.ip == ip) || self.offers.get(&ip).is_some_and(|(m, _)| *m == mac)
+    }
+
     /// Every lease, for listings.
     pub fn all(&self) -> impl Iterator<Item = &Lease> {
         self.by_ip.values()

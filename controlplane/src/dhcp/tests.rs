@@ -678,3 +678,22 @@ fn flags_round_trip() {
     });
     assert!(r.msg.flags().broadcast());
 }
+
+#[tokio::test]
+async fn decline_from_another_client_is_ignored() {
+    let h = handler(SubnetMode::Server);
+    let victim = dora(&h, MAC_B).await.msg.yiaddr();
+    // MAC_A never leased or was offered the victim's address: its DECLINE must not take it.
+    let r = ask(
+        &h,
+        req(MessageType::Decline, MAC_A, |m| {
+            m.opts_mut().insert(DhcpOption::RequestedIpAddress(victim));
+        }),
+    )
+    .await;
+    assert!(r.is_none());
+    assert!(h.leases().await.iter().all(|l| !l.declined), "nothing was declined");
+    // The victim still gets its address on its next DISCOVER.
+    let o = ask(&h, req(MessageType::Discover, MAC_B, |_| {})).await.unwrap();
+    assert_eq!(o.msg.yiaddr(), victim);
+}
