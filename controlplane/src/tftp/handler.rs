@@ -103,8 +103,21 @@ pub fn negotiate(req: &Request, size: u64) -> Negotiated {
             _ => {}
         }
     }
+    // Bound the memory one transfer holds: a window of blksize × windowsize bytes is kept
+    // for retransmission, so a client asking for 65464 × 64 would pin 4 MiB per transfer
+    // (GiB across max_transfers). The window is shrunk, and the OACK says so (RFC 7440 §4
+    // lets the server answer a smaller windowsize).
+    if n.blksize * usize::from(n.windowsize) > MAX_WINDOW_BYTES {
+        n.windowsize = (MAX_WINDOW_BYTES / n.blksize).max(1) as u16;
+        if let Some(o) = n.oack.iter_mut().find(|(k, _)| k == "windowsize") {
+            o.1 = n.windowsize.to_string();
+        }
+    }
     n
 }
+
+/// Most bytes of file data one transfer's window may hold (blksize × windowsize).
+pub const MAX_WINDOW_BYTES: usize = 256 * 1024;
 
 impl TftpHandler for FsHandler {
     fn open(&self, req: &Request) -> Result<ReadPlan, Refusal> {
@@ -159,9 +172,12 @@ mod tests {
             0,
         );
         assert_eq!(n.blksize, MAX_BLKSIZE);
-        assert_eq!(n.windowsize, MAX_WINDOW);
+        // The window is bounded by MAX_WINDOW_BYTES as well as MAX_WINDOW.
+        assert_eq!(n.windowsize, (MAX_WINDOW_BYTES / MAX_BLKSIZE) as u16);
         assert_eq!(n.timeout, Some(Duration::from_secs(3)));
         assert_eq!(n.oack.len(), 3);
+        let n = negotiate(&req(&[("blksize", "1024"), ("windowsize", "1000")]), 0);
+        assert_eq!(n.windowsize, MAX_WINDOW);
         let n = negotiate(
             &req(&[("blksize", "4"), ("timeout", "0"), ("windowsize", "x"), ("foo", "1")]),
             0,

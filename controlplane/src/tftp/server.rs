@@ -333,7 +333,13 @@ pub async fn send_file(
             let _ = sock.send_to(&oack, peer).await;
             match wait(sock, peer, Instant::now() + rto, token).await {
                 Reply::Ack(0) => break,
-                Reply::Ack(_) => continue,
+                // A stray ACK is not an answer to the OACK: count it like a timeout, so a
+                // peer repeating it cannot hold the transfer open forever.
+                Reply::Ack(_) => {
+                    if !backoff(&mut rto, &mut misses) {
+                        return Outcome::TimedOut;
+                    }
+                }
                 Reply::Error => return Outcome::ClientError,
                 Reply::Cancelled => return Outcome::Cancelled,
                 Reply::Timeout => {

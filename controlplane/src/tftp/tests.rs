@@ -258,3 +258,21 @@ async fn many_concurrent_transfers() {
         assert_eq!(r.unwrap(), content(64 * 1024));
     }
 }
+
+#[test]
+fn window_memory_is_bounded() {
+    use super::{handler::negotiate, packet::Request};
+    let req = Request {
+        write: false,
+        filename: "x".into(),
+        mode: "octet".into(),
+        options: vec![("windowsize".into(), "64".into()), ("blksize".into(), "65464".into())],
+    };
+    let n = negotiate(&req, 1 << 30);
+    assert_eq!(n.blksize, 65464);
+    assert_eq!(n.windowsize, 4, "256 KiB / 65464 bytes");
+    assert!(
+        n.oack.contains(&("windowsize".to_string(), "4".to_string())),
+        "the OACK carries the lowered window"
+    );
+}
