@@ -28,7 +28,7 @@ fn main() {}
 #[cfg(target_arch = "bpf")]
 mod program {
     use aya_ebpf::{
-        bindings::xdp_action::{XDP_PASS, XDP_TX},
+        bindings::xdp_action::{XDP_DROP, XDP_PASS, XDP_TX},
         helpers::generated::{bpf_xdp_adjust_head, bpf_xdp_adjust_tail},
         macros::{map, xdp},
         maps::{lpm_trie::Key, Array, HashMap, LpmTrie, PerCpuArray},
@@ -86,6 +86,13 @@ mod program {
                 count(CNT_ANSWERED);
                 action
             }
+            // A failure after the frame was modified drops it: passing a half-rewritten
+            // frame would hand the stack garbage (the client retries, or userspace answers
+            // a retry sent over TCP).
+            Err(reason) if reason & DROP_FLAG != 0 => {
+                count(reason & !DROP_FLAG);
+                XDP_DROP
+            }
             Err(reason) => {
                 count(reason);
                 XDP_PASS
@@ -116,6 +123,11 @@ mod program {
     }
 
     /// Largest growth of a frame: every answer record and the OPT, in bytes.
+    /// Added to a counter index in an `Err` when the frame was already modified: the
+    /// packet is then dropped instead of passed (counters are small indexes, so the bit is
+    /// free).
+    const DROP_FLAG: u32 = 0x100;
+
     const MAX_GROW: i64 = (MAX_ADDRS * rr_len(16) + OPT_LEN) as i64;
     /// Largest `ans_off` (offset of the first answer record): VLAN Ethernet, IPv6, UDP,
     /// DNS header, longest qname, QTYPE and QCLASS.
@@ -137,17 +149,35 @@ mod program {
         if unsafe { bpf_xdp_adjust_head(ctx.ctx, -(delta as i32)) } != 0 {
             return Err(CNT_PASS_UNSUPPORTED);
         }
+        // From here on the frame is modified: a failure must drop it, not pass a shifted frame.
+        let e = |()| CNT_PASS_MALFORMED | DROP_FLAG;
         let mut i = 0usize;
+        // Whole 8-byte chunks that lie inside `len`. The source is `delta` bytes ahead of
+        // the destination, so no chunk reads bytes an earlier chunk wrote.
         // Verifier: constant trip-count bound; every access bounds-checked.
-        while i < MAX_ANS_OFF.div_ceil(8) {
-            if 8 * i >= len {
+        while i < MAX_ANS_OFF / 8 {
+            if 8 * i + 8 > len {
                 break;
             }
-            let src: *mut [u8; 8] = ptr_at(ctx, 8 * i + delta).map_err(|()| CNT_PASS_MALFORMED)?;
-            let dst: *mut [u8; 8] = ptr_at(ctx, 8 * i).map_err(|()| CNT_PASS_MALFORMED)?;
+            let src: *mut [u8; 8] = ptr_at(ctx, 8 * i + delta).map_err(e)?;
+            let dst: *mut [u8; 8] = ptr_at(ctx, 8 * i).map_err(e)?;
             // SAFETY: both bounds-checked by `ptr_at`; the chunk is copied by value.
             unsafe { *dst = *src };
             i += 1;
+        }
+        // The last `len % 8` bytes one at a time: an 8-byte read there would run past the
+        // end of a query that ends exactly at `len` (no EDNS).
+        let mut j = 8 * i;
+        // Verifier: at most 7 iterations.
+        for _ in 0..7 {
+            if j >= len {
+                break;
+            }
+            let src: *mut u8 = ptr_at(ctx, j + delta).map_err(e)?;
+            let dst: *mut u8 = ptr_at(ctx, j).map_err(e)?;
+            // SAFETY: both bounds-checked by `ptr_at`.
+            unsafe { *dst = *src };
+            j += 1;
         }
         Ok(())
     }
@@ -229,7 +259,8 @@ mod program {
             }
         }
         // Every pointer below is re-derived from ctx.data()/data_end() after the resize.
-        let e = |()| CNT_PASS_MALFORMED;
+        // The frame may already be resized: failures drop it (see `dns_responder`).
+        let e = |()| CNT_PASS_MALFORMED | DROP_FLAG;
 
         // Ethernet and IP: swap addresses.
         swap::<6>(ctx, 0, 6).map_err(e)?;

@@ -420,8 +420,11 @@ impl DnsTable for XdpTable {
             st.servers.remove(&a);
         }
         for a in &servers {
-            if st.servers.insert(*a) {
+            // Remember the address only once the kernel has it, so a failed insert is
+            // retried on the next apply.
+            if !st.servers.contains(a) {
                 st.maps.servers.insert(a, 1, 0).map_err(map_err(DNS_SERVER_ADDRS))?;
+                st.servers.insert(*a);
             }
         }
         tracing::debug!(

@@ -74,6 +74,9 @@ fn run(mode: &str) {
     s.add_record(json!({"name": "host1", "type": "A", "value": "10.0.0.11"}));
     s.add_record(json!({"name": "host1", "type": "A", "value": "10.0.0.12"}));
     s.add_record(json!({"name": "host1", "type": "AAAA", "value": "fd00::11"}));
+    for i in 1..=8 {
+        s.add_record(json!({"name": "many", "type": "AAAA", "value": format!("fd00::{i}")}));
+    }
     assert!(xdp_status(&s)["map_entries"].as_u64().unwrap() >= 3);
 
     let before = answered(&s);
@@ -94,6 +97,24 @@ fn run(mode: &str) {
         "{full}"
     );
     assert!(full.contains("; EDNS: version: 0, flags: do;"), "{full}");
+    // Queries without EDNS end exactly where the answer starts; when the frame has no
+    // tailroom (native mode on veth) the program grows it at the head and must move a
+    // question whose length is not a multiple of 8 (74 bytes over IPv4, 94 over IPv6).
+    let before_noedns = answered(&s);
+    assert_eq!(
+        lines(&dig(&cli, "@10.77.0.1 +noedns +short host1.lab.test A")),
+        vec!["10.0.0.11", "10.0.0.12"]
+    );
+    assert_eq!(
+        lines(&dig(&cli, "@fd77::1 +noedns +short host1.lab.test AAAA")),
+        vec!["fd00::11"]
+    );
+    // Eight AAAA records grow the frame by 224 bytes, more than native veth's tailroom.
+    let many: Vec<String> = (1..=8).map(|i| format!("fd00::{i}")).collect();
+    let mut got = lines(&dig(&cli, "@fd77::1 +noedns +short many.lab.test AAAA"));
+    got.sort_by_key(|a| a.parse::<std::net::Ipv6Addr>().ok());
+    assert_eq!(got, many);
+    assert_eq!(answered(&s) - before_noedns, 3, "all answered by XDP");
     let k = cli.sh("kdig @10.77.0.1 +short host1.lab.test A");
     assert_eq!(lines(&k), vec!["10.0.0.11", "10.0.0.12"]);
     // The server's own name answers with its address on the client's subnet.
