@@ -215,7 +215,7 @@ else
     expect "$WORK/lease-uefi.env" "boot_file=ipxe.efi"
 
     dhcp ipxe -V "PXEClient:Arch:00000:UNDI:002001" -x 0x4d:69505845
-    expect "$WORK/lease-ipxe.env" 'boot_file=http://10.77.0.1:8080/boot/ipxe?mac=${net0/mac}'
+    expect "$WORK/lease-ipxe.env" 'boot_file=http://10.77.0.1:8080/boot/ipxe?mac=${netX/mac}'
 fi
 log "DHCP ok"
 

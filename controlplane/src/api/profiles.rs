@@ -122,7 +122,7 @@ pub struct IpxeScriptView {
     pub source: TemplateSource,
     /// The built-in template, for reference and for resetting by hand.
     pub builtin_template: String,
-    /// Path iPXE clients are sent to (on the API port): `/boot/ipxe?mac=${net0/mac}`.
+    /// Path iPXE clients are sent to (on the API port): `/boot/ipxe?mac=${netX/mac}`.
     pub script_path: String,
 }
 

@@ -180,8 +180,9 @@ pub struct BootHandler {
     leases: Arc<tokio::sync::Mutex<LeaseDb>>,
 }
 
-/// The iPXE script path on the API port, with iPXE's own MAC expansion.
-pub const IPXE_SCRIPT_PATH: &str = "/boot/ipxe?mac=${net0/mac}";
+/// The iPXE script path on the API port, with iPXE's own MAC expansion: `netX` is the
+/// device iPXE opened last (the one it booted from), which is not always `net0`.
+pub const IPXE_SCRIPT_PATH: &str = "/boot/ipxe?mac=${netX/mac}";
 
 impl BootHandler {
     /// A handler for resolved `subnets` (mode `off` subnets are ignored), the effective
@@ -337,7 +338,14 @@ impl BootHandler {
         let opts = r.opts_mut();
         opts.insert(DhcpOption::MessageType(kind));
         opts.insert(DhcpOption::ServerIdentifier(server));
-        for code in [OptionCode::RelayAgentInformation, OptionCode::ClientIdentifier] {
+        // Echoed: relay information (RFC 3046 §2.2), client id (RFC 6842), and the PXE
+        // client's UUID (option 97, RFC 4578 §2.2): some UEFI firmware ignores proxyDHCP
+        // offers without it.
+        for code in [
+            OptionCode::RelayAgentInformation,
+            OptionCode::ClientIdentifier,
+            OptionCode::ClientMachineIdentifier,
+        ] {
             if let Some(o) = m.opts().get(code) {
                 opts.insert(o.clone());
             }

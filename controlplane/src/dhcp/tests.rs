@@ -19,7 +19,7 @@ const SERVER: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
 const MAC_A: [u8; 6] = [0x52, 0x54, 0, 0x77, 0, 0x42];
 const MAC_B: [u8; 6] = [0x52, 0x54, 0, 0x77, 0, 0x43];
 const MAC_R: [u8; 6] = [0x52, 0x54, 0, 0x77, 0, 0x99];
-const IPXE_URL: &str = "http://10.77.0.1:8080/boot/ipxe?mac=${net0/mac}";
+const IPXE_URL: &str = "http://10.77.0.1:8080/boot/ipxe?mac=${netX/mac}";
 
 fn subnet(mode: SubnetMode) -> SubnetConfig {
     SubnetConfig {
@@ -566,8 +566,24 @@ async fn proxy_answers_pxe_clients_only_without_address() {
     let h = handler_with(vec![subnet(SubnetMode::Proxy)], LeaseDb::in_memory());
     // A plain client: the real DHCP server's business.
     assert!(ask(&h, req(MessageType::Discover, MAC_A, |_| {})).await.is_none());
-    let offer = ask(&h, req(MessageType::Discover, MAC_A, pxe_bios)).await.unwrap();
+    let uuid = vec![
+        0u8, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff, 0x01,
+    ];
+    let offer = ask(
+        &h,
+        req(MessageType::Discover, MAC_A, |m| {
+            pxe_bios(m);
+            m.opts_mut().insert(DhcpOption::ClientMachineIdentifier(uuid.clone()));
+        }),
+    )
+    .await
+    .unwrap();
     assert_eq!(kind(&offer), MessageType::Offer);
+    // Option 97 (the client's UUID) is echoed (PXE; RFC 4578 §2.2).
+    assert_eq!(
+        offer.msg.opts().get(OptionCode::ClientMachineIdentifier),
+        Some(&DhcpOption::ClientMachineIdentifier(uuid))
+    );
     assert_eq!(offer.msg.yiaddr(), Ipv4Addr::UNSPECIFIED);
     assert_eq!(offer.dest, broadcast());
     assert!(opt(&offer, OptionCode::AddressLeaseTime).is_none());
