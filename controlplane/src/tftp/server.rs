@@ -240,6 +240,9 @@ type CacheEntry = (SystemTime, u64, Weak<[u8]>);
 #[derive(Default)]
 pub struct FileCache {
     map: std::sync::Mutex<HashMap<PathBuf, CacheEntry>>,
+    /// Serialises reads on a miss, so N clients asking for the same file at once (a rack
+    /// powering on) cause one read, not N.
+    loading: tokio::sync::Mutex<()>,
 }
 
 impl FileCache {
@@ -254,14 +257,18 @@ impl FileCache {
             let f = std::fs::File::open(path)?;
             return Ok(Source::Disk(Arc::new(f)));
         }
-        if let Ok(map) = self.map.lock() {
-            if let Some((t, n, w)) = map.get(path) {
-                if *t == mtime && *n == size {
-                    if let Some(b) = w.upgrade() {
-                        return Ok(Source::Mem(b));
-                    }
-                }
-            }
+        let cached = || -> Option<Arc<[u8]>> {
+            let map = self.map.lock().ok()?;
+            let (t, n, w) = map.get(path)?;
+            (*t == mtime && *n == size).then(|| w.upgrade()).flatten()
+        };
+        if let Some(b) = cached() {
+            return Ok(Source::Mem(b));
+        }
+        let _loading = self.loading.lock().await;
+        // Another transfer may have read it while this one waited.
+        if let Some(b) = cached() {
+            return Ok(Source::Mem(b));
         }
         let bytes: Arc<[u8]> = tokio::fs::read(path).await?.into();
         if let Ok(mut map) = self.map.lock() {
