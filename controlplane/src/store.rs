@@ -37,6 +37,23 @@ pub trait Entity: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
     fn set_id(&mut self, id: u64);
 }
 
+/// Implements [`Entity`] for a struct whose `pub id: u64` field is its id, stored in the
+/// sled tree named `$tree`: `entity!(DnsRecord, "dns_records");`.
+macro_rules! entity {
+    ($t:ty, $tree:literal) => {
+        impl $crate::store::Entity for $t {
+            const TREE: &'static str = $tree;
+            fn id(&self) -> u64 {
+                self.id
+            }
+            fn set_id(&mut self, id: u64) {
+                self.id = id;
+            }
+        }
+    };
+}
+pub(crate) use entity;
+
 /// The open database. Cheap to clone.
 #[derive(Clone)]
 pub struct Store {

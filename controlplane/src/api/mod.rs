@@ -41,7 +41,7 @@ use crate::{
     config::Config,
     dhcp::control::DhcpControl,
     dns::service::DnsService,
-    store::{Entity, Store, Table},
+    store::{Store, Table},
     tftp::control::TftpControl,
 };
 
@@ -64,15 +64,7 @@ pub struct AuditEntry {
     pub timestamp: OffsetDateTime,
 }
 
-impl Entity for AuditEntry {
-    const TREE: &'static str = "audit_log";
-    fn id(&self) -> u64 {
-        self.id
-    }
-    fn set_id(&mut self, id: u64) {
-        self.id = id;
-    }
-}
+crate::store::entity!(AuditEntry, "audit_log");
 
 /// Shared state of every handler. Cheap to clone.
 #[derive(Clone)]

@@ -35,7 +35,7 @@ use utoipa::ToSchema;
 use super::DEFAULT_SCRIPT;
 use crate::{
     dhcp::packet::{normalise_mac, MacAddr},
-    store::{Entity, Kv, Store, Table},
+    store::{Kv, Store, Table},
 };
 
 /// Errors of catalog operations (the shared service error: 400, 409, 404, 500).
@@ -79,15 +79,7 @@ pub struct Host {
     pub updated_at: OffsetDateTime,
 }
 
-impl Entity for Host {
-    const TREE: &'static str = "hosts";
-    fn id(&self) -> u64 {
-        self.id
-    }
-    fn set_id(&mut self, id: u64) {
-        self.id = id;
-    }
-}
+crate::store::entity!(Host, "hosts");
 
 /// A host as the API shows it: [`Host`] without the BMC password.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -290,15 +282,7 @@ pub struct Profile {
     pub updated_at: OffsetDateTime,
 }
 
-impl Entity for Profile {
-    const TREE: &'static str = "profiles";
-    fn id(&self) -> u64 {
-        self.id
-    }
-    fn set_id(&mut self, id: u64) {
-        self.id = id;
-    }
-}
+crate::store::entity!(Profile, "profiles");
 
 impl Profile {
     fn menu(&self) -> ProfileMenu {
@@ -356,15 +340,7 @@ pub struct ScriptVersion {
     pub created_at: OffsetDateTime,
 }
 
-impl Entity for ScriptVersion {
-    const TREE: &'static str = "profile_script_versions";
-    fn id(&self) -> u64 {
-        self.id
-    }
-    fn set_id(&mut self, id: u64) {
-        self.id = id;
-    }
-}
+crate::store::entity!(ScriptVersion, "profile_script_versions");
 
 /// `GET /profiles/{id}/script-diff/{verId}` answer.
 #[derive(Debug, Clone, Serialize, ToSchema)]

@@ -32,7 +32,7 @@ use super::{
     leases::{now_secs, Lease, LeaseDb},
     packet::normalise_mac,
 };
-use crate::store::{Entity, Kv, Store, Table};
+use crate::store::{Kv, Store, Table};
 
 /// Errors of DHCP administration (the shared service error: 400, 409, 404, 500).
 pub type DhcpAdminError = crate::service_error::ServiceError;
@@ -67,15 +67,7 @@ pub struct StoredReservation {
     pub updated_at: OffsetDateTime,
 }
 
-impl Entity for StoredReservation {
-    const TREE: &'static str = "dhcp_reservations";
-    fn id(&self) -> u64 {
-        self.id
-    }
-    fn set_id(&mut self, id: u64) {
-        self.id = id;
-    }
-}
+crate::store::entity!(StoredReservation, "dhcp_reservations");
 
 /// Body of `POST /dhcp/reservations` (`mac` and `ip` required) and
 /// `PUT /dhcp/reservations/{id}` (any subset; omitted fields keep their values).

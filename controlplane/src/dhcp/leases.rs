@@ -16,7 +16,7 @@ use std::{
 use serde::{Deserialize, Serialize};
 
 use super::packet::{normalise_mac, MacAddr};
-use crate::store::{Entity, Store, StoreError, Table};
+use crate::store::{Store, StoreError, Table};
 
 /// How long an offered address stays set aside for the client it was offered to.
 pub const OFFER_HOLD: Duration = Duration::from_secs(60);
@@ -53,15 +53,7 @@ pub struct Lease {
     pub declined: bool,
 }
 
-impl Entity for Lease {
-    const TREE: &'static str = "dhcp_leases";
-    fn id(&self) -> u64 {
-        self.id
-    }
-    fn set_id(&mut self, id: u64) {
-        self.id = id;
-    }
-}
+crate::store::entity!(Lease, "dhcp_leases");
 
 impl Lease {
     /// True while the lease (or the decline) is in force at `now`.

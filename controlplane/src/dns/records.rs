@@ -13,7 +13,6 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::names::{self, NameError};
-use crate::store::Entity;
 
 /// Record types with local data (spec "Built-in DNS server", item 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema, PartialOrd, Ord)]
@@ -103,15 +102,7 @@ pub struct DnsRecord {
     pub updated_at: OffsetDateTime,
 }
 
-impl Entity for DnsRecord {
-    const TREE: &'static str = "dns_records";
-    fn id(&self) -> u64 {
-        self.id
-    }
-    fn set_id(&mut self, id: u64) {
-        self.id = id;
-    }
-}
+crate::store::entity!(DnsRecord, "dns_records");
 
 impl DnsRecord {
     /// The absolute owner name under `origin`; `None` if the stored name no longer parses
