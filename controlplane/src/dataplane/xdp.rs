@@ -243,23 +243,8 @@ impl XdpTable {
     /// # Errors
     /// [`DataplaneError::Load`] with the kernel's error.
     pub fn test_run(&self, frame: &[u8]) -> Result<(u32, Vec<u8>), DataplaneError> {
-        use aya::programs::{TestRun, TestRunOptions};
-        let ebpf = self.ebpf.lock().expect("ebpf lock");
-        let prog: &Xdp = ebpf
-            .program(PROGRAM)
-            .and_then(|p| p.try_into().ok())
-            .ok_or_else(|| DataplaneError::Load(format!("no program {PROGRAM}")))?;
-        let mut out = vec![0u8; 4096];
-        let opts = TestRunOptions {
-            data_in: Some(frame),
-            data_out: Some(&mut out),
-            ..Default::default()
-        };
-        let r = prog
-            .test_run(opts)
-            .map_err(|e| DataplaneError::Load(format!("test_run: {e:#?}")))?;
-        out.truncate(r.data_size_out as usize);
-        Ok((r.return_value, out))
+        let (action, _, out) = self.run_in_kernel(frame, 0)?;
+        Ok((action, out))
     }
 
     /// Runs the program `repeat` times on `frame` in the kernel and returns the mean time
@@ -269,6 +254,12 @@ impl XdpTable {
     /// # Errors
     /// [`DataplaneError::Load`] with the kernel's error.
     pub fn test_run_repeat(&self, frame: &[u8], repeat: u32) -> Result<(u32, std::time::Duration), DataplaneError> {
+        let (action, mean, _) = self.run_in_kernel(frame, repeat)?;
+        Ok((action, mean))
+    }
+
+    /// `BPF_PROG_TEST_RUN`: (action, mean time per run, output frame).
+    fn run_in_kernel(&self, frame: &[u8], repeat: u32) -> Result<(u32, std::time::Duration, Vec<u8>), DataplaneError> {
         use aya::programs::{TestRun, TestRunOptions};
         let ebpf = self.ebpf.lock().expect("ebpf lock");
         let prog: &Xdp = ebpf
@@ -285,7 +276,8 @@ impl XdpTable {
         let r = prog
             .test_run(opts)
             .map_err(|e| DataplaneError::Load(format!("test_run: {e:#?}")))?;
-        Ok((r.return_value, r.duration))
+        out.truncate(r.data_size_out as usize);
+        Ok((r.return_value, r.duration, out))
     }
 
     /// Keys currently in [`DNS_RECORDS`], read back from the kernel (for tests).
