@@ -73,6 +73,8 @@ pub struct Config {
     pub tftp: crate::tftp::TftpConfig,
     /// `[boot]` section: the boot directory and the iPXE script.
     pub boot: crate::boot::BootConfig,
+    /// `[events]` section: event and audit-log retention.
+    pub events: crate::events::EventsConfig,
     /// Log filter, tracing `EnvFilter` syntax. Default `info`.
     pub log: String,
 }
@@ -87,6 +89,7 @@ impl Default for Config {
             dhcp: Default::default(),
             tftp: Default::default(),
             boot: Default::default(),
+            events: Default::default(),
             log: "info".into(),
         }
     }
@@ -275,6 +278,7 @@ impl Config {
                 bail!("[boot] ipxe_script is not a valid template: {e}");
             }
         }
+        self.events.validate().map_err(anyhow::Error::msg)?;
         if self.tftp.port == 0 {
             bail!("[tftp] port must be 1-65535");
         }

@@ -3,15 +3,19 @@
 //! thin shim over it, and tests start the same code in-process.
 
 pub mod api;
+pub mod app;
 pub mod boot;
 pub mod config;
 pub mod dataplane;
 pub mod dhcp;
 pub mod dns;
+pub mod events;
 pub mod logging;
 pub mod net;
 pub mod service_error;
+pub mod settings;
 pub mod store;
+pub mod supervisor;
 pub mod tftp;
 
 use std::sync::Arc;
@@ -40,33 +44,38 @@ pub async fn shutdown_signal(token: CancellationToken) {
     token.cancel();
 }
 
-/// Starts the store, the data plane, the DNS service, the boot directory, DHCP and TFTP
-/// (when configured) and the REST API (with HTTP boot), and runs until `token` is
-/// cancelled. DHCP and TFTP get child tokens.
+/// Opens the store, loads the data plane, builds every service ([`app::build`]), starts
+/// those whose `auto_start` is set through the supervisor, prepares the boot directory,
+/// and serves the REST API (with HTTP boot) until `token` is cancelled; then stops every
+/// service in reverse order.
 ///
 /// # Errors
-/// Start-up failures (data directory, store, boot directory, binding the API, DNS, DHCP
-/// or TFTP sockets), with context.
+/// Start-up failures (data directory, store, boot directory, binding the API), with
+/// context. A service that fails to start does not stop the server: its state is
+/// `failed` with the reason (`GET /api/v1/services`).
 pub async fn run(config: config::Config, token: CancellationToken) -> anyhow::Result<()> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
     let store = store::Store::open(&config.data_dir)
         .with_context(|| format!("opening the store in {}", config.data_dir.display()))?;
     // The XDP program attaches where the DNS server listens: the stored settings win over
-    // the file once they exist (see DnsService::start), so pick the interfaces from them.
+    // the file once they exist, so pick the interfaces from them.
     let mut xdp_config = config.clone();
     if let Some(stored) = dns::service::DnsService::stored_settings(&store)? {
         xdp_config.dns.listen = stored.listen;
     }
     let dataplane = dataplane::load(&xdp_config);
-    let dns = dns::service::DnsService::start(&config, &store, dataplane, token.clone())
-        .await
-        .context("starting the DNS service")?;
     let admin_password = std::env::var("BOOTLANE_ADMIN_PASSWORD").ok();
-    let state = api::AppState::new(Arc::new(config.clone()), store.clone(), dns, admin_password)
-        .await
-        .context("preparing the API")?;
-    let boot_root = config.boot_root();
+    let state = app::build(
+        Arc::new(config.clone()),
+        store.clone(),
+        dataplane,
+        admin_password,
+        token.clone(),
+    )
+    .await
+    .context("preparing the services")?;
+    let boot_root = state.settings.boot_root();
     let ipxe_source = config
         .boot
         .ipxe_source
@@ -77,28 +86,11 @@ pub async fn run(config: config::Config, token: CancellationToken) -> anyhow::Re
     if !copied.is_empty() {
         tracing::info!(?copied, from = %ipxe_source.display(), "iPXE binaries copied into the boot directory");
     }
-    let domain_src = state.dns.clone();
-    let dhcp = dhcp::DhcpService::start(
-        &config,
-        &state.dhcp,
-        Box::new(move || domain_src.settings().local_domain),
-        token.child_token(),
-    )
-    .await
-    .context("starting the DHCP service")?;
-    let tftp = if config.tftp_enabled() {
-        let root = config.tftp.root.clone().unwrap_or_else(|| boot_root.clone());
-        let t = tftp::TftpService::start(&state.tftp.effective(), root, token.child_token())
-            .context("starting the TFTP service")?;
-        state.tftp.attach(t.server.limits());
-        Some(t)
-    } else {
-        tracing::info!("TFTP off ([tftp] enabled = false, or unset with no active DHCP subnet)");
-        None
-    };
     let listener = tokio::net::TcpListener::bind(config.api.listen)
         .await
         .with_context(|| format!("binding the API on {}", config.api.listen))?;
+    let supervisor = state.supervisor.clone();
+    supervisor.start_auto().await;
     tracing::info!(addr = %config.api.listen, "REST API listening on /api/v1");
     let app = api::router(state);
     axum::serve(
@@ -108,12 +100,7 @@ pub async fn run(config: config::Config, token: CancellationToken) -> anyhow::Re
     .with_graceful_shutdown(token.clone().cancelled_owned())
     .await
     .context("serving the API")?;
-    if let Some(d) = dhcp {
-        d.shutdown().await;
-    }
-    if let Some(t) = tftp {
-        t.shutdown().await;
-    }
+    supervisor.stop_all().await;
     store.flush().await.ok();
     tracing::info!("stopped");
     Ok(())

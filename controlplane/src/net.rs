@@ -63,3 +63,74 @@ pub fn ifindex(name: &str) -> Option<u32> {
     let idx = unsafe { libc::if_nametoindex(c.as_ptr()) };
     (idx != 0).then_some(idx)
 }
+
+/// One address of an interface, as `GET /interfaces` shows it.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct InterfaceAddr {
+    /// The address.
+    pub address: String,
+    /// Prefix length.
+    pub prefix: u8,
+}
+
+/// One network interface of this machine (`GET /interfaces`, `GET /network/interfaces`).
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct InterfaceInfo {
+    /// Name, e.g. `eth0`.
+    pub name: String,
+    /// Hardware address (`aa:bb:cc:dd:ee:ff`), if it has one.
+    pub mac: Option<String>,
+    /// MTU in bytes.
+    pub mtu: Option<u32>,
+    /// Kernel operational state (`up`, `down`, `unknown`, ...).
+    pub oper_state: String,
+    /// Addresses with their prefix lengths.
+    pub addresses: Vec<InterfaceAddr>,
+    /// Services bound here (filled in by the caller).
+    pub services: Vec<String>,
+    /// XDP attach mode when the DNS fast path is attached here (`native`, `generic`).
+    pub xdp: Option<String>,
+}
+
+/// Every interface with its addresses, MAC, MTU and state (read from `getifaddrs` and
+/// `/sys/class/net`). Errors yield what could be read.
+pub fn interfaces() -> Vec<InterfaceInfo> {
+    let sys = |name: &str, f: &str| {
+        std::fs::read_to_string(format!("/sys/class/net/{name}/{f}"))
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    let mut names: Vec<String> = std::fs::read_dir("/sys/class/net")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let addrs = interface_addrs();
+    for a in &addrs {
+        if !names.contains(&a.iface) {
+            names.push(a.iface.clone());
+        }
+    }
+    names.sort();
+    names
+        .into_iter()
+        .map(|name| InterfaceInfo {
+            mac: sys(&name, "address").filter(|m| m != "00:00:00:00:00:00" && !m.is_empty()),
+            mtu: sys(&name, "mtu").and_then(|m| m.parse().ok()),
+            oper_state: sys(&name, "operstate").unwrap_or_else(|| "unknown".into()),
+            addresses: addrs
+                .iter()
+                .filter(|a| a.iface == name)
+                .map(|a| InterfaceAddr {
+                    address: a.addr.to_string(),
+                    prefix: a.net.prefix_len(),
+                })
+                .collect(),
+            services: Vec::new(),
+            xdp: None,
+            name,
+        })
+        .collect()
+}

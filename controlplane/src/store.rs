@@ -206,6 +206,83 @@ impl<T: Entity> Table<T> {
             .collect()
     }
 
+    /// Stores every value under its own id (ids already set, e.g. event ids) in one
+    /// atomic batch, then flushes once. Used where many small records arrive at once.
+    ///
+    /// # Errors
+    /// sled or codec errors; on error nothing of the batch is stored.
+    pub async fn put_many(&self, values: &[T]) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        for v in values {
+            batch.insert(&v.id().to_be_bytes(), serde_json::to_vec(v)?);
+        }
+        self.tree.apply_batch(batch)?;
+        self.db.flush_async().await?;
+        Ok(())
+    }
+
+    /// Up to `limit` values with an id greater than `after`, in ascending id order.
+    ///
+    /// # Errors
+    /// sled or codec errors.
+    pub fn after(&self, after: u64, limit: usize) -> Result<Vec<T>> {
+        let start = after.saturating_add(1).to_be_bytes();
+        self.tree
+            .range(start..)
+            .values()
+            .take(limit)
+            .map(|v| Ok(serde_json::from_slice::<T>(&v?)?))
+            .collect()
+    }
+
+    /// Every value, newest (highest id) first, decoded lazily: callers filter and page
+    /// without decoding the whole table.
+    pub fn newest_first(&self) -> impl Iterator<Item = Result<T>> + '_ {
+        self.tree.iter().rev().map(|kv| {
+            let (_, v) = kv?;
+            Ok(serde_json::from_slice::<T>(&v)?)
+        })
+    }
+
+    /// Every value, oldest (lowest id) first, decoded lazily.
+    pub fn oldest_first(&self) -> impl Iterator<Item = Result<T>> + '_ {
+        self.tree.iter().values().map(|v| Ok(serde_json::from_slice::<T>(&v?)?))
+    }
+
+    /// Removes every value with an id below `id` in one batch; returns how many. Flushes.
+    ///
+    /// # Errors
+    /// sled errors.
+    pub async fn remove_below(&self, id: u64) -> Result<usize> {
+        let mut batch = sled::Batch::default();
+        let mut n = 0;
+        for k in self.tree.range(..id.to_be_bytes()).keys() {
+            batch.remove(k?);
+            n += 1;
+        }
+        if n > 0 {
+            self.tree.apply_batch(batch)?;
+            self.db.flush_async().await?;
+        }
+        Ok(n)
+    }
+
+    /// The id of the `n`-th oldest value (0-based), if there are that many.
+    ///
+    /// # Errors
+    /// sled errors.
+    pub fn nth_oldest_id(&self, n: usize) -> Result<Option<u64>> {
+        match self.tree.iter().keys().nth(n) {
+            Some(k) => {
+                let k = k?;
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&k[..8.min(k.len())]);
+                Ok(Some(u64::from_be_bytes(b)))
+            }
+            None => Ok(None),
+        }
+    }
+
     /// Number of stored values.
     pub fn len(&self) -> usize {
         self.tree.len()

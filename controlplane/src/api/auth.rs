@@ -8,7 +8,7 @@
 use std::{
     collections::HashMap,
     net::{IpAddr, SocketAddr},
-    sync::Mutex,
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -32,7 +32,10 @@ use super::{
     extract::{ApiJson, Envelope},
     AppState,
 };
-use crate::store::{Kv, Store};
+use crate::{
+    events::{EventBus, NewEvent},
+    store::{Kv, Store},
+};
 
 /// Session cookie name.
 pub const COOKIE: &str = "bootlane_session";
@@ -102,8 +105,9 @@ pub struct SessionInfo {
 pub struct Auth {
     users: Kv,
     sessions: Kv,
-    ttl: Duration,
+    ttl_secs: std::sync::atomic::AtomicU64,
     failures: Mutex<HashMap<IpAddr, (u32, Instant)>>,
+    events: Arc<EventBus>,
 }
 
 fn hash_token(token: &str) -> String {
@@ -133,12 +137,14 @@ impl Auth {
         data_dir: &std::path::Path,
         ttl: Duration,
         admin_password: Option<String>,
+        events: Arc<EventBus>,
     ) -> anyhow::Result<Self> {
         let auth = Self {
             users: store.kv("users")?,
             sessions: store.kv("sessions")?,
-            ttl,
+            ttl_secs: std::sync::atomic::AtomicU64::new(ttl.as_secs()),
             failures: Mutex::new(HashMap::new()),
+            events,
         };
         if auth.users.iter::<User>()?.is_empty() {
             let (pw, generated) = match admin_password {
@@ -196,6 +202,16 @@ impl Auth {
         e.0 += 1;
     }
 
+    /// Session lifetime for new sessions.
+    pub fn ttl(&self) -> Duration {
+        Duration::from_secs(self.ttl_secs.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// Changes the lifetime of sessions created from now on (`/settings/general`).
+    pub fn set_ttl(&self, ttl: Duration) {
+        self.ttl_secs.store(ttl.as_secs(), std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Checks the password and creates a session; returns `(token, session)`.
     ///
     /// # Errors
@@ -214,6 +230,11 @@ impl Auth {
         });
         if !ok {
             self.record_failure(ip);
+            self.events.publish(
+                NewEvent::new("auth.login_failed", format!("failed login for {username:?} from {ip}"))
+                    .resource("user", username)
+                    .remote(ip),
+            );
             return Err(ApiError::Unauthorized("wrong user name or password".into()));
         }
         self.failures.lock().expect("failures lock").remove(&ip);
@@ -224,9 +245,21 @@ impl Auth {
             .collect();
         let session = Session {
             username: username.into(),
-            expires_at: OffsetDateTime::now_utc() + self.ttl,
+            expires_at: OffsetDateTime::now_utc() + self.ttl(),
         };
         self.sessions.put(&hash_token(&token), &session).await?;
+        crate::events::with_actor(
+            crate::events::Actor {
+                user: username.into(),
+                remote_addr: Some(ip.to_string()),
+            },
+            async {
+                self.events.publish(
+                    NewEvent::new("auth.login", format!("{username} logged in from {ip}")).resource("user", username),
+                );
+            },
+        )
+        .await;
         Ok((token, session))
     }
 
@@ -246,7 +279,13 @@ impl Auth {
     /// # Errors
     /// Store errors.
     pub async fn logout(&self, token: &str) -> Result<()> {
-        self.sessions.remove(&hash_token(token)).await?;
+        let key = hash_token(token);
+        if let Some(s) = self.sessions.get::<Session>(&key)? {
+            self.events.publish(
+                NewEvent::new("auth.logout", format!("{} logged out", s.username)).resource("user", &s.username),
+            );
+        }
+        self.sessions.remove(&key).await?;
         Ok(())
     }
 }
@@ -274,8 +313,22 @@ pub fn token_from(headers: &HeaderMap) -> Option<String> {
 /// Middleware for protected routes: 401 with the envelope unless the request carries a
 /// live session.
 pub async fn require_session(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let addr = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip().to_string());
+    let session = match token_from(req.headers()) {
+        Some(t) => state.auth.session(&t).await,
+        None => None,
+    };
+    if let Some(s) = session {
+        let actor = crate::events::Actor {
+            user: s.username,
+            remote_addr: addr,
+        };
+        return crate::events::with_actor(actor, next.run(req)).await;
+    }
     match token_from(req.headers()) {
-        Some(t) if state.auth.session(&t).await.is_some() => next.run(req).await,
         Some(_) => ApiError::Unauthorized("the session has expired or was logged out; log in again with POST /api/v1/auth/login".into()).into_response(),
         None => ApiError::Unauthorized("authentication required: log in with POST /api/v1/auth/login {\"username\", \"password\"} and send the bootlane_session cookie".into()).into_response(),
     }
@@ -298,7 +351,7 @@ pub async fn login(
     let (token, session) = state.auth.login(peer.ip(), &req.username, &req.password).await?;
     let cookie = format!(
         "{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
-        state.auth.ttl.as_secs()
+        state.auth.ttl().as_secs()
     );
     let mut resp = Envelope::ok(LoginResponse {
         username: session.username,

@@ -14,7 +14,14 @@
 //! These answers are plain text or files, not the JSON envelope: their clients are iPXE
 //! and firmware. Nothing else is exposed here. Holds no state besides [`BootState`].
 
-use std::{collections::HashMap, path::PathBuf, sync::Arc};
+use std::{
+    collections::HashMap,
+    path::PathBuf,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+};
 
 use axum::{
     extract::{Path, Query, Request, State},
@@ -29,15 +36,57 @@ use tower_http::services::ServeFile;
 use crate::{
     boot::{catalog::BootCatalog, resolve_in_root, PathError},
     dhcp::packet::normalise_mac,
+    events::{EventBus, NewEvent},
 };
 
 /// State of the boot routes.
 #[derive(Clone)]
 pub struct BootState {
-    /// The boot directory.
-    pub root: PathBuf,
+    /// The boot directory (changed live by `/settings/netboot`).
+    pub root: Arc<std::sync::RwLock<PathBuf>>,
     /// Hosts, profiles and the script template (the per-MAC script choice).
     pub catalog: Arc<BootCatalog>,
+    /// Where `boot.ipxe.served` and `boot.file.served` go.
+    pub events: Arc<EventBus>,
+    /// False while the `http-boot` service is stopped: every boot route answers 503.
+    pub serving: Arc<AtomicBool>,
+}
+
+/// The `http-boot` service under the [`Supervisor`](crate::supervisor::Supervisor): the
+/// boot routes share the API's listener, so start and stop open and close them (503
+/// while stopped) rather than a socket.
+pub struct HttpBootUnit {
+    /// Shared with [`BootState::serving`].
+    pub serving: Arc<AtomicBool>,
+    /// The API listen address the routes are served on.
+    pub listen: String,
+}
+
+impl crate::supervisor::Service for HttpBootUnit {
+    fn name(&self) -> &'static str {
+        "http-boot"
+    }
+    fn start(&self) -> futures::future::BoxFuture<'_, anyhow::Result<Vec<String>>> {
+        self.serving.store(true, Ordering::SeqCst);
+        Box::pin(async move { Ok(vec![self.listen.clone()]) })
+    }
+    fn stop(&self) -> futures::future::BoxFuture<'_, ()> {
+        self.serving.store(false, Ordering::SeqCst);
+        Box::pin(async {})
+    }
+    fn default_auto_start(&self) -> bool {
+        true
+    }
+    fn serving(&self) -> Option<Vec<String>> {
+        self.serving.load(Ordering::SeqCst).then(|| vec![self.listen.clone()])
+    }
+}
+
+fn stopped() -> Response {
+    text(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "HTTP boot is stopped (POST /api/v1/services/http-boot/start)\n".into(),
+    )
 }
 
 /// The boot routes, ready to merge into any router.
@@ -71,7 +120,14 @@ async fn ipxe_script(
     State(st): State<BootState>,
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
+    extensions: axum::http::Extensions,
 ) -> Response {
+    let peer = extensions
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .copied();
+    if !st.serving.load(Ordering::SeqCst) {
+        return stopped();
+    }
     let mac = match q.get("mac").map(|m| m.trim()).filter(|m| !m.is_empty()) {
         None => None,
         Some(m) => match normalise_mac(m) {
@@ -83,10 +139,21 @@ async fn ipxe_script(
         return text(StatusCode::BAD_REQUEST, "a valid Host header is required\n".into());
     };
     let catalog = st.catalog.clone();
-    let script = tokio::task::spawn_blocking(move || catalog.script_for(mac, &server)).await;
+    let script = tokio::task::spawn_blocking(move || catalog.script_and_profile(mac, &server)).await;
     match script {
-        Ok(Ok(s)) => {
-            tracing::info!(mac = %mac.map_or_else(|| "unknown".to_string(), |m| m.to_string()), "serving the iPXE script");
+        Ok(Ok((s, profile, host))) => {
+            let mac = mac.map_or_else(|| "unknown".to_string(), |m| m.to_string());
+            tracing::info!(%mac, %profile, "serving the iPXE script");
+            let mut e = NewEvent::new(
+                "boot.ipxe.served",
+                format!("iPXE script of profile {profile} served to {mac}"),
+            )
+            .resource("host", &mac)
+            .data(serde_json::json!({"mac": mac, "profile": profile, "host": host}));
+            if let Some(p) = peer {
+                e = e.remote(p.0.ip());
+            }
+            st.events.publish(e);
             text(StatusCode::OK, s)
         }
         Ok(Err(e)) => {
@@ -101,11 +168,41 @@ async fn ipxe_script(
 }
 
 async fn boot_file(State(st): State<BootState>, Path(path): Path<String>, req: Request) -> Response {
-    let root = st.root.clone();
+    if !st.serving.load(Ordering::SeqCst) {
+        return stopped();
+    }
+    let peer = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0.ip());
+    let is_get = req.method() == axum::http::Method::GET;
+    let root = st.root.read().map(|g| g.clone()).unwrap_or_default();
+    let name = path.clone();
     let resolved = tokio::task::spawn_blocking(move || resolve_in_root(&root, &path)).await;
     match resolved {
         Ok(Ok(file)) => match ServeFile::new(file).oneshot(req).await {
-            Ok(r) => r.into_response(),
+            Ok(r) => {
+                let r = r.into_response();
+                if is_get && r.status().is_success() {
+                    let bytes = r
+                        .headers()
+                        .get(header::CONTENT_LENGTH)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.parse::<u64>().ok())
+                        .unwrap_or(0);
+                    let mut e = NewEvent::new(
+                        "boot.file.served",
+                        format!("HTTP boot file {name} served ({bytes} bytes)"),
+                    )
+                    .resource("file", &name)
+                    .data(serde_json::json!({"file": name, "bytes": bytes, "status": r.status().as_u16()}));
+                    if let Some(p) = peer {
+                        e = e.remote(p);
+                    }
+                    st.events.publish(e);
+                }
+                r
+            }
             Err(never) => match never {},
         },
         Ok(Err(PathError::NotFound(p))) => text(StatusCode::NOT_FOUND, format!("no such file {p:?}\n")),
@@ -122,10 +219,15 @@ mod tests {
     use super::*;
 
     async fn app(root: PathBuf) -> Router {
-        let catalog = BootCatalog::open(&crate::store::Store::temporary(), None)
+        let catalog = BootCatalog::open(&crate::store::Store::temporary(), None, EventBus::in_memory())
             .await
             .unwrap();
-        router(BootState { root, catalog })
+        router(BootState {
+            root: Arc::new(std::sync::RwLock::new(root)),
+            catalog,
+            events: EventBus::in_memory(),
+            serving: Arc::new(AtomicBool::new(true)),
+        })
     }
 
     async fn get(app: &Router, uri: &str, range: Option<&str>) -> (StatusCode, HeaderMap, Vec<u8>) {

@@ -29,7 +29,7 @@ use crate::dhcp::{
     leases::{now_secs, Lease},
     packet::normalise_mac,
 };
-use crate::tftp::control::TftpAdminError;
+use crate::tftp::control::TftpChange;
 
 // ---- leases ----
 
@@ -147,8 +147,6 @@ pub async fn delete_lease(State(s): State<AppState>, ApiPath(mac): ApiPath<Strin
     if gone.is_empty() {
         return Err(ApiError::NotFound(format!("no lease for {mac}")));
     }
-    s.audit("DELETE", "lease", 0, &format!("leases of {}", gone[0].mac))
-        .await;
     Ok(Envelope::ok(gone))
 }
 
@@ -202,15 +200,6 @@ pub async fn batch_delete(
             r.deleted_macs.push(mac.to_string());
         }
     }
-    if r.deleted > 0 {
-        s.audit(
-            "DELETE",
-            "lease",
-            0,
-            &format!("leases of {}", r.deleted_macs.join(", ")),
-        )
-        .await;
-    }
     Ok(Envelope::ok(r))
 }
 
@@ -226,8 +215,6 @@ pub struct PruneResult {
     responses((status = 200, body = PruneResult), (status = 401)))]
 pub async fn prune(State(s): State<AppState>) -> Result<Envelope<PruneResult>> {
     let removed = s.dhcp.prune().await?;
-    s.audit("DELETE", "lease", 0, &format!("pruned {removed} expired leases"))
-        .await;
     Ok(Envelope::ok(PruneResult { removed }))
 }
 
@@ -301,8 +288,6 @@ pub async fn create_reservation(
     ApiJson(input): ApiJson<ReservationInput>,
 ) -> Result<Envelope<StoredReservation>> {
     let r = s.dhcp.create_reservation(input).await?;
-    s.audit("CREATE", "dhcp_reservation", r.id, &format!("{} {}", r.mac, r.ip))
-        .await;
     Ok(Envelope::created(r))
 }
 
@@ -326,8 +311,6 @@ pub async fn update_reservation(
     ApiJson(input): ApiJson<ReservationInput>,
 ) -> Result<Envelope<StoredReservation>> {
     let r = s.dhcp.update_reservation(id, input).await?;
-    s.audit("UPDATE", "dhcp_reservation", r.id, &format!("{} {}", r.mac, r.ip))
-        .await;
     Ok(Envelope::ok(r))
 }
 
@@ -339,8 +322,6 @@ pub async fn delete_reservation(
     ApiPath(id): ApiPath<u64>,
 ) -> Result<Envelope<StoredReservation>> {
     let r = s.dhcp.delete_reservation(id).await?;
-    s.audit("DELETE", "dhcp_reservation", r.id, &format!("{} {}", r.mac, r.ip))
-        .await;
     Ok(Envelope::ok(r))
 }
 
@@ -358,8 +339,6 @@ pub async fn get_archmap(State(s): State<AppState>) -> Envelope<ArchMap> {
     responses((status = 200, body = ArchMap), (status = 400, description = "Code above 65535, duplicate code, bad file name or URL"), (status = 401)))]
 pub async fn put_archmap(State(s): State<AppState>, ApiJson(m): ApiJson<ArchMap>) -> Result<Envelope<ArchMap>> {
     let map = s.dhcp.set_arch_map(m).await?;
-    s.audit("UPDATE", "archmap", 0, &serde_json::to_string(&map).unwrap_or_default())
-        .await;
     Ok(Envelope::ok(arch_view(&map)))
 }
 
@@ -386,10 +365,17 @@ pub async fn put_dhcp(
     State(s): State<AppState>,
     ApiJson(p): ApiJson<DhcpSettingsPatch>,
 ) -> Result<Envelope<DhcpSettingsView>> {
-    let summary: Vec<String> = p.subnets.iter().map(|x| x.cidr.clone()).collect();
-    let v = s.dhcp.update_settings(p).await?;
-    s.audit("UPDATE", "dhcp_settings", 0, &format!("subnets {}", summary.join(", ")))
-        .await;
+    let (mut v, restart) = s.dhcp.update_settings(p).await?;
+    v.applied = if restart {
+        if s.supervisor.restart_if_running("dhcp").await? {
+            "restart".into()
+        } else {
+            "stored; applies when the dhcp service starts".into()
+        }
+    } else {
+        "live".into()
+    };
+    v.running = s.dhcp.running();
     Ok(Envelope::ok(v))
 }
 
@@ -401,6 +387,10 @@ pub struct TftpView {
     pub enabled: bool,
     /// True when the TFTP socket is bound.
     pub running: bool,
+    /// After a PUT: `live`, `restart` (the service was restarted to apply it) or that it
+    /// applies at the next start; empty on GET.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub applied: String,
     /// UDP port (restart-only).
     pub port: u16,
     /// Listen address (restart-only).
@@ -425,6 +415,8 @@ pub struct TftpPatch {
     pub enabled: Option<bool>,
     /// Read-only, ignored.
     pub running: Option<serde_json::Value>,
+    /// Read-only, ignored.
+    pub applied: Option<serde_json::Value>,
     /// Restart-only.
     pub port: Option<u16>,
     /// Restart-only.
@@ -442,16 +434,12 @@ pub struct TftpPatch {
 fn tftp_view(s: &AppState) -> TftpView {
     let c = s.tftp.effective();
     TftpView {
-        enabled: s.config.tftp_enabled(),
+        enabled: s.tftp.enabled(),
         running: s.tftp.running(),
+        applied: String::new(),
         port: c.port,
         listen: c.listen.to_string(),
-        root: c
-            .root
-            .clone()
-            .unwrap_or_else(|| s.config.boot_root())
-            .display()
-            .to_string(),
+        root: c.root.clone().unwrap_or_default().display().to_string(),
         timeout_ms: c.timeout_ms,
         retries: c.retries,
         max_transfers: c.max_transfers,
@@ -469,39 +457,36 @@ pub async fn get_tftp(State(s): State<AppState>) -> Envelope<TftpView> {
 #[utoipa::path(put, path = "/api/v1/services/tftp", tag = "dhcp", request_body = TftpPatch,
     responses((status = 200, body = TftpView), (status = 400, description = "Invalid value, or a change that needs the configuration file and a restart"), (status = 401)))]
 pub async fn put_tftp(State(s): State<AppState>, ApiJson(p): ApiJson<TftpPatch>) -> Result<Envelope<TftpView>> {
-    let cur = tftp_view(&s);
-    let changed: Vec<&str> = [
-        ("enabled", p.enabled.is_some_and(|v| v != cur.enabled)),
-        ("port", p.port.is_some_and(|v| v != cur.port)),
-        ("listen", p.listen.as_ref().is_some_and(|v| *v != cur.listen)),
-        ("root", p.root.as_ref().is_some_and(|v| *v != cur.root)),
-        ("max_transfers", p.max_transfers.is_some_and(|v| v != cur.max_transfers)),
-    ]
-    .into_iter()
-    .filter(|(_, c)| *c)
-    .map(|(n, _)| n)
-    .collect();
-    if !changed.is_empty() {
-        return Err(ApiError::BadRequest(format!(
-            "changing {} needs [tftp] in the configuration file and a restart (only timeout_ms and retries \
-             apply live)",
-            changed.join(", ")
-        )));
-    }
-    if p.timeout_ms.is_some() || p.retries.is_some() {
-        let c = s.tftp.set(p.timeout_ms, p.retries).await.map_err(|e| match e {
-            TftpAdminError::Invalid(msg) => ApiError::BadRequest(msg),
-            TftpAdminError::Store(store) => ApiError::from(store),
-        })?;
-        s.audit(
-            "UPDATE",
-            "tftp_settings",
-            0,
-            &format!("timeout_ms {} retries {}", c.timeout_ms, c.retries),
-        )
-        .await;
-    }
-    Ok(Envelope::ok(tftp_view(&s)))
+    let listen = match &p.listen {
+        Some(l) => Some(
+            l.trim()
+                .parse::<std::net::IpAddr>()
+                .map_err(|_| ApiError::BadRequest(format!("'listen' {l:?} is not an IP address such as 0.0.0.0")))?,
+        ),
+        None => None,
+    };
+    let change = TftpChange {
+        timeout_ms: p.timeout_ms,
+        retries: p.retries,
+        enabled: p.enabled,
+        port: p.port,
+        listen,
+        root: p.root.as_ref().map(std::path::PathBuf::from),
+        max_transfers: p.max_transfers,
+    };
+    let (_, restart) = s.tftp.set(change).await?;
+    let mut view = tftp_view(&s);
+    view.applied = if restart {
+        if s.supervisor.restart_if_running("tftp").await? {
+            "restart".into()
+        } else {
+            "stored; applies when the tftp service starts".into()
+        }
+    } else {
+        "live".into()
+    };
+    view.running = s.tftp.running();
+    Ok(Envelope::ok(view))
 }
 
 /// Protected DHCP/TFTP routes.

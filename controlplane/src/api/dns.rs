@@ -127,13 +127,6 @@ pub async fn list(State(s): State<AppState>, Query(p): Query<ListParams>) -> Res
     responses((status = 201, body = DnsRecord), (status = 400, description = "Invalid record"), (status = 409, description = "Identical record exists"), (status = 401)))]
 pub async fn create(State(s): State<AppState>, ApiJson(input): ApiJson<RecordInput>) -> Result<Envelope<DnsRecord>> {
     let r = s.dns.create(input).await?;
-    s.audit(
-        "CREATE",
-        "dns_record",
-        r.id,
-        &format!("{} {} {}", r.fqdn, r.kind.as_str(), r.value),
-    )
-    .await;
     Ok(Envelope::created(r))
 }
 
@@ -153,13 +146,6 @@ pub async fn update(
     ApiJson(input): ApiJson<RecordInput>,
 ) -> Result<Envelope<DnsRecord>> {
     let r = s.dns.update(id, input).await?;
-    s.audit(
-        "UPDATE",
-        "dns_record",
-        r.id,
-        &format!("{} {} {}", r.fqdn, r.kind.as_str(), r.value),
-    )
-    .await;
     Ok(Envelope::ok(r))
 }
 
@@ -168,13 +154,6 @@ pub async fn update(
     responses((status = 200, body = DnsRecord), (status = 400, description = "Auto-record"), (status = 404), (status = 401)))]
 pub async fn delete(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<DnsRecord>> {
     let r = s.dns.delete(id).await?;
-    s.audit(
-        "DELETE",
-        "dns_record",
-        r.id,
-        &format!("{} {} {}", r.fqdn, r.kind.as_str(), r.value),
-    )
-    .await;
     Ok(Envelope::ok(r))
 }
 
@@ -202,14 +181,7 @@ pub async fn put_settings(
     State(s): State<AppState>,
     ApiJson(patch): ApiJson<DnsSettingsPatch>,
 ) -> Result<Envelope<DnsServiceView>> {
-    let new = s.dns.apply_settings(patch).await?;
-    s.audit(
-        "UPDATE",
-        "dns_settings",
-        0,
-        &serde_json::to_string(&new).unwrap_or_default(),
-    )
-    .await;
+    s.dns.apply_settings(patch).await?;
     Ok(Envelope::ok(view(&s)))
 }
 

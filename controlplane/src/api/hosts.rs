@@ -106,7 +106,6 @@ pub async fn list(State(s): State<AppState>, Query(p): Query<HostListParams>) ->
         (status = 409, description = "Name or MAC already registered"), (status = 401)))]
 pub async fn create(State(s): State<AppState>, ApiJson(input): ApiJson<HostInput>) -> Result<Envelope<HostView>> {
     let h = s.catalog.create_host(input).await?;
-    s.audit("CREATE", "host", h.id, &format!("{} {}", h.name, h.mac)).await;
     Ok(Envelope::created(HostView::from(&h)))
 }
 
@@ -127,7 +126,6 @@ pub async fn update(
     ApiJson(input): ApiJson<HostInput>,
 ) -> Result<Envelope<HostView>> {
     let h = s.catalog.update_host(id, input).await?;
-    s.audit("UPDATE", "host", h.id, &format!("{} {}", h.name, h.mac)).await;
     Ok(Envelope::ok(HostView::from(&h)))
 }
 
@@ -136,7 +134,6 @@ pub async fn update(
     responses((status = 200, body = HostView), (status = 404), (status = 401)))]
 pub async fn delete(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<HostView>> {
     let h = s.catalog.delete_host(id).await?;
-    s.audit("DELETE", "host", h.id, &format!("{} {}", h.name, h.mac)).await;
     Ok(Envelope::ok(HostView::from(&h)))
 }
 

@@ -10,10 +10,15 @@ pub mod boot;
 pub mod dhcp;
 pub mod dns;
 pub mod error;
+pub mod events_api;
 pub mod extract;
 pub mod hosts;
 pub mod profiles;
+pub mod services;
+pub mod settings_api;
 pub mod system;
+#[cfg(test)]
+mod test_support;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -21,6 +26,7 @@ mod tests_boot;
 
 use std::{sync::Arc, time::Instant};
 
+use axum::extract::FromRef;
 use axum::{
     extract::{MatchedPath, Request},
     http::StatusCode,
@@ -28,45 +34,20 @@ use axum::{
     response::{IntoResponse, Response},
     Router,
 };
-use serde::{Deserialize, Serialize};
-use time::OffsetDateTime;
 use tower_http::{
     catch_panic::CatchPanicLayer, limit::RequestBodyLimitLayer, timeout::TimeoutLayer, trace::TraceLayer,
 };
-use utoipa::{OpenApi, ToSchema};
+use utoipa::OpenApi;
 
 use self::error::ApiError;
 use crate::{
-    boot::catalog::BootCatalog,
-    config::Config,
-    dhcp::control::DhcpControl,
-    dns::service::DnsService,
-    store::{Store, Table},
-    tftp::control::TftpControl,
+    boot::catalog::BootCatalog, config::Config, dhcp::control::DhcpControl, dns::service::DnsService, events::EventBus,
+    store::Store, supervisor::Supervisor, tftp::control::TftpControl,
 };
 
-/// An audit-log entry: who changed what.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct AuditEntry {
-    /// Id (increasing).
-    pub id: u64,
-    /// `CREATE`, `UPDATE` or `DELETE`.
-    pub action: String,
-    /// Resource kind, e.g. `dns_record`.
-    pub resource: String,
-    /// Resource id (0 for singletons such as settings).
-    pub resource_id: u64,
-    /// Short description of the change.
-    pub detail: String,
-    /// When, RFC 3339.
-    #[serde(with = "time::serde::rfc3339")]
-    #[schema(value_type = String, format = DateTime)]
-    pub timestamp: OffsetDateTime,
-}
-
-crate::store::entity!(AuditEntry, "audit_log");
-
-/// Shared state of every handler. Cheap to clone.
+/// Shared state of every handler: one `Arc` per service, built in one place
+/// ([`crate::app::build`]). Handlers of newer modules take only the service they need
+/// through sub-state ([`axum::extract::FromRef`] impls below). Cheap to clone.
 #[derive(Clone)]
 pub struct AppState {
     /// Validated configuration.
@@ -77,62 +58,33 @@ pub struct AppState {
     pub dns: Arc<DnsService>,
     /// Users and sessions.
     pub auth: Arc<auth::Auth>,
-    /// Audit log table.
-    pub audit: Table<AuditEntry>,
     /// Hosts, profiles, script versions and the iPXE script template.
     pub catalog: Arc<BootCatalog>,
     /// Live DHCP administration: leases, reservations, settings, arch map.
     pub dhcp: Arc<DhcpControl>,
-    /// Live TFTP settings (timeout, retries).
+    /// Live TFTP settings.
     pub tftp: Arc<TftpControl>,
+    /// The event bus (events, SSE, audit log).
+    pub events: Arc<EventBus>,
+    /// Service lifecycle.
+    pub supervisor: Arc<Supervisor>,
+    /// Layered settings groups (general, interfaces, netboot).
+    pub settings: Arc<crate::settings::Settings>,
+    /// Whether the `http-boot` routes serve (shared with the supervisor's unit).
+    pub boot_serving: Arc<std::sync::atomic::AtomicBool>,
     /// Process start.
     pub started: Instant,
 }
 
-impl AppState {
-    /// Builds the state; creates the initial admin user and the default boot profile on
-    /// first start.
-    ///
-    /// # Errors
-    /// Store errors. `admin_password` seeds the `admin` user on first start
-    /// (`BOOTLANE_ADMIN_PASSWORD`).
-    pub async fn new(
-        config: Arc<Config>,
-        store: Store,
-        dns: Arc<DnsService>,
-        admin_password: Option<String>,
-    ) -> anyhow::Result<Self> {
-        let ttl = std::time::Duration::from_secs(config.api.session_ttl_secs);
-        let auth = auth::Auth::open(&store, &config.data_dir, ttl, admin_password).await?;
-        let catalog = BootCatalog::open(&store, config.boot.ipxe_script.clone()).await?;
-        let dhcp = DhcpControl::open(&store, &config.dhcp).await?;
-        let tftp = TftpControl::open(&store, &config.tftp)?;
-        Ok(Self {
-            tftp,
-            dhcp,
-            catalog,
-            audit: store.table()?,
-            config,
-            store,
-            dns,
-            auth: Arc::new(auth),
-            started: Instant::now(),
-        })
+impl FromRef<AppState> for Arc<EventBus> {
+    fn from_ref(s: &AppState) -> Self {
+        s.events.clone()
     }
+}
 
-    /// Appends an audit entry; failures are logged, never fatal.
-    pub async fn audit(&self, action: &str, resource: &str, resource_id: u64, detail: &str) {
-        let e = AuditEntry {
-            id: 0,
-            action: action.into(),
-            resource: resource.into(),
-            resource_id,
-            detail: detail.into(),
-            timestamp: OffsetDateTime::now_utc(),
-        };
-        if let Err(e) = self.audit.insert(e).await {
-            tracing::error!("writing the audit log failed: {e}");
-        }
+impl FromRef<AppState> for Arc<Supervisor> {
+    fn from_ref(s: &AppState) -> Self {
+        s.supervisor.clone()
     }
 }
 
@@ -193,7 +145,23 @@ impl AppState {
         system::version_check,
         system::status,
         system::metrics,
-        system::audit_logs,
+        events_api::list,
+        events_api::stream,
+        events_api::audit_logs,
+        services::list,
+        services::act,
+        services::batch,
+        services::auto_start,
+        settings_api::get_all,
+        settings_api::put_all,
+        settings_api::get_general,
+        settings_api::put_general,
+        settings_api::get_interfaces,
+        settings_api::put_interfaces,
+        settings_api::get_netboot,
+        settings_api::put_netboot,
+        settings_api::list_interfaces,
+        settings_api::list_network_interfaces,
     ),
     components(schemas(
         crate::dns::records::DnsRecord,
@@ -245,7 +213,24 @@ impl AppState {
         system::VersionInfo,
         system::UpdateCheck,
         system::Status,
-        AuditEntry,
+        crate::events::Event,
+        crate::events::AuditEntry,
+        events_api::EventList,
+        events_api::AuditList,
+        crate::supervisor::ServiceStatus,
+        crate::supervisor::ServiceState,
+        services::ServiceList,
+        services::BatchRequest,
+        services::BatchResult,
+        services::BatchItem,
+        services::AutoStart,
+        crate::settings::GeneralSettings,
+        crate::settings::InterfaceSettings,
+        crate::settings::NetbootSettings,
+        crate::settings::SettingsTree,
+        crate::settings::Applied,
+        crate::net::InterfaceInfo,
+        crate::net::InterfaceAddr,
     ))
 )]
 pub struct ApiDoc;
@@ -308,14 +293,19 @@ pub fn router(state: AppState) -> Router {
         .merge(hosts::router())
         .merge(profiles::router())
         .merge(system::router())
+        .merge(events_api::router())
+        .merge(services::router())
+        .merge(settings_api::router())
         .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_session));
     let public = Router::new().merge(auth::router()).merge(system::public_router());
     let api = Router::new().merge(public).merge(protected).fallback(fallback);
     let timeout = std::time::Duration::from_secs(state.config.api.request_timeout_secs);
     let max_body = state.config.api.max_body_bytes;
     let boot = boot::router(boot::BootState {
-        root: state.config.boot_root(),
+        root: state.settings.boot_root_cell(),
         catalog: state.catalog.clone(),
+        events: state.events.clone(),
+        serving: state.boot_serving.clone(),
     });
     Router::new()
         .nest("/api/v1", api)

@@ -31,7 +31,6 @@ pub async fn list(State(s): State<AppState>) -> Result<Envelope<Vec<Profile>>> {
         (status = 409, description = "Name taken"), (status = 401)))]
 pub async fn create(State(s): State<AppState>, ApiJson(input): ApiJson<ProfileInput>) -> Result<Envelope<Profile>> {
     let p = s.catalog.create_profile(input).await?;
-    s.audit("CREATE", "profile", p.id, &p.name).await;
     Ok(Envelope::created(p))
 }
 
@@ -53,7 +52,6 @@ pub async fn update(
     ApiJson(input): ApiJson<ProfileInput>,
 ) -> Result<Envelope<Profile>> {
     let p = s.catalog.update_profile(id, input).await?;
-    s.audit("UPDATE", "profile", p.id, &p.name).await;
     Ok(Envelope::ok(p))
 }
 
@@ -62,7 +60,6 @@ pub async fn update(
     responses((status = 200, body = Profile), (status = 404), (status = 409, description = "Default profile, or used by a host"), (status = 401)))]
 pub async fn delete(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<Profile>> {
     let p = s.catalog.delete_profile(id).await?;
-    s.audit("DELETE", "profile", p.id, &p.name).await;
     Ok(Envelope::ok(p))
 }
 
@@ -101,13 +98,6 @@ pub async fn diff(State(s): State<AppState>, ApiPath((id, ver)): ApiPath<(u64, u
     responses((status = 200, body = Profile), (status = 400, description = "The stored menu no longer validates"), (status = 404), (status = 401)))]
 pub async fn rollback(State(s): State<AppState>, ApiPath((id, ver)): ApiPath<(u64, u64)>) -> Result<Envelope<Profile>> {
     let p = s.catalog.rollback(id, ver).await?;
-    s.audit(
-        "UPDATE",
-        "profile",
-        p.id,
-        &format!("{}: rollback to script version {ver}", p.name),
-    )
-    .await;
     Ok(Envelope::ok(p))
 }
 
@@ -166,15 +156,7 @@ pub async fn put_script(
     State(s): State<AppState>,
     ApiJson(input): ApiJson<IpxeScriptInput>,
 ) -> Result<Envelope<IpxeScriptView>> {
-    let reset = input.template.is_none();
     s.catalog.set_template(input.template).await?;
-    s.audit(
-        "UPDATE",
-        "ipxe_script",
-        0,
-        if reset { "template reset" } else { "template replaced" },
-    )
-    .await;
     Ok(Envelope::ok(script_view(&s)))
 }
 

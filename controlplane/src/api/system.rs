@@ -1,4 +1,4 @@
-//! Version, status, metrics, audit log and the OpenAPI document.
+//! Version, status, metrics and the OpenAPI document.
 //! `/metrics` uses the Prometheus text exposition format (version 0.0.4), the form the
 //! spec leaves open and the one monitoring systems scrape.
 #![allow(
@@ -7,17 +7,17 @@
 )]
 
 use axum::{
-    extract::{Query, State},
+    extract::State,
     http::header,
     response::IntoResponse,
     routing::{get, post},
     Router,
 };
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use time::OffsetDateTime;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 
-use super::{error::Result, extract::Envelope, AppState, AuditEntry};
+use super::{extract::Envelope, AppState};
 
 /// `GET /version` answer.
 #[derive(Debug, Serialize, ToSchema)]
@@ -150,33 +150,6 @@ pub async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out)
 }
 
-/// Query parameters of `GET /audit-logs`.
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct AuditParams {
-    /// Only entries for this resource (e.g. `dns_record`).
-    pub resource: Option<String>,
-    /// Most entries to return, newest first (1-1000, default 100).
-    pub limit: Option<usize>,
-}
-
-/// Audit log, newest first.
-#[utoipa::path(get, path = "/api/v1/audit-logs", tag = "system", params(AuditParams), responses((status = 200, body = Vec<AuditEntry>), (status = 401)))]
-pub async fn audit_logs(
-    State(s): State<AppState>,
-    Query(p): Query<AuditParams>,
-) -> Result<Envelope<serde_json::Value>> {
-    let limit = p.limit.unwrap_or(100).clamp(1, 1000);
-    let mut all = s.audit.list()?;
-    all.reverse();
-    let entries: Vec<AuditEntry> = all
-        .into_iter()
-        .filter(|e| p.resource.as_ref().is_none_or(|r| &e.resource == r))
-        .take(limit)
-        .collect();
-    Ok(Envelope::ok(serde_json::json!({ "entries": entries })))
-}
-
 /// OpenAPI 3 document of every endpoint.
 pub async fn openapi() -> impl IntoResponse {
     use utoipa::OpenApi;
@@ -201,5 +174,4 @@ pub fn router() -> Router<AppState> {
         .route("/version", get(version))
         .route("/version/check", post(version_check))
         .route("/metrics", get(metrics))
-        .route("/audit-logs", get(audit_logs))
 }

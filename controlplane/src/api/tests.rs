@@ -13,8 +13,8 @@ use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
-use super::{router, AppState};
-use crate::{config::Config, dataplane::FakeTable, dns::service::DnsService, store::Store};
+use super::router;
+use crate::{config::Config, dataplane::FakeTable};
 
 struct T {
     app: Router,
@@ -23,25 +23,7 @@ struct T {
 }
 
 async fn setup() -> T {
-    let store = Store::temporary();
-    let mut config = Config {
-        data_dir: std::env::temp_dir().join(format!("bootlane-api-{}", rand::random::<u64>())),
-        ..Default::default()
-    };
-    config.dns.enabled = false;
-    config.dns.local_domain = Some("lab.test".into());
-    let fake = Arc::new(FakeTable::default());
-    let dns = DnsService::start(
-        &config,
-        &store,
-        fake.clone(),
-        tokio_util::sync::CancellationToken::new(),
-    )
-    .await
-    .unwrap();
-    let state = AppState::new(Arc::new(config), store, dns, Some("pw-admin".into()))
-        .await
-        .unwrap();
+    let (state, fake) = super::test_support::state(Config::default()).await;
     T {
         app: router(state),
         fake,

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use tower::ServiceExt;
 
 use super::{router, AppState};
-use crate::{config::Config, dataplane::FakeTable, dns::service::DnsService, store::Store};
+use crate::config::Config;
 
 struct T {
     app: Router,
@@ -23,21 +23,7 @@ struct T {
 }
 
 async fn setup_with(mut config: Config) -> T {
-    let store = Store::temporary();
-    config.data_dir = std::env::temp_dir().join(format!("bootlane-api-{}", rand::random::<u64>()));
-    config.dns.enabled = false;
-    config.dns.local_domain = Some("lab.test".into());
-    let dns = DnsService::start(
-        &config,
-        &store,
-        Arc::new(FakeTable::default()),
-        tokio_util::sync::CancellationToken::new(),
-    )
-    .await
-    .unwrap();
-    let state = AppState::new(Arc::new(config), store, dns, Some("pw-admin".into()))
-        .await
-        .unwrap();
+    let (state, _fake) = super::test_support::state(std::mem::take(&mut config)).await;
     let mut t = T {
         app: router(state.clone()),
         state,
@@ -472,8 +458,11 @@ async fn host_crud_and_conflicts() {
         "",
     )
     .await;
-    let audit = t.state.audit.list().unwrap();
-    assert!(audit.iter().any(|a| a.resource == "host" && a.action == "DELETE"));
+    t.state.events.settle().await;
+    let audit: Vec<_> = t.state.events.audit_newest_first().map(Result::unwrap).collect();
+    assert!(audit
+        .iter()
+        .any(|a| a.resource == "host" && a.action == "delete" && a.user == "admin"));
 }
 
 #[tokio::test]
@@ -1209,11 +1198,7 @@ async fn dhcp_and_tftp_settings() {
     );
     for (body, needle) in [
         (
-            json!({"subnets": [{"cidr": "10.77.0.0/24", "mode": "proxy"}]}),
-            "'mode' needs new sockets",
-        ),
-        (
-            json!({"subnets": [{"cidr": "10.77.0.0/24", "interface": "eth9"}]}),
+            json!({"subnets": [{"cidr": "10.77.0.0/24", "interface": "bad/name"}]}),
             "'interface'",
         ),
         (
@@ -1247,6 +1232,19 @@ async fn dhcp_and_tftp_settings() {
         120,
         "a refused change leaves the live settings alone"
     );
+    // Socket changes no longer need the file and a process restart (issue 7 §5): they are
+    // stored, and the supervisor restarts DHCP when it runs (here it does not).
+    let v = t
+        .expect(
+            Method::PUT,
+            "/api/v1/services/dhcp",
+            Some(json!({"subnets": [{"cidr": "10.77.0.0/24", "interface": "eth9", "mode": "server"}]})),
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert_eq!(v["data"]["subnets"][0]["interface"], "eth9", "{v}");
+    assert!(v["data"]["applied"].as_str().unwrap().starts_with("stored"), "{v}");
 
     let v = t
         .expect(Method::GET, "/api/v1/services/tftp", None, StatusCode::OK, "")
@@ -1255,12 +1253,26 @@ async fn dhcp_and_tftp_settings() {
     let same = v["data"].clone();
     t.expect(Method::PUT, "/api/v1/services/tftp", Some(same), StatusCode::OK, "")
         .await;
+    let v = t
+        .expect(
+            Method::PUT,
+            "/api/v1/services/tftp",
+            Some(json!({"port": 6969, "max_transfers": 9, "retries": 9})),
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert_eq!(
+        (&v["data"]["port"], &v["data"]["max_transfers"]),
+        (&json!(6969), &json!(9))
+    );
+    assert!(v["data"]["applied"].as_str().unwrap().starts_with("stored"), "{v}");
     t.expect(
         Method::PUT,
         "/api/v1/services/tftp",
-        Some(json!({"port": 6969, "max_transfers": 9, "retries": 9})),
+        Some(json!({"port": 0})),
         StatusCode::BAD_REQUEST,
-        "port, max_transfers",
+        "'port'",
     )
     .await;
     t.expect(

@@ -35,6 +35,7 @@ use utoipa::ToSchema;
 use super::DEFAULT_SCRIPT;
 use crate::{
     dhcp::packet::{normalise_mac, MacAddr},
+    events::{EventBus, NewEvent},
     store::{Kv, Store, Table},
 };
 
@@ -697,6 +698,7 @@ pub struct BootCatalog {
     config_template: Option<String>,
     stored_template: RwLock<Option<String>>,
     write: tokio::sync::Mutex<()>,
+    events: Arc<EventBus>,
 }
 
 impl BootCatalog {
@@ -705,7 +707,7 @@ impl BootCatalog {
     ///
     /// # Errors
     /// Store errors.
-    pub async fn open(store: &Store, config_template: Option<String>) -> Result<Arc<Self>> {
+    pub async fn open(store: &Store, config_template: Option<String>, events: Arc<EventBus>) -> Result<Arc<Self>> {
         let kv = store.kv("boot_settings")?;
         let stored: Option<String> = kv.get(TEMPLATE_KEY)?;
         let c = Self {
@@ -716,6 +718,7 @@ impl BootCatalog {
             config_template,
             stored_template: RwLock::new(stored),
             write: tokio::sync::Mutex::new(()),
+            events,
         };
         let profiles = c.profiles.list()?;
         let defaults: Vec<&Profile> = profiles.iter().filter(|p| p.is_default).collect();
@@ -859,7 +862,37 @@ impl BootCatalog {
         };
         self.apply_host(&mut h, input)?;
         self.check_host_unique(&h)?;
-        Ok(self.hosts.insert(h).await?)
+        let h = self.hosts.insert(h).await?;
+        self.host_event("created", "create", None, Some(&h));
+        Ok(h)
+    }
+
+    /// `host.<verb>`; the payloads are [`HostView`]s (no BMC password).
+    fn host_event(&self, verb: &str, action: &str, before: Option<&Host>, after: Option<&Host>) {
+        let Some(h) = after.or(before) else { return };
+        self.events.publish(NewEvent::write(
+            format!("host.{verb}"),
+            "host",
+            h.id,
+            action,
+            format!("host {} ({}) {verb}", h.name, h.mac),
+            before.map(HostView::from).as_ref(),
+            after.map(HostView::from).as_ref(),
+        ));
+    }
+
+    /// `profile.<verb>`.
+    fn profile_event(&self, verb: &str, action: &str, before: Option<&Profile>, after: Option<&Profile>) {
+        let Some(p) = after.or(before) else { return };
+        self.events.publish(NewEvent::write(
+            format!("profile.{verb}"),
+            "profile",
+            p.id,
+            action,
+            format!("boot profile {} {verb}", p.name),
+            before,
+            after,
+        ));
     }
 
     /// Merges `input` into host `id`.
@@ -869,10 +902,12 @@ impl BootCatalog {
     pub async fn update_host(&self, id: u64, input: HostInput) -> Result<Host> {
         let _w = self.write.lock().await;
         let mut h = self.host(id)?;
+        let before = h.clone();
         self.apply_host(&mut h, input)?;
         self.check_host_unique(&h)?;
         h.updated_at = OffsetDateTime::now_utc();
         self.hosts.put(&h).await?;
+        self.host_event("updated", "update", Some(&before), Some(&h));
         Ok(h)
     }
 
@@ -882,10 +917,13 @@ impl BootCatalog {
     /// NotFound, store errors.
     pub async fn delete_host(&self, id: u64) -> Result<Host> {
         let _w = self.write.lock().await;
-        self.hosts
+        let h = self
+            .hosts
             .remove(id)
             .await?
-            .ok_or_else(|| CatalogError::NotFound(format!("no host with id {id}")))
+            .ok_or_else(|| CatalogError::NotFound(format!("no host with id {id}")))?;
+        self.host_event("deleted", "delete", Some(&h), None);
+        Ok(h)
     }
 
     // ---- profiles ----
@@ -995,6 +1033,7 @@ impl BootCatalog {
         }
         self.snapshot(&p, input.comment.as_deref().unwrap_or("created"), true)
             .await?;
+        self.profile_event("created", "create", None, Some(&p));
         Ok(p)
     }
 
@@ -1010,6 +1049,7 @@ impl BootCatalog {
 
     async fn update_locked(&self, id: u64, input: ProfileInput, force_version: bool) -> Result<Profile> {
         let mut p = self.profile(id)?;
+        let before = p.clone();
         if let Some(n) = &input.name {
             p.name = profile_name(n)?;
         }
@@ -1042,6 +1082,9 @@ impl BootCatalog {
         }
         self.snapshot(&p, input.comment.as_deref().unwrap_or("updated"), force_version)
             .await?;
+        let verb = if force_version { "rolled_back" } else { "updated" };
+        let action = if force_version { "rollback" } else { "update" };
+        self.profile_event(verb, action, Some(&before), Some(&p));
         Ok(p)
     }
 
@@ -1076,6 +1119,7 @@ impl BootCatalog {
             self.versions.remove(v.id).await?;
         }
         self.profiles.remove(id).await?;
+        self.profile_event("deleted", "delete", Some(&p), None);
         Ok(p)
     }
 
@@ -1177,9 +1221,23 @@ impl BootCatalog {
             }
             None => self.kv.remove(TEMPLATE_KEY).await?,
         }
+        let before = self.stored_template.read().map(|g| g.clone()).unwrap_or_default();
         if let Ok(mut g) = self.stored_template.write() {
-            *g = template;
+            *g = template.clone();
         }
+        self.events.publish(NewEvent::write(
+            "boot.ipxe_script.updated",
+            "ipxe_script",
+            "",
+            if template.is_some() { "update" } else { "delete" },
+            if template.is_some() {
+                "iPXE script template replaced"
+            } else {
+                "stored iPXE script template removed"
+            },
+            before.as_ref(),
+            template.as_ref(),
+        ));
         Ok(())
     }
 
@@ -1189,6 +1247,15 @@ impl BootCatalog {
     /// # Errors
     /// Store errors; Invalid with the minijinja message when the template fails to render.
     pub fn script_for(&self, mac: Option<MacAddr>, server: &str) -> Result<String> {
+        self.script_and_profile(mac, server).map(|(s, _, _)| s)
+    }
+
+    /// [`BootCatalog::script_for`] plus the name of the profile it came from and the
+    /// registered host's name (for the `boot.ipxe.served` event).
+    ///
+    /// # Errors
+    /// As [`BootCatalog::script_for`].
+    pub fn script_and_profile(&self, mac: Option<MacAddr>, server: &str) -> Result<(String, String, Option<String>)> {
         let host = match mac {
             Some(m) => self.host_by_mac(m)?,
             None => None,
@@ -1203,6 +1270,8 @@ impl BootCatalog {
         let mac_text = mac.map_or_else(|| "unknown".to_string(), |m| m.to_string());
         let ctx = ScriptContext::new(&profile, &mac_text, server, host.as_ref().map(|h| h.name.as_str()));
         let (template, _) = self.template();
-        render(&template, &ctx).map_err(|e| CatalogError::Invalid(format!("the iPXE template failed: {e:#}")))
+        let script =
+            render(&template, &ctx).map_err(|e| CatalogError::Invalid(format!("the iPXE template failed: {e:#}")))?;
+        Ok((script, profile.name, host.map(|h| h.name)))
     }
 }

@@ -19,7 +19,7 @@
 use std::{
     collections::{BTreeMap, HashSet},
     net::Ipv4Addr,
-    sync::{Arc, OnceLock, RwLock},
+    sync::{Arc, RwLock},
 };
 
 use serde::{Deserialize, Serialize};
@@ -32,7 +32,10 @@ use super::{
     leases::{now_secs, Lease, LeaseDb},
     packet::normalise_mac,
 };
-use crate::store::{Kv, Store, Table};
+use crate::{
+    events::{EventBus, NewEvent},
+    store::{Kv, Store, Table},
+};
 
 /// Errors of DHCP administration (the shared service error: 400, 409, 404, 500).
 pub type DhcpAdminError = crate::service_error::ServiceError;
@@ -96,7 +99,9 @@ pub struct ReservationInput {
     pub updated_at: Option<serde_json::Value>,
 }
 
-/// Stored per-subnet overrides (only the live-changeable settings).
+/// Stored per-subnet overrides over the file's `[[dhcp.subnets]]`. `mode`, `interface`
+/// and `server_address` need new sockets: changing them restarts the DHCP service
+/// through the supervisor (issue 7 §5); the others apply live.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 struct SubnetOverride {
     range_start: Option<Ipv4Addr>,
@@ -104,12 +109,18 @@ struct SubnetOverride {
     router: Option<Ipv4Addr>,
     dns: Option<Vec<Ipv4Addr>>,
     lease_time_secs: Option<u32>,
+    #[serde(default)]
+    mode: Option<SubnetMode>,
+    #[serde(default)]
+    interface: Option<String>,
+    #[serde(default)]
+    server_address: Option<Ipv4Addr>,
 }
 
 /// One subnet in `PUT /services/dhcp`: `cidr` names a subnet of the configuration file;
 /// the other fields change it live. `mode`, `interface` and `server_address` may be sent
 /// back unchanged (a GET answer PUT back), but changing them needs a restart: 400.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubnetPatch {
     /// The subnet, as in the configuration file (e.g. `10.77.0.0/24`).
@@ -149,6 +160,8 @@ pub struct DhcpSettingsPatch {
     pub subnets: Vec<SubnetPatch>,
     /// Read-only, ignored.
     pub running: Option<serde_json::Value>,
+    /// Read-only, ignored.
+    pub applied: Option<serde_json::Value>,
 }
 
 /// A subnet as `GET /services/dhcp` shows it: the effective settings.
@@ -187,6 +200,10 @@ pub struct SubnetView {
 /// `GET /services/dhcp` answer.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct DhcpSettingsView {
+    /// After a PUT: `live`, `restart` (the service was restarted to apply it) or that it
+    /// applies at the next start; empty on GET.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub applied: String,
     /// True when the DHCP sockets are bound.
     pub running: bool,
     /// Every configured subnet.
@@ -275,10 +292,11 @@ pub struct DhcpControl {
     kv: Kv,
     reservations: Table<StoredReservation>,
     leases: Arc<tokio::sync::Mutex<LeaseDb>>,
-    handler: OnceLock<Arc<BootHandler>>,
+    handler: RwLock<Option<Arc<BootHandler>>>,
     overrides: RwLock<BTreeMap<String, SubnetOverride>>,
     arch: RwLock<Option<BTreeMap<u16, String>>>,
     write: tokio::sync::Mutex<()>,
+    events: Arc<EventBus>,
 }
 
 fn key_of(cfg: &SubnetConfig) -> String {
@@ -328,7 +346,7 @@ impl DhcpControl {
     ///
     /// # Errors
     /// Store errors.
-    pub async fn open(store: &Store, base: &DhcpConfig) -> Result<Arc<Self>> {
+    pub async fn open(store: &Store, base: &DhcpConfig, events: Arc<EventBus>) -> Result<Arc<Self>> {
         let kv = store.kv("dhcp_settings")?;
         let overrides = kv.get(SETTINGS_KEY)?.unwrap_or_default();
         let arch = kv.get(ARCH_KEY)?;
@@ -338,10 +356,11 @@ impl DhcpControl {
             kv,
             reservations: store.table()?,
             leases: Arc::new(tokio::sync::Mutex::new(leases)),
-            handler: OnceLock::new(),
+            handler: RwLock::new(None),
             overrides: RwLock::new(overrides),
             arch: RwLock::new(arch),
             write: tokio::sync::Mutex::new(()),
+            events,
         }))
     }
 
@@ -352,12 +371,38 @@ impl DhcpControl {
 
     /// Connects the running handler; later changes are applied to it.
     pub fn attach(&self, handler: Arc<BootHandler>) {
-        let _ = self.handler.set(handler);
+        if let Ok(mut g) = self.handler.write() {
+            *g = Some(handler);
+        }
+    }
+
+    /// Disconnects the handler (the DHCP service stopped).
+    pub fn detach(&self) {
+        if let Ok(mut g) = self.handler.write() {
+            *g = None;
+        }
+    }
+
+    /// The event bus (the DHCP service publishes lease events on it).
+    pub fn events(&self) -> &Arc<EventBus> {
+        &self.events
     }
 
     /// True when DHCP runs.
     pub fn running(&self) -> bool {
-        self.handler.get().is_some()
+        self.handler().is_some()
+    }
+
+    fn handler(&self) -> Option<Arc<BootHandler>> {
+        self.handler.read().ok().and_then(|g| g.clone())
+    }
+
+    /// True when any effective subnet is in `server` or `proxy` mode.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn any_active(&self) -> Result<bool> {
+        Ok(self.effective_subnets()?.iter().any(|s| s.mode != SubnetMode::Off))
     }
 
     fn overrides(&self) -> BTreeMap<String, SubnetOverride> {
@@ -374,6 +419,9 @@ impl DhcpControl {
                 let mut c = s.clone();
                 let key = key_of(&c);
                 if let Some(o) = overrides.get(&key) {
+                    c.mode = o.mode.unwrap_or(c.mode);
+                    c.interface = o.interface.clone().unwrap_or(c.interface);
+                    c.server_address = o.server_address.or(c.server_address);
                     c.range_start = o.range_start.or(c.range_start);
                     c.range_end = o.range_end.or(c.range_end);
                     c.router = o.router.or(c.router);
@@ -410,7 +458,7 @@ impl DhcpControl {
 
     /// Pushes the effective subnets and arch map into the running handler.
     fn apply(&self) -> Result<()> {
-        let Some(h) = self.handler.get() else {
+        let Some(h) = self.handler() else {
             return Ok(());
         };
         let cfgs = self.effective_subnets()?;
@@ -436,7 +484,7 @@ impl DhcpControl {
     /// # Errors
     /// Store errors.
     pub fn settings(&self) -> Result<DhcpSettingsView> {
-        let running = self.handler.get().map(|h| h.subnets());
+        let running = self.handler().map(|h| h.subnets());
         let subnets = self
             .effective_subnets()?
             .into_iter()
@@ -460,18 +508,26 @@ impl DhcpControl {
             })
             .collect();
         Ok(DhcpSettingsView {
+            applied: String::new(),
             running: running.is_some(),
             subnets,
         })
     }
 
     /// `PUT /services/dhcp`: validates like the configuration file, stores, applies live.
+    /// Returns the new view and whether the change needs new sockets (`mode`,
+    /// `interface` or `server_address` changed): the caller then restarts the DHCP
+    /// service through the supervisor.
     ///
     /// # Errors
-    /// Invalid (unknown subnet, restart-only change, a value the file would refuse), store.
-    pub async fn update_settings(&self, patch: DhcpSettingsPatch) -> Result<DhcpSettingsView> {
+    /// Invalid (unknown subnet, a value the file would refuse), store.
+    pub async fn update_settings(&self, patch: DhcpSettingsPatch) -> Result<(DhcpSettingsView, bool)> {
         let _w = self.write.lock().await;
-        let mut overrides = self.overrides();
+        let before = self.settings()?;
+        let old_overrides = self.overrides();
+        let mut overrides = old_overrides.clone();
+        let effective_before = self.effective_subnets()?;
+        let mut restart = false;
         for p in patch.subnets {
             let Some(base) = self
                 .base
@@ -485,23 +541,27 @@ impl DhcpControl {
                     p.cidr
                 )));
             };
-            let restart = |field: &str| {
-                Err(DhcpAdminError::Invalid(format!(
-                    "subnet {}: changing '{field}' needs new sockets; edit [[dhcp.subnets]] in the \
-                     configuration file and restart Bootlane",
-                    base.cidr
-                )))
-            };
-            if p.mode.is_some_and(|m| m != base.mode) {
-                return restart("mode");
-            }
-            if p.interface.as_ref().is_some_and(|i| *i != base.interface) {
-                return restart("interface");
-            }
-            if p.server_address.is_some() && p.server_address != base.server_address {
-                return restart("server_address");
-            }
+            let cur = effective_before.iter().find(|c| key_of(c) == key_of(base));
             let o = overrides.entry(key_of(base)).or_default();
+            if let Some(m) = p.mode {
+                restart |= cur.is_none_or(|c| c.mode != m);
+                o.mode = Some(m);
+            }
+            if let Some(i) = &p.interface {
+                let i = i.trim();
+                if i.is_empty() || i.len() > 15 || i.contains(['/', ' ', '\0']) {
+                    return Err(DhcpAdminError::Invalid(format!(
+                        "subnet {}: 'interface' {i:?} is not an interface name (1-15 bytes, no '/' or spaces)",
+                        base.cidr
+                    )));
+                }
+                restart |= cur.is_none_or(|c| c.interface != i);
+                o.interface = Some(i.to_string());
+            }
+            if p.server_address.is_some() {
+                restart |= cur.is_none_or(|c| c.server_address != p.server_address);
+                o.server_address = p.server_address;
+            }
             o.range_start = p.range_start.or(o.range_start);
             o.range_end = p.range_end.or(o.range_end);
             o.router = p.router.or(o.router);
@@ -522,7 +582,23 @@ impl DhcpControl {
             *g = overrides;
         }
         self.apply()?;
-        self.settings()
+        let after = self.settings()?;
+        if old_overrides != self.overrides() {
+            self.events.publish(NewEvent::write(
+                "dhcp.settings.changed",
+                "settings",
+                "dhcp",
+                "update",
+                if restart {
+                    "DHCP settings changed (sockets change: service restart)"
+                } else {
+                    "DHCP settings changed (applied live)"
+                },
+                Some(&before),
+                Some(&after),
+            ));
+        }
+        Ok((after, restart))
     }
 
     // ---- arch map ----
@@ -543,11 +619,21 @@ impl DhcpControl {
                 return Err(DhcpAdminError::Invalid(format!("arch_code {code} appears twice")));
             }
         }
+        let before = arch_view(&self.arch_map());
         self.kv.put(ARCH_KEY, &out).await?;
         if let Ok(mut g) = self.arch.write() {
             *g = Some(out.clone());
         }
         self.apply()?;
+        self.events.publish(NewEvent::write(
+            "dhcp.archmap.changed",
+            "settings",
+            "archmap",
+            "update",
+            format!("architecture map replaced ({} entries)", out.len()),
+            Some(&before),
+            Some(&arch_view(&out)),
+        ));
         Ok(out)
     }
 
@@ -701,6 +787,7 @@ impl DhcpControl {
         self.check_reservation(&r)?;
         let r = self.reservations.insert(r).await?;
         self.apply()?;
+        self.reservation_event("created", "create", None, Some(&r));
         Ok(r)
     }
 
@@ -711,11 +798,13 @@ impl DhcpControl {
     pub async fn update_reservation(&self, id: u64, input: ReservationInput) -> Result<StoredReservation> {
         let _w = self.write.lock().await;
         let mut r = self.reservation(id)?;
+        let before = r.clone();
         self.apply_reservation(&mut r, input)?;
         self.check_reservation(&r)?;
         r.updated_at = OffsetDateTime::now_utc();
         self.reservations.put(&r).await?;
         self.apply()?;
+        self.reservation_event("updated", "update", Some(&before), Some(&r));
         Ok(r)
     }
 
@@ -731,7 +820,27 @@ impl DhcpControl {
             .await?
             .ok_or_else(|| DhcpAdminError::NotFound(format!("no reservation with id {id}")))?;
         self.apply()?;
+        self.reservation_event("deleted", "delete", Some(&r), None);
         Ok(r)
+    }
+
+    fn reservation_event(
+        &self,
+        verb: &str,
+        action: &str,
+        before: Option<&StoredReservation>,
+        after: Option<&StoredReservation>,
+    ) {
+        let Some(r) = after.or(before) else { return };
+        self.events.publish(NewEvent::write(
+            format!("dhcp.reservation.{verb}"),
+            "dhcp_reservation",
+            r.id,
+            action,
+            format!("DHCP reservation {} -> {} {verb}", r.mac, r.ip),
+            before,
+            after,
+        ));
     }
 
     // ---- leases ----
@@ -749,7 +858,19 @@ impl DhcpControl {
     /// Invalid MAC, store errors.
     pub async fn delete_leases(&self, mac: &str) -> Result<Vec<Lease>> {
         let m = normalise_mac(mac).map_err(|_| DhcpAdminError::Invalid(format!("{mac:?} is not a MAC address")))?;
-        Ok(self.leases.lock().await.remove_mac(m).await?)
+        let gone = self.leases.lock().await.remove_mac(m).await?;
+        for l in &gone {
+            self.events.publish(NewEvent::write(
+                "dhcp.lease.deleted",
+                "lease",
+                &l.mac,
+                "delete",
+                format!("lease {} for {} deleted", l.ip, l.mac),
+                Some(l),
+                None::<&Lease>,
+            ));
+        }
+        Ok(gone)
     }
 
     /// Deletes expired leases and declines. Returns how many.
@@ -757,7 +878,19 @@ impl DhcpControl {
     /// # Errors
     /// Store errors.
     pub async fn prune(&self) -> Result<usize> {
-        Ok(self.leases.lock().await.prune(now_secs()).await?)
+        let n = self.leases.lock().await.prune(now_secs()).await?;
+        if n > 0 {
+            self.events.publish(NewEvent::write(
+                "dhcp.leases.pruned",
+                "lease",
+                "",
+                "delete",
+                format!("{n} expired leases pruned"),
+                None::<&()>,
+                Some(&serde_json::json!({ "removed": n })),
+            ));
+        }
+        Ok(n)
     }
 
     /// Per active subnet: pool size, used, reserved, free.

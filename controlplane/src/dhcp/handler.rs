@@ -178,6 +178,7 @@ pub struct BootHandler {
     http_port: u16,
     domain: Box<dyn Fn() -> String + Send + Sync>,
     leases: Arc<tokio::sync::Mutex<LeaseDb>>,
+    events: Option<Arc<crate::events::EventBus>>,
 }
 
 /// The iPXE script path on the API port, with iPXE's own MAC expansion: `netX` is the
@@ -219,6 +220,30 @@ impl BootHandler {
             http_port,
             domain,
             leases,
+            events: None,
+        }
+    }
+
+    /// Publishes `dhcp.lease.granted|renewed|released|declined` on `events` (issue 7 §2).
+    pub fn with_events(mut self, events: Arc<crate::events::EventBus>) -> Self {
+        self.events = Some(events);
+        self
+    }
+
+    fn lease_event(&self, verb: &str, mac: MacAddr, ip: Ipv4Addr, subnet: &str, extra: serde_json::Value) {
+        if let Some(ev) = &self.events {
+            let mut data = serde_json::json!({"mac": mac.to_string(), "ip": ip.to_string(), "subnet": subnet});
+            if let (Some(d), serde_json::Value::Object(x)) = (data.as_object_mut(), extra) {
+                d.extend(x);
+            }
+            ev.publish(
+                crate::events::NewEvent::new(
+                    format!("dhcp.lease.{verb}"),
+                    format!("DHCP lease {ip} {verb} for {mac}"),
+                )
+                .resource("lease", mac)
+                .data(data),
+            );
         }
     }
 
@@ -466,7 +491,8 @@ impl BootHandler {
                 }
                 match db.decline(&s.key, mac, ip, until).await {
                     Ok(()) => {
-                        tracing::warn!(%mac, %ip, "DHCPDECLINE: address in use by another host; kept out of the pool for one lease time")
+                        tracing::warn!(%mac, %ip, "DHCPDECLINE: address in use by another host; kept out of the pool for one lease time");
+                        self.lease_event("declined", mac, ip, &s.key, serde_json::json!({}));
                     }
                     Err(e) => tracing::error!("storing a declined address failed: {e}"),
                 }
@@ -479,7 +505,10 @@ impl BootHandler {
                 let ip = req.msg.ciaddr();
                 let mut db = self.leases.lock().await;
                 match db.release(&s.key, mac, ip, now).await {
-                    Ok(true) => tracing::info!(%mac, %ip, "DHCPRELEASE"),
+                    Ok(true) => {
+                        tracing::info!(%mac, %ip, "DHCPRELEASE");
+                        self.lease_event("released", mac, ip, &s.key, serde_json::json!({}));
+                    }
                     Ok(false) => {
                         tracing::debug!(%mac, %ip, "DHCPRELEASE for an unknown lease ignored")
                     }
@@ -557,6 +586,13 @@ impl BootHandler {
         self.add_network(&mut r, s, Some(s.cfg.lease_time_secs), host.as_deref());
         self.add_boot(&mut r, req, s.server);
         tracing::info!(%mac, %ip, state, "DHCPACK");
+        self.lease_event(
+            if state == "renewing" { "renewed" } else { "granted" },
+            mac,
+            ip,
+            &s.key,
+            serde_json::json!({"hostname": hostname, "lease_time_secs": s.cfg.lease_time_secs, "state": state}),
+        );
         let dest = Self::dest(req, ctx, false, &mut r);
         Some(DhcpReply { msg: r, dest })
     }

@@ -25,14 +25,20 @@ use self::{
     handler::{BootHandler, Subnet},
     server::Server,
 };
-use crate::config::Config;
+use crate::events::NewEvent;
 
 /// The running DHCP service.
 pub struct DhcpService {
     /// The handler (leases can be read from it).
     pub handler: Arc<BootHandler>,
     server: Server<BootHandler>,
+    expiry: tokio::task::JoinHandle<()>,
+    /// Where it listens (`interface:port`).
+    pub listen: Vec<String>,
 }
+
+/// Provider of the DNS local domain sent as option 15 (read per reply).
+pub type DomainFn = Arc<dyn Fn() -> String + Send + Sync>;
 
 impl DhcpService {
     /// Resolves the active subnets, loads the leases and binds one socket per interface
@@ -48,12 +54,12 @@ impl DhcpService {
     /// A subnet without a usable server address, store errors, bind errors (port in use,
     /// missing privileges, unknown interface).
     pub async fn start(
-        config: &Config,
         control: &Arc<DhcpControl>,
-        domain: Box<dyn Fn() -> String + Send + Sync>,
+        http_port: u16,
+        domain: DomainFn,
         token: CancellationToken,
     ) -> anyhow::Result<Option<Self>> {
-        if !config.dhcp.any_active() {
+        if !control.any_active()? {
             tracing::info!("DHCP off (no [[dhcp.subnets]] in server or proxy mode)");
             return Ok(None);
         }
@@ -64,25 +70,32 @@ impl DhcpService {
             .filter(|s| s.mode != SubnetMode::Off)
             .map(|s| Subnet::resolve(s, &ifaddrs))
             .collect::<anyhow::Result<Vec<_>>>()?;
-        let handler = Arc::new(BootHandler::new_shared(
-            subnets,
-            control.arch_map(),
-            config.api.listen.port(),
-            domain,
-            control.leases(),
-        ));
+        let handler = Arc::new(
+            BootHandler::new_shared(
+                subnets,
+                control.arch_map(),
+                http_port,
+                Box::new(move || domain()),
+                control.leases(),
+            )
+            .with_events(control.events().clone()),
+        );
+        let expiry = tokio::spawn(watch_expiry(control.clone(), token.clone()));
         let mut server = Server::new(handler.clone(), token);
+        let mut listen = Vec::new();
         let subnets = handler.subnets();
         let ifaces: BTreeSet<&str> = subnets.iter().map(|s| s.cfg.interface.as_str()).collect();
         for iface in ifaces {
             let sock = server::bind_socket(iface, 67)?;
             server.register_socket(sock, iface)?;
+            listen.push(format!("{iface}:67"));
             let proxy = subnets
                 .iter()
                 .any(|s| s.cfg.interface == iface && s.cfg.mode == SubnetMode::Proxy);
             if proxy {
                 let sock = server::bind_socket(iface, 4011)?;
                 server.register_socket(sock, iface)?;
+                listen.push(format!("{iface}:4011"));
             }
         }
         for s in subnets.iter() {
@@ -95,12 +108,117 @@ impl DhcpService {
             );
         }
         control.attach(handler.clone());
-        Ok(Some(Self { handler, server }))
+        Ok(Some(Self {
+            handler,
+            server,
+            expiry,
+            listen,
+        }))
     }
 
     /// Stops the receive loops and waits for them.
     pub async fn shutdown(self) {
         self.server.shutdown().await;
+        self.expiry.abort();
+    }
+}
+
+/// Publishes `dhcp.lease.expired` once for each lease whose time ran out while DHCP runs
+/// (checked every 10 s; released and declined entries are not leases that expire).
+async fn watch_expiry(control: Arc<DhcpControl>, token: CancellationToken) {
+    let mut since = leases::now_secs();
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(10));
+    loop {
+        tokio::select! {
+            _ = token.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let now = leases::now_secs();
+        for l in control.all_leases().await {
+            if !l.declined && l.expires_at > since && l.expires_at <= now {
+                control.events().publish(
+                    NewEvent::new(
+                        "dhcp.lease.expired",
+                        format!("DHCP lease {} of {} expired", l.ip, l.mac),
+                    )
+                    .resource("lease", &l.mac)
+                    .data(serde_json::json!({"mac": l.mac, "ip": l.ip.to_string(), "subnet": l.subnet})),
+                );
+            }
+        }
+        since = now;
+    }
+}
+
+/// The DHCP service under the [`Supervisor`](crate::supervisor::Supervisor): start binds
+/// one socket per interface of the effective subnets (file plus stored overrides), so a
+/// restart applies a changed mode, interface or server address.
+pub struct DhcpUnit {
+    control: Arc<DhcpControl>,
+    http_port: u16,
+    domain: DomainFn,
+    root: CancellationToken,
+    running: tokio::sync::Mutex<Option<DhcpService>>,
+    listen: std::sync::Mutex<Option<Vec<String>>>,
+}
+
+impl DhcpUnit {
+    /// A stopped unit. `http_port` is the API/HTTP-boot port put in iPXE script URLs.
+    pub fn new(control: Arc<DhcpControl>, http_port: u16, domain: DomainFn, root: CancellationToken) -> Self {
+        Self {
+            control,
+            http_port,
+            domain,
+            root,
+            running: tokio::sync::Mutex::new(None),
+            listen: std::sync::Mutex::new(None),
+        }
+    }
+}
+
+impl crate::supervisor::Service for DhcpUnit {
+    fn name(&self) -> &'static str {
+        "dhcp"
+    }
+    fn start(&self) -> futures::future::BoxFuture<'_, anyhow::Result<Vec<String>>> {
+        Box::pin(async move {
+            let mut running = self.running.lock().await;
+            if let Some(r) = running.as_ref() {
+                return Ok(r.listen.clone());
+            }
+            let svc = DhcpService::start(
+                &self.control,
+                self.http_port,
+                self.domain.clone(),
+                self.root.child_token(),
+            )
+            .await?
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "no DHCP subnet is in server or proxy mode: add a [[dhcp.subnets]] entry or set a subnet's \
+                         mode with PUT /api/v1/services/dhcp"
+                )
+            })?;
+            let listen = svc.listen.clone();
+            *self.listen.lock().expect("listen lock") = Some(listen.clone());
+            *running = Some(svc);
+            Ok(listen)
+        })
+    }
+    fn stop(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if let Some(svc) = self.running.lock().await.take() {
+                svc.shutdown().await;
+            }
+            self.control.detach();
+            *self.listen.lock().expect("listen lock") = None;
+        })
+    }
+    fn default_auto_start(&self) -> bool {
+        self.control.any_active().unwrap_or(false)
+    }
+    fn serving(&self) -> Option<Vec<String>> {
+        self.listen.lock().expect("listen lock").clone()
     }
 }
 

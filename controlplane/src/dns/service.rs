@@ -29,8 +29,8 @@ use super::{
     zone::{Zone, ZoneInput},
 };
 use crate::{
-    config::Config,
     dataplane::{DnsTable, Projection},
+    events::{EventBus, NewEvent},
     net::{interface_addrs, IfAddr},
     store::{Kv, Store, StoreError, Table},
 };
@@ -75,6 +75,41 @@ pub struct DnsSettingsPatch {
     pub metrics: Option<serde_json::Value>,
 }
 
+/// What the DNS service needs from the configuration (issue 7 §1: a service never sees
+/// the whole `Config`): `[dns]`, the server's name and the effective local domain.
+#[derive(Debug, Clone)]
+pub struct DnsServiceConfig {
+    /// `[dns]`.
+    pub dns: crate::config::DnsConfig,
+    /// `[server] name` (the server's own auto-record).
+    pub server_name: String,
+    /// `[dns] local_domain` or `<server name>.local`.
+    pub local_domain: String,
+}
+
+/// The DNS service under the [`Supervisor`](crate::supervisor::Supervisor): start binds
+/// the sockets, stop closes them and the fast path.
+pub struct DnsUnit(pub Arc<DnsService>);
+
+impl crate::supervisor::Service for DnsUnit {
+    fn name(&self) -> &'static str {
+        "dns"
+    }
+    fn start(&self) -> futures::future::BoxFuture<'_, anyhow::Result<Vec<String>>> {
+        Box::pin(async move { Ok(self.0.serve()?.iter().map(ToString::to_string).collect()) })
+    }
+    fn stop(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(async move { self.0.halt() })
+    }
+    fn default_auto_start(&self) -> bool {
+        self.0.settings().enabled
+    }
+    fn serving(&self) -> Option<Vec<String>> {
+        let b = self.0.bound();
+        (!b.is_empty()).then(|| b.iter().map(ToString::to_string).collect())
+    }
+}
+
 /// Errors of DNS service operations (the shared service error: 400, 409, 404, 500).
 pub type DnsError = crate::service_error::ServiceError;
 
@@ -94,18 +129,39 @@ pub struct DnsService {
     serial: AtomicU32,
     root: CancellationToken,
     workers: usize,
+    events: Arc<EventBus>,
 }
 
 impl DnsService {
-    /// Loads (or seeds from `config`) the settings, creates the auto-records, builds the
-    /// zone, projects it into `dataplane` and, when enabled, binds the sockets.
+    /// [`DnsService::open`], then binds the sockets when the settings say `enabled`
+    /// (in the server the supervisor does that step; tests use this).
     ///
     /// # Errors
-    /// Store errors, or a bind error (e.g. port in use) at start-up.
+    /// Store errors, or a bind error (e.g. port in use).
     pub async fn start(
-        config: &Config,
+        config: &DnsServiceConfig,
         store: &Store,
         dataplane: Arc<dyn DnsTable>,
+        events: Arc<EventBus>,
+        root: CancellationToken,
+    ) -> anyhow::Result<Arc<Self>> {
+        let svc = Self::open(config, store, dataplane, events, root).await?;
+        if svc.settings().enabled {
+            svc.serve()?;
+        }
+        Ok(svc)
+    }
+
+    /// Loads (or seeds from `config`) the settings, creates the auto-records, builds the
+    /// zone and projects it into `dataplane`. Binds nothing: see [`DnsService::serve`].
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn open(
+        config: &DnsServiceConfig,
+        store: &Store,
+        dataplane: Arc<dyn DnsTable>,
+        events: Arc<EventBus>,
         root: CancellationToken,
     ) -> anyhow::Result<Arc<Self>> {
         let kv = store.kv("settings")?;
@@ -116,7 +172,7 @@ impl DnsService {
                     enabled: config.dns.enabled,
                     port: config.dns.port,
                     listen: config.dns.listen.clone(),
-                    local_domain: config.local_domain(),
+                    local_domain: config.local_domain.clone(),
                     upstream: config.dns.upstream.clone(),
                 };
                 kv.put(SETTINGS_KEY, &s).await?;
@@ -128,7 +184,7 @@ impl DnsService {
             kv,
             handler: DnsHandler::default(),
             dataplane,
-            server_label: config.server.name.to_ascii_lowercase(),
+            server_label: config.server_name.to_ascii_lowercase(),
             settings: Mutex::new(settings.clone()),
             running: Mutex::new(None),
             write_lock: tokio::sync::Mutex::new(()),
@@ -136,6 +192,7 @@ impl DnsService {
             serial: AtomicU32::new(OffsetDateTime::now_utc().unix_timestamp() as u32),
             root,
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()).min(8),
+            events,
         });
         match resolve_upstreams(&parse_upstreams(&settings.upstream).unwrap_or_default()).await {
             Ok(ups) => svc.handler.set_upstreams(ups),
@@ -146,11 +203,40 @@ impl DnsService {
             svc.ensure_auto_records().await?;
             svc.rebuild()?;
         }
-        if settings.enabled {
-            svc.rebind(&settings)?;
-        }
         tokio::spawn(svc.clone().watch_interfaces());
         Ok(svc)
+    }
+
+    /// Binds the sockets with the settings in effect (an explicit start: whatever
+    /// `enabled` says) and opens the XDP fast path's port; answers the bound addresses.
+    /// A no-op when already serving.
+    ///
+    /// # Errors
+    /// Bind errors (port in use, missing privileges) with the address.
+    pub fn serve(&self) -> anyhow::Result<Vec<SocketAddr>> {
+        if !self.bound().is_empty() {
+            return Ok(self.bound());
+        }
+        let mut s = self.settings();
+        s.enabled = true;
+        self.rebind(&s)?;
+        if let Err(e) = self.rebuild() {
+            tracing::error!("projecting DNS data after start failed: {e}");
+        }
+        Ok(self.bound())
+    }
+
+    /// Stops answering: closes the sockets and closes the fast path (the XDP program
+    /// passes every packet once its configured port is 0).
+    pub fn halt(&self) {
+        let mut s = self.settings();
+        s.enabled = false;
+        if let Err(e) = self.rebind(&s) {
+            tracing::error!("stopping the DNS sockets failed: {e:#}");
+        }
+        if let Err(e) = self.rebuild() {
+            tracing::error!("projecting DNS data after stop failed: {e}");
+        }
     }
 
     /// The DNS settings in the store, if any were saved (they override the config file).
@@ -230,7 +316,11 @@ impl DnsService {
             scopes: zone.scopes().collect(),
             server_addrs: server_addrs(&s, &ifaddrs),
             config: XdpDnsConfig {
-                port: if s.enabled { s.port } else { 0 },
+                port: if self.running.lock().expect("running lock").is_some() {
+                    s.port
+                } else {
+                    0
+                },
                 edns_udp_size: EDNS_UDP_SIZE,
                 flags: if zone.recursion_available() { CFG_FLAG_RA } else { 0 },
             },
@@ -382,8 +472,16 @@ impl DnsService {
         if new == old {
             return Ok(new);
         }
-        if (new.enabled, new.port, &new.listen) != (old.enabled, old.port, &old.listen) {
-            self.rebind(&new)
+        let serving = !self.bound().is_empty();
+        // `enabled` starts or stops the server; port and listen changes rebind it when it runs.
+        let mut target = new.clone();
+        target.enabled = if new.enabled != old.enabled {
+            new.enabled
+        } else {
+            serving
+        };
+        if target.enabled != serving || (serving && (new.port, &new.listen) != (old.port, &old.listen)) {
+            self.rebind(&target)
                 .map_err(|e| DnsError::Invalid(format!("the new DNS listen settings cannot be applied: {e:#}")))?;
         }
         self.kv.put(SETTINGS_KEY, &new).await?;
@@ -392,6 +490,15 @@ impl DnsService {
             self.handler.set_upstreams(ups);
         }
         self.rebuild()?;
+        self.events.publish(NewEvent::write(
+            "dns.settings.changed",
+            "settings",
+            "dns",
+            "update",
+            "DNS settings changed",
+            Some(&old),
+            Some(&new),
+        ));
         Ok(new)
     }
 
@@ -469,7 +576,9 @@ impl DnsService {
         self.check_conflicts(&rec, &origin)?;
         let rec = self.records.insert(rec).await?;
         self.rebuild()?;
-        Ok(rec.with_fqdn(&origin))
+        let rec = rec.with_fqdn(&origin);
+        self.events.publish(record_event("created", "create", None, Some(&rec)));
+        Ok(rec)
     }
 
     /// Validates and stores a changed record (omitted fields keep their values).
@@ -500,7 +609,11 @@ impl DnsService {
         self.check_conflicts(&rec, &origin)?;
         self.records.put(&rec).await?;
         self.rebuild()?;
-        Ok(rec.with_fqdn(&origin))
+        let rec = rec.with_fqdn(&origin);
+        let before = base.with_fqdn(&origin);
+        self.events
+            .publish(record_event("updated", "update", Some(&before), Some(&rec)));
+        Ok(rec)
     }
 
     /// Deletes a record. Auto-records cannot be deleted (disable them instead).
@@ -517,7 +630,9 @@ impl DnsService {
         }
         self.records.remove(id).await?;
         self.rebuild()?;
-        Ok(rec.with_fqdn(&self.origin()))
+        let rec = rec.with_fqdn(&self.origin());
+        self.events.publish(record_event("deleted", "delete", Some(&rec), None));
+        Ok(rec)
     }
 }
 
@@ -568,6 +683,20 @@ impl RecordSet {
         self.cache.lock().expect("record cache lock").remove(&id);
         Ok(())
     }
+}
+
+/// `dns.record.<verb>` for a record write (`before`/`after` as the API shows them).
+fn record_event(verb: &str, action: &str, before: Option<&DnsRecord>, after: Option<&DnsRecord>) -> NewEvent {
+    let r = after.or(before).expect("a record write has a before or an after");
+    NewEvent::write(
+        format!("dns.record.{verb}"),
+        "dns_record",
+        r.id,
+        action,
+        format!("DNS record {} {} {} {verb}", r.fqdn, r.kind.as_str(), r.value),
+        before,
+        after,
+    )
 }
 
 fn not_found(id: u64) -> DnsError {

@@ -1,110 +1,235 @@
-//! Live TFTP settings for `GET/PUT /services/tftp`: the retransmission timeout and the
-//! retry count are stored as overrides over `[tftp]` and written into the running
-//! server's limits (new transfers use them). Port, listen address, root, `enabled` and
-//! `max_transfers` are read at start; the API refuses changing them with a 400.
-//! State: the stored overrides (cached) and the running server's limits once started.
+//! Live TFTP settings for `GET/PUT /services/tftp` (issue 4, issue 7 §5-6): every `[tftp]`
+//! key can be overridden through the API and the overrides are stored. The retransmission
+//! timeout and the retry count are written into the running server's limits (new
+//! transfers use them); `enabled`, `port`, `listen`, `root` and `max_transfers` need a new
+//! socket or server: [`TftpControl::set`] says so and the caller restarts the TFTP service
+//! through the supervisor. State: the stored overrides (cached) and the running server's
+//! limits while it runs.
 
-use std::sync::{Arc, OnceLock, RwLock};
+use std::{
+    net::IpAddr,
+    path::PathBuf,
+    sync::{Arc, RwLock},
+};
 
 use serde::{Deserialize, Serialize};
 
 use super::{server::TftpLimits, TftpConfig};
-use crate::store::{Kv, Store, StoreError};
+use crate::{
+    events::{EventBus, NewEvent},
+    service_error::ServiceError,
+    store::{Kv, Store, StoreError},
+};
 
-/// Errors of TFTP settings changes.
-#[derive(Debug, thiserror::Error)]
-pub enum TftpAdminError {
-    /// An invalid value (400).
-    #[error("{0}")]
-    Invalid(String),
-    /// The store failed (500).
-    #[error(transparent)]
-    Store(#[from] StoreError),
+/// Errors of TFTP settings changes (400 for invalid values, 500 for the store).
+pub type TftpAdminError = ServiceError;
+
+/// Stored overrides over `[tftp]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TftpOverrides {
+    /// First retransmission timeout, milliseconds (live).
+    pub timeout_ms: Option<u64>,
+    /// Retransmissions before a transfer is abandoned (live).
+    pub retries: Option<u32>,
+    /// Run the server (restart).
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// UDP port (restart).
+    #[serde(default)]
+    pub port: Option<u16>,
+    /// Listen address (restart).
+    #[serde(default)]
+    pub listen: Option<IpAddr>,
+    /// Directory served (restart).
+    #[serde(default)]
+    pub root: Option<PathBuf>,
+    /// Most concurrent transfers (restart).
+    #[serde(default)]
+    pub max_transfers: Option<usize>,
 }
 
-/// Stored overrides.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TftpOverrides {
-    /// First retransmission timeout, milliseconds.
+/// A change to the TFTP settings (any subset; `None` keeps the value).
+#[derive(Debug, Clone, Default)]
+pub struct TftpChange {
+    /// See [`TftpOverrides::timeout_ms`] (10-60000).
     pub timeout_ms: Option<u64>,
-    /// Retransmissions before a transfer is abandoned.
+    /// See [`TftpOverrides::retries`] (0-100).
     pub retries: Option<u32>,
+    /// See [`TftpOverrides::enabled`].
+    pub enabled: Option<bool>,
+    /// See [`TftpOverrides::port`] (1-65535).
+    pub port: Option<u16>,
+    /// See [`TftpOverrides::listen`].
+    pub listen: Option<IpAddr>,
+    /// See [`TftpOverrides::root`] (an existing directory).
+    pub root: Option<PathBuf>,
+    /// See [`TftpOverrides::max_transfers`] (1-65536).
+    pub max_transfers: Option<usize>,
 }
 
 const KEY: &str = "overrides";
 
-/// Live TFTP settings. Shared by the API and `run()`.
+/// Live TFTP settings. Shared by the API and the TFTP service.
 pub struct TftpControl {
     base: TftpConfig,
+    default_enabled: bool,
+    default_root: Arc<RwLock<PathBuf>>,
     kv: Kv,
     overrides: RwLock<TftpOverrides>,
-    live: OnceLock<Arc<RwLock<TftpLimits>>>,
+    live: RwLock<Option<Arc<RwLock<TftpLimits>>>>,
     write: tokio::sync::Mutex<()>,
+    events: Arc<EventBus>,
 }
 
 impl TftpControl {
-    /// Opens the stored overrides.
+    /// Opens the stored overrides. `default_enabled` is whether TFTP runs when neither
+    /// the file nor an override says (on when a DHCP subnet is active); `default_root` is
+    /// the boot directory (shared with `/settings/netboot`, so a new boot root reaches TFTP
+    /// at its next start).
     ///
     /// # Errors
     /// Store errors.
-    pub fn open(store: &Store, base: &TftpConfig) -> Result<Arc<Self>, StoreError> {
+    pub fn open(
+        store: &Store,
+        base: &TftpConfig,
+        default_enabled: bool,
+        default_root: Arc<RwLock<PathBuf>>,
+        events: Arc<EventBus>,
+    ) -> Result<Arc<Self>, StoreError> {
         let kv = store.kv("tftp_settings")?;
         let overrides = kv.get(KEY)?.unwrap_or_default();
         Ok(Arc::new(Self {
             base: base.clone(),
+            default_enabled,
+            default_root,
             kv,
             overrides: RwLock::new(overrides),
-            live: OnceLock::new(),
+            live: RwLock::new(None),
             write: tokio::sync::Mutex::new(()),
+            events,
         }))
     }
 
-    /// `[tftp]` with the stored overrides applied.
+    /// `[tftp]` with the stored overrides applied (`root` and `enabled` resolved).
     pub fn effective(&self) -> TftpConfig {
-        let o = self.overrides.read().map(|g| *g).unwrap_or_default();
+        let o = self.overrides.read().map(|g| g.clone()).unwrap_or_default();
         let mut c = self.base.clone();
         c.timeout_ms = o.timeout_ms.unwrap_or(c.timeout_ms);
         c.retries = o.retries.unwrap_or(c.retries);
+        c.enabled = Some(o.enabled.or(c.enabled).unwrap_or(self.default_enabled));
+        c.port = o.port.unwrap_or(c.port);
+        c.listen = o.listen.unwrap_or(c.listen);
+        c.root = Some(
+            o.root
+                .or(c.root)
+                .unwrap_or_else(|| self.default_root.read().map(|g| g.clone()).unwrap_or_default()),
+        );
+        c.max_transfers = o.max_transfers.unwrap_or(c.max_transfers);
         c
+    }
+
+    /// Whether TFTP should run (the effective `enabled`).
+    pub fn enabled(&self) -> bool {
+        self.effective().enabled.unwrap_or(false)
     }
 
     /// Connects the running server's limits.
     pub fn attach(&self, limits: Arc<RwLock<TftpLimits>>) {
-        let _ = self.live.set(limits);
+        if let Ok(mut g) = self.live.write() {
+            *g = Some(limits);
+        }
+    }
+
+    /// Disconnects them (the server stopped).
+    pub fn detach(&self) {
+        if let Ok(mut g) = self.live.write() {
+            *g = None;
+        }
+    }
+
+    /// The event bus (the TFTP server publishes transfer events on it).
+    pub fn events(&self) -> &Arc<EventBus> {
+        &self.events
     }
 
     /// True when the TFTP server runs.
     pub fn running(&self) -> bool {
-        self.live.get().is_some()
+        self.live.read().is_ok_and(|g| g.is_some())
     }
 
-    /// Changes the timeout (10-60000 ms) and/or retries (0-100), stores them and applies
-    /// them to new transfers.
+    /// Validates, stores and applies a change. Returns the effective settings and whether
+    /// the running server must be restarted for it (socket, root or limits changed).
     ///
     /// # Errors
-    /// [`TftpAdminError::Invalid`] for a value out of range, store errors.
-    pub async fn set(&self, timeout_ms: Option<u64>, retries: Option<u32>) -> Result<TftpConfig, TftpAdminError> {
-        if timeout_ms.is_some_and(|t| !(10..=60_000).contains(&t)) {
-            return Err(TftpAdminError::Invalid("'timeout_ms' must be 10-60000".into()));
+    /// [`TftpAdminError::Invalid`] naming the key for a value out of range, store errors.
+    pub async fn set(&self, c: TftpChange) -> Result<(TftpConfig, bool), TftpAdminError> {
+        let bad = |m: &str| Err(TftpAdminError::Invalid(m.into()));
+        if c.timeout_ms.is_some_and(|t| !(10..=60_000).contains(&t)) {
+            return bad("'timeout_ms' must be 10-60000");
         }
-        if retries.is_some_and(|r| r > 100) {
-            return Err(TftpAdminError::Invalid("'retries' must be 0-100".into()));
+        if c.retries.is_some_and(|r| r > 100) {
+            return bad("'retries' must be 0-100");
+        }
+        if c.port == Some(0) {
+            return bad("'port' must be 1-65535");
+        }
+        if c.max_transfers.is_some_and(|m| !(1..=65_536).contains(&m)) {
+            return bad("'max_transfers' must be 1-65536");
+        }
+        if let Some(r) = &c.root {
+            // The current root sent back unchanged (a GET answer PUT back) is fine.
+            if self.effective().root.as_ref() != Some(r) && (!r.is_absolute() || !r.is_dir()) {
+                return Err(TftpAdminError::Invalid(format!(
+                    "'root' {} must be an absolute path to an existing directory",
+                    r.display()
+                )));
+            }
         }
         let _w = self.write.lock().await;
-        let mut o = self.overrides.read().map(|g| *g).unwrap_or_default();
-        o.timeout_ms = timeout_ms.or(o.timeout_ms);
-        o.retries = retries.or(o.retries);
+        let before = self.effective();
+        let old = self.overrides.read().map(|g| g.clone()).unwrap_or_default();
+        let mut o = old.clone();
+        o.timeout_ms = c.timeout_ms.or(o.timeout_ms);
+        o.retries = c.retries.or(o.retries);
+        o.enabled = c.enabled.or(o.enabled);
+        o.port = c.port.or(o.port);
+        o.listen = c.listen.or(o.listen);
+        o.root = c.root.or(o.root);
+        o.max_transfers = c.max_transfers.or(o.max_transfers);
+        if o == old {
+            return Ok((before, false));
+        }
         self.kv.put(KEY, &o).await?;
         if let Ok(mut g) = self.overrides.write() {
             *g = o;
         }
         let eff = self.effective();
-        if let Some(l) = self.live.get() {
+        if let Some(l) = self.live.read().ok().and_then(|g| g.clone()) {
             if let Ok(mut l) = l.write() {
                 l.timeout = std::time::Duration::from_millis(eff.timeout_ms.max(10));
                 l.retries = eff.retries;
             }
         }
-        Ok(eff)
+        let restart = (
+            before.enabled,
+            before.port,
+            before.listen,
+            &before.root,
+            before.max_transfers,
+        ) != (eff.enabled, eff.port, eff.listen, &eff.root, eff.max_transfers);
+        self.events.publish(NewEvent::write(
+            "tftp.settings.changed",
+            "settings",
+            "tftp",
+            "update",
+            if restart {
+                "TFTP settings changed (service restart)"
+            } else {
+                "TFTP settings changed (applied live)"
+            },
+            Some(&before),
+            Some(&eff),
+        ));
+        Ok((eff, restart))
     }
 }

@@ -79,7 +79,12 @@ impl TftpService {
     ///
     /// # Errors
     /// Bind errors (port in use, missing privileges) with the address in the message.
-    pub fn start(cfg: &TftpConfig, root: PathBuf, token: CancellationToken) -> anyhow::Result<Self> {
+    pub fn start(
+        cfg: &TftpConfig,
+        root: PathBuf,
+        events: Arc<crate::events::EventBus>,
+        token: CancellationToken,
+    ) -> anyhow::Result<Self> {
         let addr = SocketAddr::new(cfg.listen, cfg.port);
         let sock = std::net::UdpSocket::bind(addr).with_context(|| format!("binding the TFTP socket {addr}"))?;
         let limits = TftpLimits {
@@ -88,7 +93,7 @@ impl TftpService {
             max_transfers: cfg.max_transfers,
             ..TftpLimits::default()
         };
-        let mut server = Server::new(Arc::new(FsHandler::new(root.clone())), limits, token);
+        let mut server = Server::new(Arc::new(FsHandler::new(root.clone())), limits, token).with_events(events);
         let addr = server.register_socket(sock)?;
         tracing::info!(%addr, root = %root.display(), "TFTP serving");
         Ok(Self { server, addr })
@@ -97,6 +102,65 @@ impl TftpService {
     /// Stops the server.
     pub async fn shutdown(self) {
         self.server.shutdown().await;
+    }
+}
+
+/// The TFTP service under the [`Supervisor`](crate::supervisor::Supervisor): start binds
+/// the effective `listen:port` and serves the effective root (file plus stored
+/// overrides, see [`control::TftpControl`]).
+pub struct TftpUnit {
+    control: Arc<control::TftpControl>,
+    root: CancellationToken,
+    running: tokio::sync::Mutex<Option<TftpService>>,
+    listen: std::sync::Mutex<Option<Vec<String>>>,
+}
+
+impl TftpUnit {
+    /// A stopped unit.
+    pub fn new(control: Arc<control::TftpControl>, root: CancellationToken) -> Self {
+        Self {
+            control,
+            root,
+            running: tokio::sync::Mutex::new(None),
+            listen: std::sync::Mutex::new(None),
+        }
+    }
+}
+
+impl crate::supervisor::Service for TftpUnit {
+    fn name(&self) -> &'static str {
+        "tftp"
+    }
+    fn start(&self) -> futures::future::BoxFuture<'_, anyhow::Result<Vec<String>>> {
+        Box::pin(async move {
+            let mut running = self.running.lock().await;
+            if let Some(r) = running.as_ref() {
+                return Ok(vec![r.addr.to_string()]);
+            }
+            let cfg = self.control.effective();
+            let root = cfg.root.clone().context("the TFTP root is not resolved")?;
+            let t = TftpService::start(&cfg, root, self.control.events().clone(), self.root.child_token())?;
+            self.control.attach(t.server.limits());
+            let listen = vec![t.addr.to_string()];
+            *self.listen.lock().expect("listen lock") = Some(listen.clone());
+            *running = Some(t);
+            Ok(listen)
+        })
+    }
+    fn stop(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if let Some(t) = self.running.lock().await.take() {
+                t.shutdown().await;
+            }
+            self.control.detach();
+            *self.listen.lock().expect("listen lock") = None;
+        })
+    }
+    fn default_auto_start(&self) -> bool {
+        self.control.enabled()
+    }
+    fn serving(&self) -> Option<Vec<String>> {
+        self.listen.lock().expect("listen lock").clone()
     }
 }
 

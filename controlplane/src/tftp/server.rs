@@ -28,6 +28,8 @@ use tokio::{
 };
 use tokio_util::sync::CancellationToken;
 
+use crate::events::NewEvent;
+
 use super::{
     handler::{ReadPlan, TftpHandler},
     packet::{self, errcode, Packet},
@@ -79,9 +81,16 @@ pub struct Server<H> {
     token: CancellationToken,
     slots: Arc<Semaphore>,
     cache: Arc<FileCache>,
+    events: Option<Arc<crate::events::EventBus>>,
 }
 
 impl<H: TftpHandler> Server<H> {
+    /// Publishes `tftp.transfer.completed|aborted|failed` on `events` (issue 7 §2).
+    pub fn with_events(mut self, events: Arc<crate::events::EventBus>) -> Self {
+        self.events = Some(events);
+        self
+    }
+
     /// A server for `handler` that stops when `token` is cancelled.
     pub fn new(handler: Arc<H>, limits: TftpLimits, token: CancellationToken) -> Self {
         Self {
@@ -91,6 +100,7 @@ impl<H: TftpHandler> Server<H> {
             limits: Arc::new(RwLock::new(limits)),
             tasks: JoinSet::new(),
             token,
+            events: None,
         }
     }
 
@@ -109,6 +119,7 @@ impl<H: TftpHandler> Server<H> {
             self.token.clone(),
             self.slots.clone(),
             self.cache.clone(),
+            self.events.clone(),
         ));
         Ok(local)
     }
@@ -134,6 +145,7 @@ async fn listen<H: TftpHandler>(
     token: CancellationToken,
     slots: Arc<Semaphore>,
     cache: Arc<FileCache>,
+    events: Option<Arc<crate::events::EventBus>>,
 ) {
     let local_ip = sock.local_addr().map(|a| a.ip()).ok();
     let mut buf = vec![0u8; 2048];
@@ -150,7 +162,7 @@ async fn listen<H: TftpHandler>(
             continue;
         };
         let Some(ip) = local_ip else { continue };
-        let (handler, token, cache) = (handler.clone(), token.clone(), cache.clone());
+        let (handler, token, cache, events) = (handler.clone(), token.clone(), cache.clone(), events.clone());
         let limits = *shared_limits.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         let permit = slots.clone().try_acquire_owned();
         tokio::spawn(async move {
@@ -171,6 +183,17 @@ async fn listen<H: TftpHandler>(
                 Ok(p) => p,
                 Err(r) => {
                     tracing::info!(%peer, file = %req.filename, code = r.code, "TFTP refused: {}", r.message);
+                    if let Some(ev) = &events {
+                        ev.publish(
+                            NewEvent::new(
+                                "tftp.transfer.failed",
+                                format!("TFTP {} refused to {peer}: {}", req.filename, r.message),
+                            )
+                            .resource("file", &req.filename)
+                            .remote(peer)
+                            .data(serde_json::json!({"file": req.filename, "client": peer.to_string(), "error": r.message, "code": r.code})),
+                        );
+                    }
                     let _ = tid.send_to(&packet::error(r.code, &r.message), peer).await;
                     return;
                 }
@@ -179,7 +202,26 @@ async fn listen<H: TftpHandler>(
             let size = plan.size;
             let t0 = std::time::Instant::now();
             let outcome = send_file(&tid, peer, plan, &cache, limits, &token).await;
-            tracing::info!(%peer, %file, size, ?outcome, ms = t0.elapsed().as_millis() as u64, "TFTP transfer ended");
+            let ms = t0.elapsed().as_millis() as u64;
+            tracing::info!(%peer, %file, size, ?outcome, ms, "TFTP transfer ended");
+            let verb = match outcome {
+                Outcome::Complete => "completed",
+                // UEFI firmware asks for `tsize` and then aborts on purpose: not a failure.
+                Outcome::ClientError => "aborted",
+                Outcome::TimedOut => "failed",
+                Outcome::Cancelled => return,
+            };
+            if let Some(ev) = &events {
+                ev.publish(
+                    NewEvent::new(
+                        format!("tftp.transfer.{verb}"),
+                        format!("TFTP {file} to {peer} {verb} ({size} bytes, {ms} ms)"),
+                    )
+                    .resource("file", &file)
+                    .remote(peer)
+                    .data(serde_json::json!({"file": file, "client": peer.to_string(), "bytes": size, "duration_ms": ms, "outcome": format!("{outcome:?}")})),
+                );
+            }
         });
     }
 }

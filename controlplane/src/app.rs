@@ -1,0 +1,116 @@
+//! Builds every service in one place (issue 7 §1): the event bus, DNS, users and sessions,
+//! the boot catalog, DHCP and TFTP administration, layered settings, and the supervisor
+//! with its units (`dns`, `dhcp`, `tftp`, `http-boot`), and hands them to the API as one
+//! [`AppState`]. Each service gets only its own configuration section, never the whole
+//! [`Config`]. No global state.
+
+use std::{
+    sync::{atomic::AtomicBool, Arc},
+    time::Instant,
+};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    api::{auth::Auth, boot::HttpBootUnit, AppState},
+    boot::catalog::BootCatalog,
+    config::Config,
+    dataplane::DnsTable,
+    dhcp::{control::DhcpControl, DhcpUnit},
+    dns::service::{DnsService, DnsServiceConfig, DnsUnit},
+    events::EventBus,
+    settings::{Settings, SettingsDefaults},
+    store::Store,
+    supervisor::{Service, Supervisor},
+    tftp::{control::TftpControl, TftpUnit},
+};
+
+/// Builds the services (nothing is bound yet: [`Supervisor::start_auto`] does that).
+/// `admin_password` seeds the `admin` user on first start (`BOOTLANE_ADMIN_PASSWORD`).
+///
+/// # Errors
+/// Store errors, or failing to write the initial admin password file.
+pub async fn build(
+    config: Arc<Config>,
+    store: Store,
+    dataplane: Arc<dyn DnsTable>,
+    admin_password: Option<String>,
+    token: CancellationToken,
+) -> anyhow::Result<AppState> {
+    let events = EventBus::open(&store, config.events.clone())?;
+    let dns_cfg = DnsServiceConfig {
+        dns: config.dns.clone(),
+        server_name: config.server.name.clone(),
+        local_domain: config.local_domain(),
+    };
+    let xdp = dataplane.status();
+    if !matches!(xdp.mode.as_str(), "off" | "fake") {
+        let (kind, summary) = if xdp.active {
+            ("dataplane.xdp.attached", "XDP fast path attached".to_string())
+        } else {
+            (
+                "dataplane.xdp.failed",
+                format!("XDP fast path not attached: {}", xdp.reason.clone().unwrap_or_default()),
+            )
+        };
+        events.publish(
+            crate::events::NewEvent::new(kind, summary)
+                .resource("dataplane", "xdp")
+                .data(serde_json::to_value(&xdp).unwrap_or_default()),
+        );
+    }
+    let dns = DnsService::open(&dns_cfg, &store, dataplane, events.clone(), token.clone()).await?;
+    let settings = Settings::open(
+        &store,
+        &SettingsDefaults {
+            server_name: config.server.name.clone(),
+            api_listen: config.api.listen,
+            session_ttl_secs: config.api.session_ttl_secs,
+            boot_root: config.boot_root(),
+        },
+        events.clone(),
+    )?;
+    let ttl = std::time::Duration::from_secs(settings.general().session_ttl_secs);
+    let auth = Auth::open(&store, &config.data_dir, ttl, admin_password, events.clone()).await?;
+    let catalog = BootCatalog::open(&store, config.boot.ipxe_script.clone(), events.clone()).await?;
+    let dhcp = DhcpControl::open(&store, &config.dhcp, events.clone()).await?;
+    let tftp_default = config.tftp.enabled.unwrap_or(dhcp.any_active()?);
+    let tftp = TftpControl::open(
+        &store,
+        &config.tftp,
+        tftp_default,
+        settings.boot_root_cell(),
+        events.clone(),
+    )?;
+    let boot_serving = Arc::new(AtomicBool::new(false));
+    let domain_src = dns.clone();
+    let units: Vec<Arc<dyn Service>> = vec![
+        Arc::new(DnsUnit(dns.clone())),
+        Arc::new(DhcpUnit::new(
+            dhcp.clone(),
+            config.api.listen.port(),
+            Arc::new(move || domain_src.settings().local_domain),
+            token.clone(),
+        )),
+        Arc::new(TftpUnit::new(tftp.clone(), token.clone())),
+        Arc::new(HttpBootUnit {
+            serving: boot_serving.clone(),
+            listen: config.api.listen.to_string(),
+        }),
+    ];
+    let supervisor = Supervisor::new(&store, events.clone(), units)?;
+    Ok(AppState {
+        config,
+        store,
+        dns,
+        auth: Arc::new(auth),
+        catalog,
+        dhcp,
+        tftp,
+        events,
+        supervisor,
+        settings,
+        boot_serving,
+        started: Instant::now(),
+    })
+}

@@ -1,0 +1,630 @@
+//! Domain events (issue 7 §2) and the audit log derived from them (§3).
+//!
+//! One [`EventBus`] per process carries every notable happening as a typed [`Event`]:
+//! API writes (each service publishes its own), logins, DHCP leases, TFTP transfers,
+//! iPXE scripts and boot files served, XDP and service state changes, settings changes.
+//! Publishing is synchronous and never blocks: the event gets the next id (monotonic,
+//! never reused: ids come from the store's id generator), goes into an in-memory ring of
+//! recent events and onto a `tokio::sync::broadcast` channel for live subscribers (SSE),
+//! and is queued for a background writer that persists events in batches (one flush per
+//! batch) and copies write events into the audit table. A slow subscriber lags (the
+//! broadcast channel drops its oldest unread events and the subscriber is told how many)
+//! but never slows a writer, the DNS path or the DHCP path.
+//!
+//! Who did it: the API's session layer runs each request inside [`with_actor`], and
+//! [`EventBus::publish`] reads that task-local [`Actor`] (user name and client address),
+//! so services need not pass the caller around; outside a request the actor is `system`.
+//!
+//! Retention is bounded by count and age for events and, separately, for the audit log
+//! (`[events]` keys, see [`EventsConfig`]). Global state: none (the bus is owned by the
+//! app and handed to the services that publish).
+
+use std::{
+    collections::VecDeque,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc, Mutex,
+    },
+    time::Duration,
+};
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use tokio::sync::{broadcast, mpsc, watch};
+use utoipa::ToSchema;
+
+use crate::store::{Store, StoreError, Table};
+
+/// `[events]`: retention of the event history and of the audit log.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EventsConfig {
+    /// Most events kept; older ones are removed. Default 100000.
+    pub retention_count: usize,
+    /// Events older than this many days are removed. Default 30.
+    pub retention_days: u32,
+    /// Most audit entries kept. Default 100000.
+    pub audit_retention_count: usize,
+    /// Audit entries older than this many days are removed. Default 365.
+    pub audit_retention_days: u32,
+}
+
+impl Default for EventsConfig {
+    fn default() -> Self {
+        Self {
+            retention_count: 100_000,
+            retention_days: 30,
+            audit_retention_count: 100_000,
+            audit_retention_days: 365,
+        }
+    }
+}
+
+impl EventsConfig {
+    /// Checks the values (counts at least 1, days 1-36500).
+    ///
+    /// # Errors
+    /// A message naming the bad key.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.retention_count == 0 || self.audit_retention_count == 0 {
+            return Err("[events] retention_count and audit_retention_count must be at least 1".into());
+        }
+        if !(1..=36_500).contains(&self.retention_days) || !(1..=36_500).contains(&self.audit_retention_days) {
+            return Err("[events] retention_days and audit_retention_days must be 1-36500".into());
+        }
+        Ok(())
+    }
+}
+
+/// One event (issue 7 §2 "Fields"). `kind` is dotted (`dns.record.created`); the README
+/// lists every kind with its `data`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
+pub struct Event {
+    /// Monotonic id, never reused (also the SSE `id:`).
+    pub id: u64,
+    /// When it happened, RFC 3339 UTC.
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub time: OffsetDateTime,
+    /// Dotted kind, e.g. `dhcp.lease.granted`.
+    pub kind: String,
+    /// Resource kind it concerns (`dns_record`, `host`, `lease`, `service`, ...), if any.
+    pub resource: Option<String>,
+    /// Resource id (record id, MAC, service name, ...), if any.
+    pub resource_id: Option<String>,
+    /// User name for API actions, `system` for everything the server does on its own.
+    pub actor: String,
+    /// Client address of the API request, or the network client (DHCP/TFTP/HTTP boot).
+    pub remote_addr: Option<String>,
+    /// One human sentence.
+    pub summary: String,
+    /// Kind-specific details (for writes: `action`, `before`, `after`).
+    #[schema(value_type = Object)]
+    pub data: serde_json::Value,
+}
+
+crate::store::entity!(Event, "events");
+
+/// An audit-log entry (issue 7 §3): a write event seen from the "who did what" side.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
+pub struct AuditEntry {
+    /// Id: the id of the event it was derived from.
+    pub id: u64,
+    /// When, RFC 3339 UTC.
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub timestamp: OffsetDateTime,
+    /// Who: the user name (`system` for changes the server made itself).
+    pub user: String,
+    /// From where: the client address of the request.
+    pub remote_addr: Option<String>,
+    /// `create`, `update`, `delete` or another verb (`rollback`, `start`, `login`, ...).
+    pub action: String,
+    /// Resource kind.
+    pub resource: String,
+    /// Resource id (empty for singletons such as settings).
+    pub resource_id: String,
+    /// The event kind it came from.
+    pub kind: String,
+    /// One sentence describing the change.
+    pub summary: String,
+    /// The resource before the change (`null` for a create).
+    #[schema(value_type = Object)]
+    pub before: serde_json::Value,
+    /// The resource after the change (`null` for a delete).
+    #[schema(value_type = Object)]
+    pub after: serde_json::Value,
+}
+
+crate::store::entity!(AuditEntry, "audit_entries");
+
+/// Who caused an event: set for the duration of an API request by [`with_actor`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor {
+    /// User name.
+    pub user: String,
+    /// Client address (`ip:port` or `ip`).
+    pub remote_addr: Option<String>,
+}
+
+tokio::task_local! {
+    static ACTOR: Actor;
+}
+
+/// Runs `fut` with `actor` as the actor of every event it publishes (task-local, so it
+/// follows the request's own task, not tasks it spawns).
+pub async fn with_actor<F: std::future::Future>(actor: Actor, fut: F) -> F::Output {
+    ACTOR.scope(actor, fut).await
+}
+
+/// The actor of the current task: the API caller inside [`with_actor`], else `system`.
+pub fn current_actor() -> Actor {
+    ACTOR.try_with(Clone::clone).unwrap_or_else(|_| Actor {
+        user: "system".into(),
+        remote_addr: None,
+    })
+}
+
+/// What a publisher provides; the bus fills in id, time and (unless set) the actor.
+#[derive(Debug, Clone, Default)]
+pub struct NewEvent {
+    /// Dotted kind.
+    pub kind: String,
+    /// Resource kind.
+    pub resource: Option<String>,
+    /// Resource id.
+    pub resource_id: Option<String>,
+    /// One sentence.
+    pub summary: String,
+    /// Details.
+    pub data: serde_json::Value,
+    /// Network client for events caused by a client rather than an API user.
+    pub remote_addr: Option<String>,
+}
+
+impl NewEvent {
+    /// An event of `kind` with a summary; add the rest with the builder methods.
+    pub fn new(kind: impl Into<String>, summary: impl Into<String>) -> Self {
+        Self {
+            kind: kind.into(),
+            summary: summary.into(),
+            data: serde_json::Value::Null,
+            ..Self::default()
+        }
+    }
+
+    /// Sets the resource kind and id.
+    pub fn resource(mut self, kind: impl Into<String>, id: impl ToString) -> Self {
+        self.resource = Some(kind.into());
+        self.resource_id = Some(id.to_string());
+        self
+    }
+
+    /// Sets `data`.
+    pub fn data(mut self, data: serde_json::Value) -> Self {
+        self.data = data;
+        self
+    }
+
+    /// Sets the network client's address.
+    pub fn remote(mut self, addr: impl ToString) -> Self {
+        self.remote_addr = Some(addr.to_string());
+        self
+    }
+
+    /// A write of `resource` `id` (`action` is `create`/`update`/`delete`/...): `data`
+    /// holds `action`, `before` and `after`, and the event is copied into the audit log.
+    pub fn write<B: Serialize, A: Serialize>(
+        kind: impl Into<String>,
+        resource: &str,
+        id: impl ToString,
+        action: &str,
+        summary: impl Into<String>,
+        before: Option<&B>,
+        after: Option<&A>,
+    ) -> Self {
+        let j = |v: Option<serde_json::Value>| v.unwrap_or(serde_json::Value::Null);
+        Self::new(kind, summary).resource(resource, id).data(serde_json::json!({
+            "action": action,
+            "before": j(before.and_then(|b| serde_json::to_value(b).ok())),
+            "after": j(after.and_then(|a| serde_json::to_value(a).ok())),
+        }))
+    }
+}
+
+/// How many recent events stay in memory for gap-free SSE resumption and fast reads.
+const RING: usize = 4096;
+/// Capacity of each live subscriber's queue before it lags.
+const SUBSCRIBER_QUEUE: usize = 1024;
+/// Events waiting for the writer before new ones are kept only in memory.
+const PERSIST_QUEUE: usize = 65_536;
+
+struct Inner {
+    ring: VecDeque<Arc<Event>>,
+    last_id: u64,
+}
+
+/// The event bus. Cheap to share as `Arc<EventBus>`.
+pub struct EventBus {
+    inner: Mutex<Inner>,
+    tx: broadcast::Sender<Arc<Event>>,
+    persist: Option<mpsc::Sender<Arc<Event>>>,
+    persisted: watch::Receiver<u64>,
+    store: Option<Store>,
+    events: Option<Table<Event>>,
+    audit: Option<Table<AuditEntry>>,
+    dropped: AtomicU64,
+}
+
+/// A live subscription: the recent events at the moment of subscribing (for replay) and
+/// the receiver of everything published after them, with no gap and no overlap.
+pub struct Subscription {
+    /// Recent events (ascending ids) known when the subscription started.
+    pub recent: Vec<Arc<Event>>,
+    /// Events published afterwards.
+    pub rx: broadcast::Receiver<Arc<Event>>,
+}
+
+impl EventBus {
+    /// A bus persisting into `store`, with a background writer that applies `config`'s
+    /// retention. Must be called inside a tokio runtime.
+    ///
+    /// # Errors
+    /// Store errors opening the tables.
+    pub fn open(store: &Store, config: EventsConfig) -> Result<Arc<Self>, StoreError> {
+        let events: Table<Event> = store.table()?;
+        let audit: Table<AuditEntry> = store.table()?;
+        let last = events.newest_first().next().transpose()?.map_or(0, |e| e.id);
+        let (ptx, prx) = mpsc::channel(PERSIST_QUEUE);
+        let (wtx, wrx) = watch::channel(last);
+        let bus = Arc::new(Self::build(
+            Some(ptx),
+            wrx,
+            Some(store.clone()),
+            Some(events.clone()),
+            Some(audit.clone()),
+            last,
+        ));
+        tokio::spawn(writer(prx, wtx, events, audit, config));
+        Ok(bus)
+    }
+
+    /// A bus that keeps events in memory only (for handler tests that do not care).
+    pub fn in_memory() -> Arc<Self> {
+        let (_wtx, wrx) = watch::channel(0);
+        Arc::new(Self::build(None, wrx, None, None, None, 0))
+    }
+
+    fn build(
+        persist: Option<mpsc::Sender<Arc<Event>>>,
+        persisted: watch::Receiver<u64>,
+        store: Option<Store>,
+        events: Option<Table<Event>>,
+        audit: Option<Table<AuditEntry>>,
+        last_id: u64,
+    ) -> Self {
+        Self {
+            inner: Mutex::new(Inner {
+                ring: VecDeque::with_capacity(RING),
+                last_id,
+            }),
+            tx: broadcast::channel(SUBSCRIBER_QUEUE).0,
+            persist,
+            persisted,
+            store,
+            events,
+            audit,
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    /// Publishes one event and returns it. Never blocks and never fails: a store problem
+    /// is logged by the writer, and the event still reaches live subscribers.
+    pub fn publish(&self, e: NewEvent) -> Arc<Event> {
+        let actor = current_actor();
+        let mut g = self.inner.lock().expect("event bus lock");
+        // Ids come from the store's persistent generator (unique across restarts) and are
+        // forced above the last one so the order of ids is the order of publication.
+        let id = self
+            .store
+            .as_ref()
+            .and_then(|s| s.next_id().ok())
+            .unwrap_or(0)
+            .max(g.last_id + 1);
+        g.last_id = id;
+        let ev = Arc::new(Event {
+            id,
+            time: OffsetDateTime::now_utc(),
+            kind: e.kind,
+            resource: e.resource,
+            resource_id: e.resource_id,
+            actor: actor.user,
+            remote_addr: e.remote_addr.or(actor.remote_addr),
+            summary: e.summary,
+            data: e.data,
+        });
+        if g.ring.len() == RING {
+            g.ring.pop_front();
+        }
+        g.ring.push_back(ev.clone());
+        // No receivers is not an error.
+        let _ = self.tx.send(ev.clone());
+        drop(g);
+        if let Some(p) = &self.persist {
+            if p.try_send(ev.clone()).is_err() {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(id = ev.id, kind = %ev.kind, "event writer is behind; event kept in memory only");
+            }
+        }
+        metrics::counter!("bootlane_events_published_total").increment(1);
+        tracing::debug!(id = ev.id, kind = %ev.kind, "{}", ev.summary);
+        ev
+    }
+
+    /// Subscribes: the recent events plus everything published from now on.
+    pub fn subscribe(&self) -> Subscription {
+        let g = self.inner.lock().expect("event bus lock");
+        let rx = self.tx.subscribe();
+        let recent = g.ring.iter().cloned().collect();
+        drop(g);
+        metrics::gauge!("bootlane_event_subscribers").set(self.tx.receiver_count() as f64);
+        Subscription { recent, rx }
+    }
+
+    /// Live subscribers now.
+    pub fn subscribers(&self) -> usize {
+        self.tx.receiver_count()
+    }
+
+    /// The id of the last event published (0 when none).
+    pub fn last_id(&self) -> u64 {
+        self.inner.lock().expect("event bus lock").last_id
+    }
+
+    /// Waits (at most 2 s) until every event published so far is in the store, so a read
+    /// right after a write sees it.
+    pub async fn settle(&self) {
+        let target = self.last_id();
+        let mut rx = self.persisted.clone();
+        if self.persist.is_none() {
+            return;
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(2), rx.wait_for(|v| *v >= target)).await;
+    }
+
+    /// Stored events with an id above `after`, ascending, at most `limit`; falls back to
+    /// the in-memory ring for a bus without a store.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn after(&self, after: u64, limit: usize) -> Result<Vec<Event>, StoreError> {
+        match &self.events {
+            Some(t) => t.after(after, limit),
+            None => Ok(self
+                .inner
+                .lock()
+                .expect("event bus lock")
+                .ring
+                .iter()
+                .filter(|e| e.id > after)
+                .take(limit)
+                .map(|e| (**e).clone())
+                .collect()),
+        }
+    }
+
+    /// Stored events, newest first (the ring for a bus without a store).
+    pub fn newest_first(&self) -> Box<dyn Iterator<Item = Result<Event, StoreError>> + '_> {
+        match &self.events {
+            Some(t) => Box::new(t.newest_first()),
+            None => {
+                let v: Vec<Event> = self
+                    .inner
+                    .lock()
+                    .expect("event bus lock")
+                    .ring
+                    .iter()
+                    .rev()
+                    .map(|e| (**e).clone())
+                    .collect();
+                Box::new(v.into_iter().map(Ok))
+            }
+        }
+    }
+
+    /// Audit entries, newest first (empty for a bus without a store).
+    pub fn audit_newest_first(&self) -> Box<dyn Iterator<Item = Result<AuditEntry, StoreError>> + '_> {
+        match &self.audit {
+            Some(t) => Box::new(t.newest_first()),
+            None => Box::new(std::iter::empty()),
+        }
+    }
+
+    /// Events that could not be queued for the store since start.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+/// The audit entry for a write event (one whose `data.action` is set), else `None`.
+pub fn audit_entry(e: &Event) -> Option<AuditEntry> {
+    let action = e.data.get("action")?.as_str()?.to_string();
+    Some(AuditEntry {
+        id: e.id,
+        timestamp: e.time,
+        user: e.actor.clone(),
+        remote_addr: e.remote_addr.clone(),
+        action,
+        resource: e.resource.clone().unwrap_or_default(),
+        resource_id: e.resource_id.clone().unwrap_or_default(),
+        kind: e.kind.clone(),
+        summary: e.summary.clone(),
+        before: e.data.get("before").cloned().unwrap_or_default(),
+        after: e.data.get("after").cloned().unwrap_or_default(),
+    })
+}
+
+/// The background writer: batches events into the store, derives audit entries, and
+/// applies retention about once a minute.
+async fn writer(
+    mut rx: mpsc::Receiver<Arc<Event>>,
+    persisted: watch::Sender<u64>,
+    events: Table<Event>,
+    audit: Table<AuditEntry>,
+    config: EventsConfig,
+) {
+    let mut last_prune = tokio::time::Instant::now() - Duration::from_secs(3600);
+    let mut buf = Vec::with_capacity(512);
+    while rx.recv_many(&mut buf, 512).await > 0 {
+        let batch: Vec<Event> = buf.drain(..).map(|e| (*e).clone()).collect();
+        let audits: Vec<AuditEntry> = batch.iter().filter_map(audit_entry).collect();
+        if let Err(e) = events.put_many(&batch).await {
+            tracing::error!("storing {} events failed: {e}", batch.len());
+        }
+        if !audits.is_empty() {
+            if let Err(e) = audit.put_many(&audits).await {
+                tracing::error!("storing {} audit entries failed: {e}", audits.len());
+            }
+        }
+        if let Some(last) = batch.last() {
+            persisted.send_replace(last.id);
+        }
+        if last_prune.elapsed() >= Duration::from_secs(60) {
+            last_prune = tokio::time::Instant::now();
+            if let Err(e) = prune(&events, config.retention_count, config.retention_days, |e| e.time).await {
+                tracing::error!("pruning old events failed: {e}");
+            }
+            if let Err(e) = prune(&audit, config.audit_retention_count, config.audit_retention_days, |a| {
+                a.timestamp
+            })
+            .await
+            {
+                tracing::error!("pruning old audit entries failed: {e}");
+            }
+        }
+    }
+}
+
+/// Removes the oldest values beyond `count` and those older than `days`.
+async fn prune<T: crate::store::Entity>(
+    t: &Table<T>,
+    count: usize,
+    days: u32,
+    time: impl Fn(&T) -> OffsetDateTime,
+) -> Result<usize, StoreError> {
+    let mut removed = 0;
+    let len = t.len();
+    if len > count {
+        if let Some(id) = t.nth_oldest_id(len - count)? {
+            removed += t.remove_below(id).await?;
+        }
+    }
+    let cutoff = OffsetDateTime::now_utc() - time::Duration::days(i64::from(days));
+    let mut first_young = None;
+    for v in t.oldest_first() {
+        let v = v?;
+        if time(&v) >= cutoff {
+            first_young = Some(v.id());
+            break;
+        }
+    }
+    match first_young {
+        Some(id) => removed += t.remove_below(id).await?,
+        None => removed += t.remove_below(u64::MAX).await?,
+    }
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn ids_increase_and_survive_a_restart() {
+        let store = Store::temporary();
+        let bus = EventBus::open(&store, EventsConfig::default()).unwrap();
+        let a = bus.publish(NewEvent::new("test.a", "a"));
+        let b = bus.publish(NewEvent::new("test.b", "b"));
+        assert!(b.id > a.id);
+        bus.settle().await;
+        assert_eq!(bus.after(0, 10).unwrap().len(), 2);
+        let bus2 = EventBus::open(&store, EventsConfig::default()).unwrap();
+        let c = bus2.publish(NewEvent::new("test.c", "c"));
+        assert!(c.id > b.id, "ids are never reused across restarts");
+    }
+
+    #[tokio::test]
+    async fn actor_comes_from_the_request_scope() {
+        let bus = EventBus::in_memory();
+        let e = bus.publish(NewEvent::new("x", "outside"));
+        assert_eq!(e.actor, "system");
+        let actor = Actor {
+            user: "alice".into(),
+            remote_addr: Some("10.0.0.9".into()),
+        };
+        let e = with_actor(actor, async { bus.publish(NewEvent::new("x", "inside")) }).await;
+        assert_eq!(e.actor, "alice");
+        assert_eq!(e.remote_addr.as_deref(), Some("10.0.0.9"));
+    }
+
+    #[tokio::test]
+    async fn subscription_has_no_gap_and_no_overlap() {
+        let bus = EventBus::in_memory();
+        bus.publish(NewEvent::new("x", "1"));
+        let mut sub = bus.subscribe();
+        bus.publish(NewEvent::new("x", "2"));
+        assert_eq!(sub.recent.len(), 1);
+        let next = sub.rx.recv().await.unwrap();
+        assert_eq!(next.summary, "2");
+        assert!(next.id > sub.recent[0].id);
+    }
+
+    #[tokio::test]
+    async fn a_slow_subscriber_lags_but_never_blocks_the_publisher() {
+        let bus = EventBus::in_memory();
+        let mut sub = bus.subscribe();
+        for i in 0..(SUBSCRIBER_QUEUE + 10) {
+            bus.publish(NewEvent::new("x", i.to_string()));
+        }
+        match sub.rx.recv().await {
+            Err(broadcast::error::RecvError::Lagged(n)) => assert_eq!(n, 10),
+            other => panic!("expected a lag, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn writes_become_audit_entries_and_retention_applies() {
+        let store = Store::temporary();
+        let bus = EventBus::open(&store, EventsConfig::default()).unwrap();
+        let actor = Actor {
+            user: "bob".into(),
+            remote_addr: Some("192.0.2.1".into()),
+        };
+        with_actor(actor, async {
+            bus.publish(NewEvent::write(
+                "host.created",
+                "host",
+                7,
+                "create",
+                "host pc7 created",
+                None::<&()>,
+                Some(&serde_json::json!({"name": "pc7"})),
+            ));
+        })
+        .await;
+        bus.publish(NewEvent::new("dhcp.lease.granted", "not a write"));
+        bus.settle().await;
+        let audit: Vec<AuditEntry> = bus.audit_newest_first().map(Result::unwrap).collect();
+        assert_eq!(audit.len(), 1);
+        assert_eq!(audit[0].user, "bob");
+        assert_eq!(audit[0].action, "create");
+        assert_eq!(audit[0].resource_id, "7");
+        assert_eq!(audit[0].after["name"], "pc7");
+
+        let t: Table<Event> = store.table().unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!(prune(&t, 1, 30, |e| e.time).await.unwrap(), 1);
+        assert_eq!(t.len(), 1);
+        assert_eq!(t.list().unwrap()[0].kind, "dhcp.lease.granted");
+    }
+}

@@ -1,0 +1,302 @@
+//! Layered settings (issue 7 §6) for the groups that belong to no single service:
+//! `general` and `netboot`. The configuration file gives the defaults, stored values
+//! (`store.kv("settings")`, one document per group) override them, and a change is
+//! validated, stored and applied: live where possible (session lifetime, boot root for
+//! HTTP boot), through a restart of the one service that needs it (TFTP for a new boot
+//! root), or at the next process start (server name, API listen address: the answer
+//! says so). The per-service groups (`/services/dns|dhcp|tftp`, `/settings/logging`)
+//! and `/settings/interfaces` delegate to their services; see `api/settings_api.rs`.
+//! State: the effective values of both groups.
+
+use std::{
+    net::SocketAddr,
+    path::PathBuf,
+    sync::{Arc, RwLock},
+};
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::{
+    events::{EventBus, NewEvent},
+    service_error::ServiceError,
+    store::{Kv, Store, StoreError},
+};
+
+/// How a settings change took effect.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub struct Applied {
+    /// Keys applied at once.
+    pub live: Vec<String>,
+    /// Services restarted to apply the change.
+    pub restarted: Vec<String>,
+    /// Keys stored that apply at the next start of Bootlane.
+    pub next_start: Vec<String>,
+}
+
+/// `/settings/general`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GeneralSettings {
+    /// The server's name (a DNS label; its own A record). Applies at the next start.
+    pub server_name: String,
+    /// API and HTTP boot listen address `ip:port`. Applies at the next start.
+    pub api_listen: String,
+    /// Lifetime of new sessions in seconds (60-2592000). Live.
+    pub session_ttl_secs: u64,
+}
+
+/// Body of `PUT /settings/general`: any subset.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GeneralPatch {
+    /// See [`GeneralSettings::server_name`].
+    pub server_name: Option<String>,
+    /// See [`GeneralSettings::api_listen`].
+    pub api_listen: Option<String>,
+    /// See [`GeneralSettings::session_ttl_secs`].
+    pub session_ttl_secs: Option<u64>,
+}
+
+/// `/settings/netboot`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NetbootSettings {
+    /// The boot directory served by TFTP and `GET /boot/...` (absolute, existing).
+    pub boot_root: String,
+    /// The iPXE script URL handed to iPXE clients by DHCP (the loop breaker: a client
+    /// whose user class is `iPXE` gets this instead of the iPXE binary). Read-only: it
+    /// follows `api_listen` and each subnet's server address.
+    pub ipxe_script_path: String,
+}
+
+/// Body of `PUT /settings/netboot`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NetbootPatch {
+    /// See [`NetbootSettings::boot_root`].
+    pub boot_root: Option<String>,
+    /// Read-only, accepted unchanged so a GET answer can be PUT back.
+    pub ipxe_script_path: Option<String>,
+}
+
+/// `/settings/interfaces`: which interfaces and addresses each service uses.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct InterfaceSettings {
+    /// DNS listen addresses.
+    pub dns: Vec<String>,
+    /// DHCP: subnet (CIDR) → interface.
+    pub dhcp: std::collections::BTreeMap<String, String>,
+    /// TFTP listen address.
+    pub tftp: String,
+}
+
+/// The whole tree (`GET/PUT /settings`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SettingsTree {
+    /// General.
+    pub general: GeneralSettings,
+    /// Interfaces per service.
+    pub interfaces: InterfaceSettings,
+    /// Netboot.
+    pub netboot: NetbootSettings,
+    /// Logging (see `/settings/logging`).
+    #[schema(value_type = Object)]
+    pub logging: serde_json::Value,
+    /// DNS (see `/services/dns`).
+    #[schema(value_type = Object)]
+    pub dns: serde_json::Value,
+    /// DHCP (see `/services/dhcp`).
+    #[schema(value_type = Object)]
+    pub dhcp: serde_json::Value,
+    /// TFTP (see `/services/tftp`).
+    #[schema(value_type = Object)]
+    pub tftp: serde_json::Value,
+}
+
+/// File defaults for the two groups (from `[server]`, `[api]` and `[boot]`).
+#[derive(Debug, Clone)]
+pub struct SettingsDefaults {
+    /// `[server] name`.
+    pub server_name: String,
+    /// `[api] listen`.
+    pub api_listen: SocketAddr,
+    /// `[api] session_ttl_secs`.
+    pub session_ttl_secs: u64,
+    /// `[boot] root` or `<data_dir>/boot`.
+    pub boot_root: PathBuf,
+}
+
+/// The `general` and `netboot` groups.
+pub struct Settings {
+    kv: Kv,
+    general: RwLock<GeneralSettings>,
+    boot_root: Arc<RwLock<PathBuf>>,
+    write: tokio::sync::Mutex<()>,
+    events: Arc<EventBus>,
+}
+
+const GENERAL: &str = "general";
+const NETBOOT: &str = "netboot";
+
+impl Settings {
+    /// Loads the stored groups over the file defaults.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn open(store: &Store, d: &SettingsDefaults, events: Arc<EventBus>) -> Result<Arc<Self>, StoreError> {
+        let kv = store.kv("settings")?;
+        let general = kv.get::<GeneralSettings>(GENERAL)?.unwrap_or(GeneralSettings {
+            server_name: d.server_name.clone(),
+            api_listen: d.api_listen.to_string(),
+            session_ttl_secs: d.session_ttl_secs,
+        });
+        let boot_root = kv
+            .get::<NetbootSettings>(NETBOOT)?
+            .map_or_else(|| d.boot_root.clone(), |n| PathBuf::from(n.boot_root));
+        Ok(Arc::new(Self {
+            kv,
+            general: RwLock::new(general),
+            boot_root: Arc::new(RwLock::new(boot_root)),
+            write: tokio::sync::Mutex::new(()),
+            events,
+        }))
+    }
+
+    /// The effective general settings.
+    pub fn general(&self) -> GeneralSettings {
+        self.general
+            .read()
+            .map(|g| g.clone())
+            .unwrap_or_else(|e| e.into_inner().clone())
+    }
+
+    /// The effective boot directory.
+    pub fn boot_root(&self) -> PathBuf {
+        self.boot_root
+            .read()
+            .map(|g| g.clone())
+            .unwrap_or_else(|e| e.into_inner().clone())
+    }
+
+    /// The shared boot-root cell (HTTP boot reads it per request).
+    pub fn boot_root_cell(&self) -> Arc<RwLock<PathBuf>> {
+        self.boot_root.clone()
+    }
+
+    /// The effective netboot settings.
+    pub fn netboot(&self) -> NetbootSettings {
+        NetbootSettings {
+            boot_root: self.boot_root().display().to_string(),
+            ipxe_script_path: crate::dhcp::handler::IPXE_SCRIPT_PATH.to_string(),
+        }
+    }
+
+    /// Validates and stores a general patch; answers the new values and how each key
+    /// applies (`session_ttl_secs` live through `set_ttl`, the others at next start).
+    ///
+    /// # Errors
+    /// [`ServiceError::Invalid`] naming the key; store errors.
+    pub async fn put_general(
+        &self,
+        p: GeneralPatch,
+        set_ttl: impl FnOnce(u64),
+    ) -> Result<(GeneralSettings, Applied), ServiceError> {
+        let _w = self.write.lock().await;
+        let before = self.general();
+        let mut new = before.clone();
+        let mut applied = Applied {
+            live: vec![],
+            restarted: vec![],
+            next_start: vec![],
+        };
+        if let Some(n) = p.server_name {
+            let n = n.trim().to_ascii_lowercase();
+            crate::dns::names::validate_label(&n)
+                .map_err(|e| ServiceError::Invalid(format!("'server_name' {n:?} must be a single DNS label: {e}")))?;
+            new.server_name = n;
+            applied.next_start.push("server_name".into());
+        }
+        if let Some(l) = p.api_listen {
+            let a: SocketAddr = l
+                .trim()
+                .parse()
+                .map_err(|_| ServiceError::Invalid(format!("'api_listen' {l:?} is not ip:port, e.g. 0.0.0.0:8080")))?;
+            if a.port() == 0 {
+                return Err(ServiceError::Invalid("'api_listen' needs a port 1-65535".into()));
+            }
+            new.api_listen = a.to_string();
+            applied.next_start.push("api_listen".into());
+        }
+        if let Some(t) = p.session_ttl_secs {
+            if !(60..=2_592_000).contains(&t) {
+                return Err(ServiceError::Invalid("'session_ttl_secs' must be 60-2592000".into()));
+            }
+            new.session_ttl_secs = t;
+            applied.live.push("session_ttl_secs".into());
+        }
+        if new != before {
+            self.kv.put(GENERAL, &new).await?;
+            if let Ok(mut g) = self.general.write() {
+                *g = new.clone();
+            }
+            set_ttl(new.session_ttl_secs);
+            self.events.publish(NewEvent::write(
+                "settings.changed",
+                "settings",
+                "general",
+                "update",
+                "general settings changed",
+                Some(&before),
+                Some(&new),
+            ));
+        }
+        Ok((new, applied))
+    }
+
+    /// Validates and stores a netboot patch. A new boot root applies to HTTP boot at once;
+    /// the caller restarts TFTP when the returned flag says the root changed.
+    ///
+    /// # Errors
+    /// [`ServiceError::Invalid`] naming the key; store errors.
+    pub async fn put_netboot(&self, p: NetbootPatch) -> Result<(NetbootSettings, bool), ServiceError> {
+        let _w = self.write.lock().await;
+        let before = self.netboot();
+        if let Some(x) = &p.ipxe_script_path {
+            if *x != before.ipxe_script_path {
+                return Err(ServiceError::Invalid(
+                    "'ipxe_script_path' is read-only (it follows api_listen and the subnets' server addresses)".into(),
+                ));
+            }
+        }
+        let Some(root) = p.boot_root else {
+            return Ok((before, false));
+        };
+        let root = PathBuf::from(root.trim());
+        if !root.is_absolute() || !root.is_dir() {
+            return Err(ServiceError::Invalid(format!(
+                "'boot_root' {} must be an absolute path to an existing directory",
+                root.display()
+            )));
+        }
+        if root == self.boot_root() {
+            return Ok((before, false));
+        }
+        if let Ok(mut g) = self.boot_root.write() {
+            *g = root;
+        }
+        let after = self.netboot();
+        self.kv.put(NETBOOT, &after).await?;
+        self.events.publish(NewEvent::write(
+            "settings.changed",
+            "settings",
+            "netboot",
+            "update",
+            "netboot settings changed",
+            Some(&before),
+            Some(&after),
+        ));
+        Ok((after, true))
+    }
+}
