@@ -73,8 +73,11 @@ pub struct Config {
     pub tftp: crate::tftp::TftpConfig,
     /// `[boot]` section: the boot directory and the iPXE script.
     pub boot: crate::boot::BootConfig,
-    /// Log filter, tracing `EnvFilter` syntax. Default `info`.
-    pub log: String,
+    /// `[logging]` section: level, log files, rotation, retention.
+    pub logging: crate::logging::LoggingConfig,
+    /// Older spelling of `[logging] level` (earlier READMEs documented it); when present
+    /// it wins over `[logging] level`. Default unset.
+    pub log: Option<String>,
 }
 
 impl Default for Config {
@@ -87,7 +90,8 @@ impl Default for Config {
             dhcp: Default::default(),
             tftp: Default::default(),
             boot: Default::default(),
-            log: "info".into(),
+            logging: Default::default(),
+            log: None,
         }
     }
 }
@@ -227,10 +231,13 @@ impl Config {
         if let Some(p) = args.dns_port {
             cfg.dns.port = p;
         }
+        if let Some(l) = &cfg.log {
+            cfg.logging.level.clone_from(l);
+        }
         if let Some(l) = &args.log {
-            cfg.log = l.clone();
+            cfg.logging.level_override = Some(l.clone());
         } else if let Ok(l) = std::env::var("RUST_LOG") {
-            cfg.log = l;
+            cfg.logging.level_override = Some(l);
         }
         cfg.validate()?;
         Ok(cfg)
@@ -278,6 +285,7 @@ impl Config {
         if self.tftp.port == 0 {
             bail!("[tftp] port must be 1-65535");
         }
+        self.logging.validate()?;
         Ok(())
     }
 

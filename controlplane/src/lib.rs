@@ -42,16 +42,24 @@ pub async fn shutdown_signal(token: CancellationToken) {
 
 /// Starts the store, the data plane, the DNS service, the boot directory, DHCP and TFTP
 /// (when configured) and the REST API (with HTTP boot), and runs until `token` is
-/// cancelled. DHCP and TFTP get child tokens.
+/// cancelled. DHCP and TFTP get child tokens. `logs` (from [`logging::init`]) gets the
+/// store's logging settings and goes to the API.
 ///
 /// # Errors
 /// Start-up failures (data directory, store, boot directory, binding the API, DNS, DHCP
 /// or TFTP sockets), with context.
-pub async fn run(config: config::Config, token: CancellationToken) -> anyhow::Result<()> {
+pub async fn run(
+    config: config::Config,
+    token: CancellationToken,
+    logs: Arc<logging::LogControl>,
+) -> anyhow::Result<()> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
     let store = store::Store::open(&config.data_dir)
         .with_context(|| format!("opening the store in {}", config.data_dir.display()))?;
+    logs.attach(&store, token.clone())
+        .await
+        .context("applying the stored logging settings")?;
     // The XDP program attaches where the DNS server listens: the stored settings win over
     // the file once they exist (see DnsService::start), so pick the interfaces from them.
     let mut xdp_config = config.clone();
@@ -63,7 +71,7 @@ pub async fn run(config: config::Config, token: CancellationToken) -> anyhow::Re
         .await
         .context("starting the DNS service")?;
     let admin_password = std::env::var("BOOTLANE_ADMIN_PASSWORD").ok();
-    let state = api::AppState::new(Arc::new(config.clone()), store.clone(), dns, admin_password)
+    let state = api::AppState::new(Arc::new(config.clone()), store.clone(), dns, admin_password, logs)
         .await
         .context("preparing the API")?;
     let boot_root = config.boot_root();

@@ -12,12 +12,15 @@ pub mod dns;
 pub mod error;
 pub mod extract;
 pub mod hosts;
+pub mod logs;
 pub mod profiles;
 pub mod system;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_boot;
+#[cfg(test)]
+mod tests_logs;
 
 use std::{sync::Arc, time::Instant};
 
@@ -87,6 +90,8 @@ pub struct AppState {
     pub tftp: Arc<TftpControl>,
     /// Process start.
     pub started: Instant,
+    /// Logging: level, files, the log-line stream (handlers take it as sub-state).
+    pub logs: Arc<crate::logging::LogControl>,
 }
 
 impl AppState {
@@ -101,6 +106,7 @@ impl AppState {
         store: Store,
         dns: Arc<DnsService>,
         admin_password: Option<String>,
+        logs: Arc<crate::logging::LogControl>,
     ) -> anyhow::Result<Self> {
         let ttl = std::time::Duration::from_secs(config.api.session_ttl_secs);
         let auth = auth::Auth::open(&store, &config.data_dir, ttl, admin_password).await?;
@@ -117,6 +123,7 @@ impl AppState {
             dns,
             auth: Arc::new(auth),
             started: Instant::now(),
+            logs,
         })
     }
 
@@ -194,6 +201,12 @@ impl AppState {
         system::status,
         system::metrics,
         system::audit_logs,
+        logs::list_files,
+        logs::disk_usage,
+        logs::cleanup,
+        logs::stream,
+        logs::get_settings,
+        logs::put_settings,
     ),
     components(schemas(
         crate::dns::records::DnsRecord,
@@ -246,6 +259,19 @@ impl AppState {
         system::UpdateCheck,
         system::Status,
         AuditEntry,
+        crate::logging::LoggingSettings,
+        crate::logging::LoggingSettingsPatch,
+        crate::logging::Rotation,
+        crate::logging::LogFile,
+        crate::logging::LogLine,
+        crate::logging::LogLevel,
+        logs::LogFileList,
+        logs::DiskUsage,
+        logs::FileUsage,
+        logs::CleanupRequest,
+        logs::CleanupResult,
+        logs::LoggingSettingsView,
+        logs::LoggingApplied,
     ))
 )]
 pub struct ApiDoc;
@@ -308,6 +334,7 @@ pub fn router(state: AppState) -> Router {
         .merge(hosts::router())
         .merge(profiles::router())
         .merge(system::router())
+        .merge(logs::router())
         .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_session));
     let public = Router::new().merge(auth::router()).merge(system::public_router());
     let api = Router::new().merge(public).merge(protected).fallback(fallback);

@@ -35,7 +35,8 @@ async fn setup_with(mut config: Config) -> T {
     )
     .await
     .unwrap();
-    let state = AppState::new(Arc::new(config), store, dns, Some("pw-admin".into()))
+    let logs = crate::logging::LogControl::for_tests(&config.data_dir.join("logs"));
+    let state = AppState::new(Arc::new(config), store, dns, Some("pw-admin".into()), logs)
         .await
         .unwrap();
     let mut t = T {
