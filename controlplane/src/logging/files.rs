@@ -330,3 +330,275 @@ impl Write for RollingWriter {
         self.open.as_mut().map_or(Ok(()), |o| o.file.flush())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use time::macros::datetime;
+
+    use super::*;
+
+    fn policy(rotation: Rotation, max: u64, keep: u32, days: u32) -> Arc<Mutex<FilePolicy>> {
+        Arc::new(Mutex::new(FilePolicy {
+            rotation,
+            max_file_bytes: max,
+            keep_files: keep,
+            retention_days: days,
+        }))
+    }
+
+    struct W {
+        dir: tempfile::TempDir,
+        w: RollingWriter,
+        now: Arc<Mutex<OffsetDateTime>>,
+        current: Arc<Mutex<Option<String>>>,
+    }
+
+    fn writer(p: Arc<Mutex<FilePolicy>>, start: OffsetDateTime) -> W {
+        let dir = tempfile::tempdir().unwrap();
+        let now = Arc::new(Mutex::new(start));
+        let current = Arc::new(Mutex::new(None));
+        let clock = now.clone();
+        let w = RollingWriter::new(
+            dir.path().to_path_buf(),
+            p,
+            current.clone(),
+            Box::new(move || *clock.lock().unwrap()),
+        );
+        W { dir, w, now, current }
+    }
+
+    fn names(dir: &Path) -> Vec<(String, u64)> {
+        let mut v: Vec<_> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (e.file_name().into_string().unwrap(), e.metadata().unwrap().len())
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn names_round_trip_and_foreign_names_are_rejected() {
+        for (stamp, i) in [
+            (None, 0),
+            (None, 3),
+            (Some("2024-05-01"), 0),
+            (Some("2024-05-01-13"), 12),
+        ] {
+            let n = file_name(stamp, i);
+            assert_eq!(parse_file_name(&n), Some((stamp.map(str::to_string), i)), "{n}");
+        }
+        assert_eq!(file_name(Some("2024-05-01"), 2), "bootlane.2024-05-01.2.log");
+        for bad in [
+            "bootlane.txt",
+            "other.2024-05-01.log",
+            "bootlane.2024-5-01.log",
+            "bootlane.2024-05-01.0.log",
+            "bootlane.2024-05-01.x.log",
+            "bootlane..log",
+            "bootlane.2024-05-01.1.2.log",
+            "bootlane.log.gz",
+            "bootlanex.log",
+        ] {
+            assert_eq!(parse_file_name(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn daily_rotation_starts_a_new_file_each_utc_day() {
+        let mut t = writer(
+            policy(Rotation::Daily, 1 << 20, 100, 3650),
+            datetime!(2024-05-01 23:59 UTC),
+        );
+        t.w.write_all(b"one\n").unwrap();
+        *t.now.lock().unwrap() = datetime!(2024-05-02 00:00:01 UTC);
+        t.w.write_all(b"two\n").unwrap();
+        assert_eq!(
+            names(t.dir.path()),
+            [
+                ("bootlane.2024-05-01.log".into(), 4),
+                ("bootlane.2024-05-02.log".into(), 4)
+            ]
+        );
+        assert_eq!(t.current.lock().unwrap().as_deref(), Some("bootlane.2024-05-02.log"));
+    }
+
+    #[test]
+    fn hourly_and_never_name_their_files() {
+        let mut t = writer(
+            policy(Rotation::Hourly, 1 << 20, 100, 3650),
+            datetime!(2024-05-01 07:10 UTC),
+        );
+        t.w.write_all(b"x\n").unwrap();
+        assert_eq!(names(t.dir.path())[0].0, "bootlane.2024-05-01-07.log");
+        let mut t = writer(
+            policy(Rotation::Never, 1 << 20, 100, 3650),
+            datetime!(2024-05-01 07:10 UTC),
+        );
+        t.w.write_all(b"x\n").unwrap();
+        *t.now.lock().unwrap() = datetime!(2024-06-01 07:10 UTC);
+        t.w.write_all(b"y\n").unwrap();
+        assert_eq!(names(t.dir.path()), [("bootlane.log".into(), 4)]);
+    }
+
+    #[test]
+    fn size_cap_rolls_to_numbered_files_and_a_restart_continues_the_last() {
+        let p = policy(Rotation::Daily, 10, 100, 3650);
+        let mut t = writer(p.clone(), datetime!(2024-05-01 12:00 UTC));
+        for _ in 0..5 {
+            t.w.write_all(b"abcd\n").unwrap(); // 5 bytes: two lines fit under 10
+        }
+        assert_eq!(
+            names(t.dir.path()),
+            [
+                ("bootlane.2024-05-01.1.log".into(), 10),
+                ("bootlane.2024-05-01.2.log".into(), 5),
+                ("bootlane.2024-05-01.log".into(), 10),
+            ]
+        );
+        // A line longer than the cap still goes somewhere (alone in its file).
+        t.w.write_all(b"0123456789abcdef\n").unwrap();
+        assert_eq!(names(t.dir.path()).last().unwrap().1, 10);
+        assert!(names(t.dir.path()).contains(&("bootlane.2024-05-01.3.log".into(), 17)));
+        // A new writer (restart) skips the full files and appends to the first with room.
+        let now = t.now.clone();
+        let mut again = RollingWriter::new(
+            t.dir.path().to_path_buf(),
+            p,
+            Arc::new(Mutex::new(None)),
+            Box::new(move || *now.lock().unwrap()),
+        );
+        again.write_all(b"zz\n").unwrap();
+        assert!(names(t.dir.path()).contains(&("bootlane.2024-05-01.2.log".into(), 8)));
+    }
+
+    #[test]
+    fn policy_changes_apply_to_the_next_line() {
+        let p = policy(Rotation::Daily, 1 << 20, 100, 3650);
+        let mut t = writer(p.clone(), datetime!(2024-05-01 12:00 UTC));
+        t.w.write_all(b"line\n").unwrap();
+        p.lock().unwrap().rotation = Rotation::Hourly;
+        t.w.write_all(b"line\n").unwrap();
+        assert_eq!(t.current.lock().unwrap().as_deref(), Some("bootlane.2024-05-01-12.log"));
+    }
+
+    fn file(name: &str, age_days: i64, now: OffsetDateTime, current: bool) -> LogFile {
+        LogFile {
+            name: name.into(),
+            size_bytes: 100,
+            modified: now - time::Duration::days(age_days) - time::Duration::minutes(1),
+            current,
+        }
+    }
+
+    #[test]
+    fn selection_rules() {
+        let now = datetime!(2024-05-10 12:00 UTC);
+        // Newest first, as `list` returns them.
+        let files = [
+            file("bootlane.2024-05-10.log", 0, now, true),
+            file("bootlane.2024-05-09.log", 1, now, false),
+            file("bootlane.2024-05-05.log", 5, now, false),
+            file("bootlane.2024-05-01.log", 9, now, false),
+        ];
+        let pick = |o, k, c| -> Vec<String> { select(&files, o, k, c, now).into_iter().map(|f| f.name).collect() };
+        assert!(pick(None, None, Combine::All).is_empty());
+        assert_eq!(
+            pick(Some(4), None, Combine::All),
+            ["bootlane.2024-05-05.log", "bootlane.2024-05-01.log"]
+        );
+        assert_eq!(pick(None, Some(3), Combine::All), ["bootlane.2024-05-01.log"]);
+        // Both: older than 0 days (all) but keep the latest 2.
+        assert_eq!(
+            pick(Some(0), Some(2), Combine::All),
+            ["bootlane.2024-05-05.log", "bootlane.2024-05-01.log"]
+        );
+        // Both, AND: older than 4 days and beyond the newest 3: only the oldest.
+        assert_eq!(pick(Some(4), Some(3), Combine::All), ["bootlane.2024-05-01.log"]);
+        // Retention, OR: beyond the newest 3 or older than 4 days.
+        assert_eq!(
+            pick(Some(4), Some(3), Combine::Any),
+            ["bootlane.2024-05-05.log", "bootlane.2024-05-01.log"]
+        );
+        // The current file is never selected, whatever the rules say.
+        assert!(!pick(Some(0), Some(0), Combine::All).contains(&"bootlane.2024-05-10.log".to_string()));
+        assert_eq!(pick(Some(0), Some(0), Combine::All).len(), 3);
+    }
+
+    #[test]
+    fn list_and_prune_touch_only_our_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = OffsetDateTime::now_utc();
+        let mk = |name: &str, age_days: i64| {
+            let p = dir.path().join(name);
+            fs::write(&p, b"data").unwrap();
+            let f = File::options().write(true).open(&p).unwrap();
+            f.set_modified((now - time::Duration::days(age_days)).into()).unwrap();
+        };
+        mk("bootlane.2024-01-01.log", 40);
+        mk("bootlane.2024-01-02.log", 39);
+        mk("bootlane.2024-02-01.log", 2);
+        mk("bootlane.2024-02-02.log", 1);
+        mk("notes.txt", 100);
+        mk("bootlane.2024-01-01.log.gz", 100);
+        fs::create_dir(dir.path().join("bootlane.2023-01-01.log")).unwrap();
+        let listed: Vec<String> = list(dir.path(), Some("bootlane.2024-01-01.log"))
+            .unwrap()
+            .into_iter()
+            .map(|f| f.name)
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                "bootlane.2024-02-02.log",
+                "bootlane.2024-02-01.log",
+                "bootlane.2024-01-02.log",
+                "bootlane.2024-01-01.log"
+            ]
+        );
+        // 30 days' retention; the oldest file is "current" and so stays.
+        let p = FilePolicy {
+            rotation: Rotation::Daily,
+            max_file_bytes: 1 << 20,
+            keep_files: 100,
+            retention_days: 30,
+        };
+        prune(dir.path(), Some("bootlane.2024-01-01.log"), &p, now);
+        let left: Vec<String> = names(dir.path()).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(
+            left,
+            [
+                "bootlane.2023-01-01.log",
+                "bootlane.2024-01-01.log",
+                "bootlane.2024-01-01.log.gz",
+                "bootlane.2024-02-01.log",
+                "bootlane.2024-02-02.log",
+                "notes.txt"
+            ]
+        );
+        // keep_files = 1: only the newest and the current file are left of ours.
+        prune(
+            dir.path(),
+            Some("bootlane.2024-01-01.log"),
+            &FilePolicy { keep_files: 1, ..p },
+            now,
+        );
+        assert!(!dir.path().join("bootlane.2024-02-01.log").exists());
+        assert!(dir.path().join("bootlane.2024-02-02.log").exists());
+        assert!(dir.path().join("bootlane.2024-01-01.log").exists());
+        assert!(list(&dir.path().join("missing"), None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn opening_a_file_prunes_beyond_keep_files() {
+        let mut t = writer(policy(Rotation::Daily, 10, 2, 3650), datetime!(2024-05-01 12:00 UTC));
+        for _ in 0..4 {
+            t.w.write_all(b"0123456789\n").unwrap();
+        }
+        let left = names(t.dir.path());
+        assert_eq!(left.len(), 2, "{left:?}");
+        assert!(left.iter().any(|(n, _)| n == "bootlane.2024-05-01.3.log"));
+    }
+}

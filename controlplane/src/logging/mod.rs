@@ -499,3 +499,270 @@ impl LogControl {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::Config;
+
+    fn emit(c: &LogControl, f: impl FnOnce()) {
+        tracing::dispatcher::with_default(c.dispatch().unwrap(), f);
+    }
+
+    fn recv_now(rx: &mut broadcast::Receiver<Arc<LogLine>>) -> Option<Arc<LogLine>> {
+        rx.try_recv().ok()
+    }
+
+    #[test]
+    fn config_section_defaults_and_the_old_log_key() {
+        let c: Config = toml::from_str("").unwrap();
+        let l = &c.logging;
+        assert_eq!(
+            (
+                l.level.as_str(),
+                l.rotation,
+                l.max_file_bytes,
+                l.keep_files,
+                l.retention_days
+            ),
+            ("info", Rotation::Daily, 64 << 20, 14, 30)
+        );
+        assert_eq!(l.dir_in(Path::new("/data")), Path::new("/data/logs"));
+        let c: Config = toml::from_str("[logging]\nrotation = \"hourly\"\ndir = \"/x\"\nkeep_files = 3").unwrap();
+        assert_eq!((c.logging.rotation, c.logging.keep_files), (Rotation::Hourly, 3));
+        assert_eq!(c.logging.dir_in(Path::new("/data")), Path::new("/x"));
+        assert!(toml::from_str::<Config>("[logging]\nrotation = \"weekly\"").is_err());
+        assert!(toml::from_str::<Config>("[logging]\nlevels = \"info\"").is_err());
+        // The old top-level key still parses; Config::load copies it into [logging] level.
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), "log = \"debug\"\n").unwrap();
+        let args = crate::config::ServeArgs {
+            config: Some(file.path().to_path_buf()),
+            log: Some("warn".into()),
+            ..Default::default()
+        };
+        let c = Config::load(&args).unwrap();
+        assert_eq!(c.logging.level, "debug");
+        assert_eq!(c.logging.level_override.as_deref(), Some("warn"));
+        std::fs::write(file.path(), "[logging]\nkeep_files = 0\n").unwrap();
+        let e = Config::load(&args).unwrap_err().to_string();
+        assert!(e.contains("[logging] keep_files"), "{e}");
+        let bad = crate::config::ServeArgs {
+            log: Some("bootlane=[".into()),
+            ..Default::default()
+        };
+        let e = format!("{:#}", Config::load(&bad).unwrap_err());
+        assert!(e.contains("--log"), "{e}");
+    }
+
+    #[test]
+    fn validation_names_the_key() {
+        let ok = LoggingConfig::default().settings();
+        assert!(validate(&ok).is_ok());
+        for (s, key) in [
+            (
+                LoggingSettings {
+                    level: "bootlane=nope=1".into(),
+                    ..ok.clone()
+                },
+                "level",
+            ),
+            (
+                LoggingSettings {
+                    max_file_bytes: 10,
+                    ..ok.clone()
+                },
+                "max_file_bytes",
+            ),
+            (
+                LoggingSettings {
+                    keep_files: 0,
+                    ..ok.clone()
+                },
+                "keep_files",
+            ),
+            (
+                LoggingSettings {
+                    retention_days: 99_999,
+                    ..ok.clone()
+                },
+                "retention_days",
+            ),
+        ] {
+            let e = validate(&s).unwrap_err();
+            assert!(matches!(e, ServiceError::Invalid(_)));
+            assert!(e.to_string().starts_with(key), "{e}");
+        }
+    }
+
+    #[tokio::test]
+    async fn level_changes_live_and_lines_reach_the_stream_and_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = LogControl::for_tests(dir.path());
+        let mut rx = c.subscribe();
+        emit(&c, || tracing::debug!("hidden at info"));
+        assert!(recv_now(&mut rx).is_none());
+        emit(&c, || {
+            tracing::info!(mac = "52:54:00:00:00:01", n = 3_u64, ok = true, "lease granted")
+        });
+        let line = recv_now(&mut rx).unwrap();
+        assert_eq!((line.level, line.message.as_str()), (LogLevel::Info, "lease granted"));
+        assert_eq!(line.target, module_path!());
+        assert_eq!(
+            serde_json::to_value(&line.fields).unwrap(),
+            serde_json::json!({"mac": "52:54:00:00:00:01", "n": 3, "ok": true})
+        );
+        let v = serde_json::to_value(&*line).unwrap();
+        assert_eq!(v["level"], "info");
+        assert!(v["time"].as_str().unwrap().contains('T'));
+
+        let s = c
+            .apply(LoggingSettingsPatch {
+                level: Some("debug".into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(s.level, "debug");
+        while recv_now(&mut rx).is_some() {}
+        emit(&c, || tracing::debug!("now visible"));
+        assert_eq!(recv_now(&mut rx).unwrap().message, "now visible");
+
+        c.apply(LoggingSettingsPatch {
+            level: Some("warn".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        while recv_now(&mut rx).is_some() {}
+        emit(&c, || tracing::info!("hidden at warn"));
+        assert!(recv_now(&mut rx).is_none());
+
+        // The same lines went to the current file (the test writer is synchronous).
+        let cur = c.current_file().unwrap();
+        assert!(files::parse_file_name(&cur).is_some());
+        let text = std::fs::read_to_string(dir.path().join(cur)).unwrap();
+        assert!(text.contains("lease granted") && text.contains("now visible"));
+        assert!(!text.contains("hidden at"));
+    }
+
+    #[tokio::test]
+    async fn a_lagging_receiver_is_told_and_never_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = LogControl::for_tests(dir.path());
+        let mut rx = c.subscribe();
+        emit(&c, || {
+            for i in 0..stream::STREAM_CAPACITY + 10 {
+                tracing::info!(i, "flood");
+            }
+        });
+        assert!(matches!(rx.try_recv(), Err(broadcast::error::TryRecvError::Lagged(10))));
+    }
+
+    #[tokio::test]
+    async fn invalid_patches_change_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = LogControl::for_tests(dir.path());
+        let before = c.settings();
+        for (p, key) in [
+            (
+                LoggingSettingsPatch {
+                    level: Some("a=b=c".into()),
+                    keep_files: Some(5),
+                    ..Default::default()
+                },
+                "level",
+            ),
+            (
+                LoggingSettingsPatch {
+                    retention_days: Some(0),
+                    ..Default::default()
+                },
+                "retention_days",
+            ),
+            (
+                LoggingSettingsPatch {
+                    dir: Some("/elsewhere".into()),
+                    ..Default::default()
+                },
+                "dir",
+            ),
+        ] {
+            let e = c.apply(p).await.unwrap_err().to_string();
+            assert!(e.starts_with(key), "{e}");
+        }
+        assert_eq!(c.settings(), before);
+        // The current dir is accepted (a GET answer can be PUT back).
+        let same = LoggingSettingsPatch {
+            dir: Some(dir.path().display().to_string()),
+            ..Default::default()
+        };
+        assert_eq!(c.apply(same).await.unwrap(), before);
+        let e = serde_json::from_str::<LoggingSettingsPatch>(r#"{"levl": "info"}"#).unwrap_err();
+        assert!(e.to_string().contains("unknown field `levl`"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn stored_overrides_layer_over_the_file_and_apply_at_start() {
+        let store = Store::temporary();
+        let dir = tempfile::tempdir().unwrap();
+        let c = LogControl::for_tests(dir.path());
+        c.attach(&store, CancellationToken::new()).await.unwrap();
+        c.apply(LoggingSettingsPatch {
+            level: Some("warn".into()),
+            keep_files: Some(5),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        c.apply(LoggingSettingsPatch {
+            rotation: Some(Rotation::Hourly),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        // Only the keys ever PUT are stored, so file defaults still reach the others.
+        let stored: serde_json::Value = store.kv("settings").unwrap().get("logging").unwrap().unwrap();
+        assert_eq!(
+            stored,
+            serde_json::json!({"level": "warn", "keep_files": 5, "rotation": "hourly"})
+        );
+
+        // "Restart": a new control over the same store picks the overrides up...
+        let again = LogControl::for_tests(dir.path());
+        let shutdown = CancellationToken::new();
+        let s = again.attach(&store, shutdown.clone()).await.unwrap();
+        assert_eq!(
+            (s.level.as_str(), s.keep_files, s.rotation, s.retention_days),
+            ("warn", 5, Rotation::Hourly, 30)
+        );
+        assert_eq!(*lock(&again.policy), s.policy());
+        let mut rx = again.subscribe();
+        emit(&again, || tracing::info!("filtered by the stored level"));
+        assert!(recv_now(&mut rx).is_none());
+        // ...and the shutdown token ends the streams.
+        shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(5), again.streams_closed().cancelled())
+            .await
+            .unwrap();
+
+        // The command-line level wins over the stored one at start.
+        let (cli, _d) = assemble(
+            &LoggingConfig {
+                level_override: Some("debug".into()),
+                ..Default::default()
+            },
+            dir.path().to_path_buf(),
+            |_, _| BoxMakeWriter::new(std::io::sink),
+            false,
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            cli.attach(&store, CancellationToken::new()).await.unwrap().level,
+            "debug"
+        );
+    }
+}
