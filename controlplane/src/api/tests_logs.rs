@@ -149,6 +149,13 @@ async fn log_routes_need_a_session() {
         let (s, _, v) = t.call(m, p, None).await;
         assert_eq!(s, StatusCode::UNAUTHORIZED, "{p}: {v}");
     }
+    // Every route is in the OpenAPI document; the stream as text/event-stream.
+    let (_, _, doc) = t.call(Method::GET, "/api/v1/openapi.json", None).await;
+    for p in ["files", "disk-usage", "cleanup", "stream"] {
+        assert!(doc["paths"][format!("/api/v1/logs/{p}")].is_object(), "{p}");
+    }
+    assert!(doc["paths"]["/api/v1/settings/logging"]["put"].is_object());
+    assert!(doc["paths"]["/api/v1/logs/stream"]["get"]["responses"]["200"]["content"]["text/event-stream"].is_object());
 }
 
 #[tokio::test]
