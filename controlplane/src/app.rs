@@ -35,6 +35,7 @@ pub async fn build(
     store: Store,
     dataplane: Arc<dyn DnsTable>,
     admin_password: Option<String>,
+    logs: Arc<crate::logging::LogControl>,
     token: CancellationToken,
 ) -> anyhow::Result<AppState> {
     let events = EventBus::open(&store, config.events.clone())?;
@@ -112,5 +113,6 @@ pub async fn build(
         settings,
         boot_serving,
         started: Instant::now(),
+        logs,
     })
 }

@@ -75,8 +75,11 @@ pub struct Config {
     pub boot: crate::boot::BootConfig,
     /// `[events]` section: event and audit-log retention.
     pub events: crate::events::EventsConfig,
-    /// Log filter, tracing `EnvFilter` syntax. Default `info`.
-    pub log: String,
+    /// `[logging]` section: level, log files, rotation, retention.
+    pub logging: crate::logging::LoggingConfig,
+    /// Older spelling of `[logging] level` (earlier READMEs documented it); when present
+    /// it wins over `[logging] level`. Default unset.
+    pub log: Option<String>,
 }
 
 impl Default for Config {
@@ -90,7 +93,8 @@ impl Default for Config {
             tftp: Default::default(),
             boot: Default::default(),
             events: Default::default(),
-            log: "info".into(),
+            logging: Default::default(),
+            log: None,
         }
     }
 }
@@ -230,10 +234,13 @@ impl Config {
         if let Some(p) = args.dns_port {
             cfg.dns.port = p;
         }
+        if let Some(l) = &cfg.log {
+            cfg.logging.level.clone_from(l);
+        }
         if let Some(l) = &args.log {
-            cfg.log = l.clone();
+            cfg.logging.level_override = Some(l.clone());
         } else if let Ok(l) = std::env::var("RUST_LOG") {
-            cfg.log = l;
+            cfg.logging.level_override = Some(l);
         }
         cfg.validate()?;
         Ok(cfg)
@@ -282,6 +289,7 @@ impl Config {
         if self.tftp.port == 0 {
             bail!("[tftp] port must be 1-65535");
         }
+        self.logging.validate()?;
         Ok(())
     }
 

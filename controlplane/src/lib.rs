@@ -47,17 +47,25 @@ pub async fn shutdown_signal(token: CancellationToken) {
 /// Opens the store, loads the data plane, builds every service ([`app::build`]), starts
 /// those whose `auto_start` is set through the supervisor, prepares the boot directory,
 /// and serves the REST API (with HTTP boot) until `token` is cancelled; then stops every
-/// service in reverse order.
+/// service in reverse order. `logs` (from [`logging::init`]) gets the store's logging
+/// settings and goes to the API.
 ///
 /// # Errors
 /// Start-up failures (data directory, store, boot directory, binding the API), with
 /// context. A service that fails to start does not stop the server: its state is
 /// `failed` with the reason (`GET /api/v1/services`).
-pub async fn run(config: config::Config, token: CancellationToken) -> anyhow::Result<()> {
+pub async fn run(
+    config: config::Config,
+    token: CancellationToken,
+    logs: Arc<logging::LogControl>,
+) -> anyhow::Result<()> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
     let store = store::Store::open(&config.data_dir)
         .with_context(|| format!("opening the store in {}", config.data_dir.display()))?;
+    logs.attach(&store, token.clone())
+        .await
+        .context("applying the stored logging settings")?;
     // The XDP program attaches where the DNS server listens: the stored settings win over
     // the file once they exist, so pick the interfaces from them.
     let mut xdp_config = config.clone();
@@ -71,6 +79,7 @@ pub async fn run(config: config::Config, token: CancellationToken) -> anyhow::Re
         store.clone(),
         dataplane,
         admin_password,
+        logs,
         token.clone(),
     )
     .await

@@ -16,7 +16,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    bootlane::logging::init(&config);
+    let (logs, _log_guard) = match bootlane::logging::init(&config.logging, &config.data_dir) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("bootlane: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -27,7 +33,7 @@ fn main() -> ExitCode {
     let result = rt.block_on(async move {
         let token = tokio_util::sync::CancellationToken::new();
         tokio::spawn(bootlane::shutdown_signal(token.clone()));
-        bootlane::run(config, token).await
+        bootlane::run(config, token, logs).await
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -13,6 +13,7 @@ pub mod error;
 pub mod events_api;
 pub mod extract;
 pub mod hosts;
+pub mod logs;
 pub mod profiles;
 pub mod services;
 pub mod settings_api;
@@ -23,6 +24,8 @@ mod test_support;
 mod tests;
 #[cfg(test)]
 mod tests_boot;
+#[cfg(test)]
+mod tests_logs;
 
 use std::{sync::Arc, time::Instant};
 
@@ -74,6 +77,8 @@ pub struct AppState {
     pub boot_serving: Arc<std::sync::atomic::AtomicBool>,
     /// Process start.
     pub started: Instant,
+    /// Logging: level, files, the log-line stream (handlers take it as sub-state).
+    pub logs: Arc<crate::logging::LogControl>,
 }
 
 impl FromRef<AppState> for Arc<EventBus> {
@@ -162,6 +167,12 @@ impl FromRef<AppState> for Arc<Supervisor> {
         settings_api::put_netboot,
         settings_api::list_interfaces,
         settings_api::list_network_interfaces,
+        logs::list_files,
+        logs::disk_usage,
+        logs::cleanup,
+        logs::stream,
+        logs::get_settings,
+        logs::put_settings,
     ),
     components(schemas(
         crate::dns::records::DnsRecord,
@@ -231,6 +242,19 @@ impl FromRef<AppState> for Arc<Supervisor> {
         crate::settings::Applied,
         crate::net::InterfaceInfo,
         crate::net::InterfaceAddr,
+        crate::logging::LoggingSettings,
+        crate::logging::LoggingSettingsPatch,
+        crate::logging::Rotation,
+        crate::logging::LogFile,
+        crate::logging::LogLine,
+        crate::logging::LogLevel,
+        logs::LogFileList,
+        logs::DiskUsage,
+        logs::FileUsage,
+        logs::CleanupRequest,
+        logs::CleanupResult,
+        logs::LoggingSettingsView,
+        logs::LoggingApplied,
     ))
 )]
 pub struct ApiDoc;
@@ -296,6 +320,7 @@ pub fn router(state: AppState) -> Router {
         .merge(events_api::router())
         .merge(services::router())
         .merge(settings_api::router())
+        .merge(logs::router())
         .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_session));
     let public = Router::new().merge(auth::router()).merge(system::public_router());
     let api = Router::new().merge(public).merge(protected).fallback(fallback);

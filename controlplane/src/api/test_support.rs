@@ -14,8 +14,14 @@ pub(crate) const ADMIN_PASSWORD: &str = "pw-admin";
 /// bound; the local domain is `lab.test` unless set), plus the fake data plane.
 pub(crate) async fn state(mut config: Config) -> (AppState, Arc<FakeTable>) {
     let store = Store::temporary();
-    config.data_dir = std::env::temp_dir().join(format!("bootlane-api-{}", rand::random::<u64>()));
+    if config.data_dir == Config::default().data_dir {
+        config.data_dir = std::env::temp_dir().join(format!("bootlane-api-{}", rand::random::<u64>()));
+    }
     std::fs::create_dir_all(&config.data_dir).unwrap();
+    let logs = crate::logging::LogControl::for_tests(&config.data_dir.join("logs"));
+    logs.attach(&store, tokio_util::sync::CancellationToken::new())
+        .await
+        .unwrap();
     config.dns.enabled = false;
     if config.dns.local_domain.is_none() {
         config.dns.local_domain = Some("lab.test".into());
@@ -26,6 +32,7 @@ pub(crate) async fn state(mut config: Config) -> (AppState, Arc<FakeTable>) {
         store,
         fake.clone(),
         Some(ADMIN_PASSWORD.into()),
+        logs,
         tokio_util::sync::CancellationToken::new(),
     )
     .await
