@@ -73,6 +73,8 @@ pub struct Config {
     pub tftp: crate::tftp::TftpConfig,
     /// `[boot]` section: the boot directory and the iPXE script.
     pub boot: crate::boot::BootConfig,
+    /// `[metrics]` section: who may scrape `/api/v1/metrics`.
+    pub metrics: crate::metrics::MetricsConfig,
     /// Log filter, tracing `EnvFilter` syntax. Default `info`.
     pub log: String,
 }
@@ -87,6 +89,7 @@ impl Default for Config {
             dhcp: Default::default(),
             tftp: Default::default(),
             boot: Default::default(),
+            metrics: Default::default(),
             log: "info".into(),
         }
     }
@@ -278,6 +281,7 @@ impl Config {
         if self.tftp.port == 0 {
             bail!("[tftp] port must be 1-65535");
         }
+        self.metrics.validate()?;
         Ok(())
     }
 

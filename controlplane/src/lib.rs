@@ -9,6 +9,7 @@ pub mod dataplane;
 pub mod dhcp;
 pub mod dns;
 pub mod logging;
+pub mod metrics;
 pub mod net;
 pub mod service_error;
 pub mod store;
@@ -48,6 +49,8 @@ pub async fn shutdown_signal(token: CancellationToken) {
 /// Start-up failures (data directory, store, boot directory, binding the API, DNS, DHCP
 /// or TFTP sockets), with context.
 pub async fn run(config: config::Config, token: CancellationToken) -> anyhow::Result<()> {
+    // Before any service starts, so their first counters are not lost.
+    metrics::install();
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
     let store = store::Store::open(&config.data_dir)

@@ -114,6 +114,30 @@ impl DnsMetrics {
     }
 }
 
+impl DnsMetricsSnapshot {
+    /// Copies the counters into the metrics recorder ([`crate::metrics::DNS_QUERIES`],
+    /// [`crate::metrics::DNS_RESPONSES`]) at scrape time: the query path keeps its own
+    /// atomics and never touches the recorder.
+    pub fn export(&self) {
+        use crate::metrics::{DNS_QUERIES, DNS_RESPONSES};
+        for (transport, v) in [("udp", self.queries_udp), ("tcp", self.queries_tcp)] {
+            metrics::counter!(DNS_QUERIES, "transport" => transport).absolute(v);
+        }
+        for (outcome, v) in [
+            ("local", self.local),
+            ("forwarded", self.forwarded),
+            ("nxdomain", self.nxdomain),
+            ("refused", self.refused),
+            ("servfail", self.servfail),
+            ("error", self.errors),
+            ("dropped", self.dropped),
+            ("truncated", self.truncated),
+        ] {
+            metrics::counter!(DNS_RESPONSES, "outcome" => outcome).absolute(v);
+        }
+    }
+}
+
 /// What to do with a query.
 pub enum Outcome {
     /// Send these bytes back.
