@@ -80,6 +80,8 @@ pub struct Config {
     /// Older spelling of `[logging] level` (earlier READMEs documented it); when present
     /// it wins over `[logging] level`. Default unset.
     pub log: Option<String>,
+    /// `[metrics]` section: who may scrape `/api/v1/metrics`.
+    pub metrics: crate::metrics::MetricsConfig,
 }
 
 impl Default for Config {
@@ -95,6 +97,7 @@ impl Default for Config {
             events: Default::default(),
             logging: Default::default(),
             log: None,
+            metrics: Default::default(),
         }
     }
 }
@@ -290,6 +293,7 @@ impl Config {
             bail!("[tftp] port must be 1-65535");
         }
         self.logging.validate()?;
+        self.metrics.validate()?;
         Ok(())
     }
 

@@ -11,6 +11,7 @@ pub mod dhcp;
 pub mod dns;
 pub mod events;
 pub mod logging;
+pub mod metrics;
 pub mod net;
 pub mod service_error;
 pub mod settings;
@@ -59,6 +60,8 @@ pub async fn run(
     token: CancellationToken,
     logs: Arc<logging::LogControl>,
 ) -> anyhow::Result<()> {
+    // Before any service starts, so their first counters are not lost.
+    metrics::install();
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
     let store = store::Store::open(&config.data_dir)

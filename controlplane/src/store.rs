@@ -131,6 +131,14 @@ impl Store {
         Ok(())
     }
 
+    /// Bytes the database occupies on disk (for the `bootlane_store_size_bytes` gauge).
+    ///
+    /// # Errors
+    /// I/O errors reading the database files' sizes.
+    pub fn size_on_disk(&self) -> Result<u64> {
+        Ok(self.db.size_on_disk()?)
+    }
+
     /// A new unique id (monotonic across restarts).
     ///
     /// # Errors

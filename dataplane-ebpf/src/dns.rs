@@ -18,6 +18,12 @@ pub(crate) const DNS_HDR_LEN: usize = 12;
 pub(crate) const OPT_LEN: usize = 11;
 /// RR type OPT.
 const TYPE_OPT: u16 = 41;
+/// EDNS option code COOKIE (RFC 7873 §4).
+const OPT_COOKIE: u16 = 10;
+/// Most EDNS options walked; a query with more goes to userspace.
+const MAX_OPTIONS: usize = 4;
+/// Longest OPT RDATA walked; a query with more goes to userspace.
+const MAX_OPT_RDATA: usize = 256;
 /// Class IN.
 const CLASS_IN: u16 = 1;
 /// Compression pointer to offset 12, the question name (RFC 1035 §4.1.4).
@@ -134,10 +140,49 @@ pub(crate) fn parse_query(ctx: &XdpContext, dns: usize, dns_len: usize, key: &mu
         if qend + OPT_LEN + rdlen > dns_len {
             return Err(CNT_PASS_MALFORMED);
         }
+        check_options(ctx, dns + qend + OPT_LEN, rdlen)?;
         q.edns = true;
         q.dnssec_ok = o[7] & 0x80 != 0;
     }
     Ok(q)
+}
+
+/// Walks the OPT RDATA (`rdlen` bytes at `rd`): every option must fit, and a COOKIE
+/// option must be 8 or 16-40 bytes long, else userspace answers FORMERR (RFC 7873
+/// §5.2.2), so the frame is passed as malformed. Options are otherwise ignored, as
+/// userspace ignores them. More than [`MAX_OPTIONS`] options or [`MAX_OPT_RDATA`] bytes
+/// go to userspace unchecked (fail open).
+#[inline(always)]
+fn check_options(ctx: &XdpContext, rd: usize, rdlen: usize) -> Result<(), u32> {
+    if rdlen > MAX_OPT_RDATA {
+        return Err(CNT_PASS_UNSUPPORTED);
+    }
+    let mut pos = 0usize;
+    // Verifier: constant trip-count bound.
+    for _ in 0..MAX_OPTIONS {
+        if pos == rdlen {
+            return Ok(());
+        }
+        // An option that ran past the RDATA (pos > rdlen) or a truncated option header.
+        // Verifier: `pos` is bounded by a constant before it offsets a packet pointer
+        // (a bound against `rdlen`, a register, is not tracked on every kernel).
+        if pos > MAX_OPT_RDATA || pos + 4 > rdlen {
+            return Err(CNT_PASS_MALFORMED);
+        }
+        let code = read_u16(ctx, rd + pos).map_err(|()| CNT_PASS_MALFORMED)?;
+        let len = read_u16(ctx, rd + pos + 2).map_err(|()| CNT_PASS_MALFORMED)? as usize;
+        if code == OPT_COOKIE && len != 8 && !(16..=40).contains(&len) {
+            return Err(CNT_PASS_MALFORMED);
+        }
+        pos += 4 + len;
+    }
+    if pos == rdlen {
+        Ok(())
+    } else if pos > rdlen {
+        Err(CNT_PASS_MALFORMED)
+    } else {
+        Err(CNT_PASS_UNSUPPORTED)
+    }
 }
 
 /// Size of one answer record with `N` bytes of rdata: pointer owner, type, class, TTL,

@@ -116,6 +116,22 @@ pub(crate) fn safe_host(headers: &HeaderMap) -> Option<String> {
     ok.then(|| h.to_string())
 }
 
+/// Counts one `/boot/...` answer: [`crate::metrics::HTTP_BOOT_REQUESTS`] and, for file
+/// bodies actually sent (not HEAD), [`crate::metrics::HTTP_BOOT_BYTES`] by the
+/// announced `Content-Length` (a client that hangs up early is still counted in full).
+fn count(kind: &'static str, resp: &Response, body_sent: bool) {
+    use crate::metrics::{HTTP_BOOT_BYTES, HTTP_BOOT_REQUESTS};
+    let status = resp.status().as_u16().to_string();
+    metrics::counter!(HTTP_BOOT_REQUESTS, "kind" => kind, "status" => status.clone()).increment(1);
+    let len = resp
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if let (true, Some(len)) = (body_sent, len) {
+        metrics::counter!(HTTP_BOOT_BYTES, "status" => status).increment(len);
+    }
+}
+
 async fn ipxe_script(
     State(st): State<BootState>,
     Query(q): Query<HashMap<String, String>>,
@@ -128,6 +144,17 @@ async fn ipxe_script(
     if !st.serving.load(Ordering::SeqCst) {
         return stopped();
     }
+    let resp = build_script(st, q, headers, peer).await;
+    count("script", &resp, false);
+    resp
+}
+
+async fn build_script(
+    st: BootState,
+    q: HashMap<String, String>,
+    headers: HeaderMap,
+    peer: Option<axum::extract::ConnectInfo<std::net::SocketAddr>>,
+) -> Response {
     let mac = match q.get("mac").map(|m| m.trim()).filter(|m| !m.is_empty()) {
         None => None,
         Some(m) => match normalise_mac(m) {
@@ -154,6 +181,7 @@ async fn ipxe_script(
                 e = e.remote(p.0.ip());
             }
             st.events.publish(e);
+            metrics::counter!(crate::metrics::IPXE_SCRIPTS).increment(1);
             text(StatusCode::OK, s)
         }
         Ok(Err(e)) => {
@@ -171,6 +199,13 @@ async fn boot_file(State(st): State<BootState>, Path(path): Path<String>, req: R
     if !st.serving.load(Ordering::SeqCst) {
         return stopped();
     }
+    let body_sent = req.method() != axum::http::Method::HEAD;
+    let resp = serve_file(st, path, req).await;
+    count("file", &resp, body_sent);
+    resp
+}
+
+async fn serve_file(st: BootState, path: String, req: Request) -> Response {
     let peer = req
         .extensions()
         .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
@@ -277,5 +312,37 @@ mod tests {
         assert_eq!(s, StatusCode::FORBIDDEN);
         let (s, _, _) = get(&app, "/boot/..%2Fsecret", None).await;
         assert_eq!(s, StatusCode::FORBIDDEN);
+    }
+
+    /// Issue 7 §7: scripts and files are counted by kind and status, file bytes by
+    /// status. The recorder is shared by every test in the binary: before/after values.
+    #[tokio::test]
+    async fn requests_and_bytes_are_counted() {
+        use crate::metrics::{install, render, test_support::value};
+        install();
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("m.efi"), vec![7u8; 1000]).unwrap();
+        let app = app(tmp.path().to_path_buf()).await;
+        let series = [
+            (r#"bootlane_http_boot_requests_total{kind="script",status="200"}"#, 1.0),
+            (r#"bootlane_http_boot_requests_total{kind="script",status="400"}"#, 1.0),
+            (r#"bootlane_http_boot_requests_total{kind="file",status="200"}"#, 1.0),
+            (r#"bootlane_http_boot_requests_total{kind="file",status="404"}"#, 1.0),
+            (r#"bootlane_http_boot_bytes_total{status="200"}"#, 1000.0),
+            ("bootlane_ipxe_scripts_served_total", 1.0),
+        ];
+        let text = render();
+        let before: Vec<f64> = series.iter().map(|(s, _)| value(&text, s)).collect();
+        assert_eq!(
+            get(&app, "/boot/ipxe?mac=52:54:00:77:00:42", None).await.0,
+            StatusCode::OK
+        );
+        assert_eq!(get(&app, "/boot/ipxe?mac=zz", None).await.0, StatusCode::BAD_REQUEST);
+        assert_eq!(get(&app, "/boot/m.efi", None).await.0, StatusCode::OK);
+        assert_eq!(get(&app, "/boot/nothing.efi", None).await.0, StatusCode::NOT_FOUND);
+        let text = render();
+        for ((s, grew), b) in series.iter().zip(before) {
+            assert!(value(&text, s) >= b + grew, "{s} did not grow by {grew}:\n{text}");
+        }
     }
 }

@@ -311,6 +311,7 @@ fn panic_envelope(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
 
 /// The whole application: `/api/v1/...` plus the envelope-producing fallbacks and layers.
 pub fn router(state: AppState) -> Router {
+    crate::metrics::install();
     let protected = Router::new()
         .merge(dns::router())
         .merge(dhcp::router())
@@ -322,7 +323,10 @@ pub fn router(state: AppState) -> Router {
         .merge(settings_api::router())
         .merge(logs::router())
         .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_session));
-    let public = Router::new().merge(auth::router()).merge(system::public_router());
+    let public = Router::new()
+        .merge(auth::router())
+        .merge(system::public_router())
+        .merge(system::metrics_router(state.clone()));
     let api = Router::new().merge(public).merge(protected).fallback(fallback);
     let timeout = std::time::Duration::from_secs(state.config.api.request_timeout_secs);
     let max_body = state.config.api.max_body_bytes;
@@ -349,4 +353,42 @@ pub fn router(state: AppState) -> Router {
                 .unwrap_or("-");
             tracing::debug_span!("http", method = %req.method(), path)
         }))
+        .layer(middleware::from_fn(track_metrics))
+}
+
+/// Counts every request in [`crate::metrics::API_REQUESTS`] by method, matched route
+/// template (`unmatched` for unknown paths, so raw paths never become labels) and final
+/// status, and records its latency in [`crate::metrics::API_DURATION`]. Outermost
+/// layer, so the status is the one the client gets (405/408/413 rewrites, panics).
+async fn track_metrics(req: Request, next: middleware::Next) -> Response {
+    use axum::http::Method;
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let m = req.method();
+    // Extension methods would let a client mint label values; fold them into `other`.
+    let method = if [
+        Method::GET,
+        Method::HEAD,
+        Method::POST,
+        Method::PUT,
+        Method::PATCH,
+        Method::DELETE,
+        Method::OPTIONS,
+    ]
+    .contains(m)
+    {
+        m.as_str().to_owned()
+    } else {
+        "other".to_owned()
+    };
+    let t0 = Instant::now();
+    let resp = next.run(req).await;
+    let status = resp.status().as_u16().to_string();
+    metrics::counter!(crate::metrics::API_REQUESTS, "method" => method.clone(), "route" => route.clone(), "status" => status)
+        .increment(1);
+    metrics::histogram!(crate::metrics::API_DURATION, "method" => method, "route" => route)
+        .record(t0.elapsed().as_secs_f64());
+    resp
 }

@@ -1,15 +1,18 @@
 //! Version, status, metrics and the OpenAPI document.
 //! `/metrics` uses the Prometheus text exposition format (version 0.0.4), the form the
-//! spec leaves open and the one monitoring systems scrape.
+//! spec leaves open and the one monitoring systems scrape; it is rendered by
+//! [`crate::metrics`] and guarded by its own check ([`require_scrape_auth`]), not the
+//! session layer, so a Prometheus server can scrape it with a static bearer token.
 #![allow(
     unused_qualifications,
     reason = "utoipa::path re-emits the Query extractor type with its full path"
 )]
 
 use axum::{
-    extract::State,
+    extract::{Request, State},
     http::header,
-    response::IntoResponse,
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
     routing::{get, post},
     Router,
 };
@@ -17,7 +20,7 @@ use serde::Serialize;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
-use super::{extract::Envelope, AppState};
+use super::{error::ApiError, extract::Envelope, AppState};
 
 /// `GET /version` answer.
 #[derive(Debug, Serialize, ToSchema)]
@@ -93,61 +96,63 @@ pub async fn status(State(s): State<AppState>) -> Envelope<Status> {
     })
 }
 
-/// Prometheus metrics.
-#[utoipa::path(get, path = "/api/v1/metrics", tag = "system", responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
+/// Prometheus metrics of every service (see [`crate::metrics`] and the README list).
+/// Scrape-time values (DNS and XDP counters, leases per subnet, store size) are copied
+/// into the recorder first, then everything is rendered.
+#[utoipa::path(get, path = "/api/v1/metrics", tag = "system",
+    responses((status = 200, description = "Prometheus text format (0.0.4)", content_type = "text/plain"),
+              (status = 401, description = "No valid session, no matching `[metrics] bearer_token`, and `[metrics] public` is false")))]
 pub async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
-    use std::fmt::Write;
-    let m = s.dns.handler().shared.metrics.snapshot();
-    let x = s.dns.dataplane().status();
-    let mut out = String::new();
-    let mut counter = |name: &str, help: &str, samples: &[(&str, u64)]| {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
-        for (labels, v) in samples {
-            let _ = writeln!(out, "{name}{labels} {v}");
+    s.dns.handler().shared.metrics.snapshot().export();
+    s.dns.dataplane().status().export();
+    if let Err(e) = s.dhcp.export_metrics().await {
+        tracing::warn!("lease statistics for /metrics failed: {e}");
+    }
+    match s.store.size_on_disk() {
+        Ok(n) => metrics::gauge!(crate::metrics::STORE_SIZE).set(n as f64),
+        Err(e) => tracing::warn!("store size for /metrics failed: {e}"),
+    }
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        crate::metrics::render(),
+    )
+}
+
+/// Guards `/metrics` (issue 7 §7: a Prometheus server scrapes with a static config):
+/// passes when `[metrics] public` is true, when `Authorization: Bearer` carries the
+/// configured `[metrics] bearer_token` (compared in constant time), or when the request
+/// has a live session (cookie or session bearer); otherwise 401 in the envelope.
+pub async fn require_scrape_auth(State(s): State<AppState>, req: Request, next: Next) -> Response {
+    let cfg = &s.config.metrics;
+    if cfg.public {
+        return next.run(req).await;
+    }
+    let bearer = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    if bearer.is_some_and(|t| cfg.token_matches(t)) {
+        return next.run(req).await;
+    }
+    if let Some(t) = super::auth::token_from(req.headers()) {
+        if s.auth.session(&t).await.is_some() {
+            return next.run(req).await;
         }
-    };
-    counter(
-        "bootlane_dns_queries_total",
-        "DNS queries received by the userspace server.",
-        &[
-            ("{transport=\"udp\"}", m.queries_udp),
-            ("{transport=\"tcp\"}", m.queries_tcp),
-        ],
-    );
-    counter(
-        "bootlane_dns_responses_total",
-        "DNS outcomes of the userspace server.",
-        &[
-            ("{outcome=\"local\"}", m.local),
-            ("{outcome=\"forwarded\"}", m.forwarded),
-            ("{outcome=\"nxdomain\"}", m.nxdomain),
-            ("{outcome=\"refused\"}", m.refused),
-            ("{outcome=\"servfail\"}", m.servfail),
-            ("{outcome=\"error\"}", m.errors),
-            ("{outcome=\"dropped\"}", m.dropped),
-            ("{outcome=\"truncated\"}", m.truncated),
-        ],
-    );
-    let c = x.counters;
-    counter(
-        "bootlane_dns_xdp_answered_total",
-        "DNS queries answered by the XDP fast path.",
-        &[("", c.answered)],
-    );
-    counter(
-        "bootlane_dns_xdp_passed_total",
-        "Packets the XDP program passed to the kernel stack, by reason.",
-        &[
-            ("{reason=\"not_dns\"}", c.pass_not_dns),
-            ("{reason=\"miss\"}", c.pass_miss),
-            ("{reason=\"unsupported\"}", c.pass_unsupported),
-            ("{reason=\"too_long\"}", c.pass_too_long),
-            ("{reason=\"malformed\"}", c.pass_malformed),
-        ],
-    );
-    let _ = writeln!(out, "# HELP bootlane_dns_xdp_active Whether the XDP fast path is attached.\n# TYPE bootlane_dns_xdp_active gauge\nbootlane_dns_xdp_active {}", u8::from(x.active));
-    let _ = writeln!(out, "# HELP bootlane_dns_xdp_map_entries Entries in the XDP answer map.\n# TYPE bootlane_dns_xdp_map_entries gauge\nbootlane_dns_xdp_map_entries {}", x.map_entries);
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out)
+    }
+    ApiError::Unauthorized(
+        "scraping /api/v1/metrics needs a session, or `Authorization: Bearer <token>` with the [metrics] bearer_token of the config file (or [metrics] public = true)".into(),
+    )
+    .into_response()
+}
+
+/// `/metrics` with its own authentication ([`require_scrape_auth`]), mounted outside
+/// the session layer.
+pub fn metrics_router(state: AppState) -> Router<AppState> {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route_layer(middleware::from_fn_with_state(state, require_scrape_auth))
 }
 
 /// OpenAPI 3 document of every endpoint.
@@ -173,5 +178,4 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/version", get(version))
         .route("/version/check", post(version_check))
-        .route("/metrics", get(metrics))
 }

@@ -23,7 +23,14 @@ struct T {
 }
 
 async fn setup() -> T {
-    let (state, fake) = super::test_support::state(Config::default()).await;
+    setup_with(|_| {}).await
+}
+
+/// [`setup`] with a config changed by `f` first.
+async fn setup_with(f: impl FnOnce(&mut Config)) -> T {
+    let mut config = Config::default();
+    f(&mut config);
+    let (state, fake) = super::test_support::state(config).await;
     T {
         app: router(state),
         fake,
@@ -355,4 +362,108 @@ async fn every_failure_uses_the_envelope() {
         .unwrap()
         .starts_with("text/plain"));
     assert!(v.as_str().unwrap().contains("bootlane_dns_xdp_answered_total"));
+}
+
+fn scrape(token: &str) -> Request<Body> {
+    Request::builder()
+        .uri("/api/v1/metrics")
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(Body::empty())
+        .unwrap()
+}
+
+/// Issue 7 §7: `/metrics` takes a session, the configured scrape token, or nothing when
+/// `public = true`; anything else is a 401 in the envelope.
+#[tokio::test]
+async fn metrics_scrape_with_session_token_or_public() {
+    // Default: session only.
+    let mut t = setup().await;
+    let (s, _, v) = t.call(Method::GET, "/api/v1/metrics", None).await;
+    assert!(s == StatusCode::UNAUTHORIZED && is_error_envelope(&v), "{s} {v}");
+    let (s, _, v) = t.raw(scrape("anything")).await;
+    assert!(s == StatusCode::UNAUTHORIZED && is_error_envelope(&v), "{s} {v}");
+    t.login().await;
+    let (s, _, _) = t.call(Method::GET, "/api/v1/metrics", None).await;
+    assert_eq!(s, StatusCode::OK);
+
+    // Bearer token.
+    let t = setup_with(|c| c.metrics.bearer_token = Some("scrape-0123456789".into())).await;
+    let (s, _, v) = t.raw(scrape("scrape-0123456789")).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(v.as_str().unwrap().contains("bootlane_store_size_bytes"), "{v}");
+    let (s, _, v) = t.raw(scrape("scrape-012345678")).await;
+    assert!(s == StatusCode::UNAUTHORIZED && is_error_envelope(&v), "{s} {v}");
+    let (s, _, _) = t.call(Method::GET, "/api/v1/metrics", None).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    // The scrape token opens /metrics only.
+    let req = Request::builder()
+        .uri("/api/v1/dns/records")
+        .header(header::AUTHORIZATION, "Bearer scrape-0123456789")
+        .body(Body::empty())
+        .unwrap();
+    let (s, _, _) = t.raw(req).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+
+    // Public.
+    let t = setup_with(|c| c.metrics.public = true).await;
+    let (s, h, _) = t.call(Method::GET, "/api/v1/metrics", None).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(h[header::CONTENT_TYPE]
+        .to_str()
+        .unwrap()
+        .starts_with("text/plain; version=0.0.4"));
+}
+
+/// Issue 7 §7: API requests are counted by matched route template and status, with a
+/// latency histogram; unknown paths are one `unmatched` label, never the raw path; the
+/// DNS, XDP and store series keep their names.
+#[tokio::test]
+async fn api_requests_are_counted_by_route_and_status() {
+    use crate::metrics::test_support::value;
+    let mut t = setup().await;
+    t.login().await;
+    let ok = r#"bootlane_api_requests_total{method="GET",route="/api/v1/dns/records/{id}",status="404"}"#;
+    let (_, _, before) = t.call(Method::GET, "/api/v1/metrics", None).await;
+    let before = value(before.as_str().unwrap(), ok);
+    let (s, _, _) = t.call(Method::GET, "/api/v1/dns/records/987654", None).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    let (s, _, _) = t.call(Method::GET, "/api/v1/no-such-route-xyz", None).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    let (_, _, v) = t.call(Method::GET, "/api/v1/metrics", None).await;
+    let text = v.as_str().unwrap();
+    assert!(value(text, ok) >= before + 1.0, "{text}");
+    assert!(
+        text.contains(r#"bootlane_api_requests_total{method="POST",route="/api/v1/auth/login",status="200"}"#),
+        "{text}"
+    );
+    assert!(text.contains(r#"route="unmatched",status="404"}"#), "{text}");
+    assert!(!text.contains("no-such-route-xyz"), "{text}");
+    assert!(
+        text.contains("# TYPE bootlane_api_request_duration_seconds histogram"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            r#"bootlane_api_request_duration_seconds_bucket{method="GET",route="/api/v1/dns/records/{id}",le="0.005"}"#
+        ),
+        "{text}"
+    );
+    assert!(
+        value(
+            text,
+            r#"bootlane_api_request_duration_seconds_count{method="GET",route="/api/v1/dns/records/{id}"}"#
+        ) >= 1.0,
+        "{text}"
+    );
+    for name in [
+        r#"bootlane_dns_queries_total{transport="udp"}"#,
+        r#"bootlane_dns_responses_total{outcome="nxdomain"}"#,
+        "bootlane_dns_xdp_answered_total ",
+        r#"bootlane_dns_xdp_passed_total{reason="malformed"}"#,
+        "bootlane_dns_xdp_active ",
+        "bootlane_dns_xdp_map_entries ",
+        "bootlane_store_size_bytes ",
+    ] {
+        assert!(text.contains(name), "{name} missing:\n{text}");
+    }
 }

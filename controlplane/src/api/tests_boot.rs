@@ -1026,6 +1026,19 @@ async fn leases_list_stats_delete_prune() {
         (&v["data"][1]["mode"], &v["data"][1]["size"]),
         (&json!("proxy"), &json!(0))
     );
+    // Issue 7 §7: the same numbers as per-subnet gauges, computed at scrape time.
+    let v = t.expect(Method::GET, "/api/v1/metrics", None, StatusCode::OK, "").await;
+    let text = v.as_str().unwrap();
+    for (series, want) in [
+        (r#"bootlane_dhcp_leases_active{subnet="10.77.0.0/24"}"#, 2.0),
+        (r#"bootlane_dhcp_leases_free{subnet="10.77.0.0/24"}"#, 8.0),
+    ] {
+        assert_eq!(
+            crate::metrics::test_support::value(text, series),
+            want,
+            "{series}:\n{text}"
+        );
+    }
 
     t.expect(
         Method::DELETE,

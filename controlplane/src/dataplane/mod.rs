@@ -66,6 +66,29 @@ pub struct XdpStatus {
     pub counters: XdpCounters,
 }
 
+impl XdpStatus {
+    /// Copies the status and the per-CPU-summed counters into the metrics recorder
+    /// ([`crate::metrics::XDP_ANSWERED`], [`crate::metrics::XDP_PASSED`],
+    /// [`crate::metrics::XDP_ACTIVE`], [`crate::metrics::XDP_MAP_ENTRIES`]) at scrape
+    /// time; the kernel program keeps the real counters.
+    pub fn export(&self) {
+        use crate::metrics::{XDP_ACTIVE, XDP_ANSWERED, XDP_MAP_ENTRIES, XDP_PASSED};
+        let c = self.counters;
+        metrics::counter!(XDP_ANSWERED).absolute(c.answered);
+        for (reason, v) in [
+            ("not_dns", c.pass_not_dns),
+            ("miss", c.pass_miss),
+            ("unsupported", c.pass_unsupported),
+            ("too_long", c.pass_too_long),
+            ("malformed", c.pass_malformed),
+        ] {
+            metrics::counter!(XDP_PASSED, "reason" => reason).absolute(v);
+        }
+        metrics::gauge!(XDP_ACTIVE).set(f64::from(u8::from(self.active)));
+        metrics::gauge!(XDP_MAP_ENTRIES).set(self.map_entries as f64);
+    }
+}
+
 /// One attached interface.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct XdpInterface {

@@ -893,6 +893,20 @@ impl DhcpControl {
         Ok(n)
     }
 
+    /// Sets the per-subnet lease gauges ([`crate::metrics::DHCP_LEASES_ACTIVE`],
+    /// [`crate::metrics::DHCP_LEASES_FREE`]) from [`Self::stats`]; called at scrape
+    /// time, so the values are as fresh as the lease table.
+    ///
+    /// # Errors
+    /// Store errors from [`Self::stats`].
+    pub async fn export_metrics(&self) -> Result<()> {
+        for st in self.stats().await? {
+            metrics::gauge!(crate::metrics::DHCP_LEASES_ACTIVE, "subnet" => st.subnet.clone()).set(st.used as f64);
+            metrics::gauge!(crate::metrics::DHCP_LEASES_FREE, "subnet" => st.subnet).set(st.free as f64);
+        }
+        Ok(())
+    }
+
     /// Per active subnet: pool size, used, reserved, free.
     ///
     /// # Errors

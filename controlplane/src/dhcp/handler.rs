@@ -618,14 +618,56 @@ impl BootHandler {
     }
 }
 
-impl DhcpHandler for BootHandler {
-    async fn handle(&self, req: DhcpRequest, ctx: RecvContext) -> Option<DhcpReply> {
+impl BootHandler {
+    async fn dispatch(&self, req: &DhcpRequest, ctx: &RecvContext) -> Option<DhcpReply> {
         let subnets = self.subnets();
-        let s = Self::select_subnet(&subnets, &req, &ctx)?;
+        let s = Self::select_subnet(&subnets, req, ctx)?;
         match s.cfg.mode {
-            SubnetMode::Server if ctx.port == 67 => self.server_mode(s, &req, &ctx).await,
-            SubnetMode::Proxy => self.proxy_mode(s, &req, &ctx),
+            SubnetMode::Server if ctx.port == 67 => self.server_mode(s, req, ctx).await,
+            SubnetMode::Proxy => self.proxy_mode(s, req, ctx),
             _ => None,
         }
+    }
+}
+
+impl DhcpHandler for BootHandler {
+    async fn handle(&self, req: DhcpRequest, ctx: RecvContext) -> Option<DhcpReply> {
+        let reply = self.dispatch(&req, &ctx).await;
+        count(req.kind, reply.as_ref());
+        reply
+    }
+}
+
+/// Lower-case label of a DHCP message type (option 53) for metrics.
+pub fn type_label(kind: MessageType) -> &'static str {
+    match kind {
+        MessageType::Discover => "discover",
+        MessageType::Offer => "offer",
+        MessageType::Request => "request",
+        MessageType::Decline => "decline",
+        MessageType::Ack => "ack",
+        MessageType::Nak => "nak",
+        MessageType::Release => "release",
+        MessageType::Inform => "inform",
+        _ => "other",
+    }
+}
+
+/// Counts one handled message ([`crate::metrics::DHCP_MESSAGES`]) and its reply
+/// ([`crate::metrics::DHCP_REPLIES`]).
+fn count(kind: MessageType, reply: Option<&DhcpReply>) {
+    let reply_kind = reply.and_then(|r| r.msg.opts().msg_type());
+    let outcome = match (reply_kind, kind) {
+        (Some(MessageType::Offer), _) => "offered",
+        (Some(MessageType::Ack), _) => "acked",
+        (Some(MessageType::Nak), _) => "naked",
+        (Some(_), _) => "replied",
+        // RFC 2131 §4.3.3/§4.3.4: DECLINE and RELEASE never get a reply.
+        (None, MessageType::Decline | MessageType::Release) => "no_reply_due",
+        (None, _) => "ignored",
+    };
+    metrics::counter!(crate::metrics::DHCP_MESSAGES, "type" => type_label(kind), "outcome" => outcome).increment(1);
+    if let Some(k) = reply_kind {
+        metrics::counter!(crate::metrics::DHCP_REPLIES, "type" => type_label(k)).increment(1);
     }
 }

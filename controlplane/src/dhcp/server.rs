@@ -106,6 +106,8 @@ async fn recv_loop<H: DhcpHandler>(
             Ok(r) => r,
             Err(e) => {
                 tracing::debug!(%src, "dropping a DHCP datagram: {e}");
+                metrics::counter!(crate::metrics::DHCP_MESSAGES, "type" => "invalid", "outcome" => "dropped")
+                    .increment(1);
                 continue;
             }
         };

@@ -713,3 +713,52 @@ async fn decline_from_another_client_is_ignored() {
     let o = ask(&h, req(MessageType::Discover, MAC_B, |_| {})).await.unwrap();
     assert_eq!(o.msg.yiaddr(), victim);
 }
+
+/// Issue 7 §7: a DORA exchange, a NAK and a RELEASE show up in the rendered metrics with
+/// their type and outcome labels. The recorder is shared by every test in the binary, so
+/// the test compares before/after values.
+#[tokio::test]
+async fn exchanges_are_counted_by_type_and_outcome() {
+    use crate::metrics::{install, render, test_support::value};
+    install();
+    let series = [
+        r#"bootlane_dhcp_messages_total{type="discover",outcome="offered"}"#,
+        r#"bootlane_dhcp_messages_total{type="request",outcome="acked"}"#,
+        r#"bootlane_dhcp_messages_total{type="request",outcome="naked"}"#,
+        r#"bootlane_dhcp_messages_total{type="release",outcome="no_reply_due"}"#,
+        r#"bootlane_dhcp_replies_total{type="offer"}"#,
+        r#"bootlane_dhcp_replies_total{type="ack"}"#,
+        r#"bootlane_dhcp_replies_total{type="nak"}"#,
+    ];
+    let text = render();
+    let before: Vec<f64> = series.iter().map(|s| value(&text, s)).collect();
+
+    let h = handler(SubnetMode::Server);
+    let ack = dora(&h, MAC_A).await;
+    // INIT-REBOOT for an address outside the subnet: NAK.
+    let nak = ask(
+        &h,
+        req(MessageType::Request, MAC_B, |m| {
+            m.opts_mut()
+                .insert(DhcpOption::RequestedIpAddress(Ipv4Addr::new(192, 0, 2, 9)));
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(kind(&nak), MessageType::Nak);
+    let released = ask(
+        &h,
+        req(MessageType::Release, MAC_A, |m| {
+            m.set_ciaddr(ack.msg.yiaddr());
+            m.opts_mut().insert(DhcpOption::ServerIdentifier(SERVER));
+        }),
+    )
+    .await;
+    assert!(released.is_none());
+
+    let text = render();
+    assert!(text.contains("# TYPE bootlane_dhcp_messages_total counter"), "{text}");
+    for (s, b) in series.iter().zip(before) {
+        assert!(value(&text, s) >= b + 1.0, "{s} did not grow:\n{text}");
+    }
+}

@@ -4,7 +4,9 @@
 //!
 //! Rules (issue 2, "The DNS server"): responses to responses and runts are dropped
 //! (RFC 1035 §4.1.1); undecodable queries or QDCOUNT != 1 get FORMERR; opcodes other than
-//! QUERY get NOTIMP; EDNS versions above 0 get BADVERS (RFC 6891 §6.1.3); local data is
+//! QUERY get NOTIMP; EDNS versions above 0 get BADVERS (RFC 6891 §6.1.3); a malformed
+//! COOKIE option gets FORMERR (RFC 7873 §5.2.2, [`malformed_cookie`]); AXFR over UDP gets
+//! FORMERR and IXFR over UDP NOTIMP (RFC 5936 §4.2, [`transfer_over_udp`]); local data is
 //! answered authoritatively (AA, RD copied, RA when forwarding is configured, no AD/CD);
 //! EDNS answers carry an OPT with [`EDNS_UDP_SIZE`] and the DO bit copied (RFC 3225 §3);
 //! answers larger than the client's limit (512, or its EDNS size; 65535 on TCP) are sent
@@ -23,7 +25,10 @@ use std::{
 
 use hickory_proto::{
     op::{Edns, Message, MessageType, OpCode, Query, ResponseCode},
-    rr::{DNSClass, Name, RecordType},
+    rr::{
+        rdata::opt::{EdnsCode, OPT},
+        DNSClass, Name, RecordType,
+    },
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -114,6 +119,30 @@ impl DnsMetrics {
     }
 }
 
+impl DnsMetricsSnapshot {
+    /// Copies the counters into the metrics recorder ([`crate::metrics::DNS_QUERIES`],
+    /// [`crate::metrics::DNS_RESPONSES`]) at scrape time: the query path keeps its own
+    /// atomics and never touches the recorder.
+    pub fn export(&self) {
+        use crate::metrics::{DNS_QUERIES, DNS_RESPONSES};
+        for (transport, v) in [("udp", self.queries_udp), ("tcp", self.queries_tcp)] {
+            metrics::counter!(DNS_QUERIES, "transport" => transport).absolute(v);
+        }
+        for (outcome, v) in [
+            ("local", self.local),
+            ("forwarded", self.forwarded),
+            ("nxdomain", self.nxdomain),
+            ("refused", self.refused),
+            ("servfail", self.servfail),
+            ("error", self.errors),
+            ("dropped", self.dropped),
+            ("truncated", self.truncated),
+        ] {
+            metrics::counter!(DNS_RESPONSES, "outcome" => outcome).absolute(v);
+        }
+    }
+}
+
 /// What to do with a query.
 pub enum Outcome {
     /// Send these bytes back.
@@ -179,6 +208,11 @@ fn cache_key(b: &[u8], limit_for: impl Fn(Option<u16>) -> usize, scope: impl Fn(
     if qend > b.len() {
         return None;
     }
+    // Zone transfers are answered by transport (see `transfer_over_udp`); a UDP answer
+    // must never be replayed over TCP, so they are never cached.
+    if matches!(be16(qend - 4)?, 251 | 252) {
+        return None;
+    }
     let (edns, end) = if be16(10)? == 1 {
         // OPT: root owner, TYPE 41, CLASS = UDP size, TTL = ext-rcode/version/flags, RDLEN.
         if *b.get(qend)? != 0 || be16(qend + 1)? != 41 || *b.get(qend + 6)? != 0 {
@@ -186,7 +220,18 @@ fn cache_key(b: &[u8], limit_for: impl Fn(Option<u16>) -> usize, scope: impl Fn(
         }
         let size = be16(qend + 3)?;
         let do_bit = *b.get(qend + 7)? & 0x80;
-        (Some((size, do_bit)), qend + 11 + be16(qend + 9)? as usize)
+        let end = qend + 11 + be16(qend + 9)? as usize;
+        // Options are not part of the key, so a query whose COOKIE is malformed must take
+        // the full path (FORMERR, RFC 7873 §5.2.2) instead of a cached answer.
+        let mut o = qend + 11;
+        while o < end {
+            let (code, len) = (be16(o)?, be16(o + 2)? as usize);
+            if code == 10 && !cookie_len_ok(len) {
+                return None;
+            }
+            o += 4 + len;
+        }
+        (Some((size, do_bit)), end)
     } else {
         (None, qend)
     };
@@ -316,7 +361,17 @@ impl DnsHandler {
             resp.metadata.response_code = ResponseCode::BADVERS;
             return Outcome::Reply(encode(&mut resp, limit, m));
         }
+        if req.edns.as_ref().is_some_and(|e| malformed_cookie(e.options())) {
+            m.errors.fetch_add(1, Relaxed);
+            resp.metadata.response_code = ResponseCode::FormErr;
+            return Outcome::Reply(encode(&mut resp, limit, m));
+        }
         let q = &req.queries[0];
+        if let Some(rcode) = transfer_over_udp(q.query_type(), transport) {
+            m.errors.fetch_add(1, Relaxed);
+            resp.metadata.response_code = rcode;
+            return Outcome::Reply(encode(&mut resp, limit, m));
+        }
         let Some(zone) = self.zone() else {
             resp.metadata.response_code = ResponseCode::ServFail;
             return Outcome::Reply(encode(&mut resp, limit, m));
@@ -430,6 +485,40 @@ impl DnsHandler {
             resp.set_edns(ours);
         }
         resp
+    }
+}
+
+/// RFC 7873 §5.2.2: a COOKIE option (code 10) whose length is not 8 (client cookie
+/// only) or 16 to 40 (client cookie plus an 8-32 byte server cookie) is malformed and
+/// answered FORMERR. Bootlane implements no server cookies; well-formed options are
+/// ignored (§5.2.1 allows a server without cookie support to do so).
+pub fn malformed_cookie(opt: &OPT) -> bool {
+    opt.get_all(EdnsCode::Cookie)
+        .iter()
+        .any(|o| !cookie_len_ok(usize::from(o.len())))
+}
+
+/// The COOKIE option lengths RFC 7873 §4 allows: 8, or 16 to 40.
+pub fn cookie_len_ok(len: usize) -> bool {
+    len == 8 || (16..=40).contains(&len)
+}
+
+/// The answer to a zone-transfer query over UDP, or `None` when `qtype`/`transport` is
+/// not one.
+///
+/// - AXFR: RFC 5936 §4.2 says "AXFR sessions over UDP transport are not defined"; we
+///   answer FORMERR, as BIND does (`xfrout.c`: `FAILC(DNS_R_FORMERR, "attempted AXFR
+///   over UDP")`), so the client learns at once to use TCP rather than timing out.
+/// - IXFR: RFC 1995 §2 does allow IXFR over UDP, so the query is not malformed and
+///   FORMERR would be wrong. Bootlane serves no zone transfers at all (it is not a
+///   primary for secondaries), so it answers NOTIMP (RFC 1035 §4.1.1: "does not support
+///   the requested kind of query"), not the SOA-only reply that would tell the client to
+///   retry over TCP for a transfer that does not exist there either.
+pub fn transfer_over_udp(qtype: RecordType, transport: Transport) -> Option<ResponseCode> {
+    match (qtype, transport) {
+        (RecordType::AXFR, Transport::Udp) => Some(ResponseCode::FormErr),
+        (RecordType::IXFR, Transport::Udp) => Some(ResponseCode::NotImp),
+        _ => None,
     }
 }
 

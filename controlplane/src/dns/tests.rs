@@ -450,3 +450,91 @@ fn answer_cache_serves_repeats_and_follows_changes() {
     let m = h.shared.metrics.snapshot();
     assert_eq!((m.queries_udp, m.local), (7, 7));
 }
+
+/// A query for `host1.lab.test. A` whose OPT carries one COOKIE option of `len` bytes.
+fn cookie_query(len: usize) -> Vec<u8> {
+    use hickory_proto::rr::rdata::opt::EdnsOption;
+    let mut q = Message::new(0x4242, MessageType::Query, OpCode::Query);
+    q.add_query(Query::query(
+        Name::from_ascii("host1.lab.test.").unwrap(),
+        RecordType::A,
+    ));
+    let mut e = Edns::new();
+    e.set_max_payload(1232);
+    e.options_mut()
+        .insert(EdnsOption::Unknown(10, (0..len as u8).collect()));
+    q.set_edns(e);
+    q.to_vec().unwrap()
+}
+
+/// Issue 7 §9, RFC 7873 §5.2.2: a COOKIE option of a length other than 8 or 16-40 is
+/// FORMERR; well-formed ones are ignored (answered normally). Asked twice each, so the
+/// answer cache can neither serve a malformed query nor be poisoned by one.
+#[test]
+fn malformed_cookie_is_formerr() {
+    let h = handler();
+    for len in [0, 1, 7, 9, 15, 41, 64] {
+        for _ in 0..2 {
+            let r = ask(&h, &cookie_query(len), "10.9.9.9", Transport::Udp);
+            assert_eq!(r.response_code, ResponseCode::FormErr, "cookie length {len}");
+            assert_eq!(r.id, 0x4242);
+            assert!(r.answers.is_empty());
+            assert!(r.edns.is_some(), "an EDNS query gets an OPT back (RFC 6891 §7)");
+        }
+    }
+    for len in [8, 16, 24, 40] {
+        for _ in 0..2 {
+            let r = ask(&h, &cookie_query(len), "10.9.9.9", Transport::Udp);
+            assert_eq!(r.response_code, ResponseCode::NoError, "cookie length {len}");
+            assert_eq!(addrs(&r), ["10.0.0.11", "10.0.0.12"], "cookie length {len}");
+        }
+    }
+    // A plain query for the same name, cached first, does not answer a malformed one.
+    let plain = query("host1.lab.test.", RecordType::A, Some(1232));
+    assert_eq!(
+        ask(&h, &plain, "10.9.9.9", Transport::Udp).response_code,
+        ResponseCode::NoError
+    );
+    let r = ask(&h, &cookie_query(5), "10.9.9.9", Transport::Udp);
+    assert_eq!(r.response_code, ResponseCode::FormErr);
+}
+
+/// Issue 7 §9, RFC 5936 §4.2: AXFR over UDP is FORMERR (as BIND answers); IXFR, which
+/// RFC 1995 allows over UDP, is NOTIMP (Bootlane serves no transfers). Over TCP neither
+/// rule applies.
+#[test]
+fn zone_transfers_over_udp() {
+    let h = handler();
+    for _ in 0..2 {
+        let r = ask(
+            &h,
+            &query("lab.test.", RecordType::AXFR, None),
+            "10.9.9.9",
+            Transport::Udp,
+        );
+        assert_eq!(r.response_code, ResponseCode::FormErr);
+        assert!(r.answers.is_empty());
+        let r = ask(
+            &h,
+            &query("lab.test.", RecordType::AXFR, Some(65535)),
+            "10.9.9.9",
+            Transport::Udp,
+        );
+        assert_eq!(r.response_code, ResponseCode::FormErr);
+        let r = ask(
+            &h,
+            &query("lab.test.", RecordType::IXFR, None),
+            "10.9.9.9",
+            Transport::Udp,
+        );
+        assert_eq!(r.response_code, ResponseCode::NotImp);
+    }
+    // The same AXFR over TCP after the UDP ones: not the UDP answer from the cache.
+    let r = ask(
+        &h,
+        &query("lab.test.", RecordType::AXFR, Some(65535)),
+        "10.9.9.9",
+        Transport::Tcp,
+    );
+    assert_ne!(r.response_code, ResponseCode::FormErr);
+}

@@ -34,6 +34,42 @@ use super::{
     handler::{ReadPlan, TftpHandler},
     packet::{self, errcode, Packet},
 };
+use crate::metrics::{TFTP_ACTIVE, TFTP_BYTES_SENT, TFTP_COMPLETED, TFTP_ERRORS, TFTP_FAILED, TFTP_STARTED};
+
+/// Label of a TFTP error code for [`TFTP_ERRORS`].
+fn error_kind(code: u16) -> &'static str {
+    match code {
+        errcode::NOT_FOUND => "not_found",
+        errcode::ACCESS => "access",
+        errcode::ILLEGAL => "illegal",
+        errcode::UNKNOWN_TID => "unknown_tid",
+        errcode::OPTION_REFUSED => "option_refused",
+        _ => "undefined",
+    }
+}
+
+/// Counts one error of `kind` in [`TFTP_ERRORS`].
+fn count_error(kind: &'static str) {
+    metrics::counter!(TFTP_ERRORS, "kind" => kind).increment(1);
+}
+
+/// Holds one unit of the [`TFTP_ACTIVE`] gauge for the life of a transfer (released on
+/// every exit path, cancellation and panics included).
+struct ActiveTransfer;
+
+impl ActiveTransfer {
+    fn start() -> Self {
+        metrics::counter!(TFTP_STARTED).increment(1);
+        metrics::gauge!(TFTP_ACTIVE).increment(1.0);
+        Self
+    }
+}
+
+impl Drop for ActiveTransfer {
+    fn drop(&mut self) {
+        metrics::gauge!(TFTP_ACTIVE).decrement(1.0);
+    }
+}
 
 /// Timers and limits of the transport.
 #[derive(Debug, Clone, Copy)]
@@ -170,10 +206,12 @@ async fn listen<H: TftpHandler>(
                 Ok(s) => s,
                 Err(e) => {
                     tracing::warn!("TFTP: cannot open a transfer socket: {e}");
+                    count_error("socket");
                     return;
                 }
             };
             let Ok(_permit) = permit else {
+                count_error("busy");
                 let _ = tid
                     .send_to(&packet::error(errcode::UNDEFINED, "server busy"), peer)
                     .await;
@@ -194,6 +232,7 @@ async fn listen<H: TftpHandler>(
                             .data(serde_json::json!({"file": req.filename, "client": peer.to_string(), "error": r.message, "code": r.code})),
                         );
                     }
+                    count_error(error_kind(r.code));
                     let _ = tid.send_to(&packet::error(r.code, &r.message), peer).await;
                     return;
                 }
@@ -201,7 +240,15 @@ async fn listen<H: TftpHandler>(
             let file = req.filename.clone();
             let size = plan.size;
             let t0 = std::time::Instant::now();
+            let active = ActiveTransfer::start();
             let outcome = send_file(&tid, peer, plan, &cache, limits, &token).await;
+            drop(active);
+            match outcome {
+                Outcome::Complete => metrics::counter!(TFTP_COMPLETED).increment(1),
+                Outcome::ClientError => metrics::counter!(TFTP_FAILED, "reason" => "client_error").increment(1),
+                Outcome::TimedOut => metrics::counter!(TFTP_FAILED, "reason" => "timed_out").increment(1),
+                Outcome::Cancelled => metrics::counter!(TFTP_FAILED, "reason" => "cancelled").increment(1),
+            }
             let ms = t0.elapsed().as_millis() as u64;
             tracing::info!(%peer, %file, size, ?outcome, ms, "TFTP transfer ended");
             let verb = match outcome {
@@ -344,6 +391,7 @@ async fn wait(sock: &UdpSocket, peer: SocketAddr, deadline: Instant, token: &Can
             Ok(Ok(v)) => v,
         };
         if from != peer {
+            count_error("unknown_tid");
             let _ = sock
                 .send_to(&packet::error(errcode::UNKNOWN_TID, "unknown transfer ID"), from)
                 .await;
@@ -405,6 +453,7 @@ pub async fn send_file(
     let src = match cache.get(&plan.path).await {
         Ok(f) => f,
         Err(_) => {
+            count_error("not_found");
             let _ = sock
                 .send_to(&packet::error(errcode::NOT_FOUND, "file not found"), peer)
                 .await;
@@ -426,6 +475,7 @@ pub async fn send_file(
                 Ok(b) => b,
                 Err(e) => {
                     tracing::warn!("TFTP read error: {e}");
+                    count_error("read_error");
                     let _ = sock
                         .send_to(&packet::error(errcode::UNDEFINED, "read error"), peer)
                         .await;
@@ -440,7 +490,9 @@ pub async fn send_file(
         }
         for (i, b) in buffered.iter().enumerate() {
             let num = ((base + i as u64) & 0xffff) as u16;
-            let _ = sock.send_to(&packet::data(num, b), peer).await;
+            if sock.send_to(&packet::data(num, b), peer).await.is_ok() {
+                metrics::counter!(TFTP_BYTES_SENT).increment(b.len() as u64);
+            }
         }
         let deadline = Instant::now() + rto;
         loop {

@@ -276,3 +276,52 @@ fn window_memory_is_bounded() {
         "the OACK carries the lowered window"
     );
 }
+
+/// Issue 7 §7: a completed transfer and a refused one show up in the rendered metrics.
+/// The recorder is shared by every test in the binary, so the test compares
+/// before/after values.
+#[tokio::test]
+async fn transfers_are_counted() {
+    use crate::metrics::{install, render, test_support::value};
+    install();
+    let l = lab(&[("m.bin", 1500)]).await;
+    let text = render();
+    let started = value(&text, "bootlane_tftp_transfers_started_total");
+    let completed = value(&text, "bootlane_tftp_transfers_completed_total");
+    let bytes = value(&text, "bootlane_tftp_bytes_sent_total");
+    let not_found = value(&text, r#"bootlane_tftp_errors_total{kind="not_found"}"#);
+
+    let (d, _) = fetch(l.addr, "m.bin", &[]).await.unwrap();
+    assert_eq!(d.len(), 1500);
+    let (code, _) = fetch(l.addr, "missing.bin", &[]).await.unwrap_err();
+    assert_eq!(code, errcode::NOT_FOUND);
+
+    // The server counts the completion when it reads the final ACK, just after the
+    // client has sent it.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let text = loop {
+        let text = render();
+        if value(&text, "bootlane_tftp_transfers_completed_total") > completed || tokio::time::Instant::now() > deadline
+        {
+            break text;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert!(
+        value(&text, "bootlane_tftp_transfers_started_total") >= started + 1.0,
+        "{text}"
+    );
+    assert!(
+        value(&text, "bootlane_tftp_transfers_completed_total") >= completed + 1.0,
+        "{text}"
+    );
+    assert!(
+        value(&text, "bootlane_tftp_bytes_sent_total") >= bytes + 1500.0,
+        "{text}"
+    );
+    assert!(
+        value(&text, r#"bootlane_tftp_errors_total{kind="not_found"}"#) >= not_found + 1.0,
+        "{text}"
+    );
+    assert!(text.contains("# TYPE bootlane_tftp_active_transfers gauge"), "{text}");
+}

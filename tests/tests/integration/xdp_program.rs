@@ -348,3 +348,58 @@ fn xdp_per_packet_cost() {
         assert!(d.as_micros() < 50, "{what}: {d:?}");
     }
 }
+
+/// `q` (a query with an empty OPT) with `options` as its OPT RDATA.
+fn with_options(mut q: Vec<u8>, options: &[u8]) -> Vec<u8> {
+    q.truncate(q.len() - 2);
+    q.extend((options.len() as u16).to_be_bytes());
+    q.extend(options);
+    q
+}
+
+/// One EDNS option: code, length, `len` data bytes.
+fn option(code: u16, len: usize) -> Vec<u8> {
+    let mut o = code.to_be_bytes().to_vec();
+    o.extend((len as u16).to_be_bytes());
+    o.extend((0..len).map(|i| i as u8));
+    o
+}
+
+/// Issue 7 §9 (RFC 7873 §5.2.2): a query whose COOKIE option is malformed is left to
+/// userspace (which answers FORMERR) and never answered NOERROR in the kernel; a
+/// well-formed cookie, next to other options, is still answered by the fast path.
+#[test]
+fn r7_xdp_passes_malformed_cookies() {
+    let t = crate::xdp_frames::loaded(&projection());
+    let (c, s) = (v4("10.77.0.2"), v4("10.77.0.1"));
+    let e = Edns {
+        dnssec_ok: false,
+        version: 0,
+        cookie: false,
+        udp: 1232,
+    };
+    let base = || query(21, "host1.lab.test", QTYPE_A, true, Some(e));
+    let before = t.status().counters;
+    for len in [0, 1, 7, 9, 15, 41, 64] {
+        let q = with_options(base(), &option(10, len));
+        expect_pass(&t, &frame(None, c, s, 53, &q), &format!("cookie of {len} bytes"));
+    }
+    // A malformed cookie after another option, and an option running past the RDATA.
+    let mut two = option(8, 7);
+    two.extend(option(10, 12));
+    expect_pass(&t, &frame(None, c, s, 53, &with_options(base(), &two)), "second option");
+    let mut overrun = option(10, 8);
+    overrun.truncate(10);
+    expect_pass(&t, &frame(None, c, s, 53, &with_options(base(), &overrun)), "overrun");
+    let after = t.status().counters;
+    assert_eq!(after.answered, before.answered, "nothing answered");
+    assert_eq!(after.pass_malformed - before.pass_malformed, 9, "{after:?}");
+
+    for len in [8, 16, 40] {
+        let mut opts = option(8, 7);
+        opts.extend(option(10, len));
+        let q = with_options(base(), &opts);
+        let (_, m) = expect_answer(&t, &frame(None, c, s, 53, &q));
+        assert_eq!(addrs(&m), ["10.0.0.11", "10.0.0.12"], "cookie of {len} bytes");
+    }
+}
