@@ -16,6 +16,9 @@ use tower::ServiceExt;
 use super::router;
 use crate::{config::Config, dataplane::FakeTable};
 
+#[allow(unused_imports, reason = "the SSE test reads frames")]
+use http_body_util::BodyExt as _;
+
 struct T {
     app: Router,
     fake: Arc<FakeTable>,
@@ -466,4 +469,227 @@ async fn api_requests_are_counted_by_route_and_status() {
     ] {
         assert!(text.contains(name), "{name} missing:\n{text}");
     }
+}
+
+#[tokio::test]
+async fn writes_become_events_with_user_and_address_and_the_audit_log_follows() {
+    let mut t = setup().await;
+    t.login().await;
+    let (s, _, v) = t
+        .call(
+            Method::POST,
+            "/api/v1/dns/records",
+            Some(json!({"name": "ev1", "type": "A", "value": "10.0.0.21"})),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let id = v["data"]["id"].as_u64().unwrap();
+    let (s, _, v) = t.call(Method::GET, "/api/v1/events?kind=dns.record.", None).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let e = &v["data"]["events"][0];
+    assert_eq!(e["kind"], "dns.record.created", "{v}");
+    assert_eq!(e["actor"], "admin");
+    assert_eq!(e["remote_addr"], "10.9.9.9");
+    assert_eq!(e["resource_id"], id.to_string());
+    // Logins are events too.
+    let (_, _, v) = t.call(Method::GET, "/api/v1/events?kind=auth.login", None).await;
+    assert!(v["data"]["total"].as_u64().unwrap() >= 1, "{v}");
+    let (s, _, v) = t
+        .call(Method::GET, "/api/v1/audit-logs?user=admin&resource=dns_record", None)
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let a = &v["data"]["entries"][0];
+    assert_eq!(
+        (&a["action"], &a["after"]["name"]),
+        (&json!("create"), &json!("ev1")),
+        "{v}"
+    );
+    assert_eq!(a["remote_addr"], "10.9.9.9");
+    let (s, _, _) = t.call(Method::GET, "/api/v1/audit-logs?user=nobody", None).await;
+    assert_eq!(s, StatusCode::OK);
+    for bad in [
+        "/api/v1/events?since=yesterday",
+        "/api/v1/events?size=0",
+        "/api/v1/audit-logs?from=x",
+    ] {
+        let (s, _, v) = t.call(Method::GET, bad, None).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{bad}: {v}");
+        assert_eq!(v["success"], false);
+    }
+}
+
+#[tokio::test]
+async fn the_event_stream_resumes_after_last_event_id() {
+    let mut t = setup().await;
+    t.login().await;
+    let mk = |n: &str| json!({"name": n, "type": "A", "value": "10.0.0.31"});
+    t.call(Method::POST, "/api/v1/dns/records", Some(mk("s1"))).await;
+    let (_, _, v) = t.call(Method::GET, "/api/v1/events?kind=dns.record.", None).await;
+    let last = v["data"]["events"][0]["id"].as_u64().unwrap();
+    t.call(Method::POST, "/api/v1/dns/records", Some(mk("s2"))).await;
+    t.call(Method::POST, "/api/v1/dns/records", Some(mk("s3"))).await;
+    let req = Request::builder()
+        .uri("/api/v1/events/stream?kind=dns.record.")
+        .header(header::COOKIE, t.cookie.clone().unwrap())
+        .header("last-event-id", last.to_string())
+        .body(Body::empty())
+        .unwrap();
+    let mut req = req;
+    req.extensions_mut()
+        .insert(ConnectInfo("10.9.9.9:1234".parse::<SocketAddr>().unwrap()));
+    let resp = t.app.clone().oneshot(req).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert!(resp.headers()[header::CONTENT_TYPE]
+        .to_str()
+        .unwrap()
+        .starts_with("text/event-stream"));
+    let mut body = resp.into_body();
+    let mut text = String::new();
+    while text.matches("\n\n").count() < 2 {
+        let frame = tokio::time::timeout(std::time::Duration::from_secs(5), body.frame())
+            .await
+            .expect("two events within 5 s")
+            .unwrap()
+            .unwrap();
+        if let Some(d) = frame.data_ref() {
+            text.push_str(&String::from_utf8_lossy(d));
+        }
+    }
+    assert!(text.contains("event: dns.record.created"), "{text}");
+    assert!(text.contains("\"s2\"") && text.contains("\"s3\""), "{text}");
+    assert!(!text.contains("\"s1\""), "nothing at or before Last-Event-ID: {text}");
+    let (s, _, _) = {
+        let req = Request::builder()
+            .uri("/api/v1/events/stream")
+            .header(header::COOKIE, t.cookie.clone().unwrap())
+            .header("last-event-id", "abc")
+            .body(Body::empty())
+            .unwrap();
+        t.raw(req).await
+    };
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn services_list_stop_start_and_reject_unknown_names() {
+    let mut t = setup().await;
+    t.login().await;
+    let (s, _, v) = t.call(Method::GET, "/api/v1/services", None).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let names: Vec<&str> = v["data"]["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["dns", "dhcp", "tftp", "http-boot"]);
+    // HTTP boot really stops: the boot routes answer 503 until it starts again.
+    let (s, _, v) = t.call(Method::POST, "/api/v1/services/http-boot/stop", None).await;
+    assert_eq!((s, &v["data"]["state"]), (StatusCode::OK, &json!("stopped")), "{v}");
+    let (s, _, _) = t.call(Method::GET, "/boot/ipxe?mac=52:54:00:00:00:01", None).await;
+    assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE);
+    let (s, _, v) = t
+        .call(
+            Method::POST,
+            "/api/v1/services/batch/start",
+            Some(json!({"names": ["http-boot", "nope"]})),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["data"]["results"][0]["status"]["state"], "running");
+    assert_eq!(v["data"]["results"][1]["ok"], false);
+    let (s, _, _) = t.call(Method::GET, "/boot/ipxe?mac=52:54:00:00:00:01", None).await;
+    // Serving again: the handler answers (here 400, as the test request has no Host header).
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    // DHCP without an active subnet fails with a reason instead of pretending.
+    let (_, _, v) = t.call(Method::POST, "/api/v1/services/dhcp/start", None).await;
+    assert_eq!(v["data"]["state"], "failed", "{v}");
+    assert!(v["data"]["reason"].as_str().unwrap().contains("subnet"), "{v}");
+    for (path, needle) in [
+        ("/api/v1/services/nope/start", "dns, dhcp, tftp, http-boot"),
+        ("/api/v1/services/dns/reload", "start, stop, restart"),
+    ] {
+        let (s, _, v) = t.call(Method::POST, path, None).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{path}");
+        assert!(v["error"].as_str().unwrap().contains(needle), "{path}: {v}");
+    }
+    let (s, _, v) = t
+        .call(
+            Method::PUT,
+            "/api/v1/services/tftp/auto-start",
+            Some(json!({"auto_start": false})),
+        )
+        .await;
+    assert_eq!((s, &v["data"]["auto_start"]), (StatusCode::OK, &json!(false)), "{v}");
+    let (_, _, v) = t.call(Method::GET, "/api/v1/events?kind=service.", None).await;
+    let kinds: Vec<&str> = v["data"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"service.stopped") && kinds.contains(&"service.failed"),
+        "{kinds:?}"
+    );
+}
+
+#[tokio::test]
+async fn settings_groups_validate_and_say_how_they_applied() {
+    let mut t = setup().await;
+    t.login().await;
+    let (s, _, v) = t.call(Method::GET, "/api/v1/settings", None).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    for k in ["general", "interfaces", "netboot", "dns", "dhcp", "tftp"] {
+        assert!(v["data"][k].is_object(), "{k}: {v}");
+    }
+    let (s, _, v) = t
+        .call(
+            Method::PUT,
+            "/api/v1/settings/general",
+            Some(json!({"session_ttl_secs": 600, "server_name": "pxe1"})),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["data"]["applied"]["live"], json!(["session_ttl_secs"]));
+    assert_eq!(v["data"]["applied"]["next_start"], json!(["server_name"]));
+    for (path, body, needle) in [
+        (
+            "/api/v1/settings/general",
+            json!({"session_ttl_secs": 1}),
+            "session_ttl_secs",
+        ),
+        ("/api/v1/settings/general", json!({"colour": "red"}), "colour"),
+        (
+            "/api/v1/settings/general",
+            json!({"api_listen": "nowhere"}),
+            "api_listen",
+        ),
+        (
+            "/api/v1/settings/netboot",
+            json!({"boot_root": "relative/dir"}),
+            "boot_root",
+        ),
+        ("/api/v1/settings/interfaces", json!({"tftp": "not-an-ip"}), "tftp"),
+        ("/api/v1/settings", json!({"bogus": {}}), "bogus"),
+    ] {
+        let (s, _, v) = t.call(Method::PUT, path, Some(body.clone())).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{path} {body}: {v}");
+        assert!(v["error"].as_str().unwrap().contains(needle), "{path} {body}: {v}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (s, _, v) = t
+        .call(
+            Method::PUT,
+            "/api/v1/settings/netboot",
+            Some(json!({"boot_root": dir.path().display().to_string()})),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["data"]["settings"]["boot_root"], dir.path().display().to_string());
+    let (_, _, v) = t.call(Method::GET, "/api/v1/audit-logs?resource=settings", None).await;
+    assert!(v["data"]["total"].as_u64().unwrap() >= 2, "{v}");
+    let (s, _, v) = t.call(Method::GET, "/api/v1/interfaces", None).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(v["data"].as_array().unwrap().iter().any(|i| i["name"] == "lo"), "{v}");
 }
