@@ -1,9 +1,14 @@
 //! Extractors and the success envelope: [`ApiJson`] turns every JSON body rejection into
 //! the error envelope (with a message saying what to fix), [`Envelope`] wraps successes as
-//! `{"success": true, "data": ...}`, and [`ApiPath`] makes bad path parameters a 400.
+//! `{"success": true, "data": ...}`, [`ApiPath`] makes bad path parameters a 400 and
+//! [`ApiQuery`] does the same for query strings (issue 7 section 8: every rejection carries
+//! the envelope).
 
 use axum::{
-    extract::{rejection::JsonRejection, rejection::PathRejection, FromRequest, FromRequestParts, Request},
+    extract::{
+        rejection::{JsonRejection, PathRejection, QueryRejection},
+        FromRequest, FromRequestParts, Request,
+    },
     http::{request::Parts, StatusCode},
     response::{IntoResponse, Response},
     Json,
@@ -72,6 +77,26 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
             Err(PathRejection::FailedToDeserializePathParams(e)) => Err(ApiError::BadRequest(format!(
                 "invalid path parameter: {}; ids are positive integers",
                 e.body_text()
+            ))),
+            Err(e) => Err(ApiError::BadRequest(e.body_text())),
+        }
+    }
+}
+
+/// Query parameters whose parse failures are a 400 with the envelope naming the parameter
+/// (axum's own `Query` answers plain text). Same shape as `axum::extract::Query`.
+pub struct ApiQuery<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(q) => Ok(Self(q.0)),
+            // serde's message names the field ("page: invalid digit found in string").
+            Err(QueryRejection::FailedToDeserializeQueryString(e)) => Err(ApiError::BadRequest(format!(
+                "invalid query parameter: {}",
+                std::error::Error::source(&e).map_or_else(|| e.body_text(), ToString::to_string)
             ))),
             Err(e) => Err(ApiError::BadRequest(e.body_text())),
         }

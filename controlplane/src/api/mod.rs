@@ -1,9 +1,18 @@
 //! The REST API (spec "Endpoints"): everything under `/api/v1`, every answer in the JSON
-//! envelope (including 401, 404 for unknown paths, 405, 413, malformed JSON and panics),
-//! one router per resource, one [`AppState`], one error type ([`error::ApiError`]).
+//! envelope (including 401, 404 for unknown paths, 405, 408, 413, malformed JSON and
+//! panics), one router per resource, one [`AppState`], one error type ([`error::ApiError`]).
 //! Public routes (login/session, `/status`, the OpenAPI document and the PXE runtime
 //! routes under `/boot`, see [`boot`]) sit outside the session layer; everything else is
 //! inside it.
+//!
+//! **Adding a resource** (issue 7 section 1): its API module has
+//! `pub fn router() -> OpenApiRouter<AppState>` built with utoipa-axum
+//! (`OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(get_one, update))`),
+//! each handler keeps its `#[utoipa::path]` (full `/api/v1/...` path, `{name}` parameters
+//! declared in `params`, payload types only: the envelope, error answers and security are
+//! added by [`openapi::finalize`]); then add one `.merge(x::router())` line in
+//! [`resources`], to the public or the protected group. The route and its OpenAPI path
+//! cannot drift: both come from the annotation.
 
 pub mod auth;
 pub mod boot;
@@ -12,6 +21,7 @@ pub mod dns;
 pub mod error;
 pub mod extract;
 pub mod hosts;
+pub mod openapi;
 pub mod profiles;
 pub mod system;
 #[cfg(test)]
@@ -26,6 +36,7 @@ use axum::{
     http::StatusCode,
     middleware,
     response::{IntoResponse, Response},
+    routing::get,
     Router,
 };
 use serde::{Deserialize, Serialize};
@@ -34,6 +45,7 @@ use tower_http::{
     catch_panic::CatchPanicLayer, limit::RequestBodyLimitLayer, timeout::TimeoutLayer, trace::TraceLayer,
 };
 use utoipa::{OpenApi, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
 
 use self::error::ApiError;
 use crate::{
@@ -136,118 +148,14 @@ impl AppState {
     }
 }
 
-/// The OpenAPI document.
+/// The OpenAPI document's header; paths and schemas come from the resource routers
+/// ([`resources`]), finished by [`openapi::finalize`]. Use [`openapi_doc`] for the whole document.
 #[derive(OpenApi)]
-#[openapi(
-    info(
-        title = "Bootlane API",
-        version = "1",
-        description = "Network boot (PXE) server with a built-in DNS server. Every answer is {success, data} or {success: false, error}."
-    ),
-    paths(
-        auth::login,
-        auth::logout,
-        auth::session,
-        dns::list,
-        dns::create,
-        dns::get_one,
-        dns::update,
-        dns::delete,
-        dns::get_settings,
-        dns::put_settings,
-        dhcp::list_leases,
-        dhcp::lease_stats,
-        dhcp::delete_lease,
-        dhcp::batch_delete,
-        dhcp::prune,
-        dhcp::list_reservations,
-        dhcp::create_reservation,
-        dhcp::get_reservation,
-        dhcp::update_reservation,
-        dhcp::delete_reservation,
-        dhcp::get_archmap,
-        dhcp::put_archmap,
-        dhcp::archmap_defaults,
-        dhcp::get_dhcp,
-        dhcp::put_dhcp,
-        dhcp::get_tftp,
-        dhcp::put_tftp,
-        hosts::list,
-        hosts::create,
-        hosts::get_one,
-        hosts::update,
-        hosts::delete,
-        hosts::boot_config,
-        profiles::list,
-        profiles::create,
-        profiles::get_one,
-        profiles::update,
-        profiles::delete,
-        profiles::versions,
-        profiles::version,
-        profiles::diff,
-        profiles::rollback,
-        profiles::get_script,
-        profiles::put_script,
-        system::version,
-        system::version_check,
-        system::status,
-        system::metrics,
-        system::audit_logs,
-    ),
-    components(schemas(
-        crate::dns::records::DnsRecord,
-        crate::dns::records::RecordInput,
-        crate::dns::records::RecordKind,
-        crate::dns::service::DnsSettings,
-        crate::dns::service::DnsSettingsPatch,
-        dns::RecordList,
-        dns::DnsServiceView,
-        crate::boot::catalog::HostView,
-        crate::boot::catalog::HostInput,
-        crate::boot::catalog::Profile,
-        crate::boot::catalog::ProfileInput,
-        crate::boot::catalog::ProfileMenu,
-        crate::boot::catalog::MenuEntry,
-        crate::boot::catalog::EntryType,
-        crate::boot::catalog::ScriptVersion,
-        crate::boot::catalog::ScriptDiff,
-        crate::boot::catalog::TemplateSource,
-        hosts::HostList,
-        crate::dhcp::leases::Lease,
-        crate::dhcp::control::StoredReservation,
-        crate::dhcp::control::ReservationInput,
-        crate::dhcp::control::SubnetPatch,
-        crate::dhcp::control::DhcpSettingsPatch,
-        crate::dhcp::control::SubnetView,
-        crate::dhcp::control::DhcpSettingsView,
-        crate::dhcp::control::ArchEntry,
-        crate::dhcp::control::ArchMap,
-        crate::dhcp::control::SubnetStats,
-        crate::dhcp::config::SubnetMode,
-        dhcp::LeaseView,
-        dhcp::LeaseList,
-        dhcp::BatchDelete,
-        dhcp::BatchDeleteResult,
-        dhcp::PruneResult,
-        dhcp::ReservationView,
-        dhcp::TftpView,
-        dhcp::TftpPatch,
-        profiles::IpxeScriptView,
-        profiles::IpxeScriptInput,
-        crate::dataplane::XdpStatus,
-        crate::dataplane::XdpInterface,
-        crate::dataplane::XdpCounters,
-        crate::dns::handler::DnsMetricsSnapshot,
-        auth::LoginRequest,
-        auth::LoginResponse,
-        auth::SessionInfo,
-        system::VersionInfo,
-        system::UpdateCheck,
-        system::Status,
-        AuditEntry,
-    ))
-)]
+#[openapi(info(
+    title = "Bootlane API",
+    version = "1",
+    description = "Network boot (PXE) server with a built-in DNS server. Every answer is {success, data} or {success: false, error}."
+))]
 pub struct ApiDoc;
 
 async fn fallback(req: Request) -> ApiError {
@@ -258,7 +166,8 @@ async fn fallback(req: Request) -> ApiError {
     ))
 }
 
-/// Rewrites axum's bare 405 into the envelope.
+/// Rewrites the bare answers of axum (405) and of the outer layers (413 from the body
+/// limit, 408 from the timeout) into the error envelope.
 async fn envelope_405(req: Request, next: middleware::Next) -> Response {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
@@ -300,32 +209,67 @@ fn panic_envelope(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     ApiError::Internal(anyhow::anyhow!("handler panicked")).into_response()
 }
 
-/// The whole application: `/api/v1/...` plus the envelope-producing fallbacks and layers.
-pub fn router(state: AppState) -> Router {
-    let protected = Router::new()
+/// Every `/api/v1` resource router with its OpenAPI paths: `(public, protected)`.
+/// A new resource adds one `.merge(x::router())` line here (see the module docs).
+pub fn resources() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
+    let public = OpenApiRouter::new()
+        .merge(auth::router())
+        .merge(system::public_router());
+    let protected = OpenApiRouter::new()
         .merge(dns::router())
         .merge(dhcp::router())
         .merge(hosts::router())
         .merge(profiles::router())
-        .merge(system::router())
-        .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_session));
-    let public = Router::new().merge(auth::router()).merge(system::public_router());
-    let api = Router::new().merge(public).merge(protected).fallback(fallback);
+        .merge(system::router());
+    (public, protected)
+}
+
+/// Merges the resource routers (the protected ones behind `session_layer`), splits once
+/// into the axum router and the finished OpenAPI document ([`openapi::finalize`]).
+fn split(
+    session_layer: impl FnOnce(OpenApiRouter<AppState>) -> OpenApiRouter<AppState>,
+) -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    let (public, mut protected) = resources();
+    openapi::protect(protected.get_openapi_mut());
+    let (api, mut doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(public)
+        .merge(session_layer(protected))
+        .split_for_parts();
+    openapi::finalize(&mut doc);
+    (api, doc)
+}
+
+/// The OpenAPI document `GET /api/v1/openapi.json` serves.
+pub fn openapi_doc() -> utoipa::openapi::OpenApi {
+    split(|r| r).1
+}
+
+/// The whole application: `/api/v1/...` plus the envelope-producing fallbacks and layers.
+pub fn router(state: AppState) -> Router {
+    let session = middleware::from_fn_with_state(state.clone(), auth::require_session);
+    let (api, doc) = split(|protected| protected.route_layer(session));
+    let doc = Arc::new(doc);
+    let api = api.route(
+        "/api/v1/openapi.json",
+        get(move || async move { axum::Json(doc.as_ref().clone()) }),
+    );
     let timeout = std::time::Duration::from_secs(state.config.api.request_timeout_secs);
     let max_body = state.config.api.max_body_bytes;
     let boot = boot::router(boot::BootState {
         root: state.config.boot_root(),
         catalog: state.catalog.clone(),
     });
+    // Layer order matters: the envelope rewrite sits outside the body limit and the
+    // timeout, whose own answers (413 `length limit exceeded`, bare 408) it rewrites.
     Router::new()
-        .nest("/api/v1", api)
+        .merge(api)
         .merge(boot)
         .fallback(fallback)
         .with_state(state)
-        .layer(middleware::from_fn(envelope_405))
         .layer(RequestBodyLimitLayer::new(max_body))
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, timeout))
         .layer(CatchPanicLayer::custom(panic_envelope))
+        .layer(middleware::from_fn(envelope_405))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
             let path = req
                 .extensions()

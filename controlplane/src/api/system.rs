@@ -6,18 +6,17 @@
     reason = "utoipa::path re-emits the Query extractor type with its full path"
 )]
 
-use axum::{
-    extract::{Query, State},
-    http::header,
-    response::IntoResponse,
-    routing::{get, post},
-    Router,
-};
+use axum::{extract::State, http::header, response::IntoResponse};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::{error::Result, extract::Envelope, AppState, AuditEntry};
+use super::{
+    error::Result,
+    extract::{ApiQuery, Envelope},
+    AppState, AuditEntry,
+};
 
 /// `GET /version` answer.
 #[derive(Debug, Serialize, ToSchema)]
@@ -164,7 +163,7 @@ pub struct AuditParams {
 #[utoipa::path(get, path = "/api/v1/audit-logs", tag = "system", params(AuditParams), responses((status = 200, body = Vec<AuditEntry>), (status = 401)))]
 pub async fn audit_logs(
     State(s): State<AppState>,
-    Query(p): Query<AuditParams>,
+    ApiQuery(p): ApiQuery<AuditParams>,
 ) -> Result<Envelope<serde_json::Value>> {
     let limit = p.limit.unwrap_or(100).clamp(1, 1000);
     let mut all = s.audit.list()?;
@@ -177,29 +176,22 @@ pub async fn audit_logs(
     Ok(Envelope::ok(serde_json::json!({ "entries": entries })))
 }
 
-/// OpenAPI 3 document of every endpoint.
-pub async fn openapi() -> impl IntoResponse {
-    use utoipa::OpenApi;
-    axum::Json(super::ApiDoc::openapi())
-}
-
 /// Uptime reference.
 pub fn now() -> OffsetDateTime {
     OffsetDateTime::now_utc()
 }
 
-/// Public system routes.
-pub fn public_router() -> Router<AppState> {
-    Router::new()
-        .route("/status", get(status))
-        .route("/openapi.json", get(openapi))
+/// Public system routes (`GET /openapi.json` is added by [`super::router`], which holds
+/// the finished document).
+pub fn public_router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(status))
 }
 
-/// Protected system routes.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/version", get(version))
-        .route("/version/check", post(version_check))
-        .route("/metrics", get(metrics))
-        .route("/audit-logs", get(audit_logs))
+/// Protected system routes, each with its OpenAPI path (utoipa-axum `routes!`).
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(version))
+        .routes(routes!(version_check))
+        .routes(routes!(metrics))
+        .routes(routes!(audit_logs))
 }
