@@ -28,6 +28,8 @@ pub mod system;
 mod tests;
 #[cfg(test)]
 mod tests_boot;
+#[cfg(test)]
+mod tests_contract;
 
 use std::{sync::Arc, time::Instant};
 

@@ -16,13 +16,13 @@ use tower::ServiceExt;
 use super::{router, AppState};
 use crate::{config::Config, dataplane::FakeTable, dns::service::DnsService, store::Store};
 
-struct T {
-    app: Router,
+pub(super) struct T {
+    pub(super) app: Router,
     fake: Arc<FakeTable>,
-    cookie: Option<String>,
+    pub(super) cookie: Option<String>,
 }
 
-async fn setup() -> T {
+pub(super) async fn setup() -> T {
     let store = Store::temporary();
     let mut config = Config {
         data_dir: std::env::temp_dir().join(format!("bootlane-api-{}", rand::random::<u64>())),
@@ -50,7 +50,7 @@ async fn setup() -> T {
 }
 
 impl T {
-    async fn call(
+    pub(super) async fn call(
         &self,
         method: Method,
         path: &str,
@@ -70,7 +70,7 @@ impl T {
         self.raw(req.body(body).unwrap()).await
     }
 
-    async fn raw(&self, mut req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Value) {
+    pub(super) async fn raw(&self, mut req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Value) {
         req.extensions_mut()
             .insert(ConnectInfo("10.9.9.9:1234".parse::<SocketAddr>().unwrap()));
         let resp = self.app.clone().oneshot(req).await.unwrap();
@@ -81,7 +81,7 @@ impl T {
         (status, headers, v)
     }
 
-    async fn login(&mut self) {
+    pub(super) async fn login(&mut self) {
         let (s, h, v) = self
             .call(
                 Method::POST,
@@ -96,7 +96,7 @@ impl T {
     }
 }
 
-fn is_error_envelope(v: &Value) -> bool {
+pub(super) fn is_error_envelope(v: &Value) -> bool {
     v["success"] == false && v["error"].as_str().is_some_and(|e| !e.is_empty())
 }
 
