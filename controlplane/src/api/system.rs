@@ -159,8 +159,15 @@ pub struct AuditParams {
     pub limit: Option<usize>,
 }
 
+/// `GET /audit-logs` answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditLog {
+    /// Entries, newest first.
+    pub entries: Vec<AuditEntry>,
+}
+
 /// Audit log, newest first.
-#[utoipa::path(get, path = "/api/v1/audit-logs", tag = "system", params(AuditParams), responses((status = 200, body = Vec<AuditEntry>), (status = 401)))]
+#[utoipa::path(get, path = "/api/v1/audit-logs", tag = "system", params(AuditParams), responses((status = 200, body = AuditLog), (status = 401)))]
 pub async fn audit_logs(
     State(s): State<AppState>,
     ApiQuery(p): ApiQuery<AuditParams>,
