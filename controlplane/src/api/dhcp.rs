@@ -119,7 +119,11 @@ pub async fn list_leases(State(s): State<AppState>, ApiQuery(p): ApiQuery<LeaseP
         })
         .collect();
     let total = all.len();
-    let leases = all.into_iter().skip((page - 1) * size).take(size).collect();
+    let leases = all
+        .into_iter()
+        .skip((page - 1).saturating_mul(size))
+        .take(size)
+        .collect();
     Ok(Envelope::ok(LeaseList {
         leases,
         total,

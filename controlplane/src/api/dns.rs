@@ -109,7 +109,11 @@ pub async fn list(State(s): State<AppState>, ApiQuery(p): ApiQuery<ListParams>) 
         })
         .collect();
     let total = all.len();
-    let records = all.into_iter().skip((page - 1) * size).take(size).collect();
+    let records = all
+        .into_iter()
+        .skip((page - 1).saturating_mul(size))
+        .take(size)
+        .collect();
     Ok(Envelope::ok(RecordList {
         records,
         total,

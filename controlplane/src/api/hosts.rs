@@ -90,7 +90,11 @@ pub async fn list(State(s): State<AppState>, ApiQuery(p): ApiQuery<HostListParam
         .map(HostView::from)
         .collect();
     let total = all.len();
-    let hosts = all.into_iter().skip((page - 1) * size).take(size).collect();
+    let hosts = all
+        .into_iter()
+        .skip((page - 1).saturating_mul(size))
+        .take(size)
+        .collect();
     Ok(Envelope::ok(HostList {
         hosts,
         total,
