@@ -10,7 +10,7 @@
 # session token to schemathesis through the document's `bearer` security scheme (a config
 # file, not a raw Cookie header, so its negative auth cases are judged correctly). Stops the
 # server by its PID. Needs schemathesis from scripts/setup.sh (/opt/bootlane-venv).
-# Environment: CONTRACT_EXAMPLES (cases per operation, default 25), CONTRACT_SEED.
+# Environment: CONTRACT_EXAMPLES (cases per operation, default 50), CONTRACT_SEED.
 set -euo pipefail
 
 bin=${1:?usage: contract.sh <bootlane-binary> [st run args]}
@@ -73,9 +73,8 @@ status=0
 BOOTLANE_CONTRACT_TOKEN=$token "$st" --config-file "$work/schemathesis.toml" run \
   "$base/api/v1/openapi.json" \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,negative_data_rejection \
-  --max-examples "${CONTRACT_EXAMPLES:-25}" \
+  --max-examples "${CONTRACT_EXAMPLES:-50}" \
   ${CONTRACT_SEED:+--seed "$CONTRACT_SEED"} \
-  --phases examples,coverage,fuzzing \
   --generation-database none \
   --report-dir "$work/report" \
   --no-color "$@" || status=$?
