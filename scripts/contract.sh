@@ -70,14 +70,15 @@ EOF
 
 echo "contract: schemathesis against $base/api/v1/openapi.json"
 status=0
-BOOTLANE_CONTRACT_TOKEN=$token "$st" --config-file "$work/schemathesis.toml" run \
+# From the temp directory: schemathesis keeps its cache (.schemathesis/) in the working one.
+(cd "$work" && BOOTLANE_CONTRACT_TOKEN=$token "$st" --config-file "$work/schemathesis.toml" run \
   "$base/api/v1/openapi.json" \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,negative_data_rejection \
   --max-examples "${CONTRACT_EXAMPLES:-50}" \
   ${CONTRACT_SEED:+--seed "$CONTRACT_SEED"} \
   --generation-database none \
   --report-dir "$work/report" \
-  --no-color "$@" || status=$?
+  --no-color "$@") || status=$?
 if ((status)); then
   echo "contract: FAILED (server log follows)" >&2
   tail -50 "$work/server.log" >&2
