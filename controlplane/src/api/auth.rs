@@ -67,9 +67,11 @@ pub struct Session {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoginRequest {
-    /// User name.
+    /// User name (not empty).
+    #[schema(min_length = 1)]
     pub username: String,
-    /// Password.
+    /// Password (not empty).
+    #[schema(min_length = 1)]
     pub password: String,
 }
 
