@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent machine set-up for Bootlane: system packages for the real-client tests and
-# the eBPF toolchain (rust-src for nightly, LLVM 22, bpf-linker). Quick when already done.
+# the eBPF toolchain (rust-src for nightly, LLVM 22, bpf-linker), schemathesis for the API
+# contract test. Quick when already done.
 # Called by `cargo xtask setup` (and so by `cargo xtask run|test|bench|lab`).
 set -euo pipefail
 
@@ -27,6 +28,8 @@ check /usr/share/OVMF/OVMF_CODE_4M.fd ovmf
 check /usr/lib/ipxe/undionly.kpxe ipxe
 check /usr/lib/ipxe/ipxe.efi ipxe
 check ldns-testns ldnsutils
+check python3 python3
+python3 -c 'import ensurepip' >/dev/null 2>&1 || need_pkgs+=(python3-venv)
 
 if ((${#need_pkgs[@]})); then
   mapfile -t uniq < <(printf '%s\n' "${need_pkgs[@]}" | sort -u)
@@ -51,5 +54,13 @@ if ! bpf-linker --version >/dev/null 2>&1; then
   echo "setup: building bpf-linker (a few minutes, once)"
   LLVM_PREFIX=/usr/lib/llvm-22 cargo install --locked bpf-linker --no-default-features --features llvm-22 \
     || LLVM_PREFIX=/usr/lib/llvm-22 cargo install bpf-linker --no-default-features --features llvm-22
+fi
+# API contract test (scripts/contract.sh): schemathesis, pinned, in its own venv.
+schemathesis_version=4.32.5
+venv=/opt/bootlane-venv
+if [[ "$("$venv/bin/st" --version 2>/dev/null)" != *" $schemathesis_version" ]]; then
+  echo "setup: installing schemathesis $schemathesis_version in $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "schemathesis==$schemathesis_version"
 fi
 echo "setup: ok"

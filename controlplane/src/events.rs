@@ -99,7 +99,7 @@ pub struct Event {
     /// One human sentence.
     pub summary: String,
     /// Kind-specific details (for writes: `action`, `before`, `after`).
-    #[schema(value_type = Object)]
+    #[schema(value_type = Value)]
     pub data: serde_json::Value,
 }
 
@@ -129,10 +129,10 @@ pub struct AuditEntry {
     /// One sentence describing the change.
     pub summary: String,
     /// The resource before the change (`null` for a create).
-    #[schema(value_type = Object)]
+    #[schema(value_type = Value)]
     pub before: serde_json::Value,
     /// The resource after the change (`null` for a delete).
-    #[schema(value_type = Object)]
+    #[schema(value_type = Value)]
     pub after: serde_json::Value,
 }
 

@@ -2,8 +2,9 @@
 //! - `setup`: idempotent machine set-up (`scripts/setup.sh`: packages, nightly rust-src,
 //!   bpf-linker). Every other command runs it first; it is quick when all is there.
 //! - `run`: build and run the server (`bootlane serve`), as root.
-//! - `test`: every test — unit and API tests of the default members, then the privileged
-//!   integration tests (XDP `test_run`, network namespaces, real clients) as root.
+//! - `test`: every test — unit and API tests of the default members, the API contract test
+//!   (`scripts/contract.sh`: schemathesis against the running server's openapi.json), then
+//!   the privileged integration tests (XDP `test_run`, network namespaces, real clients) as root.
 //! - `bench`: benchmarks against dnsmasq in the same invocation.
 //! - `lab`: Bootlane and a QEMU machine in a namespace, the machine's console on the terminal.
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "xtask is a CLI tool")]
@@ -169,6 +170,11 @@ fn test(unit_only: bool, filter: Option<String>) -> Result<()> {
         return Ok(());
     }
     let bin = build_server(false)?;
+    // The API contract (issue 7 section 8): schemathesis against the server's own
+    // openapi.json; no privileges needed. A filter that is part of "contract" selects it.
+    if filter.as_deref().is_none_or(|f| "contract".contains(f)) {
+        run(Command::new("bash").arg(root().join("scripts/contract.sh")).arg(&bin))?;
+    }
     std::env::set_var("BOOTLANE_BIN", &bin);
     for exe in integration_binaries()? {
         let mut args = vec!["--test-threads=1".to_string()];

@@ -18,14 +18,13 @@ use axum::{
     http::{header, HeaderMap, HeaderValue},
     middleware::Next,
     response::{IntoResponse, Response},
-    routing::{get, post},
-    Router,
 };
 use rand::{distributions::Alphanumeric, Rng};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     error::{ApiError, Result},
@@ -71,9 +70,11 @@ pub struct Session {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoginRequest {
-    /// User name.
+    /// User name (not empty).
+    #[schema(min_length = 1)]
     pub username: String,
-    /// Password.
+    /// Password (not empty).
+    #[schema(min_length = 1)]
     pub password: String,
 }
 
@@ -393,10 +394,10 @@ pub async fn session(State(state): State<AppState>, headers: HeaderMap) -> Envel
     })
 }
 
-/// Routes that need no session.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/auth/login", post(login))
-        .route("/auth/logout", post(logout))
-        .route("/auth/session", get(session))
+/// Routes that need no session, each with its OpenAPI path (utoipa-axum `routes!`).
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(login))
+        .routes(routes!(logout))
+        .routes(routes!(session))
 }

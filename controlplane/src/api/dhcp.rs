@@ -7,17 +7,14 @@
     reason = "utoipa::path re-emits the Query extractor type with its full path"
 )]
 
-use axum::{
-    extract::{Query, State},
-    routing::{get, post},
-    Router,
-};
+use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     error::{ApiError, Result},
-    extract::{ApiJson, ApiPath, Envelope},
+    extract::{ApiJson, ApiPath, ApiQuery, Envelope},
     hosts::paging,
     AppState,
 };
@@ -75,7 +72,7 @@ pub struct LeaseList {
 /// List leases.
 #[utoipa::path(get, path = "/api/v1/leases", tag = "dhcp", params(LeaseParams),
     responses((status = 200, body = LeaseList), (status = 400, description = "Bad filter"), (status = 401)))]
-pub async fn list_leases(State(s): State<AppState>, Query(p): Query<LeaseParams>) -> Result<Envelope<LeaseList>> {
+pub async fn list_leases(State(s): State<AppState>, ApiQuery(p): ApiQuery<LeaseParams>) -> Result<Envelope<LeaseList>> {
     let (page, size) = paging(p.page, p.size)?;
     let mac = match p.mac.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
         Some(m) => Some(
@@ -122,7 +119,11 @@ pub async fn list_leases(State(s): State<AppState>, Query(p): Query<LeaseParams>
         })
         .collect();
     let total = all.len();
-    let leases = all.into_iter().skip((page - 1) * size).take(size).collect();
+    let leases = all
+        .into_iter()
+        .skip((page - 1).saturating_mul(size))
+        .take(size)
+        .collect();
     Ok(Envelope::ok(LeaseList {
         leases,
         total,
@@ -243,7 +244,7 @@ pub struct ReservationParams {
     responses((status = 200, body = Vec<ReservationView>), (status = 401)))]
 pub async fn list_reservations(
     State(s): State<AppState>,
-    Query(p): Query<ReservationParams>,
+    ApiQuery(p): ApiQuery<ReservationParams>,
 ) -> Result<Envelope<Vec<ReservationView>>> {
     let want = p
         .subnet
@@ -489,21 +490,18 @@ pub async fn put_tftp(State(s): State<AppState>, ApiJson(p): ApiJson<TftpPatch>)
     Ok(Envelope::ok(view))
 }
 
-/// Protected DHCP/TFTP routes.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/leases", get(list_leases))
-        .route("/leases/stats", get(lease_stats))
-        .route("/leases/batch-delete", post(batch_delete))
-        .route("/leases/prune", post(prune))
-        .route("/leases/{mac}", axum::routing::delete(delete_lease))
-        .route("/dhcp/reservations", get(list_reservations).post(create_reservation))
-        .route(
-            "/dhcp/reservations/{id}",
-            get(get_reservation).put(update_reservation).delete(delete_reservation),
-        )
-        .route("/services/archmap", get(get_archmap).put(put_archmap))
-        .route("/services/archmap/defaults", get(archmap_defaults))
-        .route("/services/dhcp", get(get_dhcp).put(put_dhcp))
-        .route("/services/tftp", get(get_tftp).put(put_tftp))
+/// Protected DHCP/TFTP routes, each with its OpenAPI path (utoipa-axum `routes!`).
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_leases))
+        .routes(routes!(lease_stats))
+        .routes(routes!(batch_delete))
+        .routes(routes!(prune))
+        .routes(routes!(delete_lease))
+        .routes(routes!(list_reservations, create_reservation))
+        .routes(routes!(get_reservation, update_reservation, delete_reservation))
+        .routes(routes!(get_archmap, put_archmap))
+        .routes(routes!(archmap_defaults))
+        .routes(routes!(get_dhcp, put_dhcp))
+        .routes(routes!(get_tftp, put_tftp))
 }

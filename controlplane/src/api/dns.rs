@@ -6,17 +6,14 @@
     reason = "utoipa::path re-emits the Query extractor type with its full path"
 )]
 
-use axum::{
-    extract::{Query, State},
-    routing::get,
-    Router,
-};
+use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     error::{ApiError, Result},
-    extract::{ApiJson, ApiPath, Envelope},
+    extract::{ApiJson, ApiPath, ApiQuery, Envelope},
     AppState,
 };
 use crate::{
@@ -79,7 +76,7 @@ pub struct DnsServiceView {
 /// List DNS records.
 #[utoipa::path(get, path = "/api/v1/dns/records", tag = "dns", params(ListParams),
     responses((status = 200, body = RecordList), (status = 400, description = "Bad filter"), (status = 401)))]
-pub async fn list(State(s): State<AppState>, Query(p): Query<ListParams>) -> Result<Envelope<RecordList>> {
+pub async fn list(State(s): State<AppState>, ApiQuery(p): ApiQuery<ListParams>) -> Result<Envelope<RecordList>> {
     let kind = match &p.kind {
         Some(k) => Some(
             RecordKind::parse(k)
@@ -112,7 +109,11 @@ pub async fn list(State(s): State<AppState>, Query(p): Query<ListParams>) -> Res
         })
         .collect();
     let total = all.len();
-    let records = all.into_iter().skip((page - 1) * size).take(size).collect();
+    let records = all
+        .into_iter()
+        .skip((page - 1).saturating_mul(size))
+        .take(size)
+        .collect();
     Ok(Envelope::ok(RecordList {
         records,
         total,
@@ -185,10 +186,10 @@ pub async fn put_settings(
     Ok(Envelope::ok(view(&s)))
 }
 
-/// Protected DNS routes.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/dns/records", get(list).post(create))
-        .route("/dns/records/{id}", get(get_one).put(update).delete(delete))
-        .route("/services/dns", get(get_settings).put(put_settings))
+/// Protected DNS routes, each with its OpenAPI path (utoipa-axum `routes!`).
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(get_one, update, delete))
+        .routes(routes!(get_settings, put_settings))
 }

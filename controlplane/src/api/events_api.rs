@@ -16,21 +16,20 @@
 use std::{convert::Infallible, sync::Arc, time::Duration};
 
 use axum::{
-    extract::{Query, State},
+    extract::State,
     http::HeaderMap,
     response::sse::{Event as SseEvent, KeepAlive, Sse},
-    routing::get,
-    Router,
 };
 use futures::Stream;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use tokio::sync::broadcast::error::RecvError;
 use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     error::{ApiError, Result},
-    extract::Envelope,
+    extract::{ApiQuery, Envelope},
     hosts::paging,
     AppState,
 };
@@ -46,8 +45,9 @@ pub struct EventQuery {
     pub resource: Option<String>,
     /// Resource id, e.g. a MAC or a record id.
     pub resource_id: Option<String>,
-    /// Only events with an id above this one.
-    pub since_id: Option<u64>,
+    /// Only events with an id above this one (0 or more; event ids fit an int64).
+    #[param(minimum = 0)]
+    pub since_id: Option<i64>,
     /// Only events at or after this time (RFC 3339).
     pub since: Option<String>,
     /// Page number, from 1. Default 1.
@@ -86,16 +86,22 @@ fn parse_time(key: &str, v: &Option<String>) -> Result<Option<OffsetDateTime>> {
 /// List events, newest first, with filters and paging.
 #[utoipa::path(get, path = "/api/v1/events", tag = "events", params(EventQuery),
     responses((status = 200, body = EventList), (status = 400, description = "Bad filter or paging"), (status = 401)))]
-pub async fn list(State(bus): State<Arc<EventBus>>, Query(q): Query<EventQuery>) -> Result<Envelope<EventList>> {
+pub async fn list(State(bus): State<Arc<EventBus>>, ApiQuery(q): ApiQuery<EventQuery>) -> Result<Envelope<EventList>> {
     let (page, size) = paging(q.page, q.size)?;
     let since = parse_time("since", &q.since)?;
+    let since_id = q
+        .since_id
+        .map(|i| {
+            u64::try_from(i).map_err(|_| ApiError::BadRequest(format!("since_id {i} is negative; give 0 or more")))
+        })
+        .transpose()?;
     bus.settle().await;
     let mut total = 0;
     let mut events = Vec::new();
     let skip = (page - 1) * size;
     for e in bus.newest_first() {
         let e = e?;
-        if q.since_id.is_some_and(|id| e.id <= id) || since.is_some_and(|t| e.time < t) {
+        if since_id.is_some_and(|id| e.id <= id) || since.is_some_and(|t| e.time < t) {
             // Newest first: everything after this is older still.
             break;
         }
@@ -138,7 +144,7 @@ pub struct StreamQuery {
 pub async fn stream(
     State(bus): State<Arc<EventBus>>,
     headers: HeaderMap,
-    Query(q): Query<StreamQuery>,
+    ApiQuery(q): ApiQuery<StreamQuery>,
 ) -> Result<Sse<impl Stream<Item = std::result::Result<SseEvent, Infallible>>>> {
     let last = match headers.get("last-event-id") {
         Some(v) => Some(
@@ -276,7 +282,10 @@ pub struct AuditList {
 /// The audit log (derived from write events), newest first.
 #[utoipa::path(get, path = "/api/v1/audit-logs", tag = "events", params(AuditQuery),
     responses((status = 200, body = AuditList), (status = 400, description = "Bad filter or paging"), (status = 401)))]
-pub async fn audit_logs(State(bus): State<Arc<EventBus>>, Query(q): Query<AuditQuery>) -> Result<Envelope<AuditList>> {
+pub async fn audit_logs(
+    State(bus): State<Arc<EventBus>>,
+    ApiQuery(q): ApiQuery<AuditQuery>,
+) -> Result<Envelope<AuditList>> {
     let (page, size) = paging(q.page, q.size)?;
     let from = parse_time("from", &q.from)?;
     let to = parse_time("to", &q.to)?;
@@ -309,9 +318,9 @@ pub async fn audit_logs(State(bus): State<Arc<EventBus>>, Query(q): Query<AuditQ
 }
 
 /// Protected event routes.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/events", get(list))
-        .route("/events/stream", get(stream))
-        .route("/audit-logs", get(audit_logs))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(stream))
+        .routes(routes!(audit_logs))
 }

@@ -8,18 +8,17 @@
 )]
 
 use axum::{
-    extract::{Query, State},
+    extract::State,
     http::{header, HeaderMap, StatusCode},
     response::{IntoResponse, Response},
-    routing::get,
-    Router,
 };
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     error::{ApiError, Result},
-    extract::{ApiJson, ApiPath, Envelope},
+    extract::{ApiJson, ApiPath, ApiQuery, Envelope},
     AppState,
 };
 use crate::{
@@ -68,7 +67,7 @@ pub(crate) fn paging(page: Option<usize>, size: Option<usize>) -> Result<(usize,
 /// List hosts.
 #[utoipa::path(get, path = "/api/v1/hosts", tag = "hosts", params(HostListParams),
     responses((status = 200, body = HostList), (status = 400, description = "Bad paging"), (status = 401)))]
-pub async fn list(State(s): State<AppState>, Query(p): Query<HostListParams>) -> Result<Envelope<HostList>> {
+pub async fn list(State(s): State<AppState>, ApiQuery(p): ApiQuery<HostListParams>) -> Result<Envelope<HostList>> {
     let (page, size) = paging(p.page, p.size)?;
     let q = p.q.map(|q| q.trim().to_ascii_lowercase()).filter(|q| !q.is_empty());
     // A (partial) MAC typed with `-` separators, or a whole one in any form, still matches.
@@ -91,7 +90,11 @@ pub async fn list(State(s): State<AppState>, Query(p): Query<HostListParams>) ->
         .map(HostView::from)
         .collect();
     let total = all.len();
-    let hosts = all.into_iter().skip((page - 1) * size).take(size).collect();
+    let hosts = all
+        .into_iter()
+        .skip((page - 1).saturating_mul(size))
+        .take(size)
+        .collect();
     Ok(Envelope::ok(HostList {
         hosts,
         total,
@@ -156,10 +159,10 @@ pub async fn boot_config(State(s): State<AppState>, ApiPath(id): ApiPath<u64>, h
         .into_response())
 }
 
-/// Protected host routes.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/hosts", get(list).post(create))
-        .route("/hosts/{id}", get(get_one).put(update).delete(delete))
-        .route("/hosts/{id}/boot-config", get(boot_config))
+/// Protected host routes, each with its OpenAPI path (utoipa-axum `routes!`).
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(get_one, update, delete))
+        .routes(routes!(boot_config))
 }

@@ -10,20 +10,19 @@
 use std::{sync::Arc, time::Duration};
 
 use axum::{
-    extract::{rejection::QueryRejection, FromRef, Query, State},
+    extract::{FromRef, State},
     response::sse::{Event, KeepAlive, Sse},
-    routing::{get, post},
-    Router,
 };
 use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use tokio::sync::broadcast::error::RecvError;
 use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     error::{ApiError, Result},
-    extract::{ApiJson, Envelope},
+    extract::{ApiJson, ApiQuery, Envelope},
     AppState,
 };
 use crate::logging::{
@@ -118,9 +117,13 @@ pub async fn disk_usage(State(logs): State<Arc<LogControl>>) -> Result<Envelope<
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CleanupRequest {
-    /// Remove files last modified more than this many days ago (0: any age).
+    /// Remove files last modified more than this many days ago (0: any age; at most
+    /// 36500).
+    #[schema(maximum = 36500)]
     pub older_than_days: Option<u32>,
-    /// Keep this many newest files (the current file counts among them and is never removed).
+    /// Keep this many newest files (the current file counts among them and is never
+    /// removed; at most 100000).
+    #[schema(maximum = 100000)]
     pub keep_latest: Option<u32>,
 }
 
@@ -144,6 +147,14 @@ pub async fn cleanup(
         return Err(ApiError::BadRequest(
             "give older_than_days, keep_latest or both (e.g. {\"keep_latest\": 7})".into(),
         ));
+    }
+    if req.older_than_days.is_some_and(|d| d > 36_500) {
+        return Err(ApiError::BadRequest(
+            "older_than_days is at most 36500 (100 years)".into(),
+        ));
+    }
+    if req.keep_latest.is_some_and(|n| n > 100_000) {
+        return Err(ApiError::BadRequest("keep_latest is at most 100000".into()));
     }
     let all = list(&logs)?;
     let doomed = files::select(
@@ -210,9 +221,8 @@ fn log_events(
         (status = 400, description = "Unknown level"), (status = 401)))]
 pub async fn stream(
     State(logs): State<Arc<LogControl>>,
-    params: std::result::Result<Query<StreamParams>, QueryRejection>,
+    ApiQuery(p): ApiQuery<StreamParams>,
 ) -> Result<Sse<impl Stream<Item = std::result::Result<Event, axum::Error>>>> {
-    let Query(p) = params.map_err(|e| ApiError::BadRequest(format!("invalid query: {}", e.body_text())))?;
     let min = match p.level.as_deref() {
         None => LogLevel::Info,
         Some(l) => LogLevel::parse(l).ok_or_else(|| {
@@ -273,11 +283,11 @@ pub async fn put_settings(
 }
 
 /// The log routes (protected: merged inside the session layer).
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/logs/files", get(list_files))
-        .route("/logs/disk-usage", get(disk_usage))
-        .route("/logs/cleanup", post(cleanup))
-        .route("/logs/stream", get(stream))
-        .route("/settings/logging", get(get_settings).put(put_settings))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_files))
+        .routes(routes!(disk_usage))
+        .routes(routes!(cleanup))
+        .routes(routes!(stream))
+        .routes(routes!(get_settings, put_settings))
 }

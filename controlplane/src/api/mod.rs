@@ -1,9 +1,18 @@
 //! The REST API (spec "Endpoints"): everything under `/api/v1`, every answer in the JSON
-//! envelope (including 401, 404 for unknown paths, 405, 413, malformed JSON and panics),
-//! one router per resource, one [`AppState`], one error type ([`error::ApiError`]).
+//! envelope (including 401, 404 for unknown paths, 405, 408, 413, malformed JSON and
+//! panics), one router per resource, one [`AppState`], one error type ([`error::ApiError`]).
 //! Public routes (login/session, `/status`, the OpenAPI document and the PXE runtime
 //! routes under `/boot`, see [`boot`]) sit outside the session layer; everything else is
 //! inside it.
+//!
+//! **Adding a resource** (issue 7 section 1): its API module has
+//! `pub fn router() -> OpenApiRouter<AppState>` built with utoipa-axum
+//! (`OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(get_one, update))`),
+//! each handler keeps its `#[utoipa::path]` (full `/api/v1/...` path, `{name}` parameters
+//! declared in `params`, payload types only: the envelope, error answers and security are
+//! added by [`openapi::finalize`]); then add one `.merge(x::router())` line in
+//! [`resources`], to the public or the protected group. The route and its OpenAPI path
+//! cannot drift: both come from the annotation.
 
 pub mod auth;
 pub mod boot;
@@ -14,6 +23,7 @@ pub mod events_api;
 pub mod extract;
 pub mod hosts;
 pub mod logs;
+pub mod openapi;
 pub mod profiles;
 pub mod services;
 pub mod settings_api;
@@ -25,6 +35,8 @@ mod tests;
 #[cfg(test)]
 mod tests_boot;
 #[cfg(test)]
+mod tests_contract;
+#[cfg(test)]
 mod tests_logs;
 
 use std::{sync::Arc, time::Instant};
@@ -35,12 +47,14 @@ use axum::{
     http::StatusCode,
     middleware,
     response::{IntoResponse, Response},
+    routing::get,
     Router,
 };
 use tower_http::{
     catch_panic::CatchPanicLayer, limit::RequestBodyLimitLayer, timeout::TimeoutLayer, trace::TraceLayer,
 };
 use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
 
 use self::error::ApiError;
 use crate::{
@@ -93,170 +107,14 @@ impl FromRef<AppState> for Arc<Supervisor> {
     }
 }
 
-/// The OpenAPI document.
+/// The OpenAPI document's header; paths and schemas come from the resource routers
+/// ([`resources`]), finished by [`openapi::finalize`]. Use [`openapi_doc`] for the whole document.
 #[derive(OpenApi)]
-#[openapi(
-    info(
-        title = "Bootlane API",
-        version = "1",
-        description = "Network boot (PXE) server with a built-in DNS server. Every answer is {success, data} or {success: false, error}."
-    ),
-    paths(
-        auth::login,
-        auth::logout,
-        auth::session,
-        dns::list,
-        dns::create,
-        dns::get_one,
-        dns::update,
-        dns::delete,
-        dns::get_settings,
-        dns::put_settings,
-        dhcp::list_leases,
-        dhcp::lease_stats,
-        dhcp::delete_lease,
-        dhcp::batch_delete,
-        dhcp::prune,
-        dhcp::list_reservations,
-        dhcp::create_reservation,
-        dhcp::get_reservation,
-        dhcp::update_reservation,
-        dhcp::delete_reservation,
-        dhcp::get_archmap,
-        dhcp::put_archmap,
-        dhcp::archmap_defaults,
-        dhcp::get_dhcp,
-        dhcp::put_dhcp,
-        dhcp::get_tftp,
-        dhcp::put_tftp,
-        hosts::list,
-        hosts::create,
-        hosts::get_one,
-        hosts::update,
-        hosts::delete,
-        hosts::boot_config,
-        profiles::list,
-        profiles::create,
-        profiles::get_one,
-        profiles::update,
-        profiles::delete,
-        profiles::versions,
-        profiles::version,
-        profiles::diff,
-        profiles::rollback,
-        profiles::get_script,
-        profiles::put_script,
-        system::version,
-        system::version_check,
-        system::status,
-        system::metrics,
-        events_api::list,
-        events_api::stream,
-        events_api::audit_logs,
-        services::list,
-        services::act,
-        services::batch,
-        services::auto_start,
-        settings_api::get_all,
-        settings_api::put_all,
-        settings_api::get_general,
-        settings_api::put_general,
-        settings_api::get_interfaces,
-        settings_api::put_interfaces,
-        settings_api::get_netboot,
-        settings_api::put_netboot,
-        settings_api::list_interfaces,
-        settings_api::list_network_interfaces,
-        logs::list_files,
-        logs::disk_usage,
-        logs::cleanup,
-        logs::stream,
-        logs::get_settings,
-        logs::put_settings,
-    ),
-    components(schemas(
-        crate::dns::records::DnsRecord,
-        crate::dns::records::RecordInput,
-        crate::dns::records::RecordKind,
-        crate::dns::service::DnsSettings,
-        crate::dns::service::DnsSettingsPatch,
-        dns::RecordList,
-        dns::DnsServiceView,
-        crate::boot::catalog::HostView,
-        crate::boot::catalog::HostInput,
-        crate::boot::catalog::Profile,
-        crate::boot::catalog::ProfileInput,
-        crate::boot::catalog::ProfileMenu,
-        crate::boot::catalog::MenuEntry,
-        crate::boot::catalog::EntryType,
-        crate::boot::catalog::ScriptVersion,
-        crate::boot::catalog::ScriptDiff,
-        crate::boot::catalog::TemplateSource,
-        hosts::HostList,
-        crate::dhcp::leases::Lease,
-        crate::dhcp::control::StoredReservation,
-        crate::dhcp::control::ReservationInput,
-        crate::dhcp::control::SubnetPatch,
-        crate::dhcp::control::DhcpSettingsPatch,
-        crate::dhcp::control::SubnetView,
-        crate::dhcp::control::DhcpSettingsView,
-        crate::dhcp::control::ArchEntry,
-        crate::dhcp::control::ArchMap,
-        crate::dhcp::control::SubnetStats,
-        crate::dhcp::config::SubnetMode,
-        dhcp::LeaseView,
-        dhcp::LeaseList,
-        dhcp::BatchDelete,
-        dhcp::BatchDeleteResult,
-        dhcp::PruneResult,
-        dhcp::ReservationView,
-        dhcp::TftpView,
-        dhcp::TftpPatch,
-        profiles::IpxeScriptView,
-        profiles::IpxeScriptInput,
-        crate::dataplane::XdpStatus,
-        crate::dataplane::XdpInterface,
-        crate::dataplane::XdpCounters,
-        crate::dns::handler::DnsMetricsSnapshot,
-        auth::LoginRequest,
-        auth::LoginResponse,
-        auth::SessionInfo,
-        system::VersionInfo,
-        system::UpdateCheck,
-        system::Status,
-        crate::events::Event,
-        crate::events::AuditEntry,
-        events_api::EventList,
-        events_api::AuditList,
-        crate::supervisor::ServiceStatus,
-        crate::supervisor::ServiceState,
-        services::ServiceList,
-        services::BatchRequest,
-        services::BatchResult,
-        services::BatchItem,
-        services::AutoStart,
-        crate::settings::GeneralSettings,
-        crate::settings::InterfaceSettings,
-        crate::settings::NetbootSettings,
-        crate::settings::SettingsTree,
-        crate::settings::Applied,
-        crate::net::InterfaceInfo,
-        crate::net::InterfaceAddr,
-        crate::logging::LoggingSettings,
-        crate::logging::LoggingSettingsPatch,
-        crate::logging::Rotation,
-        crate::logging::LogFile,
-        crate::logging::LogLine,
-        crate::logging::LogLevel,
-        logs::LogFileList,
-        logs::DiskUsage,
-        logs::FileUsage,
-        logs::CleanupRequest,
-        logs::CleanupResult,
-        logs::LoggingSettingsView,
-        logs::LoggingApplied,
-    ))
-)]
+#[openapi(info(
+    title = "Bootlane API",
+    version = "1",
+    description = "Network boot (PXE) server with a built-in DNS server. Every answer is {success, data} or {success: false, error}."
+))]
 pub struct ApiDoc;
 
 async fn fallback(req: Request) -> ApiError {
@@ -267,7 +125,8 @@ async fn fallback(req: Request) -> ApiError {
     ))
 }
 
-/// Rewrites axum's bare 405 into the envelope.
+/// Rewrites the bare answers of axum (405) and of the outer layers (413 from the body
+/// limit, 408 from the timeout) into the error envelope.
 async fn envelope_405(req: Request, next: middleware::Next) -> Response {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
@@ -309,25 +168,79 @@ fn panic_envelope(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     ApiError::Internal(anyhow::anyhow!("handler panicked")).into_response()
 }
 
+/// Every `/api/v1` resource router with its OpenAPI paths, by guard.
+pub struct Resources {
+    /// No authentication (login, session, status).
+    pub public: OpenApiRouter<AppState>,
+    /// Behind the session layer ([`auth::require_session`]).
+    pub protected: OpenApiRouter<AppState>,
+    /// Behind the scrape guard ([`system::require_scrape_auth`]: session, scrape token
+    /// or `[metrics] public`).
+    pub scraped: OpenApiRouter<AppState>,
+}
+
+/// Every `/api/v1` resource router. A new resource adds one `.merge(x::router())` line
+/// here (see the module docs).
+pub fn resources() -> Resources {
+    Resources {
+        public: OpenApiRouter::new()
+            .merge(auth::router())
+            .merge(system::public_router()),
+        protected: OpenApiRouter::new()
+            .merge(dns::router())
+            .merge(dhcp::router())
+            .merge(hosts::router())
+            .merge(profiles::router())
+            .merge(system::router())
+            .merge(events_api::router())
+            .merge(services::router())
+            .merge(settings_api::router())
+            .merge(logs::router()),
+        scraped: system::metrics_router(),
+    }
+}
+
+/// Merges the resource routers (with their guards as route layers when `state` is
+/// given), splits once into the axum router and the finished OpenAPI document
+/// ([`openapi::finalize`]).
+fn split(state: Option<&AppState>) -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    let Resources {
+        public,
+        mut protected,
+        mut scraped,
+    } = resources();
+    openapi::protect(protected.get_openapi_mut());
+    openapi::protect(scraped.get_openapi_mut());
+    if let Some(state) = state {
+        protected = protected.route_layer(middleware::from_fn_with_state(state.clone(), auth::require_session));
+        scraped = scraped.route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            system::require_scrape_auth,
+        ));
+    }
+    let (api, mut doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(public)
+        .merge(protected)
+        .merge(scraped)
+        .split_for_parts();
+    openapi::finalize(&mut doc);
+    (api, doc)
+}
+
+/// The OpenAPI document `GET /api/v1/openapi.json` serves.
+pub fn openapi_doc() -> utoipa::openapi::OpenApi {
+    split(None).1
+}
+
 /// The whole application: `/api/v1/...` plus the envelope-producing fallbacks and layers.
 pub fn router(state: AppState) -> Router {
     crate::metrics::install();
-    let protected = Router::new()
-        .merge(dns::router())
-        .merge(dhcp::router())
-        .merge(hosts::router())
-        .merge(profiles::router())
-        .merge(system::router())
-        .merge(events_api::router())
-        .merge(services::router())
-        .merge(settings_api::router())
-        .merge(logs::router())
-        .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_session));
-    let public = Router::new()
-        .merge(auth::router())
-        .merge(system::public_router())
-        .merge(system::metrics_router(state.clone()));
-    let api = Router::new().merge(public).merge(protected).fallback(fallback);
+    let (api, doc) = split(Some(&state));
+    let doc = Arc::new(doc);
+    let api = api.route(
+        "/api/v1/openapi.json",
+        get(move || async move { axum::Json(doc.as_ref().clone()) }),
+    );
     let timeout = std::time::Duration::from_secs(state.config.api.request_timeout_secs);
     let max_body = state.config.api.max_body_bytes;
     let boot = boot::router(boot::BootState {
@@ -336,15 +249,17 @@ pub fn router(state: AppState) -> Router {
         events: state.events.clone(),
         serving: state.boot_serving.clone(),
     });
+    // Layer order matters: the envelope rewrite sits outside the body limit and the
+    // timeout, whose own answers (413 `length limit exceeded`, bare 408) it rewrites.
     Router::new()
-        .nest("/api/v1", api)
+        .merge(api)
         .merge(boot)
         .fallback(fallback)
         .with_state(state)
-        .layer(middleware::from_fn(envelope_405))
         .layer(RequestBodyLimitLayer::new(max_body))
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, timeout))
         .layer(CatchPanicLayer::custom(panic_envelope))
+        .layer(middleware::from_fn(envelope_405))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
             let path = req
                 .extensions()

@@ -4,9 +4,10 @@
 //! rule, validates menus and stores a script version on every change of a profile's
 //! generated script.
 
-use axum::{extract::State, routing::get, routing::post, Router};
+use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     error::Result,
@@ -160,14 +161,14 @@ pub async fn put_script(
     Ok(Envelope::ok(script_view(&s)))
 }
 
-/// Protected profile routes.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/profiles", get(list).post(create))
-        .route("/profiles/{id}", get(get_one).put(update).delete(delete))
-        .route("/profiles/{id}/script-versions", get(versions))
-        .route("/profiles/{id}/script-versions/{ver}", get(version))
-        .route("/profiles/{id}/script-diff/{ver}", get(diff))
-        .route("/profiles/{id}/script-rollback/{ver}", post(rollback))
-        .route("/services/ipxe-script", get(get_script).put(put_script))
+/// Protected profile routes, each with its OpenAPI path (utoipa-axum `routes!`).
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(get_one, update, delete))
+        .routes(routes!(versions))
+        .routes(routes!(version))
+        .routes(routes!(diff))
+        .routes(routes!(rollback))
+        .routes(routes!(get_script, put_script))
 }

@@ -5,13 +5,10 @@
 
 use std::sync::Arc;
 
-use axum::{
-    extract::State,
-    routing::{get, post, put},
-    Router,
-};
+use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     error::{ApiError, Result},
@@ -134,10 +131,10 @@ pub async fn auto_start(
 
 /// Protected lifecycle routes. `/services/batch/{action}` is matched before
 /// `/services/{name}/{action}` (axum prefers the static segment).
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/services", get(list))
-        .route("/services/batch/{action}", post(batch))
-        .route("/services/{name}/auto-start", put(auto_start))
-        .route("/services/{name}/{action}", post(act))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(batch))
+        .routes(routes!(auto_start))
+        .routes(routes!(act))
 }

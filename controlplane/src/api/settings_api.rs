@@ -7,9 +7,10 @@
 
 use std::{collections::BTreeMap, net::IpAddr};
 
-use axum::{extract::State, routing::get, Router};
+use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     error::{ApiError, Result},
@@ -82,12 +83,16 @@ pub async fn get_all(State(s): State<AppState>) -> Result<Envelope<SettingsTree>
 #[serde(deny_unknown_fields)]
 pub struct TreePatch {
     /// See `PUT /settings/general`.
+    #[serde(default, deserialize_with = "super::extract::object_only")]
     pub general: Option<GeneralPatch>,
     /// See `PUT /settings/interfaces`.
+    #[serde(default, deserialize_with = "super::extract::object_only")]
     pub interfaces: Option<InterfacesPatch>,
     /// See `PUT /settings/netboot`.
+    #[serde(default, deserialize_with = "super::extract::object_only")]
     pub netboot: Option<NetbootPatch>,
     /// See `PUT /services/dns`.
+    #[serde(default, deserialize_with = "super::extract::object_only")]
     pub dns: Option<DnsSettingsPatch>,
 }
 
@@ -301,12 +306,12 @@ pub async fn list_network_interfaces(State(s): State<AppState>) -> Envelope<Vec<
 }
 
 /// Protected settings routes.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/settings", get(get_all).put(put_all))
-        .route("/settings/general", get(get_general).put(put_general))
-        .route("/settings/interfaces", get(get_interfaces).put(put_interfaces))
-        .route("/settings/netboot", get(get_netboot).put(put_netboot))
-        .route("/interfaces", get(list_interfaces))
-        .route("/network/interfaces", get(list_network_interfaces))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(get_all, put_all))
+        .routes(routes!(get_general, put_general))
+        .routes(routes!(get_interfaces, put_interfaces))
+        .routes(routes!(get_netboot, put_netboot))
+        .routes(routes!(list_interfaces))
+        .routes(routes!(list_network_interfaces))
 }

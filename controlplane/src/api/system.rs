@@ -11,14 +11,13 @@
 use axum::{
     extract::{Request, State},
     http::header,
-    middleware::{self, Next},
+    middleware::Next,
     response::{IntoResponse, Response},
-    routing::{get, post},
-    Router,
 };
 use serde::Serialize;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{error::ApiError, extract::Envelope, AppState};
 
@@ -147,18 +146,10 @@ pub async fn require_scrape_auth(State(s): State<AppState>, req: Request, next: 
     .into_response()
 }
 
-/// `/metrics` with its own authentication ([`require_scrape_auth`]), mounted outside
-/// the session layer.
-pub fn metrics_router(state: AppState) -> Router<AppState> {
-    Router::new()
-        .route("/metrics", get(metrics))
-        .route_layer(middleware::from_fn_with_state(state, require_scrape_auth))
-}
-
-/// OpenAPI 3 document of every endpoint.
-pub async fn openapi() -> impl IntoResponse {
-    use utoipa::OpenApi;
-    axum::Json(super::ApiDoc::openapi())
+/// `/metrics` with its own authentication ([`require_scrape_auth`], added by
+/// [`super::router`] as a route layer), outside the session layer.
+pub fn metrics_router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(metrics))
 }
 
 /// Uptime reference.
@@ -166,16 +157,15 @@ pub fn now() -> OffsetDateTime {
     OffsetDateTime::now_utc()
 }
 
-/// Public system routes.
-pub fn public_router() -> Router<AppState> {
-    Router::new()
-        .route("/status", get(status))
-        .route("/openapi.json", get(openapi))
+/// Public system routes (`GET /openapi.json` is added by [`super::router`], which holds
+/// the finished document).
+pub fn public_router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(status))
 }
 
-/// Protected system routes.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/version", get(version))
-        .route("/version/check", post(version_check))
+/// Protected system routes, each with its OpenAPI path (utoipa-axum `routes!`).
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(version))
+        .routes(routes!(version_check))
 }

@@ -19,13 +19,13 @@ use crate::{config::Config, dataplane::FakeTable};
 #[allow(unused_imports, reason = "the SSE test reads frames")]
 use http_body_util::BodyExt as _;
 
-struct T {
-    app: Router,
+pub(super) struct T {
+    pub(super) app: Router,
     fake: Arc<FakeTable>,
-    cookie: Option<String>,
+    pub(super) cookie: Option<String>,
 }
 
-async fn setup() -> T {
+pub(super) async fn setup() -> T {
     setup_with(|_| {}).await
 }
 
@@ -42,7 +42,7 @@ async fn setup_with(f: impl FnOnce(&mut Config)) -> T {
 }
 
 impl T {
-    async fn call(
+    pub(super) async fn call(
         &self,
         method: Method,
         path: &str,
@@ -62,7 +62,7 @@ impl T {
         self.raw(req.body(body).unwrap()).await
     }
 
-    async fn raw(&self, mut req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Value) {
+    pub(super) async fn raw(&self, mut req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Value) {
         req.extensions_mut()
             .insert(ConnectInfo("10.9.9.9:1234".parse::<SocketAddr>().unwrap()));
         let resp = self.app.clone().oneshot(req).await.unwrap();
@@ -73,7 +73,7 @@ impl T {
         (status, headers, v)
     }
 
-    async fn login(&mut self) {
+    pub(super) async fn login(&mut self) {
         let (s, h, v) = self
             .call(
                 Method::POST,
@@ -88,7 +88,7 @@ impl T {
     }
 }
 
-fn is_error_envelope(v: &Value) -> bool {
+pub(super) fn is_error_envelope(v: &Value) -> bool {
     v["success"] == false && v["error"].as_str().is_some_and(|e| !e.is_empty())
 }
 

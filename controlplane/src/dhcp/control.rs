@@ -219,8 +219,9 @@ pub struct ArchEntry {
     /// Boot file relative to the boot directory, or an `http(s)://` URL (`{server}` and
     /// `{http_port}` are replaced per client).
     pub boot_file: String,
-    /// Name of the architecture (answers only; ignored on input).
-    #[serde(default, skip_deserializing)]
+    /// Name of the architecture (answers only; accepted and ignored on input, so a GET
+    /// body can be PUT back; `skip_deserializing` would make it an unknown field).
+    #[serde(default)]
     pub arch_name: String,
 }
 

@@ -192,7 +192,11 @@ pub fn select(
         .iter()
         .enumerate()
         .filter(|(i, f)| {
-            let old = older_than_days.map(|d| f.modified < now - time::Duration::days(i64::from(d)));
+            // A cut-off before the calendar's start (a huge day count) selects nothing.
+            let old = older_than_days.map(|d| {
+                now.checked_sub(time::Duration::days(i64::from(d)))
+                    .is_some_and(|cut| f.modified < cut)
+            });
             let beyond = keep_latest.map(|n| *i >= n as usize);
             let chosen = match combine {
                 Combine::All => old.unwrap_or(true) && beyond.unwrap_or(true),
