@@ -26,6 +26,7 @@ mod tests;
 mod tests_boot;
 #[cfg(test)]
 mod tests_logs;
+pub mod ui;
 
 use std::{sync::Arc, time::Instant};
 
@@ -339,7 +340,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .nest("/api/v1", api)
         .merge(boot)
-        .fallback(fallback)
+        .fallback(ui::fallback)
         .with_state(state)
         .layer(middleware::from_fn(envelope_405))
         .layer(RequestBodyLimitLayer::new(max_body))
