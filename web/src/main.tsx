@@ -57,7 +57,11 @@ function Shell(props: { user: string; onLogout: () => void }) {
   const { path, route } = useLocation();
   const [up, setUp] = useState(live.connected);
   const [open, setOpen] = useState(false);
-  useEffect(() => live.onStatus(setUp), []);
+  useEffect(() => {
+    const off = live.onStatus(setUp);
+    setUp(live.connected); // it may have connected between the first render and now
+    return off;
+  }, []);
   useEffect(() => setOpen(false), [path]);
   return (
     <div class="shell">
