@@ -6,10 +6,34 @@
 import { defineConfig } from 'vite';
 import preact from '@preact/preset-vite';
 import { compression, defineAlgorithm } from 'vite-plugin-compression2';
+import { gzipSync } from 'node:zlib';
+import type { Plugin } from 'vite';
+
+/** Issue 8 size budget: the JS and CSS the first page load needs, gzip, under 150 KB. */
+const BUDGET_BYTES = 150 * 1024;
+
+function sizeBudget(): Plugin {
+  return {
+    name: 'bootlane-size-budget',
+    apply: 'build',
+    generateBundle(_, bundle) {
+      let total = 0;
+      for (const f of Object.values(bundle)) {
+        const initial = f.type === 'chunk' ? f.isEntry : /\.css$/.test(f.fileName);
+        if (!initial) continue;
+        total += gzipSync(f.type === 'chunk' ? f.code : f.source).length;
+      }
+      const kb = (total / 1024).toFixed(1);
+      if (total > BUDGET_BYTES) this.error(`initial JS + CSS is ${kb} KB gzip, over the 150 KB budget`);
+      console.log(`size budget: initial JS + CSS ${kb} KB gzip (budget 150 KB)`);
+    },
+  };
+}
 
 export default defineConfig({
   plugins: [
     preact(),
+    sizeBudget(),
     compression({
       algorithms: [defineAlgorithm('gzip', { level: 9 }), defineAlgorithm('brotliCompress')],
       include: /\.(html|js|css|svg|json)$/,
