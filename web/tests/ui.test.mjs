@@ -145,3 +145,27 @@ test('stop and start a service with the buttons; the state follows', async () =>
   await page.waitForURL(/\/login\?next=%2Fservices$/);
   await ctx.close();
 });
+
+test('every page of the navigation renders without a script error, also on a narrow window', async () => {
+  const { ctx, page } = await newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(`${server.base}/`);
+  await login(page);
+  await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+  const links = await page.locator('nav.sidebar a').evaluateAll((as) => as.map((a) => a.getAttribute('href')));
+  assert.ok(links.includes('/services/dns'), `the spec's Service Config > DNS path is in the navigation: ${links}`);
+  for (const href of links) {
+    await page.goto(`${server.base}${href}`);
+    await page.locator('main h1').first().waitFor();
+    assert.equal(await page.locator('main .error').count(), 0, `${href}: ${await page.locator('main .error').allInnerTexts()}`);
+  }
+  await page.setViewportSize({ width: 420, height: 800 });
+  await page.goto(`${server.base}/dns`);
+  assert.equal(await page.locator('nav.sidebar').isVisible(), false, 'the navigation folds on a narrow window');
+  await page.getByRole('button', { name: 'menu' }).click();
+  await page.getByRole('link', { name: 'Hosts' }).click();
+  await page.getByRole('heading', { name: 'Hosts' }).waitFor();
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});

@@ -139,8 +139,13 @@ export function DnsRecords() {
   );
 }
 
+/** `GET /services/dns`: the settings (flattened) plus live state. */
 interface DnsView {
-  settings: { enabled: boolean; port: number; listen: string[]; local_domain: string; upstream: string };
+  enabled: boolean;
+  port: number;
+  listen: string[];
+  local_domain: string;
+  upstream: string;
   running: boolean;
   bound: string[];
   xdp: unknown;
@@ -162,7 +167,7 @@ export function DnsSettings() {
           <div class="panel">
             <Form
               testid="dns-settings"
-              key={JSON.stringify(data.settings)}
+              key={JSON.stringify([data.enabled, data.port, data.listen, data.local_domain, data.upstream])}
               fields={[
                 { name: 'enabled', label: 'Enabled', type: 'checkbox' },
                 { name: 'port', label: 'Port', type: 'number' },
@@ -171,11 +176,11 @@ export function DnsSettings() {
                 { name: 'upstream', label: 'Upstream servers' },
               ]}
               initial={{
-                enabled: data.settings.enabled,
-                port: String(data.settings.port),
-                listen: data.settings.listen.join(', '),
-                local_domain: data.settings.local_domain,
-                upstream: data.settings.upstream,
+                enabled: data.enabled,
+                port: String(data.port),
+                listen: data.listen.join(', '),
+                local_domain: data.local_domain,
+                upstream: data.upstream,
               }}
               submitLabel="Save"
               submit={async (v) => {
