@@ -146,6 +146,30 @@ test('stop and start a service with the buttons; the state follows', async () =>
   await ctx.close();
 });
 
+test('edit a profile, see the new script version and its diff, roll it back', async () => {
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/profiles`);
+  await login(page);
+  const profiles = page.getByTestId('profiles');
+  const row = profiles.locator('tr', { hasText: 'Default' });
+  await row.getByText('5 s').waitFor();
+  await row.getByRole('button', { name: 'Edit' }).click();
+  const form = page.getByTestId('profile-form');
+  await form.getByLabel('Menu timeout (s)').fill('17');
+  await form.getByRole('button', { name: 'Save' }).click();
+  await row.getByText('17 s').waitFor();
+  await row.getByRole('button', { name: 'Versions' }).click();
+  const versions = page.getByTestId('versions');
+  const seeded = versions.locator('tr', { hasText: 'seeded on first start' });
+  await seeded.getByRole('button', { name: 'Diff' }).click();
+  await page.locator('pre.diff').filter({ hasText: '17000' }).waitFor();
+  await seeded.getByRole('button', { name: 'Roll back' }).click(); // confirms
+  await row.getByText('5 s').waitFor();
+  const list = await api('GET', '/profiles');
+  assert.equal(list.find((p) => p.name === 'Default').timeout_secs, 5);
+  await ctx.close();
+});
+
 test('every page of the navigation renders without a script error, also on a narrow window', async () => {
   const { ctx, page } = await newPage();
   const errors = [];
