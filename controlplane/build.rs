@@ -8,6 +8,17 @@ use anyhow::Context as _;
 fn main() -> anyhow::Result<()> {
     println!("cargo::rustc-check-cfg=cfg(bootlane_no_xdp)");
     println!("cargo::rerun-if-env-changed=AYA_BUILD_SKIP");
+    // Recompile when the web UI build (embedded by `api::ui`) appears or changes: watch
+    // `web/dist` once it exists, else `web/` (where it will be created). Never runs npm.
+    let web = std::path::Path::new("../web");
+    println!(
+        "cargo::rerun-if-changed={}",
+        if web.join("dist").exists() {
+            "../web/dist"
+        } else {
+            "../web"
+        }
+    );
     let skip = std::env::var("AYA_BUILD_SKIP").is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"));
     if skip {
         println!("cargo::rustc-cfg=bootlane_no_xdp");

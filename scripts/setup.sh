@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Idempotent machine set-up for Bootlane: system packages for the real-client tests and
-# the eBPF toolchain (rust-src for nightly, LLVM 22, bpf-linker), schemathesis for the API
-# contract test. Quick when already done.
+# Idempotent machine set-up for Bootlane: system packages for the real-client tests,
+# Node/npm and Chromium for the web UI and its browser tests, the eBPF toolchain
+# (rust-src for nightly, LLVM 22, bpf-linker), schemathesis for the API contract test.
+# Quick when already done.
 # Called by `cargo xtask setup` (and so by `cargo xtask run|test|bench|lab`).
 set -euo pipefail
 
@@ -30,6 +31,11 @@ check /usr/lib/ipxe/ipxe.efi ipxe
 check ldns-testns ldnsutils
 check python3 python3
 python3 -c 'import ensurepip' >/dev/null 2>&1 || need_pkgs+=(python3-venv)
+# The web UI: its build (Node, npm) and its browser tests (Debian's Chromium, driven by
+# playwright-core; Playwright's own browser download cannot work here).
+check node nodejs
+check npm npm
+check /usr/bin/chromium chromium
 
 if ((${#need_pkgs[@]})); then
   mapfile -t uniq < <(printf '%s\n' "${need_pkgs[@]}" | sort -u)

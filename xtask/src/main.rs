@@ -1,10 +1,15 @@
 //! `cargo xtask`: the project's two entry points and their helpers.
 //! - `setup`: idempotent machine set-up (`scripts/setup.sh`: packages, nightly rust-src,
 //!   bpf-linker). Every other command runs it first; it is quick when all is there.
-//! - `run`: build and run the server (`bootlane serve`), as root.
-//! - `test`: every test — unit and API tests of the default members, the API contract test
-//!   (`scripts/contract.sh`: schemathesis against the running server's openapi.json), then
-//!   the privileged integration tests (XDP `test_run`, network namespaces, real clients) as root.
+//! - `ui`: build the web UI (`web/`, issue 8): `npm ci` when `node_modules` is missing or
+//!   older than `package-lock.json`, then `npm run build` into `web/dist`, which the next
+//!   `cargo build` embeds. `cargo build` itself never runs npm.
+//! - `run`: build the UI and the server and run it (`bootlane serve`), as root.
+//! - `test`: every test — the UI build, unit and API tests of the default members, the API
+//!   contract test (`scripts/contract.sh`: schemathesis against the running server's
+//!   openapi.json), the privileged integration tests (XDP `test_run`, network namespaces,
+//!   real clients) as root, then the browser tests of the UI (`node --test web/tests/`,
+//!   headless Chromium against a real `bootlane`).
 //! - `bench`: benchmarks against dnsmasq in the same invocation.
 //! - `lab`: Bootlane and a QEMU machine in a namespace, the machine's console on the terminal.
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "xtask is a CLI tool")]
@@ -28,7 +33,9 @@ struct Cli {
 enum Cmd {
     /// Install what the build and the tests need (idempotent).
     Setup,
-    /// Build and run the server; extra arguments go to `bootlane serve`.
+    /// Build the web UI into web/dist (npm ci when needed, then npm run build).
+    Ui,
+    /// Build the UI and the server and run it; extra arguments go to `bootlane serve`.
     Run {
         /// Build in release mode.
         #[arg(long)]
@@ -37,11 +44,14 @@ enum Cmd {
         #[arg(last = true)]
         args: Vec<String>,
     },
-    /// Run every test, the privileged integration tests included.
+    /// Run every test: Rust (the privileged integration tests included), then the browser tests.
     Test {
         /// Skip the privileged integration tests.
         #[arg(long)]
         unit_only: bool,
+        /// Skip the browser tests of the web UI.
+        #[arg(long)]
+        no_browser: bool,
         /// Only integration tests whose name contains this filter.
         filter: Option<String>,
     },
@@ -118,6 +128,42 @@ fn cargo() -> Command {
     c
 }
 
+/// Builds the web UI: `npm ci` if `node_modules` is missing or older than the lock file
+/// (npm writes `node_modules/.package-lock.json` on every install), then `npm run build`.
+fn ui() -> Result<()> {
+    let web = root().join("web");
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let lock = modified(&web.join("package-lock.json"));
+    let installed = modified(&web.join("node_modules/.package-lock.json"));
+    if installed.is_none() || installed < lock {
+        run(Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&web))?;
+    }
+    run(Command::new("npm").args(["run", "build"]).current_dir(&web))
+}
+
+/// The browser tests of the UI against the server binary `bin` (`web/tests/*.test.mjs`).
+fn browser_tests(bin: &Path) -> Result<()> {
+    let web = root().join("web");
+    let mut tests: Vec<PathBuf> = std::fs::read_dir(web.join("tests"))
+        .context("listing web/tests")?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".test.mjs"))
+        .collect();
+    tests.sort();
+    run(Command::new("node")
+        .arg("--test")
+        .arg("--test-concurrency=1")
+        .args(&tests)
+        .current_dir(&web)
+        .env("BOOTLANE_BIN", bin))
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from)
+}
+
 fn build_server(release: bool) -> Result<PathBuf> {
     let mut c = cargo();
     c.args(["build", "-p", "bootlane"]);
@@ -125,8 +171,7 @@ fn build_server(release: bool) -> Result<PathBuf> {
         c.arg("--release");
     }
     run(&mut c)?;
-    Ok(root()
-        .join("target")
+    Ok(target_dir()
         .join(if release { "release" } else { "debug" })
         .join("bootlane"))
 }
@@ -156,8 +201,9 @@ fn integration_binaries() -> Result<Vec<PathBuf>> {
     Ok(bins)
 }
 
-fn test(unit_only: bool, filter: Option<String>) -> Result<()> {
+fn test(unit_only: bool, no_browser: bool, filter: Option<String>) -> Result<()> {
     setup()?;
+    ui()?;
     run(cargo().args([
         "test",
         "--workspace",
@@ -166,20 +212,22 @@ fn test(unit_only: bool, filter: Option<String>) -> Result<()> {
         "--exclude",
         "dataplane-ebpf",
     ]))?;
-    if unit_only {
-        return Ok(());
-    }
     let bin = build_server(false)?;
-    // The API contract (issue 7 section 8): schemathesis against the server's own
-    // openapi.json; no privileges needed. A filter that is part of "contract" selects it.
-    if filter.as_deref().is_none_or(|f| "contract".contains(f)) {
-        run(Command::new("bash").arg(root().join("scripts/contract.sh")).arg(&bin))?;
+    if !unit_only {
+        // The API contract (issue 7 section 8): schemathesis against the server's own
+        // openapi.json; no privileges needed. A filter that is part of "contract" selects it.
+        if filter.as_deref().is_none_or(|f| "contract".contains(f)) {
+            run(Command::new("bash").arg(root().join("scripts/contract.sh")).arg(&bin))?;
+        }
+        std::env::set_var("BOOTLANE_BIN", &bin);
+        for exe in integration_binaries()? {
+            let mut args = vec!["--test-threads=1".to_string()];
+            args.extend(filter.clone());
+            run(privileged(&exe, &args).env("BOOTLANE_BIN", &bin))?;
+        }
     }
-    std::env::set_var("BOOTLANE_BIN", &bin);
-    for exe in integration_binaries()? {
-        let mut args = vec!["--test-threads=1".to_string()];
-        args.extend(filter.clone());
-        run(privileged(&exe, &args).env("BOOTLANE_BIN", &bin))?;
+    if !no_browser {
+        browser_tests(&bin)?;
     }
     Ok(())
 }
@@ -214,15 +262,23 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Setup => setup(),
-        Cmd::Run { release, args } => setup().and_then(|_| build_server(release)).and_then(|bin| {
-            let mut a = vec!["serve".to_string()];
-            if args.is_empty() && root().join("bootlane.toml").exists() {
-                a.extend(["--config".into(), root().join("bootlane.toml").display().to_string()]);
-            }
-            a.extend(args);
-            run(&mut privileged(&bin, &a))
-        }),
-        Cmd::Test { unit_only, filter } => test(unit_only, filter),
+        Cmd::Ui => ui(),
+        Cmd::Run { release, args } => setup()
+            .and_then(|_| ui())
+            .and_then(|_| build_server(release))
+            .and_then(|bin| {
+                let mut a = vec!["serve".to_string()];
+                if args.is_empty() && root().join("bootlane.toml").exists() {
+                    a.extend(["--config".into(), root().join("bootlane.toml").display().to_string()]);
+                }
+                a.extend(args);
+                run(&mut privileged(&bin, &a))
+            }),
+        Cmd::Test {
+            unit_only,
+            no_browser,
+            filter,
+        } => test(unit_only, no_browser, filter),
         Cmd::Bench { what } => bench(&what),
         Cmd::Lab { uefi, seconds } => setup().and_then(|_| build_server(false)).and_then(|bin| {
             let mut a = vec![

@@ -38,6 +38,7 @@ mod tests_boot;
 mod tests_contract;
 #[cfg(test)]
 mod tests_logs;
+pub mod ui;
 
 use std::{sync::Arc, time::Instant};
 
@@ -254,7 +255,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(api)
         .merge(boot)
-        .fallback(fallback)
+        .fallback(ui::fallback)
         .with_state(state)
         .layer(RequestBodyLimitLayer::new(max_body))
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, timeout))

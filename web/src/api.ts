@@ -1,0 +1,82 @@
+// The only way the UI talks to the server: JSON over `/api/v1` with the session cookie
+// (same-origin credentials). Every answer is the envelope `{success, data}` or
+// `{success: false, error}`; errors become `ApiError`. A 401 anywhere sends the user to
+// the login page with `?next=` set to where they were (issue 8, "Shape").
+
+export const BASE = '/api/v1';
+
+/** A failed API call: the HTTP status and the server's `error` text. */
+export class ApiError extends Error {
+  constructor(
+    public status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+  /** The form field the message names (`'name' is required` -> `name`), if any of `fields`. */
+  field(fields: string[]): string | undefined {
+    for (const m of this.message.matchAll(/'([a-z_]+)'|\b([a-z_]+):/g)) {
+      const f = m[1] ?? m[2];
+      if (fields.includes(f)) return f;
+    }
+    return undefined;
+  }
+}
+
+let navigate: (url: string) => void = (url) => {
+  location.assign(url);
+};
+
+/** Set by the app shell so redirects go through the client-side router. */
+export function setNavigate(f: (url: string) => void) {
+  navigate = f;
+}
+
+/** The login page URL that leads back to the current page. */
+export function loginUrl(): string {
+  const here = location.pathname + location.search;
+  return here.startsWith('/login') ? here : `/login?next=${encodeURIComponent(here)}`;
+}
+
+/** Sends the user to the login page (after a 401), remembering where they were. */
+export function toLogin() {
+  if (!location.pathname.startsWith('/login')) navigate(loginUrl());
+}
+
+/** Calls `method path` under `/api/v1` and returns the envelope's `data`. */
+export async function api<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+  const init: RequestInit = { method, credentials: 'same-origin', headers: { accept: 'application/json' } };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    (init.headers as Record<string, string>)['content-type'] = 'application/json';
+  }
+  let resp: Response;
+  try {
+    resp = await fetch(BASE + path, init);
+  } catch (e) {
+    throw new ApiError(0, `the server did not answer (${(e as Error).message})`);
+  }
+  let env: { success?: boolean; data?: T; error?: string } = {};
+  try {
+    env = await resp.json();
+  } catch {
+    /* non-JSON answer: handled below */
+  }
+  if (resp.status === 401 && !path.startsWith('/auth/login')) {
+    toLogin();
+  }
+  if (!resp.ok || env.success === false) {
+    throw new ApiError(resp.status, env.error ?? `${method} ${path} answered ${resp.status}`);
+  }
+  return env.data as T;
+}
+
+/** `?a=1&b=2` from an object, skipping empty values. */
+export function qs(params: Record<string, string | number | undefined | null>): string {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v !== undefined && v !== null && v !== '') p.set(k, String(v));
+  }
+  const s = p.toString();
+  return s ? `?${s}` : '';
+}

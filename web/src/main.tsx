@@ -1,0 +1,180 @@
+// Entry point of the Bootlane web UI (issue 8): the shell (navigation, user, live
+// indicator), the login page, and the client-side routes. The server answers every
+// non-API path with index.html, so a deep link or a reload lands here and the router
+// picks the page.
+
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { LocationProvider, Router, Route, useLocation } from 'preact-iso';
+import { api, setNavigate } from './api';
+import * as live from './live';
+import { Login } from './pages/login';
+import { Dashboard } from './pages/dashboard';
+import { DnsRecords, DnsSettings } from './pages/dns';
+import { Leases, Reservations, DhcpSettings, TftpSettings } from './pages/dhcp';
+import { Hosts } from './pages/hosts';
+import { Profiles } from './pages/profiles';
+import { Services } from './pages/services';
+import { Settings } from './pages/settings';
+import { Events, Audit } from './pages/events';
+import { Logs } from './pages/logs';
+import './style.css';
+
+/** Navigation: label and UI path (the spec names "Service Config > DNS" = /services/dns). */
+const NAV: [string, [string, string][]][] = [
+  ['Overview', [['Dashboard', '/']]],
+  [
+    'Boot',
+    [
+      ['Hosts', '/hosts'],
+      ['Profiles', '/profiles'],
+      ['Leases', '/dhcp/leases'],
+      ['Reservations', '/dhcp/reservations'],
+    ],
+  ],
+  ['DNS', [['Records', '/dns']]],
+  [
+    'Service Config',
+    [
+      ['Services', '/services'],
+      ['DNS', '/services/dns'],
+      ['DHCP', '/services/dhcp'],
+      ['TFTP', '/services/tftp'],
+      ['Settings', '/settings'],
+    ],
+  ],
+  [
+    'Activity',
+    [
+      ['Events', '/events'],
+      ['Audit log', '/audit'],
+      ['Logs', '/logs'],
+    ],
+  ],
+];
+
+function Shell(props: { user: string; onLogout: () => void }) {
+  const { path, route } = useLocation();
+  const [up, setUp] = useState(live.connected);
+  const [open, setOpen] = useState(false);
+  useEffect(() => {
+    const off = live.onStatus(setUp);
+    setUp(live.connected); // it may have connected between the first render and now
+    return off;
+  }, []);
+  useEffect(() => setOpen(false), [path]);
+  return (
+    <div class="shell">
+      <header class="topbar">
+        <button class="menu-toggle" aria-label="menu" aria-expanded={open} onClick={() => setOpen(!open)}>
+          ☰
+        </button>
+        <a href="/" class="brand">
+          Bootlane
+        </a>
+        <span class={`live ${up ? 'up' : 'down'}`} title={up ? 'live updates on' : 'live updates reconnecting'} data-testid="live">
+          {up ? '● live' : '○ offline'}
+        </span>
+        <span class="user">{props.user}</span>
+        <button
+          onClick={async () => {
+            await api('POST', '/auth/logout').catch(() => undefined);
+            live.stop();
+            props.onLogout();
+            route('/login');
+          }}
+        >
+          Log out
+        </button>
+      </header>
+      <nav class={`sidebar${open ? ' open' : ''}`} aria-label="main">
+        {NAV.map(([group, items]) => (
+          <div class="nav-group">
+            <div class="nav-title">{group}</div>
+            {items.map(([label, href]) => (
+              <a href={href} class={path === href ? 'active' : ''} aria-current={path === href ? 'page' : undefined}>
+                {label}
+              </a>
+            ))}
+          </div>
+        ))}
+      </nav>
+      <main class="content">
+        <Router>
+          <Route path="/" component={Dashboard} />
+          <Route path="/dns" component={DnsRecords} />
+          <Route path="/services/dns" component={DnsSettings} />
+          <Route path="/services/dhcp" component={DhcpSettings} />
+          <Route path="/services/tftp" component={TftpSettings} />
+          <Route path="/services" component={Services} />
+          <Route path="/dhcp/leases" component={Leases} />
+          <Route path="/dhcp/reservations" component={Reservations} />
+          <Route path="/hosts" component={Hosts} />
+          <Route path="/profiles" component={Profiles} />
+          <Route path="/settings" component={Settings} />
+          <Route path="/events" component={Events} />
+          <Route path="/audit" component={Audit} />
+          <Route path="/logs" component={Logs} />
+          <Route default component={NotFound} />
+        </Router>
+      </main>
+    </div>
+  );
+}
+
+function NotFound() {
+  return (
+    <section>
+      <h1>Not found</h1>
+      <p>
+        No page here. <a href="/">Back to the dashboard</a>.
+      </p>
+    </section>
+  );
+}
+
+interface Session {
+  authenticated: boolean;
+  username?: string | null;
+}
+
+function App() {
+  const loc = useLocation();
+  const [user, setUser] = useState<string | null | undefined>(undefined);
+  setNavigate((u) => loc.route(u));
+  const onLogin = loc.path === '/login';
+  useEffect(() => {
+    if (onLogin) return;
+    api<Session>('GET', '/auth/session').then(
+      (s) => {
+        if (s.authenticated) {
+          setUser(s.username ?? 'admin');
+          live.start();
+        } else {
+          setUser(null);
+          loc.route(`/login?next=${encodeURIComponent(loc.url)}`);
+        }
+      },
+      () => setUser(null),
+    );
+  }, [onLogin]);
+  if (onLogin) {
+    return (
+      <Login
+        onDone={(u) => {
+          setUser(u);
+          live.start();
+        }}
+      />
+    );
+  }
+  if (!user) return <p class="muted center">Loading…</p>;
+  return <Shell user={user} onLogout={() => setUser(null)} />;
+}
+
+render(
+  <LocationProvider>
+    <App />
+  </LocationProvider>,
+  document.getElementById('app')!,
+);

@@ -1,0 +1,193 @@
+// DHCP (issues 4 and 5): leases (filters, delete, prune), reservations (create/delete),
+// and Service Config > DHCP / TFTP settings. Live on `dhcp.*` / `tftp.*` events.
+
+import { useState } from 'preact/hooks';
+import { api, qs } from '../api';
+import { Danger, Err, Form, Header, Json, Pager, Table, useGet, when } from '../ui';
+
+interface Lease {
+  id: number;
+  mac: string;
+  ip: string;
+  subnet: string;
+  hostname?: string | null;
+  arch?: number | null;
+  expires_at: number;
+  declined: boolean;
+  state: string;
+}
+
+export function Leases() {
+  const [mac, setMac] = useState('');
+  const [state, setState] = useState('');
+  const [page, setPage] = useState(1);
+  const size = 50;
+  const { data, error, reload } = useGet<{ leases: Lease[]; total: number }>(`/leases${qs({ mac, state, page, size })}`, ['dhcp.']);
+  const [msg, setMsg] = useState<string | null>(null);
+  return (
+    <section>
+      <Header title="DHCP leases">
+        <Danger
+          label="Prune expired"
+          question="Remove every expired lease?"
+          action={() => api<{ removed: number }>('POST', '/leases/prune').then((r) => (setMsg(`Removed ${r.removed}.`), reload()))}
+        />
+      </Header>
+      <div class="filters">
+        <input type="search" placeholder="MAC" aria-label="mac" value={mac} onInput={(e) => (setMac(e.currentTarget.value), setPage(1))} />
+        <select aria-label="state" value={state} onChange={(e) => (setState(e.currentTarget.value), setPage(1))}>
+          <option value="">All states</option>
+          <option>active</option>
+          <option>expired</option>
+          <option>declined</option>
+        </select>
+      </div>
+      <Err msg={error} />
+      {msg && <p class="ok">{msg}</p>}
+      <Table
+        testid="leases"
+        rows={data?.leases}
+        empty="No leases."
+        cols={[
+          { h: 'MAC', f: (l) => <code>{l.mac}</code> },
+          { h: 'IP', f: (l) => l.ip },
+          { h: 'Host name', f: (l) => l.hostname ?? '-' },
+          { h: 'Subnet', f: (l) => l.subnet },
+          { h: 'Arch', f: (l) => l.arch ?? '-' },
+          { h: 'State', f: (l) => <span class={`state ${l.state}`}>{l.state}</span> },
+          { h: 'Expires', f: (l) => when(l.expires_at) },
+          {
+            h: '',
+            f: (l) => (
+              <Danger label="Delete" question={`Delete the lease of ${l.mac}?`} action={() => api('DELETE', `/leases/${l.mac}`).then(reload, (e: Error) => setMsg(e.message))} />
+            ),
+          },
+        ]}
+      />
+      {data && <Pager page={page} size={size} total={data.total} go={setPage} />}
+    </section>
+  );
+}
+
+interface Reservation {
+  id: number;
+  mac: string;
+  ip: string;
+  hostname?: string | null;
+  description: string;
+  subnet: string;
+  source: string;
+}
+
+export function Reservations() {
+  const { data, error, reload } = useGet<Reservation[]>('/dhcp/reservations', ['dhcp.']);
+  const [adding, setAdding] = useState(false);
+  const [delErr, setDelErr] = useState<string | null>(null);
+  return (
+    <section>
+      <Header title="DHCP reservations">
+        <button class="primary" onClick={() => setAdding(true)}>
+          New reservation
+        </button>
+      </Header>
+      {adding && (
+        <div class="panel">
+          <Form
+            testid="reservation-form"
+            fields={[
+              { name: 'mac', label: 'MAC', placeholder: '52:54:00:12:34:56' },
+              { name: 'ip', label: 'IP', placeholder: '10.0.0.50' },
+              { name: 'hostname', label: 'Host name' },
+              { name: 'subnet', label: 'Subnet (CIDR, optional when only one)' },
+              { name: 'description', label: 'Description' },
+            ]}
+            submitLabel="Create"
+            cancel={() => setAdding(false)}
+            submit={async (v) => {
+              const body: Record<string, unknown> = { mac: v.mac, ip: v.ip, description: v.description ?? '' };
+              if (v.hostname) body.hostname = v.hostname;
+              if (v.subnet) body.subnet = v.subnet;
+              await api('POST', '/dhcp/reservations', body);
+              setAdding(false);
+              reload();
+            }}
+          />
+        </div>
+      )}
+      <Err msg={error ?? delErr} />
+      <Table
+        testid="reservations"
+        rows={Array.isArray(data) ? data : undefined}
+        empty="No reservations."
+        cols={[
+          { h: 'MAC', f: (r) => <code>{r.mac}</code> },
+          { h: 'IP', f: (r) => r.ip },
+          { h: 'Host name', f: (r) => r.hostname ?? '-' },
+          { h: 'Subnet', f: (r) => r.subnet },
+          { h: 'Source', f: (r) => r.source },
+          { h: 'Description', f: (r) => r.description },
+          {
+            h: '',
+            f: (r) =>
+              r.source === 'api' || r.source === 'store' ? (
+                <Danger label="Delete" question={`Delete the reservation of ${r.mac}?`} action={() => api('DELETE', `/dhcp/reservations/${r.id}`).then(reload, (e: Error) => setDelErr(e.message))} />
+              ) : (
+                <span class="muted">config</span>
+              ),
+          },
+        ]}
+      />
+    </section>
+  );
+}
+
+/** A settings page over a GET/PUT pair: the current JSON and a JSON editor for the patch. */
+export function JsonSettings(props: { title: string; path: string; live: string[] }) {
+  const { data, error, reload } = useGet<unknown>(props.path, props.live);
+  const [saved, setSaved] = useState(false);
+  return (
+    <section>
+      <Header title={props.title} />
+      <Err msg={error} />
+      {data !== null && (
+        <>
+          <Json v={data} />
+          <div class="panel">
+            <h2>Change</h2>
+            <Form
+              testid="settings-form"
+              fields={[{ name: 'patch', label: 'JSON patch (only the keys to change)', type: 'textarea' }]}
+              initial={{ patch: '{\n}' }}
+              submitLabel="Apply"
+              submit={async (v) => {
+                let body: unknown;
+                try {
+                  body = JSON.parse(String(v.patch));
+                } catch (e) {
+                  throw new Error(`'patch' is not JSON: ${(e as Error).message}`);
+                }
+                await api('PUT', props.path, body);
+                setSaved(true);
+                reload();
+              }}
+            />
+            {saved && <p class="ok">Applied.</p>}
+          </div>
+        </>
+      )}
+    </section>
+  );
+}
+
+export function DhcpSettings() {
+  return (
+    <>
+      <JsonSettings title="Service Config › DHCP" path="/services/dhcp" live={['dhcp.settings', 'service.']} />
+      <JsonSettings title="Architecture map" path="/services/archmap" live={['dhcp.archmap']} />
+    </>
+  );
+}
+
+export function TftpSettings() {
+  return <JsonSettings title="Service Config › TFTP" path="/services/tftp" live={['tftp.', 'service.']} />;
+}

@@ -1,0 +1,111 @@
+// Hosts (issue 5): list with search and paging, create/edit/delete, and each host's
+// boot-config preview. Live on `host.*` events.
+
+import { useState } from 'preact/hooks';
+import { api, qs } from '../api';
+import { Danger, Err, Form, Header, Pager, Table, useGet } from '../ui';
+
+interface Host {
+  id: number;
+  name: string;
+  mac: string;
+  ip?: string | null;
+  profile_id?: number | null;
+  description: string;
+}
+
+export function Hosts() {
+  const [q, setQ] = useState('');
+  const [page, setPage] = useState(1);
+  const size = 50;
+  const { data, error, reload } = useGet<{ hosts: Host[]; total: number }>(`/hosts${qs({ q, page, size })}`, ['host.']);
+  const [editing, setEditing] = useState<Host | 'new' | null>(null);
+  const [preview, setPreview] = useState<{ id: number; text: string } | null>(null);
+  const [err, setErr] = useState<string | null>(null);
+  return (
+    <section>
+      <Header title="Hosts">
+        <button class="primary" onClick={() => setEditing('new')}>
+          New host
+        </button>
+      </Header>
+      <div class="filters">
+        <input type="search" placeholder="Search" aria-label="search" value={q} onInput={(e) => (setQ(e.currentTarget.value), setPage(1))} />
+      </div>
+      {editing && (
+        <div class="panel">
+          <Form
+            testid="host-form"
+            fields={[
+              { name: 'name', label: 'Name' },
+              { name: 'mac', label: 'MAC' },
+              { name: 'ip', label: 'IP (optional)' },
+              { name: 'profile_id', label: 'Profile id (optional)', type: 'number' },
+              { name: 'description', label: 'Description' },
+            ]}
+            initial={
+              editing === 'new'
+                ? {}
+                : { name: editing.name, mac: editing.mac, ip: editing.ip ?? '', profile_id: editing.profile_id == null ? '' : String(editing.profile_id), description: editing.description }
+            }
+            submitLabel={editing === 'new' ? 'Create' : 'Save'}
+            cancel={() => setEditing(null)}
+            submit={async (v) => {
+              const body = {
+                name: v.name,
+                mac: v.mac,
+                ip: v.ip ? v.ip : null,
+                profile_id: v.profile_id ? Number(v.profile_id) : null,
+                description: v.description ?? '',
+              };
+              if (editing === 'new') await api('POST', '/hosts', body);
+              else await api('PUT', `/hosts/${editing.id}`, body);
+              setEditing(null);
+              reload();
+            }}
+          />
+        </div>
+      )}
+      <Err msg={error ?? err} />
+      <Table
+        testid="hosts"
+        rows={data?.hosts}
+        empty="No hosts."
+        cols={[
+          { h: 'Name', f: (h) => h.name },
+          { h: 'MAC', f: (h) => <code>{h.mac}</code> },
+          { h: 'IP', f: (h) => h.ip ?? '-' },
+          { h: 'Profile', f: (h) => h.profile_id ?? 'default' },
+          {
+            h: '',
+            f: (h) => (
+              <span class="btns">
+                <button
+                  onClick={() =>
+                    api<unknown>('GET', `/hosts/${h.id}/boot-config`).then(
+                      (d) => setPreview({ id: h.id, text: typeof d === 'string' ? d : JSON.stringify(d, null, 2) }),
+                      (e: Error) => setErr(e.message),
+                    )
+                  }
+                >
+                  Boot config
+                </button>
+                <button onClick={() => setEditing(h)}>Edit</button>
+                <Danger label="Delete" question={`Delete host ${h.name}?`} action={() => api('DELETE', `/hosts/${h.id}`).then(reload, (e: Error) => setErr(e.message))} />
+              </span>
+            ),
+          },
+        ]}
+      />
+      {data && <Pager page={page} size={size} total={data.total} go={setPage} />}
+      {preview && (
+        <div class="panel">
+          <h2>
+            Boot config of host {preview.id} <button onClick={() => setPreview(null)}>Close</button>
+          </h2>
+          <pre class="json">{preview.text}</pre>
+        </div>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,69 @@
+// The login page. On success it goes back to `?next=` (where a 401 came from). The
+// first-run hint explains where the initial admin password is: the server creates user
+// `admin` on first start with `BOOTLANE_ADMIN_PASSWORD`, or a generated password that it
+// logs and writes to `<data_dir>/initial-admin-password`.
+
+import { useState } from 'preact/hooks';
+import { useLocation } from 'preact-iso';
+import { api, ApiError } from '../api';
+
+export function Login(props: { onDone: (user: string) => void }) {
+  const { query, route } = useLocation();
+  const [username, setUsername] = useState('admin');
+  const [password, setPassword] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    try {
+      await api('POST', '/auth/login', { username, password });
+      props.onDone(username);
+      const next = query.next && query.next.startsWith('/') && !query.next.startsWith('//') ? query.next : '/';
+      route(next, true);
+    } catch (x) {
+      setError(x instanceof ApiError ? x.message : String(x));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div class="login-wrap">
+      <form class="login form" onSubmit={submit} data-testid="login">
+        <h1>Bootlane</h1>
+        {error && (
+          <p class="error" role="alert" data-testid="login-error">
+            {error}
+          </p>
+        )}
+        <div class="field">
+          <label for="username">User</label>
+          <input id="username" name="username" autocomplete="username" value={username} onInput={(e) => setUsername(e.currentTarget.value)} />
+        </div>
+        <div class="field">
+          <label for="password">Password</label>
+          <input
+            id="password"
+            name="password"
+            type="password"
+            autocomplete="current-password"
+            autofocus
+            value={password}
+            onInput={(e) => setPassword(e.currentTarget.value)}
+          />
+        </div>
+        <button type="submit" class="primary" disabled={busy}>
+          Log in
+        </button>
+        <details class="hint">
+          <summary>First run?</summary>
+          <p>
+            On its first start Bootlane creates the user <code>admin</code>. Its password is the value of{' '}
+            <code>BOOTLANE_ADMIN_PASSWORD</code> if that was set; otherwise a generated one, printed in the server log
+            and written to <code>&lt;data_dir&gt;/initial-admin-password</code> (readable by root only).
+          </p>
+        </details>
+      </form>
+    </div>
+  );
+}

@@ -1,0 +1,90 @@
+// Logs (issue 7): live tail of `GET /api/v1/logs/stream` (its own SSE connection, open
+// only while this page is), level filter, log files and disk usage, cleanup.
+
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, BASE, toLogin } from '../api';
+import { parseSse } from '../live';
+import { Danger, Err, Header, Json, useGet } from '../ui';
+
+interface LogLine {
+  time: string;
+  level: string;
+  target: string;
+  message: string;
+  fields: Record<string, unknown>;
+}
+
+const LEVELS = ['trace', 'debug', 'info', 'warn', 'error'];
+const MAX = 500;
+
+export function Logs() {
+  const [level, setLevel] = useState('info');
+  const [lines, setLines] = useState<LogLine[]>([]);
+  const [paused, setPaused] = useState(false);
+  const pausedRef = useRef(paused);
+  pausedRef.current = paused;
+  const [err, setErr] = useState<string | null>(null);
+  const files = useGet<unknown>('/logs/files');
+  const usage = useGet<unknown>('/logs/disk-usage');
+  useEffect(() => {
+    const ctl = new AbortController();
+    (async () => {
+      try {
+        const resp = await fetch(`${BASE}/logs/stream?level=${level}`, { credentials: 'same-origin', signal: ctl.signal });
+        if (resp.status === 401) return toLogin();
+        if (!resp.ok || !resp.body) throw new Error(`log stream answered ${resp.status}`);
+        const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buf = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf = parseSse(buf + value, (ev) => {
+            if (ev.event !== 'log' || pausedRef.current) return;
+            try {
+              const l = JSON.parse(ev.data) as LogLine;
+              setLines((old) => [...old.slice(-(MAX - 1)), l]);
+            } catch {
+              /* skip */
+            }
+          });
+        }
+      } catch (e) {
+        if (!ctl.signal.aborted) setErr((e as Error).message);
+      }
+    })();
+    return () => ctl.abort();
+  }, [level]);
+  return (
+    <section>
+      <Header title="Logs">
+        <select aria-label="level" value={level} onChange={(e) => (setLines([]), setLevel(e.currentTarget.value))}>
+          {LEVELS.map((l) => (
+            <option>{l}</option>
+          ))}
+        </select>
+        <button onClick={() => setPaused(!paused)}>{paused ? 'Resume' : 'Pause'}</button>
+        <button onClick={() => setLines([])}>Clear</button>
+      </Header>
+      <Err msg={err} />
+      <div class="logview" data-testid="logview" role="log" aria-live="off">
+        {lines.map((l) => (
+          <div class={`logline ${l.level}`}>
+            <span class="t">{l.time.slice(11, 23)}</span> <span class="lv">{l.level.toUpperCase()}</span> <span class="tg">{l.target}</span> {l.message}
+            {Object.keys(l.fields).length > 0 && <span class="fields"> {Object.entries(l.fields).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(' ')}</span>}
+          </div>
+        ))}
+        {!lines.length && <span class="muted">Waiting for log lines at {level} or above…</span>}
+      </div>
+      <h2>Files</h2>
+      <Err msg={files.error} />
+      <Json v={files.data} />
+      <h2>Disk usage</h2>
+      <Json v={usage.data} />
+      <Danger
+        label="Clean up old files"
+        question="Delete rotated log files beyond the retention?"
+        action={() => api('POST', '/logs/cleanup', {}).then(() => (files.reload(), usage.reload()), (e: Error) => setErr(e.message))}
+      />
+    </section>
+  );
+}

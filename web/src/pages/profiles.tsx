@@ -1,0 +1,150 @@
+// Profiles (issue 5): list, create/delete, the menu entries as JSON, script versions
+// with the diff against the current script, rollback; and the iPXE script template.
+
+import { useState } from 'preact/hooks';
+import { api } from '../api';
+import { Danger, Err, Form, Header, Table, useGet, when } from '../ui';
+import { JsonSettings } from './dhcp';
+
+interface Profile {
+  id: number;
+  name: string;
+  description: string;
+  is_default: boolean;
+  timeout_secs: number;
+  entries: unknown[];
+  updated_at: string;
+}
+
+interface Version {
+  id: number;
+  comment: string;
+  checksum: string;
+  created_at?: string;
+}
+
+function Versions(props: { profile: Profile }) {
+  const { data, error, reload } = useGet<Version[]>(`/profiles/${props.profile.id}/script-versions`, ['profile.']);
+  const [diff, setDiff] = useState<string | null>(null);
+  const [err, setErr] = useState<string | null>(null);
+  const list = Array.isArray(data) ? data : (data as { versions?: Version[] } | null)?.versions;
+  return (
+    <div class="panel">
+      <h2>Script versions of {props.profile.name}</h2>
+      <Err msg={error ?? err} />
+      <Table
+        testid="versions"
+        rows={list}
+        cols={[
+          { h: 'Version', f: (v) => v.id },
+          { h: 'Comment', f: (v) => v.comment },
+          { h: 'When', f: (v) => when(v.created_at) },
+          {
+            h: '',
+            f: (v) => (
+              <span class="btns">
+                <button
+                  onClick={() =>
+                    api<{ diff: string; identical: boolean }>('GET', `/profiles/${props.profile.id}/script-diff/${v.id}`).then(
+                      (d) => setDiff(d.identical ? '(identical to the current script)' : d.diff),
+                      (e: Error) => setErr(e.message),
+                    )
+                  }
+                >
+                  Diff
+                </button>
+                <Danger
+                  label="Roll back"
+                  question={`Roll ${props.profile.name} back to version ${v.id}?`}
+                  action={() => api('POST', `/profiles/${props.profile.id}/script-rollback/${v.id}`).then(reload, (e: Error) => setErr(e.message))}
+                />
+              </span>
+            ),
+          },
+        ]}
+      />
+      {diff !== null && <pre class="diff">{diff}</pre>}
+    </div>
+  );
+}
+
+export function Profiles() {
+  const { data, error, reload } = useGet<Profile[] | { profiles: Profile[] }>('/profiles', ['profile.']);
+  const list = Array.isArray(data) ? data : data?.profiles;
+  const [editing, setEditing] = useState<Profile | 'new' | null>(null);
+  const [versions, setVersions] = useState<Profile | null>(null);
+  const [err, setErr] = useState<string | null>(null);
+  return (
+    <section>
+      <Header title="Profiles">
+        <button class="primary" onClick={() => setEditing('new')}>
+          New profile
+        </button>
+      </Header>
+      {editing && (
+        <div class="panel">
+          <Form
+            testid="profile-form"
+            fields={[
+              { name: 'name', label: 'Name' },
+              { name: 'description', label: 'Description' },
+              { name: 'timeout_secs', label: 'Menu timeout (s)', type: 'number' },
+              { name: 'is_default', label: 'Default profile', type: 'checkbox' },
+              { name: 'entries', label: 'Menu entries (JSON)', type: 'textarea' },
+            ]}
+            initial={
+              editing === 'new'
+                ? { entries: '[]', timeout_secs: '10' }
+                : {
+                    name: editing.name,
+                    description: editing.description,
+                    timeout_secs: String(editing.timeout_secs),
+                    is_default: editing.is_default,
+                    entries: JSON.stringify(editing.entries, null, 2),
+                  }
+            }
+            submitLabel={editing === 'new' ? 'Create' : 'Save'}
+            cancel={() => setEditing(null)}
+            submit={async (v) => {
+              let entries: unknown;
+              try {
+                entries = JSON.parse(String(v.entries || '[]'));
+              } catch (e) {
+                throw new Error(`'entries' is not JSON: ${(e as Error).message}`);
+              }
+              const body = { name: v.name, description: v.description ?? '', timeout_secs: Number(v.timeout_secs || 0), is_default: !!v.is_default, entries };
+              if (editing === 'new') await api('POST', '/profiles', body);
+              else await api('PUT', `/profiles/${editing.id}`, body);
+              setEditing(null);
+              reload();
+            }}
+          />
+        </div>
+      )}
+      <Err msg={error ?? err} />
+      <Table
+        testid="profiles"
+        rows={list}
+        empty="No profiles."
+        cols={[
+          { h: 'Name', f: (p) => p.name + (p.is_default ? ' (default)' : '') },
+          { h: 'Entries', f: (p) => p.entries.length },
+          { h: 'Timeout', f: (p) => `${p.timeout_secs} s` },
+          { h: 'Updated', f: (p) => when(p.updated_at) },
+          {
+            h: '',
+            f: (p) => (
+              <span class="btns">
+                <button onClick={() => setEditing(p)}>Edit</button>
+                <button onClick={() => setVersions(p)}>Versions</button>
+                <Danger label="Delete" question={`Delete profile ${p.name}?`} action={() => api('DELETE', `/profiles/${p.id}`).then(reload, (e: Error) => setErr(e.message))} />
+              </span>
+            ),
+          },
+        ]}
+      />
+      {versions && <Versions profile={versions} />}
+      <JsonSettings title="iPXE script template" path="/services/ipxe-script" live={['ipxe.', 'profile.']} />
+    </section>
+  );
+}

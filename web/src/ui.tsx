@@ -1,0 +1,226 @@
+// Small shared building blocks of the pages: data loading, tables, paging, forms that
+// put the API's `error` text next to the field it names, and confirmation of
+// destructive actions.
+
+import type { ComponentChildren } from 'preact';
+import { useCallback, useEffect, useState } from 'preact/hooks';
+import { api, ApiError } from './api';
+import { useLive } from './live';
+
+/** Loads `GET path` and reloads it when `path` changes or a live event matches `live`. */
+export function useGet<T>(path: string, live: string[] = []) {
+  const [data, setData] = useState<T | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const load = useCallback(() => {
+    api<T>('GET', path).then(
+      (d) => {
+        setData(d);
+        setError(null);
+      },
+      (e: ApiError) => setError(e.message),
+    );
+  }, [path]);
+  useEffect(load, [load]);
+  useLive(live, load);
+  return { data, error, reload: load };
+}
+
+/** A page's title bar with optional actions on the right. */
+export function Header(props: { title: string; children?: ComponentChildren }) {
+  return (
+    <div class="page-head">
+      <h1>{props.title}</h1>
+      <div class="actions">{props.children}</div>
+    </div>
+  );
+}
+
+/** A red box with the API's error text (role=alert, so screen readers announce it). */
+export function Err(props: { msg?: string | null }) {
+  return props.msg ? (
+    <p class="error" role="alert">
+      {props.msg}
+    </p>
+  ) : null;
+}
+
+/** One table column: a header and how to render a row's cell. */
+export interface Col<T> {
+  h: string;
+  f: (row: T) => ComponentChildren;
+}
+
+/** A plain data table; `empty` shows when there are no rows. */
+export function Table<T>(props: { rows: T[] | undefined; cols: Col<T>[]; empty?: string; testid?: string }) {
+  if (!props.rows) return <p class="muted">Loading…</p>;
+  if (!props.rows.length) return <p class="muted">{props.empty ?? 'Nothing here yet.'}</p>;
+  return (
+    <div class="table-wrap">
+      <table data-testid={props.testid}>
+        <thead>
+          <tr>
+            {props.cols.map((c) => (
+              <th>{c.h}</th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {props.rows.map((r) => (
+            <tr>
+              {props.cols.map((c) => (
+                <td>{c.f(r)}</td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** Server-side paging: `page` is 1-based; `size` rows per page out of `total`. */
+export function Pager(props: { page: number; size: number; total: number; go: (p: number) => void }) {
+  const pages = Math.max(1, Math.ceil(props.total / props.size));
+  return (
+    <nav class="pager" aria-label="pages">
+      <button disabled={props.page <= 1} onClick={() => props.go(props.page - 1)}>
+        ‹ Prev
+      </button>
+      <span>
+        page {props.page} of {pages} ({props.total})
+      </span>
+      <button disabled={props.page >= pages} onClick={() => props.go(props.page + 1)}>
+        Next ›
+      </button>
+    </nav>
+  );
+}
+
+/** A button that asks before it runs `action` (destructive actions confirm). */
+export function Danger(props: { label: string; question: string; action: () => Promise<unknown> | void }) {
+  return (
+    <button
+      class="danger"
+      onClick={async () => {
+        if (confirm(props.question)) await props.action();
+      }}
+    >
+      {props.label}
+    </button>
+  );
+}
+
+/** A form field spec for [`Form`]. */
+export interface Field {
+  name: string;
+  label: string;
+  type?: 'text' | 'number' | 'select' | 'checkbox' | 'textarea' | 'password';
+  options?: string[];
+  placeholder?: string;
+  required?: boolean;
+}
+
+type Values = Record<string, string | boolean>;
+
+/**
+ * A form over `fields`. `submit` gets the values; an [`ApiError`] it throws is shown
+ * beside the field whose name the message quotes (`'value' must be ...`), else on top.
+ */
+export function Form(props: {
+  fields: Field[];
+  initial?: Values;
+  submitLabel: string;
+  submit: (v: Values) => Promise<unknown>;
+  cancel?: () => void;
+  testid?: string;
+}) {
+  const [v, setV] = useState<Values>(props.initial ?? {});
+  const [err, setErr] = useState<{ field?: string; msg: string } | null>(null);
+  const [busy, setBusy] = useState(false);
+  const names = props.fields.map((f) => f.name);
+  const onSubmit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    try {
+      await props.submit(v);
+      setErr(null);
+    } catch (x) {
+      const ae = x instanceof ApiError ? x : new ApiError(0, String(x));
+      setErr({ field: ae.field(names), msg: ae.message });
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form class="form" onSubmit={onSubmit} data-testid={props.testid} noValidate>
+      {err && !err.field && <Err msg={err.msg} />}
+      {props.fields.map((f) => {
+        const id = `f-${props.testid ?? 'form'}-${f.name}`;
+        const val = v[f.name];
+        const set = (x: string | boolean) => setV({ ...v, [f.name]: x });
+        const bad = err?.field === f.name;
+        let input;
+        if (f.type === 'select') {
+          input = (
+            <select id={id} name={f.name} value={String(val ?? f.options?.[0] ?? '')} onChange={(e) => set(e.currentTarget.value)}>
+              {f.options?.map((o) => (
+                <option value={o}>{o}</option>
+              ))}
+            </select>
+          );
+        } else if (f.type === 'checkbox') {
+          input = <input id={id} name={f.name} type="checkbox" checked={!!val} onChange={(e) => set(e.currentTarget.checked)} />;
+        } else if (f.type === 'textarea') {
+          input = <textarea id={id} name={f.name} rows={10} value={String(val ?? '')} onInput={(e) => set(e.currentTarget.value)} />;
+        } else {
+          input = (
+            <input
+              id={id}
+              name={f.name}
+              type={(f.type ?? 'text') as 'text'}
+              placeholder={f.placeholder}
+              value={String(val ?? '')}
+              aria-invalid={bad}
+              aria-describedby={bad ? `${id}-err` : undefined}
+              onInput={(e) => set(e.currentTarget.value)}
+            />
+          );
+        }
+        return (
+          <div class={`field${bad ? ' bad' : ''}`}>
+            <label for={id}>{f.label}</label>
+            {input}
+            {bad && (
+              <span class="field-error" id={`${id}-err`} role="alert">
+                {err.msg}
+              </span>
+            )}
+          </div>
+        );
+      })}
+      <div class="form-actions">
+        <button type="submit" class="primary" disabled={busy}>
+          {props.submitLabel}
+        </button>
+        {props.cancel && (
+          <button type="button" onClick={props.cancel}>
+            Cancel
+          </button>
+        )}
+      </div>
+    </form>
+  );
+}
+
+/** `2026-11-23 02:19:57` from an RFC 3339 time or unix seconds. */
+export function when(t: string | number | null | undefined): string {
+  if (t === null || t === undefined) return '-';
+  const d = typeof t === 'number' ? new Date(t * 1000) : new Date(t);
+  if (isNaN(d.getTime())) return String(t);
+  return d.toLocaleString(undefined, { hour12: false });
+}
+
+/** Pretty JSON for a settings or event payload. */
+export function Json(props: { v: unknown }) {
+  return <pre class="json">{JSON.stringify(props.v, null, 2)}</pre>;
+}

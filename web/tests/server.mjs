@@ -1,0 +1,111 @@
+// Test harness for the browser tests: starts a real `bootlane serve` (the binary in
+// $BOOTLANE_BIN, else target/debug/bootlane) with a temporary data directory on free
+// non-default ports (API, DNS on 127.0.0.1 only, TFTP), waits until the API answers,
+// and launches Debian's Chromium through playwright-core (Playwright's own browser
+// download cannot work here).
+
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { chromium } from 'playwright-core';
+
+export const ADMIN_PASSWORD = 'ui-test-admin-pw';
+
+async function freePort() {
+  return new Promise((ok, fail) => {
+    const s = createServer();
+    s.once('error', fail);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => ok(port));
+    });
+  });
+}
+
+function binary() {
+  if (process.env.BOOTLANE_BIN) return process.env.BOOTLANE_BIN;
+  const root = resolve(import.meta.dirname, '../..');
+  const target = process.env.CARGO_TARGET_DIR ?? join(root, 'target');
+  return join(target, 'debug', 'bootlane');
+}
+
+/** A running server: `base` is `http://127.0.0.1:PORT`, `dnsPort` its DNS port. */
+export async function startServer() {
+  const bin = binary();
+  if (!existsSync(bin)) throw new Error(`no bootlane binary at ${bin}: build it (cargo build -p bootlane) or set BOOTLANE_BIN`);
+  const dir = mkdtempSync(join(tmpdir(), 'bootlane-ui-'));
+  const [api, dns, tftp] = [await freePort(), await freePort(), await freePort()];
+  const config = join(dir, 'bootlane.toml');
+  writeFileSync(
+    config,
+    `data_dir = "${join(dir, 'data')}"\n` +
+      `[api]\nlisten = "127.0.0.1:${api}"\n` +
+      `[dns]\nport = ${dns}\nlisten = ["127.0.0.1"]\nlocal_domain = "ui.test"\n` +
+      `[dns.xdp]\nmode = "off"\n` +
+      `[tftp]\nport = ${tftp}\n`,
+  );
+  const logPath = join(dir, 'server.log');
+  const child = spawn(bin, ['serve', '--config', config], {
+    env: { ...process.env, BOOTLANE_ADMIN_PASSWORD: ADMIN_PASSWORD, NO_COLOR: '1' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let log = '';
+  child.stderr.on('data', (d) => (log += d));
+  const base = `http://127.0.0.1:${api}`;
+  const t0 = Date.now();
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`bootlane exited (${child.exitCode}):\n${log}`);
+    try {
+      const r = await fetch(`${base}/api/v1/status`);
+      if (r.ok) break;
+    } catch {
+      /* not up yet */
+    }
+    if (Date.now() - t0 > 20000) throw new Error(`bootlane did not come up:\n${log}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    base,
+    dnsPort: dns,
+    log: () => log,
+    async stop() {
+      child.kill('SIGTERM');
+      await new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)));
+      writeFileSync(logPath, log);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Logs in over the API and returns a `fetch` wrapper carrying the session cookie. */
+export async function apiClient(base) {
+  const r = await fetch(`${base}/api/v1/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }),
+  });
+  if (!r.ok) throw new Error(`login failed: ${r.status} ${await r.text()}`);
+  const cookie = r.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  return async (method, path, body) => {
+    const resp = await fetch(`${base}/api/v1${path}`, {
+      method,
+      headers: { cookie, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const env = await resp.json();
+    if (!env.success) throw new Error(`${method} ${path}: ${resp.status} ${env.error}`);
+    return env.data;
+  };
+}
+
+/** Debian's Chromium, headless. */
+export async function launchBrowser() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu'],
+  });
+}
+
+export { readFileSync };
