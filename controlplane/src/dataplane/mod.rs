@@ -125,6 +125,22 @@ pub trait DnsTable: Send + Sync {
     fn apply(&self, p: &Projection) -> Result<(), DataplaneError>;
     /// Current status and counters.
     fn status(&self) -> XdpStatus;
+    /// Attaches the fast path where the DNS server listens (`listen`: its addresses,
+    /// `0.0.0.0`/`::` meaning every interface of that family) or on the configured
+    /// interfaces, detaching from interfaces no longer wanted; answers where it is
+    /// attached afterwards. Called when the DNS service starts and when its listen
+    /// addresses or the host's interfaces change (issue 7 section 5). The default (no
+    /// fast path) attaches nothing and answers an empty list.
+    ///
+    /// # Errors
+    /// Why nothing could be attached (userspace answers everything meanwhile).
+    fn attach(&self, listen: &[IpAddr]) -> Result<Vec<XdpInterface>, String> {
+        let _ = listen;
+        Ok(Vec::new())
+    }
+    /// Detaches the program from every interface (the DNS service stopped); the maps
+    /// stay loaded for the next [`DnsTable::attach`]. The default does nothing.
+    fn detach(&self) {}
 }
 
 /// No fast path (XDP off or not attachable); `reason` says why.
@@ -149,11 +165,14 @@ impl DnsTable for NoDataplane {
     }
 }
 
-/// In-memory table for tests: keeps the last projection.
+/// In-memory table for tests: keeps the last projection and where it would be attached.
 #[derive(Default)]
 pub struct FakeTable {
     /// The last applied projection.
     pub last: Mutex<Projection>,
+    /// The listen addresses of the last [`DnsTable::attach`]; `None` after
+    /// [`DnsTable::detach`] (and before any attach).
+    pub attached: Mutex<Option<Vec<IpAddr>>>,
 }
 
 impl DnsTable for FakeTable {
@@ -169,6 +188,13 @@ impl DnsTable for FakeTable {
             map_entries: n,
             ..Default::default()
         }
+    }
+    fn attach(&self, listen: &[IpAddr]) -> Result<Vec<XdpInterface>, String> {
+        *self.attached.lock().expect("fake table lock") = Some(listen.to_vec());
+        Ok(Vec::new())
+    }
+    fn detach(&self) {
+        *self.attached.lock().expect("fake table lock") = None;
     }
 }
 

@@ -5,6 +5,9 @@
 //!
 //! Global state: the loaded [`Ebpf`] (program, links, maps) lives inside [`XdpTable`]
 //! for the life of the process; dropping it detaches the program and frees the maps.
+//! The attachments follow the DNS service (issue 7 section 5): [`DnsTable::detach`] when
+//! it stops, [`DnsTable::attach`] when it starts or its listen addresses change (new
+//! interfaces are attached, interfaces no longer wanted detached); the maps stay loaded.
 
 use std::{
     collections::{HashMap as StdHashMap, HashSet},
@@ -15,7 +18,7 @@ use std::{
 
 use aya::{
     maps::{lpm_trie::Key, Array, HashMap, LpmTrie, MapData, MapError, PerCpuArray},
-    programs::{Xdp, XdpMode},
+    programs::{xdp::XdpLinkId, Xdp, XdpMode},
     Ebpf, EbpfLoader,
 };
 use bootlane_common::dns::{
@@ -25,7 +28,7 @@ use bootlane_common::dns::{
 use ipnet::IpNet;
 
 use super::{DataplaneError, DnsTable, Projection, XdpCounters, XdpInterface, XdpStatus};
-use crate::config::{Config, XdpMode as CfgMode};
+use crate::config::{Config, XdpConfig, XdpMode as CfgMode};
 
 /// The XDP object built by `build.rs` from `dataplane-ebpf`, 8-byte aligned for the ELF
 /// parser.
@@ -96,14 +99,25 @@ struct State {
     reconciled: bool,
 }
 
+/// Where the program is attached now.
+#[derive(Default)]
+struct Links {
+    /// Interface, link (dropping the id does not detach; [`Xdp::detach`] does) and mode.
+    attached: Vec<(XdpInterface, XdpLinkId)>,
+    /// Why the fast path is off or partial (attach failures, stopped service).
+    reason: Option<String>,
+}
+
 /// The fast path: the loaded program, its maps and where it is attached.
 pub struct XdpTable {
     state: Mutex<State>,
-    /// Keeps the program (and its links, i.e. the attachments) alive.
+    /// Keeps the program (and its links, i.e. the attachments) alive. Lock order: `ebpf`
+    /// before `links`.
     ebpf: Mutex<Ebpf>,
     mode: String,
-    interfaces: Vec<XdpInterface>,
-    reason: Option<String>,
+    /// `[dns.xdp]`: mode and explicit interfaces for later attaches.
+    xdp: XdpConfig,
+    links: Mutex<Links>,
     capacity: u32,
 }
 
@@ -156,8 +170,11 @@ impl XdpTable {
             }),
             ebpf: Mutex::new(ebpf),
             mode: "detached".into(),
-            interfaces: Vec::new(),
-            reason: Some("loaded but not attached".into()),
+            xdp: XdpConfig::default(),
+            links: Mutex::new(Links {
+                attached: Vec::new(),
+                reason: Some("loaded but not attached".into()),
+            }),
             capacity,
         })
     }
@@ -175,8 +192,22 @@ impl XdpTable {
         let mut t = Self::detached(x.map_capacity)
             .map_err(|e| format!("{e}; answering from userspace (XDP needs root or CAP_BPF+CAP_NET_ADMIN)"))?;
         t.mode = format!("{:?}", x.mode).to_lowercase();
+        t.xdp = x.clone();
+        t.attach_listen(&config.dns.listen)?;
+        Ok(t)
+    }
+
+    /// Makes the attachments match `listen` (or the configured `[dns.xdp] interfaces`):
+    /// detaches from interfaces no longer wanted, attaches to new ones (`auto`: native
+    /// first, then generic; virtual interfaces straight to generic), keeps the rest.
+    /// Answers the interfaces attached afterwards.
+    ///
+    /// # Errors
+    /// A human-readable reason when nothing is attached afterwards.
+    fn attach_listen(&self, listen: &[IpAddr]) -> Result<Vec<XdpInterface>, String> {
+        let x = &self.xdp;
         let ifaces = if x.interfaces.is_empty() {
-            default_interfaces(&config.dns.listen)
+            default_interfaces(listen)
         } else {
             x.interfaces.clone()
         };
@@ -187,54 +218,69 @@ impl XdpTable {
             CfgMode::Off => &[],
         };
         let mut failures = Vec::new();
-        {
-            let mut ebpf = t.ebpf.lock().expect("ebpf lock");
-            let prog: &mut Xdp = ebpf
-                .program_mut(PROGRAM)
-                .and_then(|p| p.try_into().ok())
-                .ok_or_else(|| format!("program {PROGRAM} vanished"))?;
-            for iface in &ifaces {
-                let mut errs = Vec::new();
-                // `auto` on a virtual interface (veth, bridge, tap, lo: no backing device)
-                // goes straight to generic mode: native XDP_TX on a veth reaches the peer
-                // only when the peer runs an XDP program too (toolchain.md), so a native
-                // attach there "works" while every answer is silently dropped.
-                let modes = if x.mode == CfgMode::Auto && is_virtual(iface) {
-                    &modes[1..]
-                } else {
-                    modes
-                };
-                for (m, name) in modes {
-                    match prog.attach(iface, *m) {
-                        Ok(_) => {
-                            tracing::info!(interface = %iface, mode = name, "XDP fast path attached");
-                            t.interfaces.push(XdpInterface {
-                                name: iface.clone(),
-                                attach_mode: (*name).to_string(),
-                            });
-                            errs.clear();
-                            break;
-                        }
-                        Err(e) => errs.push(format!("{name}: {e}")),
-                    }
-                }
-                if !errs.is_empty() {
-                    let msg = format!("cannot attach XDP to {iface} ({})", errs.join("; "));
-                    tracing::warn!("{msg}");
-                    failures.push(msg);
-                }
+        let mut ebpf = self.ebpf.lock().expect("ebpf lock");
+        let prog: &mut Xdp = ebpf
+            .program_mut(PROGRAM)
+            .and_then(|p| p.try_into().ok())
+            .ok_or_else(|| format!("program {PROGRAM} vanished"))?;
+        let mut links = self.links.lock().expect("xdp links lock");
+        for (iface, id) in std::mem::take(&mut links.attached) {
+            if ifaces.contains(&iface.name) {
+                links.attached.push((iface, id));
+            } else if let Err(e) = prog.detach(id) {
+                tracing::warn!(interface = %iface.name, "detaching XDP failed: {e}");
+            } else {
+                tracing::info!(interface = %iface.name, "XDP fast path detached (no longer listened on)");
             }
         }
-        if t.interfaces.is_empty() {
-            return Err(if ifaces.is_empty() {
+        for iface in &ifaces {
+            if links.attached.iter().any(|(i, _)| &i.name == iface) {
+                continue;
+            }
+            let mut errs = Vec::new();
+            // `auto` on a virtual interface (veth, bridge, tap, lo: no backing device)
+            // goes straight to generic mode: native XDP_TX on a veth reaches the peer
+            // only when the peer runs an XDP program too (toolchain.md), so a native
+            // attach there "works" while every answer is silently dropped.
+            let modes = if x.mode == CfgMode::Auto && is_virtual(iface) {
+                &modes[1..]
+            } else {
+                modes
+            };
+            for (m, name) in modes {
+                match prog.attach(iface, *m) {
+                    Ok(id) => {
+                        tracing::info!(interface = %iface, mode = name, "XDP fast path attached");
+                        let attached = XdpInterface {
+                            name: iface.clone(),
+                            attach_mode: (*name).to_string(),
+                        };
+                        links.attached.push((attached, id));
+                        errs.clear();
+                        break;
+                    }
+                    Err(e) => errs.push(format!("{name}: {e}")),
+                }
+            }
+            if !errs.is_empty() {
+                let msg = format!("cannot attach XDP to {iface} ({})", errs.join("; "));
+                tracing::warn!("{msg}");
+                failures.push(msg);
+            }
+        }
+        let now: Vec<XdpInterface> = links.attached.iter().map(|(i, _)| i.clone()).collect();
+        if now.is_empty() {
+            let reason = if ifaces.is_empty() {
                 "no interface carries an address the DNS server listens on; XDP not attached, answering from userspace"
                     .to_string()
             } else {
                 format!("{}; answering from userspace", failures.join("; "))
-            });
+            };
+            links.reason = Some(reason.clone());
+            return Err(reason);
         }
-        t.reason = (!failures.is_empty()).then(|| failures.join("; "));
-        Ok(t)
+        links.reason = (!failures.is_empty()).then(|| failures.join("; "));
+        Ok(now)
     }
 
     /// Runs the loaded program once on `frame` (`BPF_PROG_TEST_RUN`) and returns the XDP
@@ -429,13 +475,33 @@ impl DnsTable for XdpTable {
         Ok(())
     }
 
+    fn attach(&self, listen: &[IpAddr]) -> Result<Vec<XdpInterface>, String> {
+        self.attach_listen(listen)
+    }
+
+    fn detach(&self) {
+        let mut ebpf = self.ebpf.lock().expect("ebpf lock");
+        let Some(prog) = ebpf.program_mut(PROGRAM).and_then(|p| <&mut Xdp>::try_from(p).ok()) else {
+            return;
+        };
+        let mut links = self.links.lock().expect("xdp links lock");
+        for (iface, id) in std::mem::take(&mut links.attached) {
+            match prog.detach(id) {
+                Ok(()) => tracing::info!(interface = %iface.name, "XDP fast path detached"),
+                Err(e) => tracing::warn!(interface = %iface.name, "detaching XDP failed: {e}"),
+            }
+        }
+        links.reason = Some("detached: the DNS service is stopped".into());
+    }
+
     fn status(&self) -> XdpStatus {
         let st = self.state.lock().expect("xdp state lock");
+        let links = self.links.lock().expect("xdp links lock");
         XdpStatus {
             mode: self.mode.clone(),
-            active: !self.interfaces.is_empty(),
-            reason: self.reason.clone(),
-            interfaces: self.interfaces.clone(),
+            active: !links.attached.is_empty(),
+            reason: links.reason.clone(),
+            interfaces: links.attached.iter().map(|(i, _)| i.clone()).collect(),
             map_entries: st.records.len(),
             map_capacity: self.capacity,
             counters: Self::counters(&st),

@@ -223,6 +223,7 @@ impl DnsService {
         if let Err(e) = self.rebuild() {
             tracing::error!("projecting DNS data after start failed: {e}");
         }
+        self.sync_xdp(&self.settings().listen);
         Ok(self.bound())
     }
 
@@ -236,6 +237,49 @@ impl DnsService {
         }
         if let Err(e) = self.rebuild() {
             tracing::error!("projecting DNS data after stop failed: {e}");
+        }
+        self.sync_xdp(&self.settings().listen);
+    }
+
+    /// Makes the XDP attachments follow the service (issue 7 section 5): attached where
+    /// it listens while it serves (new interfaces attached, old ones detached), detached
+    /// when it is stopped. Publishes `dataplane.xdp.attached`, `dataplane.xdp.detached`
+    /// or `dataplane.xdp.failed` when the set of interfaces changes or an attach fails.
+    fn sync_xdp(&self, listen: &[IpAddr]) {
+        let before = self.dataplane.status();
+        if before.mode == "off" {
+            return;
+        }
+        let serving = !self.bound().is_empty();
+        let result = if serving {
+            self.dataplane.attach(listen).map(|_| ())
+        } else {
+            self.dataplane.detach();
+            Ok(())
+        };
+        let after = self.dataplane.status();
+        let names = |s: &crate::dataplane::XdpStatus| s.interfaces.iter().map(|i| i.name.clone()).collect::<Vec<_>>();
+        let (was, now) = (names(&before), names(&after));
+        let event = match result {
+            Err(reason) if before.reason.as_deref() != Some(reason.as_str()) || !was.is_empty() => {
+                Some(("dataplane.xdp.failed", format!("XDP fast path not attached: {reason}")))
+            }
+            Ok(()) if now != was && now.is_empty() => Some((
+                "dataplane.xdp.detached",
+                format!("XDP fast path detached from {}", was.join(", ")),
+            )),
+            Ok(()) if now != was => Some((
+                "dataplane.xdp.attached",
+                format!("XDP fast path attached to {}", now.join(", ")),
+            )),
+            _ => None,
+        };
+        if let Some((kind, summary)) = event {
+            self.events.publish(
+                NewEvent::new(kind, summary)
+                    .resource("dataplane", "xdp")
+                    .data(serde_json::to_value(&after).unwrap_or_default()),
+            );
         }
     }
 
@@ -414,6 +458,8 @@ impl DnsService {
             if let Err(e) = self.ensure_auto_records().await.and_then(|_| self.rebuild()) {
                 tracing::error!("rebuilding DNS data after an interface change failed: {e}");
             }
+            // A new interface carrying a listened address gets the fast path too.
+            self.sync_xdp(&self.settings().listen);
         }
     }
 
@@ -483,6 +529,7 @@ impl DnsService {
         if target.enabled != serving || (serving && (new.port, &new.listen) != (old.port, &old.listen)) {
             self.rebind(&target)
                 .map_err(|e| DnsError::Invalid(format!("the new DNS listen settings cannot be applied: {e:#}")))?;
+            self.sync_xdp(&new.listen);
         }
         self.kv.put(SETTINGS_KEY, &new).await?;
         *self.settings.lock().expect("settings lock") = new.clone();

@@ -159,6 +159,43 @@ fn run(mode: &str) {
     let m = s.api("GET", "/metrics", None).1;
     let text = m.as_str().map(String::from).unwrap_or_else(|| m.to_string());
     assert!(text.contains("answered"), "metrics mention XDP counters: {text}");
+
+    // Stop really stops (issue 7 section 5): the program leaves the interface (the
+    // kernel's own view, `ip link`), nothing answers; start attaches it again.
+    let (code, v) = s.api("POST", "/services/dns/stop", None);
+    assert_eq!((code, v["data"]["state"].as_str()), (200, Some("stopped")), "{v}");
+    let st = xdp_status(&s);
+    assert_eq!(st["active"], false, "{st}");
+    let link = srv.sh(&format!("ip link show dev {vs}"));
+    assert!(!link.contains("xdp"), "{mode}: still attached after stop: {link}");
+    let out = cli.sh("dig @10.77.0.1 +time=1 +tries=1 host1.lab.test A || true");
+    assert!(
+        out.contains("timed out") || out.contains("no servers"),
+        "{mode}: answered while stopped: {out}"
+    );
+    let (code, v) = s.api("POST", "/services/dns/start", None);
+    assert_eq!((code, v["data"]["state"].as_str()), (200, Some("running")), "{v}");
+    let st = xdp_status(&s);
+    assert_eq!(st["active"], true, "{st}");
+    let link = srv.sh(&format!("ip link show dev {vs}"));
+    assert!(link.contains("xdp"), "{mode}: not attached again after start: {link}");
+    let before = answered(&s);
+    assert_eq!(
+        lines(&dig(&cli, "@10.77.0.1 +short host1.lab.test A")),
+        vec!["10.0.0.11", "10.0.0.12"]
+    );
+    assert_eq!(answered(&s), before + 1, "{mode}: answered by XDP after restart");
+    let (_, v) = s.api("GET", "/events?kind=dataplane.xdp", None);
+    let kinds: Vec<&str> = v["data"]["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    assert!(
+        kinds.starts_with(&["dataplane.xdp.attached", "dataplane.xdp.detached"]),
+        "newest first: {kinds:?}"
+    );
     sleep(Duration::from_millis(10));
 }
 
