@@ -267,8 +267,12 @@ impl Config {
     }
 
     fn validate(&self) -> anyhow::Result<()> {
-        crate::dns::names::validate_label(&self.server.name)
-            .with_context(|| format!("[server] name = {:?} must be a single DNS label", self.server.name))?;
+        crate::net::types::validate_host_label(&self.server.name).with_context(|| {
+            format!(
+                "[server] name = {:?} must be a single DNS label valid as a host name",
+                self.server.name
+            )
+        })?;
         crate::dns::names::parse_domain(&self.local_domain()).with_context(|| {
             format!(
                 "[dns] local_domain = {:?} is not a valid domain name",

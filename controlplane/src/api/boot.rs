@@ -35,8 +35,8 @@ use tower_http::services::ServeFile;
 
 use crate::{
     boot::{catalog::BootCatalog, resolve_in_root, PathError},
-    dhcp::packet::normalise_mac,
     events::{EventBus, NewEvent},
+    net::types::normalise_mac,
 };
 
 /// State of the boot routes.

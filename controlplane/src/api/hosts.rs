@@ -24,7 +24,7 @@ use super::{
 };
 use crate::{
     boot::catalog::{HostInput, HostView},
-    dhcp::packet::normalise_mac,
+    net::types::normalise_mac,
 };
 
 /// Query parameters of `GET /hosts`.

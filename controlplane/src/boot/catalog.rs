@@ -34,8 +34,8 @@ use utoipa::ToSchema;
 
 use super::DEFAULT_SCRIPT;
 use crate::{
-    dhcp::packet::{normalise_mac, MacAddr},
     events::{EventBus, NewEvent},
+    net::types::{normalise_mac, validate_host_label, MacAddr},
     store::{Kv, Store, Table},
 };
 
@@ -176,17 +176,11 @@ pub struct HostInput {
 /// Checks a host name: a DNS label (RFC 1123 §2.1), returned lower case.
 fn host_name(n: &str) -> Result<String> {
     let n = n.trim().to_ascii_lowercase();
-    let ok = !n.is_empty()
-        && n.len() <= 63
-        && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-        && !n.starts_with('-')
-        && !n.ends_with('-');
-    if ok {
-        Ok(n)
-    } else {
-        Err(CatalogError::Invalid(format!(
-            "name {n:?} must be a DNS label: 1-63 letters, digits or '-', not starting or ending with '-'"
-        )))
+    match validate_host_label(&n) {
+        Ok(()) => Ok(n),
+        Err(e) => Err(CatalogError::Invalid(format!(
+            "'name' must be a single DNS label valid as a host name: {e}"
+        ))),
     }
 }
 

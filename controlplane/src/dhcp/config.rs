@@ -8,7 +8,7 @@ use anyhow::{bail, Context};
 use ipnet::Ipv4Net;
 use serde::{Deserialize, Serialize};
 
-use super::packet::{normalise_mac, MacAddr};
+use crate::net::types::{normalise_mac, MacAddr};
 
 /// `[dhcp]`: every subnet Bootlane answers for. Default: none, so a fresh Bootlane never
 /// answers DHCP on a network it was not told about.

@@ -30,10 +30,10 @@ use super::{
     config::{default_arch_map, DhcpConfig, Reservation, SubnetConfig, SubnetMode},
     handler::BootHandler,
     leases::{now_secs, Lease, LeaseDb},
-    packet::normalise_mac,
 };
 use crate::{
     events::{EventBus, NewEvent},
+    net::types::{normalise_mac, validate_host_label},
     store::{Kv, Store, Table},
 };
 
@@ -305,17 +305,11 @@ fn key_of(cfg: &SubnetConfig) -> String {
 
 fn hostname(h: &str) -> Result<String> {
     let h = h.trim().to_ascii_lowercase();
-    let ok = !h.is_empty()
-        && h.len() <= 63
-        && h.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-        && !h.starts_with('-')
-        && !h.ends_with('-');
-    if ok {
-        Ok(h)
-    } else {
-        Err(DhcpAdminError::Invalid(format!(
-            "hostname {h:?} must be a DNS label: 1-63 letters, digits or '-'"
-        )))
+    match validate_host_label(&h) {
+        Ok(()) => Ok(h),
+        Err(e) => Err(DhcpAdminError::Invalid(format!(
+            "'hostname' must be a single DNS label valid as a host name: {e}"
+        ))),
     }
 }
 

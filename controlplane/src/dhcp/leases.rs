@@ -15,7 +15,7 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
-use super::packet::{normalise_mac, MacAddr};
+use crate::net::types::{normalise_mac, MacAddr};
 use crate::store::{Store, StoreError, Table};
 
 /// How long an offered address stays set aside for the client it was offered to.
