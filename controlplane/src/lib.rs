@@ -10,6 +10,7 @@ pub mod dataplane;
 pub mod dhcp;
 pub mod dns;
 pub mod events;
+pub mod inventory;
 pub mod logging;
 pub mod metrics;
 pub mod net;

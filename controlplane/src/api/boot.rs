@@ -254,9 +254,7 @@ mod tests {
     use super::*;
 
     async fn app(root: PathBuf) -> Router {
-        let catalog = BootCatalog::open(&crate::store::Store::temporary(), None, EventBus::in_memory())
-            .await
-            .unwrap();
+        let catalog = BootCatalog::temporary().await;
         router(BootState {
             root: Arc::new(std::sync::RwLock::new(root)),
             catalog,

@@ -61,8 +61,10 @@ pub struct AppState {
     pub dns: Arc<DnsService>,
     /// Users and sessions.
     pub auth: Arc<auth::Auth>,
-    /// Hosts, profiles, script versions and the iPXE script template.
+    /// Profiles, script versions and the iPXE script template.
     pub catalog: Arc<BootCatalog>,
+    /// Hosts (inventory).
+    pub hosts: Arc<crate::inventory::service::HostService>,
     /// Live DHCP administration: leases, reservations, settings, arch map.
     pub dhcp: Arc<DhcpControl>,
     /// Live TFTP settings.
@@ -182,8 +184,8 @@ impl FromRef<AppState> for Arc<Supervisor> {
         crate::dns::service::DnsSettingsPatch,
         dns::RecordList,
         dns::DnsServiceView,
-        crate::boot::catalog::HostView,
-        crate::boot::catalog::HostInput,
+        crate::inventory::model::HostView,
+        crate::inventory::model::HostInput,
         crate::boot::catalog::Profile,
         crate::boot::catalog::ProfileInput,
         crate::boot::catalog::ProfileMenu,

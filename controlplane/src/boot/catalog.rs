@@ -1,12 +1,10 @@
-//! Hosts, boot profiles, profile script versions and the iPXE script template (issue 4
+//! Boot profiles, profile script versions and the iPXE script template (issue 4
 //! "Hosts and profiles", "HTTP boot and the iPXE script"): the single write path for
-//! all four, and the per-MAC script choice used by both `GET /boot/ipxe?mac=` and
-//! `GET /hosts/{id}/boot-config`.
+//! all three, and the per-MAC script choice used by both `GET /boot/ipxe?mac=` and
+//! `GET /hosts/{id}/boot-config`. Hosts themselves are [`crate::inventory`]'s; the
+//! catalog reads them through [`HostService`].
 //!
 //! Rules kept here (not in the handlers):
-//! - Host names are DNS-label-ish and unique (case-insensitive, stored lower case); MACs
-//!   are unique and stored in lower-case colon form; a host's `profile_id` must name an
-//!   existing profile. The BMC password is stored but never shown (`has_bmc_password`).
 //! - Exactly one profile is the default: seeded on first start ("Default", one entry
 //!   "Boot from local disk"); `is_default: true` on another profile moves the flag;
 //!   the default profile and profiles used by hosts cannot be deleted.
@@ -22,10 +20,7 @@
 //! State: the tables, the cached template, and one async mutex serialising writes so
 //! uniqueness checks and the default-profile flag cannot race.
 
-use std::{
-    net::IpAddr,
-    sync::{Arc, RwLock},
-};
+use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -35,7 +30,8 @@ use utoipa::ToSchema;
 use super::DEFAULT_SCRIPT;
 use crate::{
     events::{EventBus, NewEvent},
-    net::types::{normalise_mac, validate_host_label, MacAddr},
+    inventory::service::{HostService, ProfileExists},
+    net::types::MacAddr,
     store::{Kv, Store, Table},
 };
 
@@ -44,154 +40,7 @@ pub type CatalogError = crate::service_error::ServiceError;
 
 type Result<T, E = CatalogError> = std::result::Result<T, E>;
 
-use crate::service_error::double_option;
-
-// ---------------------------------------------------------------------------------------
-// Hosts
-// ---------------------------------------------------------------------------------------
-
-/// A host as stored (the BMC password included; never serialised to clients, see
-/// [`HostView`]).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Host {
-    /// Id.
-    pub id: u64,
-    /// Name, lower case.
-    pub name: String,
-    /// MAC, lower-case colon form.
-    pub mac: String,
-    /// Address (informational; DHCP reservations are separate).
-    pub ip: Option<IpAddr>,
-    /// The profile whose menu the host boots; `None`: the default profile.
-    pub profile_id: Option<u64>,
-    /// BMC address (kept for a later issue).
-    pub bmc_addr: Option<String>,
-    /// BMC user name.
-    pub bmc_user: Option<String>,
-    /// BMC password (write-only through the API).
-    pub bmc_password: Option<String>,
-    /// Free text.
-    pub description: String,
-    /// Creation time.
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
-    /// Last change.
-    #[serde(with = "time::serde::rfc3339")]
-    pub updated_at: OffsetDateTime,
-}
-
-crate::store::entity!(Host, "hosts");
-
-/// A host as the API shows it: [`Host`] without the BMC password.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct HostView {
-    /// Id.
-    pub id: u64,
-    /// Name (DNS label: `a-z`, `0-9`, `-`, at most 63 characters), unique.
-    pub name: String,
-    /// MAC, lower-case colon form, unique.
-    pub mac: String,
-    /// Address, if set.
-    #[schema(value_type = Option<String>)]
-    pub ip: Option<IpAddr>,
-    /// Profile id; `null`: the default profile.
-    pub profile_id: Option<u64>,
-    /// BMC address.
-    pub bmc_addr: Option<String>,
-    /// BMC user.
-    pub bmc_user: Option<String>,
-    /// True when a BMC password is stored (the password itself is never returned).
-    pub has_bmc_password: bool,
-    /// Free text.
-    pub description: String,
-    /// Creation time, RFC 3339.
-    #[serde(with = "time::serde::rfc3339")]
-    #[schema(value_type = String, format = DateTime)]
-    pub created_at: OffsetDateTime,
-    /// Last change, RFC 3339.
-    #[serde(with = "time::serde::rfc3339")]
-    #[schema(value_type = String, format = DateTime)]
-    pub updated_at: OffsetDateTime,
-}
-
-impl From<&Host> for HostView {
-    fn from(h: &Host) -> Self {
-        Self {
-            id: h.id,
-            name: h.name.clone(),
-            mac: h.mac.clone(),
-            ip: h.ip,
-            profile_id: h.profile_id,
-            bmc_addr: h.bmc_addr.clone(),
-            bmc_user: h.bmc_user.clone(),
-            has_bmc_password: h.bmc_password.as_deref().is_some_and(|p| !p.is_empty()),
-            description: h.description.clone(),
-            created_at: h.created_at,
-            updated_at: h.updated_at,
-        }
-    }
-}
-
-/// Body of `POST /hosts` (name and mac required) and `PUT /hosts/{id}` (any subset;
-/// omitted fields keep their values, `null` clears an optional field).
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct HostInput {
-    /// Name: a DNS label (letters, digits, `-`; 1-63 characters; stored lower case).
-    pub name: Option<String>,
-    /// MAC: `aa:bb:cc:dd:ee:ff`, `aa-bb-...`, `aabb.ccdd.eeff` or 12 hex digits.
-    pub mac: Option<String>,
-    /// IPv4 or IPv6 address.
-    #[serde(default, deserialize_with = "double_option")]
-    #[schema(value_type = Option<String>)]
-    pub ip: Option<Option<String>>,
-    /// An existing profile id (400 otherwise); `null`: the default profile.
-    #[serde(default, deserialize_with = "double_option")]
-    #[schema(value_type = Option<u64>)]
-    pub profile_id: Option<Option<u64>>,
-    /// BMC address.
-    #[serde(default, deserialize_with = "double_option")]
-    #[schema(value_type = Option<String>)]
-    pub bmc_addr: Option<Option<String>>,
-    /// BMC user.
-    #[serde(default, deserialize_with = "double_option")]
-    #[schema(value_type = Option<String>)]
-    pub bmc_user: Option<Option<String>>,
-    /// BMC password (write-only).
-    #[serde(default, deserialize_with = "double_option")]
-    #[schema(value_type = Option<String>)]
-    pub bmc_password: Option<Option<String>>,
-    /// Free text.
-    pub description: Option<String>,
-    /// Read-only fields of the GET answer, accepted and ignored so it can be PUT back.
-    pub id: Option<serde_json::Value>,
-    /// Read-only, ignored.
-    pub has_bmc_password: Option<serde_json::Value>,
-    /// Read-only, ignored.
-    pub created_at: Option<serde_json::Value>,
-    /// Read-only, ignored.
-    pub updated_at: Option<serde_json::Value>,
-}
-
-/// Checks a host name: a DNS label (RFC 1123 §2.1), returned lower case.
-fn host_name(n: &str) -> Result<String> {
-    let n = n.trim().to_ascii_lowercase();
-    match validate_host_label(&n) {
-        Ok(()) => Ok(n),
-        Err(e) => Err(CatalogError::Invalid(format!(
-            "'name' must be a single DNS label valid as a host name: {e}"
-        ))),
-    }
-}
-
-fn short_text(field: &str, v: &str, max: usize) -> Result<String> {
-    if v.len() > max || v.chars().any(|c| c.is_control()) {
-        return Err(CatalogError::Invalid(format!(
-            "'{field}' must be at most {max} bytes without control characters"
-        )));
-    }
-    Ok(v.to_string())
-}
+use crate::service_error::short_text;
 
 // ---------------------------------------------------------------------------------------
 // Profiles
@@ -685,7 +534,7 @@ const TEMPLATE_KEY: &str = "ipxe_template";
 
 /// Hosts, profiles, script versions and the template. Cheap to share behind an `Arc`.
 pub struct BootCatalog {
-    hosts: Table<Host>,
+    hosts: Arc<HostService>,
     profiles: Table<Profile>,
     versions: Table<ScriptVersion>,
     kv: Kv,
@@ -697,15 +546,21 @@ pub struct BootCatalog {
 
 impl BootCatalog {
     /// Opens the tables; seeds the default profile on first start (and repairs a store
-    /// without exactly one default). `config_template` is `[boot] ipxe_script`.
+    /// without exactly one default). `config_template` is `[boot] ipxe_script`; `hosts`
+    /// answers which host a MAC is and which hosts use a profile.
     ///
     /// # Errors
     /// Store errors.
-    pub async fn open(store: &Store, config_template: Option<String>, events: Arc<EventBus>) -> Result<Arc<Self>> {
+    pub async fn open(
+        store: &Store,
+        config_template: Option<String>,
+        hosts: Arc<HostService>,
+        events: Arc<EventBus>,
+    ) -> Result<Arc<Self>> {
         let kv = store.kv("boot_settings")?;
         let stored: Option<String> = kv.get(TEMPLATE_KEY)?;
         let c = Self {
-            hosts: store.table()?,
+            hosts,
             profiles: store.table()?,
             versions: store.table()?,
             kv,
@@ -736,143 +591,24 @@ impl BootCatalog {
         Ok(Arc::new(c))
     }
 
-    // ---- hosts ----
-
-    /// Every host, in id order.
+    /// The profile-existence check [`HostService`] needs for a host's `profile_id`, read
+    /// straight from the profiles table (so the host service can be built first).
     ///
     /// # Errors
-    /// Store errors.
-    pub fn hosts(&self) -> Result<Vec<Host>> {
-        Ok(self.hosts.list()?)
+    /// Store errors opening the table.
+    pub fn profile_lookup(store: &Store) -> Result<ProfileExists> {
+        let profiles: Table<Profile> = store.table()?;
+        Ok(Arc::new(move |id| Ok(profiles.get(id)?.is_some())))
     }
 
-    /// One host.
-    ///
-    /// # Errors
-    /// [`CatalogError::NotFound`], store errors.
-    pub fn host(&self, id: u64) -> Result<Host> {
-        self.hosts
-            .get(id)?
-            .ok_or_else(|| CatalogError::NotFound(format!("no host with id {id}")))
-    }
-
-    /// The host with this MAC, if registered.
-    ///
-    /// # Errors
-    /// Store errors.
-    pub fn host_by_mac(&self, mac: MacAddr) -> Result<Option<Host>> {
-        let m = mac.to_string();
-        Ok(self.hosts.list()?.into_iter().find(|h| h.mac == m))
-    }
-
-    fn apply_host(&self, h: &mut Host, input: HostInput) -> Result<()> {
-        if let Some(n) = input.name {
-            h.name = host_name(&n)?;
-        }
-        if let Some(m) = input.mac {
-            h.mac = normalise_mac(&m)
-                .map_err(|_| {
-                    CatalogError::Invalid(format!(
-                        "mac {m:?} is not a MAC address (aa:bb:cc:dd:ee:ff, aa-bb-..., aabb.ccdd.eeff or 12 hex digits)"
-                    ))
-                })?
-                .to_string();
-        }
-        if let Some(ip) = input.ip {
-            h.ip = match ip.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-                None => None,
-                Some(s) => Some(
-                    s.parse()
-                        .map_err(|_| CatalogError::Invalid(format!("ip {s:?} is not an IPv4 or IPv6 address")))?,
-                ),
-            };
-        }
-        if let Some(p) = input.profile_id {
-            if let Some(pid) = p {
-                if self.profiles.get(pid)?.is_none() {
-                    return Err(CatalogError::Invalid(format!("profile_id {pid}: no such profile")));
-                }
-            }
-            h.profile_id = p;
-        }
-        if let Some(v) = input.bmc_addr {
-            h.bmc_addr = v.map(|v| short_text("bmc_addr", &v, 255)).transpose()?;
-        }
-        if let Some(v) = input.bmc_user {
-            h.bmc_user = v.map(|v| short_text("bmc_user", &v, 255)).transpose()?;
-        }
-        if let Some(v) = input.bmc_password {
-            h.bmc_password = v.map(|v| short_text("bmc_password", &v, 255)).transpose()?;
-        }
-        if let Some(d) = input.description {
-            h.description = short_text("description", &d, 1024)?;
-        }
-        Ok(())
-    }
-
-    fn check_host_unique(&self, h: &Host) -> Result<()> {
-        for o in self.hosts.list()? {
-            if o.id == h.id {
-                continue;
-            }
-            if o.name == h.name {
-                return Err(CatalogError::Conflict(format!(
-                    "host name {:?} is already used by host {}",
-                    h.name, o.id
-                )));
-            }
-            if o.mac == h.mac {
-                return Err(CatalogError::Conflict(format!(
-                    "MAC {} is already registered to host {} ({})",
-                    h.mac, o.id, o.name
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    /// Creates a host (`name` and `mac` required).
-    ///
-    /// # Errors
-    /// Invalid (400), Conflict (409: name or MAC taken), store errors.
-    pub async fn create_host(&self, input: HostInput) -> Result<Host> {
-        if input.name.is_none() || input.mac.is_none() {
-            return Err(CatalogError::Invalid("'name' and 'mac' are required".into()));
-        }
-        let _w = self.write.lock().await;
-        let now = OffsetDateTime::now_utc();
-        let mut h = Host {
-            id: 0,
-            name: String::new(),
-            mac: String::new(),
-            ip: None,
-            profile_id: None,
-            bmc_addr: None,
-            bmc_user: None,
-            bmc_password: None,
-            description: String::new(),
-            created_at: now,
-            updated_at: now,
-        };
-        self.apply_host(&mut h, input)?;
-        self.check_host_unique(&h)?;
-        let h = self.hosts.insert(h).await?;
-        self.host_event("created", "create", None, Some(&h));
-        Ok(h)
-    }
-
-    /// `host.<verb>`; the payloads are [`HostView`]s (no BMC password).
-    fn host_event(&self, verb: &str, action: &str, before: Option<&Host>, after: Option<&Host>) {
-        let Some(h) = after.or(before) else { return };
-        self.events.publish(NewEvent::write(
-            format!("host.{verb}"),
-            "host",
-            h.id,
-            action,
-            format!("host {} ({}) {verb}", h.name, h.mac),
-            before.map(HostView::from).as_ref(),
-            after.map(HostView::from).as_ref(),
-        ));
+    /// A catalog over a fresh temporary store, with its own host service (for tests).
+    #[cfg(test)]
+    pub(crate) async fn temporary() -> Arc<Self> {
+        let store = Store::temporary();
+        let events = EventBus::in_memory();
+        let lookup = Self::profile_lookup(&store).unwrap();
+        let hosts = HostService::open(&store, lookup, events.clone()).unwrap();
+        Self::open(&store, None, hosts, events).await.unwrap()
     }
 
     /// `profile.<verb>`.
@@ -887,37 +623,6 @@ impl BootCatalog {
             before,
             after,
         ));
-    }
-
-    /// Merges `input` into host `id`.
-    ///
-    /// # Errors
-    /// NotFound, Invalid, Conflict, store errors.
-    pub async fn update_host(&self, id: u64, input: HostInput) -> Result<Host> {
-        let _w = self.write.lock().await;
-        let mut h = self.host(id)?;
-        let before = h.clone();
-        self.apply_host(&mut h, input)?;
-        self.check_host_unique(&h)?;
-        h.updated_at = OffsetDateTime::now_utc();
-        self.hosts.put(&h).await?;
-        self.host_event("updated", "update", Some(&before), Some(&h));
-        Ok(h)
-    }
-
-    /// Deletes host `id`, answering the deleted host.
-    ///
-    /// # Errors
-    /// NotFound, store errors.
-    pub async fn delete_host(&self, id: u64) -> Result<Host> {
-        let _w = self.write.lock().await;
-        let h = self
-            .hosts
-            .remove(id)
-            .await?
-            .ok_or_else(|| CatalogError::NotFound(format!("no host with id {id}")))?;
-        self.host_event("deleted", "delete", Some(&h), None);
-        Ok(h)
     }
 
     // ---- profiles ----
@@ -1095,6 +800,8 @@ impl BootCatalog {
                 p.name
             )));
         }
+        // No host may take this profile between the check and the delete.
+        let _hosts_still = self.hosts.hold_writes().await;
         let users: Vec<String> = self
             .hosts
             .list()?
@@ -1251,7 +958,7 @@ impl BootCatalog {
     /// As [`BootCatalog::script_for`].
     pub fn script_and_profile(&self, mac: Option<MacAddr>, server: &str) -> Result<(String, String, Option<String>)> {
         let host = match mac {
-            Some(m) => self.host_by_mac(m)?,
+            Some(m) => self.hosts.by_mac(m)?,
             None => None,
         };
         let profile = match host.as_ref().and_then(|h| h.profile_id) {

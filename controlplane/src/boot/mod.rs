@@ -5,7 +5,7 @@
 //!   and the canonical result (symlinks followed) must still lie under the canonical
 //!   root, so neither `..`, absolute paths nor symlinks can leave it.
 //! - [`populate`] copies Debian's iPXE builds into the root at start when missing.
-//! - [`catalog`] holds hosts, profiles, script versions and the iPXE script template
+//! - [`catalog`] holds profiles, script versions and the iPXE script template
 //!   (rendered with minijinja from [`DEFAULT_SCRIPT`] or a replacement).
 //!
 //! Holds no global state.
