@@ -32,7 +32,7 @@ use crate::{
     events::{EventBus, NewEvent},
     inventory::service::{HostService, ProfileExists},
     net::types::MacAddr,
-    store::{Kv, Store, Table},
+    store::{Entity, Kv, Store, Table, Tx, TxError},
 };
 
 /// Errors of catalog operations (the shared service error: 400, 409, 404, 500).
@@ -528,12 +528,43 @@ pub enum TemplateSource {
 
 const TEMPLATE_KEY: &str = "ipxe_template";
 
+/// The tables a profile write touches together (see [`Store::transaction`]).
+const PROFILE_TABLES: &[&str] = &[<Profile as Entity>::TREE, <ScriptVersion as Entity>::TREE];
+
+/// Inside a profile transaction: clears the default flag of every profile in `all` but
+/// `keep` that has it.
+fn clear_other_defaults(tx: &Tx<'_>, all: &[Profile], keep: u64) -> Result<(), TxError> {
+    for o in all.iter().filter(|o| o.id != keep && o.is_default) {
+        tx.put(&Profile {
+            is_default: false,
+            updated_at: OffsetDateTime::now_utc(),
+            ..o.clone()
+        })?;
+    }
+    Ok(())
+}
+
+/// A version (id and profile id still 0 when `p` is new) of `p`'s generated script.
+fn new_version(p: &Profile, comment: &str) -> ScriptVersion {
+    let content = version_content(p);
+    ScriptVersion {
+        id: 0,
+        profile_id: p.id,
+        checksum: hex::encode(Sha256::digest(content.as_bytes())),
+        content,
+        comment: comment.to_string(),
+        menu: p.menu(),
+        created_at: OffsetDateTime::now_utc(),
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // The catalog
 // ---------------------------------------------------------------------------------------
 
 /// Hosts, profiles, script versions and the template. Cheap to share behind an `Arc`.
 pub struct BootCatalog {
+    store: Store,
     hosts: Arc<HostService>,
     profiles: Table<Profile>,
     versions: Table<ScriptVersion>,
@@ -560,6 +591,7 @@ impl BootCatalog {
         let kv = store.kv("boot_settings")?;
         let stored: Option<String> = kv.get(TEMPLATE_KEY)?;
         let c = Self {
+            store: store.clone(),
             hosts,
             profiles: store.table()?,
             versions: store.table()?,
@@ -577,16 +609,24 @@ impl BootCatalog {
                 p.is_default = true;
                 c.profiles.put(&p).await?;
             } else {
-                let p = c.profiles.insert(default_profile(OffsetDateTime::now_utc())).await?;
-                c.snapshot(&p, "seeded on first start", true).await?;
+                let p = default_profile(OffsetDateTime::now_utc());
+                let v = new_version(&p, "seeded on first start");
+                c.store
+                    .transaction(PROFILE_TABLES, |tx| {
+                        let p = tx.insert(p.clone())?;
+                        tx.insert(ScriptVersion {
+                            profile_id: p.id,
+                            ..v.clone()
+                        })
+                    })
+                    .await?;
                 tracing::info!("seeded the default boot profile");
             }
-        } else {
-            for extra in defaults.iter().skip(1) {
-                let mut p = (*extra).clone();
-                p.is_default = false;
-                c.profiles.put(&p).await?;
-            }
+        } else if let Some(keep) = defaults.first() {
+            let keep = keep.id;
+            c.store
+                .transaction(PROFILE_TABLES, |tx| clear_other_defaults(tx, &profiles, keep))
+                .await?;
         }
         Ok(Arc::new(c))
     }
@@ -672,36 +712,15 @@ impl BootCatalog {
         Ok(())
     }
 
-    /// Moves the default flag to `p` (clearing it elsewhere).
-    async fn take_default(&self, p: &Profile) -> Result<()> {
-        for mut o in self.profiles.list()? {
-            if o.id != p.id && o.is_default {
-                o.is_default = false;
-                o.updated_at = OffsetDateTime::now_utc();
-                self.profiles.put(&o).await?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Stores a version of `p`'s script when it differs from the latest (or `force`).
-    async fn snapshot(&self, p: &Profile, comment: &str, force: bool) -> Result<Option<ScriptVersion>> {
-        let content = version_content(p);
-        let checksum = hex::encode(Sha256::digest(content.as_bytes()));
+    /// A new version of `p`'s script when it differs from the latest stored one (or
+    /// `force`); to be inserted with the profile's write.
+    fn version_if_changed(&self, p: &Profile, comment: &str, force: bool) -> Result<Option<ScriptVersion>> {
+        let v = new_version(p, comment);
         let latest = self.versions(p.id)?.into_iter().next();
-        if !force && latest.is_some_and(|l| l.checksum == checksum) {
+        if !force && latest.is_some_and(|l| l.checksum == v.checksum) {
             return Ok(None);
         }
-        let v = ScriptVersion {
-            id: 0,
-            profile_id: p.id,
-            content,
-            checksum,
-            comment: comment.to_string(),
-            menu: p.menu(),
-            created_at: OffsetDateTime::now_utc(),
-        };
-        Ok(Some(self.versions.insert(v).await?))
+        Ok(Some(v))
     }
 
     /// Creates a profile (`name` and `entries` required).
@@ -726,11 +745,22 @@ impl BootCatalog {
         };
         validate_menu(&p.menu())?;
         self.check_profile_name(&p)?;
-        let p = self.profiles.insert(p).await?;
-        if p.is_default {
-            self.take_default(&p).await?;
-        }
-        self.snapshot(&p, input.comment.as_deref().unwrap_or("created"), true)
+        let others = self.profiles.list()?;
+        let v = new_version(&p, input.comment.as_deref().unwrap_or("created"));
+        // The profile, the default flag moving to it and its first version: all or nothing.
+        let p = self
+            .store
+            .transaction(PROFILE_TABLES, |tx| {
+                let p = tx.insert(p.clone())?;
+                if p.is_default {
+                    clear_other_defaults(tx, &others, p.id)?;
+                }
+                tx.insert(ScriptVersion {
+                    profile_id: p.id,
+                    ..v.clone()
+                })?;
+                Ok(p)
+            })
             .await?;
         self.profile_event("created", "create", None, Some(&p));
         Ok(p)
@@ -775,11 +805,20 @@ impl BootCatalog {
         self.check_profile_name(&p)?;
         p.is_default |= make_default;
         p.updated_at = OffsetDateTime::now_utc();
-        self.profiles.put(&p).await?;
-        if make_default {
-            self.take_default(&p).await?;
-        }
-        self.snapshot(&p, input.comment.as_deref().unwrap_or("updated"), force_version)
+        let others = self.profiles.list()?;
+        let v = self.version_if_changed(&p, input.comment.as_deref().unwrap_or("updated"), force_version)?;
+        // The profile, the default flag and the new version: all or nothing.
+        self.store
+            .transaction(PROFILE_TABLES, |tx| {
+                tx.put(&p)?;
+                if make_default {
+                    clear_other_defaults(tx, &others, p.id)?;
+                }
+                if let Some(v) = &v {
+                    tx.insert(v.clone())?;
+                }
+                Ok(())
+            })
             .await?;
         let verb = if force_version { "rolled_back" } else { "updated" };
         let action = if force_version { "rollback" } else { "update" };
@@ -816,10 +855,17 @@ impl BootCatalog {
                 users.join(", ")
             )));
         }
-        for v in self.versions(id)? {
-            self.versions.remove(v.id).await?;
-        }
-        self.profiles.remove(id).await?;
+        let versions: Vec<u64> = self.versions(id)?.iter().map(|v| v.id).collect();
+        // The profile and every version of it: all or nothing.
+        self.store
+            .transaction(PROFILE_TABLES, |tx| {
+                for v in &versions {
+                    tx.remove::<ScriptVersion>(*v)?;
+                }
+                tx.remove::<Profile>(id)?;
+                Ok(())
+            })
+            .await?;
         self.profile_event("deleted", "delete", Some(&p), None);
         Ok(p)
     }
