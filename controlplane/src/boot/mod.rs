@@ -33,6 +33,22 @@ pub struct BootConfig {
     pub ipxe_script: Option<String>,
 }
 
+impl BootConfig {
+    /// Checks the section: `ipxe_script`, when set, compiles and renders
+    /// ([`catalog::check_template`]).
+    ///
+    /// # Errors
+    /// A message naming the key, with minijinja's reason.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if let Some(t) = &self.ipxe_script {
+            if let Err(e) = catalog::check_template(t) {
+                anyhow::bail!("[boot] ipxe_script is not a valid template: {e}");
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The files [`populate`] copies: Debian ships them as `undionly.kpxe` (BIOS, chains
 /// through the PXE ROM's UNDI driver), `ipxe.efi` (x86-64 UEFI, own drivers) and
 /// `snponly.efi` (x86-64 UEFI through the firmware's SNP driver).

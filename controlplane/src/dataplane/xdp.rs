@@ -24,8 +24,8 @@ use bootlane_common::dns::{
 };
 use ipnet::IpNet;
 
+use super::config::{XdpConfig, XdpMode as CfgMode};
 use super::{DataplaneError, DnsTable, Projection, XdpCounters, XdpInterface, XdpStatus};
-use crate::config::{Config, XdpMode as CfgMode};
 
 /// The XDP object built by `build.rs` from `dataplane-ebpf`, 8-byte aligned for the ELF
 /// parser.
@@ -170,13 +170,12 @@ impl XdpTable {
     /// # Errors
     /// A human-readable reason when nothing could be attached (the caller logs it and
     /// runs on userspace alone).
-    pub fn attach(config: &Config) -> Result<Self, String> {
-        let x = &config.dns.xdp;
+    pub fn attach(x: &XdpConfig, listen: &[IpAddr]) -> Result<Self, String> {
         let mut t = Self::detached(x.map_capacity)
             .map_err(|e| format!("{e}; answering from userspace (XDP needs root or CAP_BPF+CAP_NET_ADMIN)"))?;
         t.mode = format!("{:?}", x.mode).to_lowercase();
         let ifaces = if x.interfaces.is_empty() {
-            default_interfaces(&config.dns.listen)
+            default_interfaces(listen)
         } else {
             x.interfaces.clone()
         };

@@ -80,7 +80,7 @@ pub struct DnsSettingsPatch {
 #[derive(Debug, Clone)]
 pub struct DnsServiceConfig {
     /// `[dns]`.
-    pub dns: crate::config::DnsConfig,
+    pub dns: super::config::DnsConfig,
     /// `[server] name` (the server's own auto-record).
     pub server_name: String,
     /// `[dns] local_domain` or `<server name>.local`.
