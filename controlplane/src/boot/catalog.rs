@@ -35,12 +35,9 @@ use crate::{
     store::{Entity, Kv, Store, Table, Tx, TxError},
 };
 
-/// Errors of catalog operations (the shared service error: 400, 409, 404, 500).
-pub type CatalogError = crate::service_error::ServiceError;
+type Result<T, E = ServiceError> = std::result::Result<T, E>;
 
-type Result<T, E = CatalogError> = std::result::Result<T, E>;
-
-use crate::service_error::short_text;
+use crate::service_error::{short_text, ServiceError};
 
 // ---------------------------------------------------------------------------------------
 // Profiles
@@ -200,7 +197,7 @@ pub struct ScriptDiff {
 
 fn no_newline(field: &str, v: &str) -> Result<()> {
     if v.trim().is_empty() || v.chars().any(|c| c.is_control()) || v.len() > 4096 {
-        return Err(CatalogError::Invalid(format!(
+        return Err(ServiceError::Invalid(format!(
             "'{field}' must be a non-empty single line (at most 4096 bytes, no control characters)"
         )));
     }
@@ -217,12 +214,12 @@ fn ipxe_text(field: &str, v: &str, allow_vars: bool) -> Result<()> {
         .split_whitespace()
         .find(|t| matches!(*t, ";" | "&&" | "||") || t.starts_with('#') || (t.starts_with('-') && t.len() > 1));
     if let Some(t) = bad_token {
-        return Err(CatalogError::Invalid(format!(
+        return Err(ServiceError::Invalid(format!(
             "'{field}' may not contain the word {t:?}: iPXE would read it as a command separator, comment or option"
         )));
     }
     if !allow_vars && v.contains('$') {
-        return Err(CatalogError::Invalid(format!(
+        return Err(ServiceError::Invalid(format!(
             "'{field}' may not contain '$' (iPXE would expand it as a setting)"
         )));
     }
@@ -231,7 +228,7 @@ fn ipxe_text(field: &str, v: &str, allow_vars: bool) -> Result<()> {
 
 fn check_url(at: &str, url: Option<&str>, schemes: &[&str]) -> Result<()> {
     let Some(u) = url else {
-        return Err(CatalogError::Invalid(format!("{at} needs 'url'")));
+        return Err(ServiceError::Invalid(format!("{at} needs 'url'")));
     };
     no_newline(&format!("{at} url"), u)?;
     let lower = u.to_ascii_lowercase();
@@ -240,7 +237,7 @@ fn check_url(at: &str, url: Option<&str>, schemes: &[&str]) -> Result<()> {
         .any(|s| lower.starts_with(&format!("{s}://")) && lower.len() > s.len() + 3)
         && !u.contains(char::is_whitespace);
     if !ok {
-        return Err(CatalogError::Invalid(format!(
+        return Err(ServiceError::Invalid(format!(
             "{at} url {u:?} must be a {} URL without spaces",
             schemes.join("/")
         )));
@@ -251,27 +248,27 @@ fn check_url(at: &str, url: Option<&str>, schemes: &[&str]) -> Result<()> {
 /// Validates a menu; `at` prefixes messages.
 fn validate_menu(menu: &ProfileMenu) -> Result<()> {
     if menu.timeout_secs > 3600 {
-        return Err(CatalogError::Invalid("'timeout_secs' must be 0-3600".into()));
+        return Err(ServiceError::Invalid("'timeout_secs' must be 0-3600".into()));
     }
     if menu.entries.is_empty() || menu.entries.len() > 50 {
-        return Err(CatalogError::Invalid("'entries' must hold 1-50 menu entries".into()));
+        return Err(ServiceError::Invalid("'entries' must hold 1-50 menu entries".into()));
     }
     if menu.entries.iter().filter(|e| e.is_default).count() > 1 {
-        return Err(CatalogError::Invalid(
+        return Err(ServiceError::Invalid(
             "at most one entry may have 'is_default': true".into(),
         ));
     }
     for (i, e) in menu.entries.iter().enumerate() {
         let at = format!("entries[{i}] ({:?})", e.label);
         if e.label.trim().is_empty() || e.label.chars().count() > 100 || e.label.chars().any(|c| c.is_control()) {
-            return Err(CatalogError::Invalid(format!(
+            return Err(ServiceError::Invalid(format!(
                 "entries[{i}]: 'label' must be 1-100 characters without control characters"
             )));
         }
         ipxe_text(&format!("entries[{i}].label"), &e.label, false)?;
         let unexpected = |f: &str, present: bool| -> Result<()> {
             if present {
-                Err(CatalogError::Invalid(format!(
+                Err(ServiceError::Invalid(format!(
                     "{at}: '{f}' does not apply to type {:?}",
                     e.kind
                 )))
@@ -288,19 +285,19 @@ fn validate_menu(menu: &ProfileMenu) -> Result<()> {
             }
             EntryType::Linux => {
                 let Some(k) = &e.kernel else {
-                    return Err(CatalogError::Invalid(format!("{at}: type linux needs 'kernel'")));
+                    return Err(ServiceError::Invalid(format!("{at}: type linux needs 'kernel'")));
                 };
                 for (f, v) in std::iter::once(("kernel", k)).chain(e.initrds.iter().map(|r| ("initrds", r))) {
                     no_newline(&format!("{at} {f}"), v)?;
                     if v.contains(char::is_whitespace) || v.contains('$') || v.starts_with('#') || v.starts_with('-') {
-                        return Err(CatalogError::Invalid(format!(
+                        return Err(ServiceError::Invalid(format!(
                             "{at}: '{f}' {v:?} must be one path or URL without spaces, '$', or a leading '#'/'-'"
                         )));
                     }
                 }
                 if let Some(c) = &e.cmdline {
                     if c.chars().any(|c| c.is_control()) || c.len() > 4096 {
-                        return Err(CatalogError::Invalid(format!(
+                        return Err(ServiceError::Invalid(format!(
                             "{at}: 'cmdline' must be one line of at most 4096 bytes"
                         )));
                     }
@@ -327,7 +324,7 @@ fn validate_menu(menu: &ProfileMenu) -> Result<()> {
                 match &e.script {
                     Some(s) if !s.trim().is_empty() && s.len() <= 65536 && !s.contains('\0') => {}
                     _ => {
-                        return Err(CatalogError::Invalid(format!(
+                        return Err(ServiceError::Invalid(format!(
                             "{at}: type custom needs a non-empty 'script' (at most 64 KiB)"
                         )))
                     }
@@ -343,7 +340,7 @@ fn validate_menu(menu: &ProfileMenu) -> Result<()> {
 fn profile_name(n: &str) -> Result<String> {
     let n = n.trim();
     if n.is_empty() || n.chars().count() > 64 || n.chars().any(|c| c.is_control()) {
-        return Err(CatalogError::Invalid(
+        return Err(ServiceError::Invalid(
             "'name' must be 1-64 characters without control characters".into(),
         ));
     }
@@ -682,7 +679,7 @@ impl BootCatalog {
     pub fn profile(&self, id: u64) -> Result<Profile> {
         self.profiles
             .get(id)?
-            .ok_or_else(|| CatalogError::NotFound(format!("no profile with id {id}")))
+            .ok_or_else(|| ServiceError::NotFound(format!("no profile with id {id}")))
     }
 
     /// The default profile (seeded at open, so present unless the store was edited).
@@ -694,7 +691,7 @@ impl BootCatalog {
             .list()?
             .into_iter()
             .find(|p| p.is_default)
-            .ok_or_else(|| CatalogError::NotFound("no default profile".into()))
+            .ok_or_else(|| ServiceError::NotFound("no default profile".into()))
     }
 
     fn check_profile_name(&self, p: &Profile) -> Result<()> {
@@ -704,7 +701,7 @@ impl BootCatalog {
             .into_iter()
             .find(|o| o.id != p.id && o.name.eq_ignore_ascii_case(&p.name))
         {
-            return Err(CatalogError::Conflict(format!(
+            return Err(ServiceError::Conflict(format!(
                 "profile name {:?} is already used by profile {}",
                 p.name, o.id
             )));
@@ -729,7 +726,7 @@ impl BootCatalog {
     /// Invalid, Conflict (name taken), store errors.
     pub async fn create_profile(&self, input: ProfileInput) -> Result<Profile> {
         let (Some(name), Some(entries)) = (input.name.as_deref(), input.entries.clone()) else {
-            return Err(CatalogError::Invalid("'name' and 'entries' are required".into()));
+            return Err(ServiceError::Invalid("'name' and 'entries' are required".into()));
         };
         let _w = self.write.lock().await;
         let now = OffsetDateTime::now_utc();
@@ -787,7 +784,7 @@ impl BootCatalog {
         }
         let make_default = match input.is_default {
             Some(false) if p.is_default => {
-                return Err(CatalogError::Invalid(
+                return Err(ServiceError::Invalid(
                     "profile is the default; make another profile the default ('is_default': true on it) instead"
                         .into(),
                 ))
@@ -834,7 +831,7 @@ impl BootCatalog {
         let _w = self.write.lock().await;
         let p = self.profile(id)?;
         if p.is_default {
-            return Err(CatalogError::Conflict(format!(
+            return Err(ServiceError::Conflict(format!(
                 "profile {id} ({}) is the default profile; make another profile the default first",
                 p.name
             )));
@@ -849,7 +846,7 @@ impl BootCatalog {
             .map(|h| h.name)
             .collect();
         if !users.is_empty() {
-            return Err(CatalogError::Conflict(format!(
+            return Err(ServiceError::Conflict(format!(
                 "profile {id} ({}) is used by host(s) {}; change their profile first",
                 p.name,
                 users.join(", ")
@@ -896,7 +893,7 @@ impl BootCatalog {
         self.versions
             .get(ver)?
             .filter(|v| v.profile_id == profile_id)
-            .ok_or_else(|| CatalogError::NotFound(format!("profile {profile_id} has no script version {ver}")))
+            .ok_or_else(|| ServiceError::NotFound(format!("profile {profile_id} has no script version {ver}")))
     }
 
     /// Unified diff from version `ver` to the current script (via the `similar` crate).
@@ -961,9 +958,9 @@ impl BootCatalog {
         match &template {
             Some(t) => {
                 if t.len() > 256 * 1024 {
-                    return Err(CatalogError::Invalid("the template must be at most 256 KiB".into()));
+                    return Err(ServiceError::Invalid("the template must be at most 256 KiB".into()));
                 }
-                check_template(t).map_err(CatalogError::Invalid)?;
+                check_template(t).map_err(ServiceError::Invalid)?;
                 self.kv.put(TEMPLATE_KEY, t).await?;
             }
             None => self.kv.remove(TEMPLATE_KEY).await?,
@@ -1018,7 +1015,7 @@ impl BootCatalog {
         let ctx = ScriptContext::new(&profile, &mac_text, server, host.as_ref().map(|h| h.name.as_str()));
         let (template, _) = self.template();
         let script =
-            render(&template, &ctx).map_err(|e| CatalogError::Invalid(format!("the iPXE template failed: {e:#}")))?;
+            render(&template, &ctx).map_err(|e| ServiceError::Invalid(format!("the iPXE template failed: {e:#}")))?;
         Ok((script, profile.name, host.map(|h| h.name)))
     }
 }

@@ -31,12 +31,19 @@ pub mod xdp;
 /// Errors from the data plane.
 #[derive(Debug, thiserror::Error)]
 pub enum DataplaneError {
-    /// A map operation failed; the string names the map and the operation.
-    #[error("BPF map update failed: {0}")]
-    Map(String),
-    /// The eBPF object could not be loaded, or a map or program is missing from it.
+    /// The eBPF object lacks a program or map it should hold (a build problem); names it.
     #[error("loading the XDP program failed: {0}")]
-    Load(String),
+    Missing(String),
+    /// The kernel or aya refused the object or the program (not root, no BPF, verifier
+    /// rejection); `what` says which step, `source` is aya's error, kept whole.
+    #[error("loading the XDP program failed: {what}: {source}")]
+    Load {
+        /// The step that failed, e.g. `verifier/kernel refused dns_responder`.
+        what: String,
+        /// aya's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// An aya map error, with the map named in `map`.
     #[error("BPF map {map}: {source}")]
     MapOp {

@@ -37,12 +37,9 @@ use crate::{
     store::{Kv, Store, Table},
 };
 
-/// Errors of DHCP administration (the shared service error: 400, 409, 404, 500).
-pub type DhcpAdminError = crate::service_error::ServiceError;
+type Result<T, E = ServiceError> = std::result::Result<T, E>;
 
-type Result<T, E = DhcpAdminError> = std::result::Result<T, E>;
-
-use crate::service_error::double_option;
+use crate::service_error::{double_option, ServiceError};
 
 /// A reservation made through the API (`/dhcp/reservations`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -307,7 +304,7 @@ fn hostname(h: &str) -> Result<String> {
     let h = h.trim().to_ascii_lowercase();
     match validate_host_label(&h) {
         Ok(()) => Ok(h),
-        Err(e) => Err(DhcpAdminError::Invalid(format!(
+        Err(e) => Err(ServiceError::Invalid(format!(
             "'hostname' must be a single DNS label valid as a host name: {e}"
         ))),
     }
@@ -315,7 +312,7 @@ fn hostname(h: &str) -> Result<String> {
 
 /// Checks an architecture map entry's boot file.
 fn check_boot_file(code: u32, f: &str) -> Result<()> {
-    let bad = |why: &str| Err(DhcpAdminError::Invalid(format!("arch {code}: boot_file {f:?} {why}")));
+    let bad = |why: &str| Err(ServiceError::Invalid(format!("arch {code}: boot_file {f:?} {why}")));
     if f.is_empty() || f.len() > 255 {
         return bad("must be 1-255 bytes");
     }
@@ -529,7 +526,7 @@ impl DhcpControl {
                 .iter()
                 .find(|s| key_of(s) == p.cidr.trim() || s.cidr.to_string() == p.cidr.trim())
             else {
-                return Err(DhcpAdminError::Invalid(format!(
+                return Err(ServiceError::Invalid(format!(
                     "subnet {:?} is not in the configuration file; adding or removing subnets needs a \
                      [[dhcp.subnets]] entry and a restart",
                     p.cidr
@@ -544,7 +541,7 @@ impl DhcpControl {
             if let Some(i) = &p.interface {
                 let i = i.trim();
                 if i.is_empty() || i.len() > 15 || i.contains(['/', ' ', '\0']) {
-                    return Err(DhcpAdminError::Invalid(format!(
+                    return Err(ServiceError::Invalid(format!(
                         "subnet {}: 'interface' {i:?} is not an interface name (1-15 bytes, no '/' or spaces)",
                         base.cidr
                     )));
@@ -570,7 +567,7 @@ impl DhcpControl {
         };
         candidate
             .validate()
-            .map_err(|e| DhcpAdminError::Invalid(format!("{e:#}")))?;
+            .map_err(|e| ServiceError::Invalid(format!("{e:#}")))?;
         self.kv.put(SETTINGS_KEY, &overrides).await?;
         if let Ok(mut g) = self.overrides.write() {
             *g = overrides;
@@ -606,11 +603,11 @@ impl DhcpControl {
         let mut out = BTreeMap::new();
         for e in map.entries {
             let code = u16::try_from(e.arch_code).map_err(|_| {
-                DhcpAdminError::Invalid(format!("arch_code {} must be 0-65535 (RFC 4578 §2.1)", e.arch_code))
+                ServiceError::Invalid(format!("arch_code {} must be 0-65535 (RFC 4578 §2.1)", e.arch_code))
             })?;
             check_boot_file(e.arch_code, e.boot_file.trim())?;
             if out.insert(code, e.boot_file.trim().to_string()).is_some() {
-                return Err(DhcpAdminError::Invalid(format!("arch_code {code} appears twice")));
+                return Err(ServiceError::Invalid(format!("arch_code {code} appears twice")));
             }
         }
         let before = arch_view(&self.arch_map());
@@ -665,27 +662,27 @@ impl DhcpControl {
     pub fn reservation(&self, id: u64) -> Result<StoredReservation> {
         self.reservations
             .get(id)?
-            .ok_or_else(|| DhcpAdminError::NotFound(format!("no reservation with id {id}")))
+            .ok_or_else(|| ServiceError::NotFound(format!("no reservation with id {id}")))
     }
 
     fn apply_reservation(&self, r: &mut StoredReservation, input: ReservationInput) -> Result<()> {
         if let Some(m) = input.mac {
             r.mac = normalise_mac(&m)
-                .map_err(|_| DhcpAdminError::Invalid(format!("mac {m:?} is not a MAC address")))?
+                .map_err(|_| ServiceError::Invalid(format!("mac {m:?} is not a MAC address")))?
                 .to_string();
         }
         if let Some(ip) = input.ip {
             r.ip = ip
                 .trim()
                 .parse()
-                .map_err(|_| DhcpAdminError::Invalid(format!("ip {ip:?} is not an IPv4 address")))?;
+                .map_err(|_| ServiceError::Invalid(format!("ip {ip:?} is not an IPv4 address")))?;
         }
         if let Some(h) = input.hostname {
             r.hostname = h.map(|h| hostname(&h)).transpose()?;
         }
         if let Some(d) = input.description {
             if d.len() > 1024 || d.chars().any(char::is_control) {
-                return Err(DhcpAdminError::Invalid(
+                return Err(ServiceError::Invalid(
                     "'description' must be at most 1024 bytes without control characters".into(),
                 ));
             }
@@ -697,7 +694,7 @@ impl DhcpControl {
         });
         let Some(sub) = containing else {
             let known: Vec<String> = self.base.subnets.iter().map(|s| s.cidr.trunc().to_string()).collect();
-            return Err(DhcpAdminError::Invalid(format!(
+            return Err(ServiceError::Invalid(format!(
                 "ip {} is not a host address of a configured subnet ({})",
                 r.ip,
                 if known.is_empty() {
@@ -714,7 +711,7 @@ impl DhcpControl {
                 .parse::<ipnet::Ipv4Net>()
                 .is_ok_and(|n| n.trunc().to_string() == key);
             if !ok {
-                return Err(DhcpAdminError::Invalid(format!(
+                return Err(ServiceError::Invalid(format!(
                     "ip {} lies in subnet {key}, not {want:?}",
                     r.ip
                 )));
@@ -727,12 +724,12 @@ impl DhcpControl {
     fn check_reservation(&self, r: &StoredReservation) -> Result<()> {
         for (subnet, mac, ip) in self.file_reservations() {
             if ip == r.ip {
-                return Err(DhcpAdminError::Conflict(format!(
+                return Err(ServiceError::Conflict(format!(
                     "{ip} is already reserved for {mac} in the configuration file"
                 )));
             }
             if subnet == r.subnet && mac == r.mac {
-                return Err(DhcpAdminError::Conflict(format!(
+                return Err(ServiceError::Conflict(format!(
                     "{mac} already has a reservation ({ip}) in subnet {subnet} in the configuration file"
                 )));
             }
@@ -742,13 +739,13 @@ impl DhcpControl {
                 continue;
             }
             if o.ip == r.ip {
-                return Err(DhcpAdminError::Conflict(format!(
+                return Err(ServiceError::Conflict(format!(
                     "{} is already reserved for {} (reservation {})",
                     r.ip, o.mac, o.id
                 )));
             }
             if o.subnet == r.subnet && o.mac == r.mac {
-                return Err(DhcpAdminError::Conflict(format!(
+                return Err(ServiceError::Conflict(format!(
                     "{} already has a reservation in subnet {} ({}, reservation {})",
                     r.mac, r.subnet, o.ip, o.id
                 )));
@@ -763,7 +760,7 @@ impl DhcpControl {
     /// Invalid (400), Conflict (409: address or MAC already reserved), store errors.
     pub async fn create_reservation(&self, input: ReservationInput) -> Result<StoredReservation> {
         if input.mac.is_none() || input.ip.is_none() {
-            return Err(DhcpAdminError::Invalid("'mac' and 'ip' are required".into()));
+            return Err(ServiceError::Invalid("'mac' and 'ip' are required".into()));
         }
         let _w = self.write.lock().await;
         let now = OffsetDateTime::now_utc();
@@ -812,7 +809,7 @@ impl DhcpControl {
             .reservations
             .remove(id)
             .await?
-            .ok_or_else(|| DhcpAdminError::NotFound(format!("no reservation with id {id}")))?;
+            .ok_or_else(|| ServiceError::NotFound(format!("no reservation with id {id}")))?;
         self.apply()?;
         self.reservation_event("deleted", "delete", Some(&r), None);
         Ok(r)
@@ -851,7 +848,7 @@ impl DhcpControl {
     /// # Errors
     /// Invalid MAC, store errors.
     pub async fn delete_leases(&self, mac: &str) -> Result<Vec<Lease>> {
-        let m = normalise_mac(mac).map_err(|_| DhcpAdminError::Invalid(format!("{mac:?} is not a MAC address")))?;
+        let m = normalise_mac(mac).map_err(|_| ServiceError::Invalid(format!("{mac:?} is not a MAC address")))?;
         let gone = self.leases.lock().await.remove_mac(m).await?;
         for l in &gone {
             self.events.publish(NewEvent::write(
