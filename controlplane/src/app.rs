@@ -1,5 +1,5 @@
 //! Builds every service in one place (issue 7 §1): the event bus, DNS, users and sessions,
-//! the boot catalog, DHCP and TFTP administration, layered settings, and the supervisor
+//! hosts (inventory), the boot catalog, DHCP and TFTP administration, layered settings, and the supervisor
 //! with its units (`dns`, `dhcp`, `tftp`, `http-boot`), and hands them to the API as one
 //! [`AppState`]. Each service gets only its own configuration section, never the whole
 //! [`Config`]. No global state.
@@ -19,6 +19,7 @@ use crate::{
     dhcp::{control::DhcpControl, DhcpUnit},
     dns::service::{DnsService, DnsServiceConfig, DnsUnit},
     events::EventBus,
+    inventory::service::HostService,
     settings::{Settings, SettingsDefaults},
     store::Store,
     supervisor::{Service, Supervisor},
@@ -73,7 +74,8 @@ pub async fn build(
     )?;
     let ttl = std::time::Duration::from_secs(settings.general().session_ttl_secs);
     let auth = Auth::open(&store, &config.data_dir, ttl, admin_password, events.clone()).await?;
-    let catalog = BootCatalog::open(&store, config.boot.ipxe_script.clone(), events.clone()).await?;
+    let hosts = HostService::open(&store, BootCatalog::profile_lookup(&store)?, events.clone())?;
+    let catalog = BootCatalog::open(&store, config.boot.ipxe_script.clone(), hosts.clone(), events.clone()).await?;
     let dhcp = DhcpControl::open(&store, &config.dhcp, events.clone()).await?;
     let tftp_default = config.tftp.enabled.unwrap_or(dhcp.any_active()?);
     let tftp = TftpControl::open(
@@ -106,6 +108,7 @@ pub async fn build(
         dns,
         auth: Arc::new(auth),
         catalog,
+        hosts,
         dhcp,
         tftp,
         events,

@@ -7,7 +7,7 @@
 //! Holds no global state.
 
 use std::{
-    net::{IpAddr, SocketAddr},
+    net::SocketAddr,
     path::{Path, PathBuf},
 };
 
@@ -66,7 +66,7 @@ pub struct Config {
     /// `[api]` section.
     pub api: ApiConfig,
     /// `[dns]` section.
-    pub dns: DnsConfig,
+    pub dns: crate::dns::config::DnsConfig,
     /// `[dhcp]` section: DHCP / proxyDHCP per subnet. Default: no subnets (off).
     pub dhcp: crate::dhcp::config::DhcpConfig,
     /// `[tftp]` section.
@@ -90,7 +90,7 @@ impl Default for Config {
             data_dir: PathBuf::from("/var/lib/bootlane"),
             server: ServerConfig::default(),
             api: ApiConfig::default(),
-            dns: DnsConfig::default(),
+            dns: crate::dns::config::DnsConfig::default(),
             dhcp: Default::default(),
             tftp: Default::default(),
             boot: Default::default(),
@@ -144,78 +144,6 @@ impl Default for ApiConfig {
     }
 }
 
-/// `[dns]`: the built-in DNS server (spec "Built-in DNS server"). These values seed the
-/// stored DNS settings on the first start; afterwards `PUT /api/v1/services/dns` changes
-/// them live and the store is authoritative (see the README).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct DnsConfig {
-    /// Run the DNS server. Default true.
-    pub enabled: bool,
-    /// UDP and TCP port. Default 53.
-    pub port: u16,
-    /// Addresses to listen on. Default `["0.0.0.0", "::"]`.
-    pub listen: Vec<IpAddr>,
-    /// Local domain. Default `<server.name>.local`.
-    pub local_domain: Option<String>,
-    /// Upstream servers: `host:port` entries separated by commas or whitespace; empty means
-    /// no forwarding. Default empty.
-    pub upstream: String,
-    /// `[dns.xdp]`: the XDP fast path.
-    pub xdp: XdpConfig,
-}
-
-impl Default for DnsConfig {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            port: 53,
-            listen: vec![IpAddr::from([0, 0, 0, 0]), IpAddr::from([0u16; 8])],
-            local_domain: None,
-            upstream: String::new(),
-            xdp: XdpConfig::default(),
-        }
-    }
-}
-
-/// `[dns.xdp]`: the XDP fast path for local A/AAAA answers.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct XdpConfig {
-    /// `auto` (native, then generic, then userspace only), `native`, `generic` or `off`.
-    pub mode: XdpMode,
-    /// Interfaces to attach to; empty means every interface that carries an address the
-    /// DNS server listens on.
-    pub interfaces: Vec<String>,
-    /// Capacity of the answer map in entries (one entry per name, type and scope).
-    pub map_capacity: u32,
-}
-
-impl Default for XdpConfig {
-    fn default() -> Self {
-        Self {
-            mode: XdpMode::Auto,
-            interfaces: Vec::new(),
-            map_capacity: bootlane_common::dns::DNS_MAP_CAPACITY,
-        }
-    }
-}
-
-/// XDP attach mode (`[dns.xdp] mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum XdpMode {
-    /// Try native (driver) mode, then generic (SKB) mode, then run without XDP.
-    #[default]
-    Auto,
-    /// Native mode only; failure to attach leaves the server on userspace alone.
-    Native,
-    /// Generic (SKB) mode only.
-    Generic,
-    /// Do not load the XDP program.
-    Off,
-}
-
 impl Config {
     /// Reads the file named by `args.config` (if any), applies the command-line
     /// overrides and validates the result.
@@ -266,32 +194,29 @@ impl Config {
             .unwrap_or_else(|| format!("{}.local", self.server.name))
     }
 
+    /// Checks every section through its own `validate`, plus the rules that span
+    /// sections (the server name, the default local domain derived from it) and the API's.
     fn validate(&self) -> anyhow::Result<()> {
-        crate::dns::names::validate_label(&self.server.name)
-            .with_context(|| format!("[server] name = {:?} must be a single DNS label", self.server.name))?;
+        crate::net::types::validate_host_label(&self.server.name).with_context(|| {
+            format!(
+                "[server] name = {:?} must be a single DNS label valid as a host name",
+                self.server.name
+            )
+        })?;
         crate::dns::names::parse_domain(&self.local_domain()).with_context(|| {
             format!(
                 "[dns] local_domain = {:?} is not a valid domain name",
                 self.local_domain()
             )
         })?;
-        if self.dns.port == 0 {
-            bail!("[dns] port must be 1-65535");
-        }
-        crate::dns::upstream::parse_upstreams(&self.dns.upstream).context("[dns] upstream")?;
+        self.dns.validate()?;
         if self.api.session_ttl_secs == 0 {
             bail!("[api] session_ttl_secs must be > 0");
         }
         self.dhcp.validate()?;
-        if let Some(t) = &self.boot.ipxe_script {
-            if let Err(e) = crate::boot::catalog::check_template(t) {
-                bail!("[boot] ipxe_script is not a valid template: {e}");
-            }
-        }
-        self.events.validate().map_err(anyhow::Error::msg)?;
-        if self.tftp.port == 0 {
-            bail!("[tftp] port must be 1-65535");
-        }
+        self.boot.validate()?;
+        self.events.validate()?;
+        self.tftp.validate()?;
         self.logging.validate()?;
         self.metrics.validate()?;
         Ok(())
@@ -308,5 +233,162 @@ impl Config {
     /// ports).
     pub fn tftp_enabled(&self) -> bool {
         self.tftp.enabled.unwrap_or_else(|| self.dhcp.any_active())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Tests of the aggregate: sections parsed together and the rules that span them
+    //! (moved here from `dhcp/config.rs` and `logging/mod.rs` so no lower module
+    //! imports `Config`, not even in tests).
+    use std::path::Path;
+
+    use super::{Config, ServeArgs};
+    use crate::logging::Rotation;
+
+    fn parse(toml_text: &str) -> anyhow::Result<Config> {
+        let c: Config = toml::from_str(toml_text)?;
+        c.dhcp.validate()?;
+        Ok(c)
+    }
+
+    const GOOD: &str = r#"
+        [[dhcp.subnets]]
+        mode = "server"
+        interface = "br0"
+        cidr = "10.77.0.0/24"
+        range_start = "10.77.0.100"
+        range_end = "10.77.0.150"
+        router = "10.77.0.1"
+        [[dhcp.subnets.reservations]]
+        mac = "52-54-00-77-00-99"
+        ip = "10.77.0.50"
+        hostname = "fixed"
+
+        [[dhcp.subnets]]
+        mode = "proxy"
+        interface = "eth1"
+        cidr = "192.168.5.0/24"
+
+        [dhcp.arch_map]
+        7 = "snponly.efi"
+        10 = ""
+    "#;
+
+    #[test]
+    fn defaults_are_off() {
+        let c = Config::default();
+        assert!(c.dhcp.subnets.is_empty());
+        assert!(!c.dhcp.any_active());
+        assert!(!c.tftp_enabled());
+        assert_eq!(c.boot_root(), c.data_dir.join("boot"));
+        // A subnet without mode is off.
+        let c = parse("[[dhcp.subnets]]\ninterface = \"x\"\ncidr = \"10.0.0.0/24\"\n").unwrap();
+        assert!(!c.dhcp.any_active());
+    }
+
+    #[test]
+    fn full_example() {
+        let c = parse(GOOD).unwrap();
+        assert!(c.dhcp.any_active());
+        assert!(c.tftp_enabled(), "TFTP follows DHCP when not set");
+        assert_eq!(c.dhcp.subnets[0].lease_time_secs, 3600);
+        let map = c.dhcp.arch_map().unwrap();
+        assert_eq!(map[&7], "snponly.efi");
+        assert_eq!(map[&0], "undionly.kpxe");
+        assert!(!map.contains_key(&10));
+        let c: Config = toml::from_str(&format!("{GOOD}\n[tftp]\nenabled = false\n")).unwrap();
+        assert!(!c.tftp_enabled());
+    }
+
+    #[test]
+    fn invalid_configs_are_refused() {
+        let base = "[[dhcp.subnets]]\nmode = \"server\"\ninterface = \"br0\"\ncidr = \"10.77.0.0/24\"\n";
+        for (extra, why) in [
+            ("", "server without a pool"),
+            ("range_start = \"10.77.0.10\"\n", "half a pool"),
+            (
+                "range_start = \"10.77.0.10\"\nrange_end = \"10.77.1.10\"\n",
+                "pool outside",
+            ),
+            (
+                "range_start = \"10.77.0.20\"\nrange_end = \"10.77.0.10\"\n",
+                "reversed pool",
+            ),
+            (
+                "range_start = \"10.77.0.0\"\nrange_end = \"10.77.0.10\"\n",
+                "network address in pool",
+            ),
+            (
+                "range_start = \"10.77.0.10\"\nrange_end = \"10.77.0.20\"\nrouter = \"10.1.1.1\"\n",
+                "router outside",
+            ),
+            (
+                "range_start = \"10.77.0.10\"\nrange_end = \"10.77.0.20\"\nlease_time_secs = 5\n",
+                "short lease",
+            ),
+            (
+                "range_start = \"10.77.0.10\"\nrange_end = \"10.77.0.20\"\nbogus = 1\n",
+                "unknown key",
+            ),
+            (
+                "range_start = \"10.77.0.10\"\nrange_end = \"10.77.0.20\"\n[[dhcp.subnets.reservations]]\nmac = \"zz\"\nip = \"10.77.0.5\"\n",
+                "bad MAC",
+            ),
+            (
+                "range_start = \"10.77.0.10\"\nrange_end = \"10.77.0.20\"\n[[dhcp.subnets.reservations]]\nmac = \"52:54:00:00:00:01\"\nip = \"10.78.0.5\"\n",
+                "reservation outside",
+            ),
+            (
+                "range_start = \"10.77.0.10\"\nrange_end = \"10.77.0.20\"\n[[dhcp.subnets.reservations]]\nmac = \"52:54:00:00:00:01\"\nip = \"10.77.0.5\"\n[[dhcp.subnets.reservations]]\nmac = \"52-54-00-00-00-01\"\nip = \"10.77.0.6\"\n",
+                "MAC reserved twice",
+            ),
+        ] {
+            assert!(parse(&format!("{base}{extra}")).is_err(), "{why}");
+        }
+        assert!(parse("[dhcp.arch_map]\nx86 = \"a\"\n").is_err());
+        assert!(parse("[dhcp]\nmode = \"server\"\n").is_err());
+    }
+
+    #[test]
+    fn config_section_defaults_and_the_old_log_key() {
+        let c: Config = toml::from_str("").unwrap();
+        let l = &c.logging;
+        assert_eq!(
+            (
+                l.level.as_str(),
+                l.rotation,
+                l.max_file_bytes,
+                l.keep_files,
+                l.retention_days
+            ),
+            ("info", Rotation::Daily, 64 << 20, 14, 30)
+        );
+        assert_eq!(l.dir_in(Path::new("/data")), Path::new("/data/logs"));
+        let c: Config = toml::from_str("[logging]\nrotation = \"hourly\"\ndir = \"/x\"\nkeep_files = 3").unwrap();
+        assert_eq!((c.logging.rotation, c.logging.keep_files), (Rotation::Hourly, 3));
+        assert_eq!(c.logging.dir_in(Path::new("/data")), Path::new("/x"));
+        assert!(toml::from_str::<Config>("[logging]\nrotation = \"weekly\"").is_err());
+        assert!(toml::from_str::<Config>("[logging]\nlevels = \"info\"").is_err());
+        // The old top-level key still parses; Config::load copies it into [logging] level.
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), "log = \"debug\"\n").unwrap();
+        let args = ServeArgs {
+            config: Some(file.path().to_path_buf()),
+            log: Some("warn".into()),
+            ..Default::default()
+        };
+        let c = Config::load(&args).unwrap();
+        assert_eq!(c.logging.level, "debug");
+        assert_eq!(c.logging.level_override.as_deref(), Some("warn"));
+        std::fs::write(file.path(), "[logging]\nkeep_files = 0\n").unwrap();
+        let e = Config::load(&args).unwrap_err().to_string();
+        assert!(e.contains("[logging] keep_files"), "{e}");
+        let bad = ServeArgs {
+            log: Some("bootlane=[".into()),
+            ..Default::default()
+        };
+        let e = format!("{:#}", Config::load(&bad).unwrap_err());
+        assert!(e.contains("--log"), "{e}");
     }
 }

@@ -65,12 +65,12 @@ impl EventsConfig {
     ///
     /// # Errors
     /// A message naming the bad key.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> anyhow::Result<()> {
         if self.retention_count == 0 || self.audit_retention_count == 0 {
-            return Err("[events] retention_count and audit_retention_count must be at least 1".into());
+            anyhow::bail!("[events] retention_count and audit_retention_count must be at least 1");
         }
         if !(1..=36_500).contains(&self.retention_days) || !(1..=36_500).contains(&self.audit_retention_days) {
-            return Err("[events] retention_days and audit_retention_days must be 1-36500".into());
+            anyhow::bail!("[events] retention_days and audit_retention_days must be 1-36500");
         }
         Ok(())
     }

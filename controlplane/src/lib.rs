@@ -10,6 +10,7 @@ pub mod dataplane;
 pub mod dhcp;
 pub mod dns;
 pub mod events;
+pub mod inventory;
 pub mod logging;
 pub mod metrics;
 pub mod net;
@@ -71,11 +72,11 @@ pub async fn run(
         .context("applying the stored logging settings")?;
     // The XDP program attaches where the DNS server listens: the stored settings win over
     // the file once they exist, so pick the interfaces from them.
-    let mut xdp_config = config.clone();
-    if let Some(stored) = dns::service::DnsService::stored_settings(&store)? {
-        xdp_config.dns.listen = stored.listen;
-    }
-    let dataplane = dataplane::load(&xdp_config);
+    let listen = match dns::service::DnsService::stored_settings(&store)? {
+        Some(stored) => stored.listen,
+        None => config.dns.listen.clone(),
+    };
+    let dataplane = dataplane::load(&config.dns.xdp, &listen);
     let admin_password = std::env::var("BOOTLANE_ADMIN_PASSWORD").ok();
     let state = app::build(
         Arc::new(config.clone()),

@@ -33,3 +33,17 @@ pub enum ServiceError {
 pub fn double_option<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
     Option::<T>::deserialize(d).map(Some)
 }
+
+/// Checks a free-text field: at most `max` bytes and no control characters; answers it
+/// unchanged.
+///
+/// # Errors
+/// [`ServiceError::Invalid`] naming `field`.
+pub fn short_text(field: &str, v: &str, max: usize) -> Result<String, ServiceError> {
+    if v.len() > max || v.chars().any(|c| c.is_control()) {
+        return Err(ServiceError::Invalid(format!(
+            "'{field}' must be at most {max} bytes without control characters"
+        )));
+    }
+    Ok(v.to_string())
+}

@@ -213,8 +213,11 @@ impl Settings {
         };
         if let Some(n) = p.server_name {
             let n = n.trim().to_ascii_lowercase();
-            crate::dns::names::validate_label(&n)
-                .map_err(|e| ServiceError::Invalid(format!("'server_name' {n:?} must be a single DNS label: {e}")))?;
+            crate::net::types::validate_host_label(&n).map_err(|e| {
+                ServiceError::Invalid(format!(
+                    "'server_name' {n:?} must be a single DNS label valid as a host name: {e}"
+                ))
+            })?;
             new.server_name = n;
             applied.next_start.push("server_name".into());
         }

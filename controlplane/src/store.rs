@@ -4,6 +4,11 @@
 //! id order), and every acknowledged write is flushed to disk before the caller answers
 //! (without the flush sled loses acknowledged writes on `kill -9`; see issue 2).
 //!
+//! Writes that touch several records (a profile and its script versions, say) go through
+//! [`Store::transaction`]: a closure over a [`Tx`] whose reads and writes commit together
+//! or not at all (sled's multi-tree transactions underneath; no sled type appears in this
+//! module's public interface, so another backend can implement the same contract).
+//!
 //! Global state: none besides the open sled database held by [`Store`].
 
 use std::{marker::PhantomData, path::Path, sync::Arc};
@@ -22,6 +27,9 @@ pub enum StoreError {
     /// A transaction was aborted by a conflict check.
     #[error("{0}")]
     Conflict(String),
+    /// A transaction touched a table it did not declare (a programming error).
+    #[error("table {0:?} was not declared for this transaction")]
+    Undeclared(&'static str),
 }
 
 /// Result with [`StoreError`].
@@ -139,6 +147,24 @@ impl Store {
         Ok(self.db.size_on_disk()?)
     }
 
+    /// Runs `f` as one atomic transaction over the tables (entity `TREE` names, e.g.
+    /// `&[Profile::TREE, ScriptVersion::TREE]`) it declares, then flushes: either every
+    /// write `f` made is stored, or (when `f` returns an error, or the store fails) none
+    /// is. `f` may be run more than once when a concurrent write conflicts, so it must not
+    /// have side effects besides its [`Tx`] calls. Transactions cannot scan: read lists
+    /// before, under the caller's write lock.
+    ///
+    /// # Errors
+    /// The error `f` returned (a [`StoreError`] given to [`TxError::from`]); sled errors.
+    pub async fn transaction<R, F>(&self, tables: &[&'static str], f: F) -> Result<R>
+    where
+        F: Fn(&Tx<'_>) -> Result<R, TxError>,
+    {
+        let r = run_transaction(&self.db, tables, f)?;
+        self.db.flush_async().await?;
+        Ok(r)
+    }
+
     /// A new unique id (monotonic across restarts).
     ///
     /// # Errors
@@ -146,6 +172,33 @@ impl Store {
     pub fn next_id(&self) -> Result<u64> {
         // generate_id starts at 0; ids start at 1 so 0 never names a record.
         Ok(self.db.generate_id()? + 1)
+    }
+}
+
+/// Runs `f` in one sled transaction over the trees named `tables` (no flush).
+fn run_transaction<R, F>(db: &sled::Db, tables: &[&'static str], f: F) -> Result<R>
+where
+    F: Fn(&Tx<'_>) -> Result<R, TxError>,
+{
+    use sled::transaction::{ConflictableTransactionError, TransactionError, Transactional};
+    let trees = tables
+        .iter()
+        .map(|t| db.open_tree(t))
+        .collect::<Result<Vec<sled::Tree>, sled::Error>>()?;
+    let r = <[sled::Tree] as Transactional<StoreError>>::transaction(&trees[..], |view| {
+        f(&Tx {
+            trees: view,
+            names: tables,
+        })
+        .map_err(|e| match e.0 {
+            TxErrorKind::Abort(e) => ConflictableTransactionError::Abort(e),
+            TxErrorKind::Sled(e) => e.into(),
+        })
+    });
+    match r {
+        Ok(r) => Ok(r),
+        Err(TransactionError::Abort(e)) => Err(e),
+        Err(TransactionError::Storage(e)) => Err(e.into()),
     }
 }
 
@@ -200,6 +253,20 @@ impl<T: Entity> Table<T> {
         let old = self.tree.remove(id.to_be_bytes())?;
         self.db.flush_async().await?;
         old.map(|v| serde_json::from_slice(&v)).transpose().map_err(Into::into)
+    }
+
+    /// Runs `f` as one atomic transaction over this table alone (see
+    /// [`Store::transaction`]), then flushes.
+    ///
+    /// # Errors
+    /// As [`Store::transaction`].
+    pub async fn transaction<R, F>(&self, f: F) -> Result<R>
+    where
+        F: Fn(&Tx<'_>) -> Result<R, TxError>,
+    {
+        let r = run_transaction(&self.db, &[T::TREE], f)?;
+        self.db.flush_async().await?;
+        Ok(r)
     }
 
     /// Every value, in id order.
@@ -302,6 +369,97 @@ impl<T: Entity> Table<T> {
     }
 }
 
+/// The view of a running [`Store::transaction`]: typed reads and writes on the declared
+/// tables. Writes become visible to other readers only when the transaction commits.
+pub struct Tx<'a> {
+    trees: &'a [sled::transaction::TransactionalTree],
+    names: &'a [&'static str],
+}
+
+/// Why a transaction closure stopped. Built from a [`StoreError`] (`?` on one, or
+/// `Err(StoreError::Conflict(..).into())` to abort on purpose); the store's own failures
+/// and conflict retries travel in it too. Opaque so that no backend type leaks.
+#[derive(Debug)]
+pub struct TxError(TxErrorKind);
+
+#[derive(Debug)]
+enum TxErrorKind {
+    Abort(StoreError),
+    Sled(sled::transaction::UnabortableTransactionError),
+}
+
+impl From<StoreError> for TxError {
+    fn from(e: StoreError) -> Self {
+        Self(TxErrorKind::Abort(e))
+    }
+}
+
+impl From<serde_json::Error> for TxError {
+    fn from(e: serde_json::Error) -> Self {
+        Self(TxErrorKind::Abort(StoreError::Codec(e)))
+    }
+}
+
+impl From<sled::transaction::UnabortableTransactionError> for TxError {
+    fn from(e: sled::transaction::UnabortableTransactionError) -> Self {
+        Self(TxErrorKind::Sled(e))
+    }
+}
+
+impl Tx<'_> {
+    fn tree<T: Entity>(&self) -> Result<&sled::transaction::TransactionalTree, TxError> {
+        self.names
+            .iter()
+            .position(|n| *n == T::TREE)
+            .map(|i| &self.trees[i])
+            .ok_or(TxError(TxErrorKind::Abort(StoreError::Undeclared(T::TREE))))
+    }
+
+    /// The value with this id, as this transaction sees it.
+    ///
+    /// # Errors
+    /// Store or codec errors; an undeclared table.
+    pub fn get<T: Entity>(&self, id: u64) -> Result<Option<T>, TxError> {
+        match self.tree::<T>()?.get(id.to_be_bytes())? {
+            Some(v) => Ok(Some(serde_json::from_slice(&v)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Stores `value` under a new id (same id sequence as [`Table::insert`]) and returns it
+    /// with the id set.
+    ///
+    /// # Errors
+    /// Store or codec errors; an undeclared table.
+    pub fn insert<T: Entity>(&self, mut value: T) -> Result<T, TxError> {
+        let tree = self.tree::<T>()?;
+        value.set_id(tree.generate_id().map_err(StoreError::from)? + 1);
+        tree.insert(&value.id().to_be_bytes(), serde_json::to_vec(&value)?)?;
+        Ok(value)
+    }
+
+    /// Replaces (or creates) the value with id `value.id()`.
+    ///
+    /// # Errors
+    /// Store or codec errors; an undeclared table.
+    pub fn put<T: Entity>(&self, value: &T) -> Result<(), TxError> {
+        self.tree::<T>()?
+            .insert(&value.id().to_be_bytes(), serde_json::to_vec(value)?)?;
+        Ok(())
+    }
+
+    /// Removes and returns the value with this id.
+    ///
+    /// # Errors
+    /// Store or codec errors; an undeclared table.
+    pub fn remove<T: Entity>(&self, id: u64) -> Result<Option<T>, TxError> {
+        match self.tree::<T>()?.remove(&id.to_be_bytes())? {
+            Some(v) => Ok(Some(serde_json::from_slice(&v)?)),
+            None => Ok(None),
+        }
+    }
+}
+
 /// A string-keyed tree of JSON documents.
 #[derive(Clone)]
 pub struct Kv {
@@ -391,5 +549,84 @@ mod tests {
         assert_eq!(t.remove(a.id).await.unwrap().unwrap(), a);
         assert_eq!(t.list().unwrap(), vec![b]);
         assert!(t.get(a.id).unwrap().is_none());
+    }
+
+    #[derive(Clone, Serialize, Deserialize, PartialEq, Debug)]
+    struct Other {
+        id: u64,
+        of: u64,
+    }
+    entity!(Other, "others");
+
+    #[tokio::test]
+    async fn a_transaction_writes_several_tables_together() {
+        let s = Store::temporary();
+        let (t, o) = (s.table::<Thing>().unwrap(), s.table::<Other>().unwrap());
+        let (a, b) = s
+            .transaction(&[Thing::TREE, Other::TREE], |tx| {
+                let a = tx.insert(Thing { id: 0, v: "a".into() })?;
+                let b = tx.insert(Other { id: 0, of: a.id })?;
+                assert_eq!(tx.get::<Thing>(a.id)?, Some(a.clone()), "reads see own writes");
+                Ok((a, b))
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            (t.list().unwrap(), o.list().unwrap()),
+            (vec![a.clone()], vec![b.clone()])
+        );
+        s.transaction(&[Thing::TREE, Other::TREE], |tx| {
+            tx.remove::<Other>(b.id)?;
+            tx.put(&Thing {
+                id: a.id,
+                v: "a2".into(),
+            })
+        })
+        .await
+        .unwrap();
+        assert_eq!(t.get(a.id).unwrap().unwrap().v, "a2");
+        assert!(o.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_failing_transaction_leaves_nothing_written() {
+        let s = Store::temporary();
+        let (t, o) = (s.table::<Thing>().unwrap(), s.table::<Other>().unwrap());
+        let kept = t
+            .insert(Thing {
+                id: 0,
+                v: "kept".into(),
+            })
+            .await
+            .unwrap();
+        let r: Result<()> = s
+            .transaction(&[Thing::TREE, Other::TREE], |tx| {
+                let a = tx.insert(Thing { id: 0, v: "new".into() })?;
+                tx.insert(Other { id: 0, of: a.id })?;
+                tx.put(&Thing {
+                    id: kept.id,
+                    v: "changed".into(),
+                })?;
+                tx.remove::<Thing>(kept.id)?;
+                Err(StoreError::Conflict("refused".into()).into())
+            })
+            .await;
+        assert!(matches!(r, Err(StoreError::Conflict(m)) if m == "refused"));
+        assert_eq!(t.list().unwrap(), vec![kept.clone()]);
+        assert!(o.is_empty());
+
+        // A write to an undeclared table fails the whole transaction too.
+        let r = s
+            .transaction(&[Thing::TREE], |tx| {
+                tx.put(&Thing {
+                    id: kept.id,
+                    v: "changed".into(),
+                })?;
+                tx.insert(Other { id: 0, of: 1 })
+            })
+            .await;
+        assert!(matches!(r, Err(StoreError::Undeclared("others"))));
+        assert_eq!(t.list().unwrap(), vec![kept]);
+        assert!(o.is_empty());
     }
 }

@@ -35,8 +35,8 @@ use tower_http::services::ServeFile;
 
 use crate::{
     boot::{catalog::BootCatalog, resolve_in_root, PathError},
-    dhcp::packet::normalise_mac,
     events::{EventBus, NewEvent},
+    net::types::normalise_mac,
 };
 
 /// State of the boot routes.
@@ -254,9 +254,7 @@ mod tests {
     use super::*;
 
     async fn app(root: PathBuf) -> Router {
-        let catalog = BootCatalog::open(&crate::store::Store::temporary(), None, EventBus::in_memory())
-            .await
-            .unwrap();
+        let catalog = BootCatalog::temporary().await;
         router(BootState {
             root: Arc::new(std::sync::RwLock::new(root)),
             catalog,

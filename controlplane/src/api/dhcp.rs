@@ -24,8 +24,8 @@ use crate::dhcp::{
         arch_view, ArchMap, DhcpSettingsPatch, DhcpSettingsView, ReservationInput, StoredReservation, SubnetStats,
     },
     leases::{now_secs, Lease},
-    packet::normalise_mac,
 };
+use crate::net::types::normalise_mac;
 use crate::tftp::control::TftpChange;
 
 // ---- leases ----

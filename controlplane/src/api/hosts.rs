@@ -1,5 +1,5 @@
 //! `/hosts` (issue 4 "Hosts and profiles"): CRUD over
-//! [`BootCatalog`](crate::boot::catalog::BootCatalog) hosts and
+//! [`HostService`](crate::inventory::service::HostService) hosts and
 //! `GET /hosts/{id}/boot-config`, the iPXE script the host would get now (the same code
 //! path as `GET /boot/ipxe?mac=`). The BMC password is write-only.
 #![allow(
@@ -22,8 +22,8 @@ use super::{
     AppState,
 };
 use crate::{
-    boot::catalog::{HostInput, HostView},
-    dhcp::packet::normalise_mac,
+    inventory::model::{HostInput, HostView},
+    net::types::normalise_mac,
 };
 
 /// Query parameters of `GET /hosts`.
@@ -76,8 +76,8 @@ pub async fn list(State(s): State<AppState>, ApiQuery(p): ApiQuery<HostListParam
         Err(_) => q.replace('-', ":"),
     });
     let all: Vec<HostView> = s
-        .catalog
-        .hosts()?
+        .hosts
+        .list()?
         .iter()
         .filter(|h| {
             q.as_ref().is_none_or(|q| {
@@ -108,7 +108,7 @@ pub async fn list(State(s): State<AppState>, ApiQuery(p): ApiQuery<HostListParam
     responses((status = 201, body = HostView), (status = 400, description = "Invalid field or unknown profile_id"),
         (status = 409, description = "Name or MAC already registered"), (status = 401)))]
 pub async fn create(State(s): State<AppState>, ApiJson(input): ApiJson<HostInput>) -> Result<Envelope<HostView>> {
-    let h = s.catalog.create_host(input).await?;
+    let h = s.hosts.create(input).await?;
     Ok(Envelope::created(HostView::from(&h)))
 }
 
@@ -116,7 +116,7 @@ pub async fn create(State(s): State<AppState>, ApiJson(input): ApiJson<HostInput
 #[utoipa::path(get, path = "/api/v1/hosts/{id}", tag = "hosts", params(("id" = u64, Path, description = "Host id")),
     responses((status = 200, body = HostView), (status = 404), (status = 401)))]
 pub async fn get_one(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<HostView>> {
-    Ok(Envelope::ok(HostView::from(&s.catalog.host(id)?)))
+    Ok(Envelope::ok(HostView::from(&s.hosts.get(id)?)))
 }
 
 /// Update a host: omitted fields keep their values, `null` clears an optional one.
@@ -128,7 +128,7 @@ pub async fn update(
     ApiPath(id): ApiPath<u64>,
     ApiJson(input): ApiJson<HostInput>,
 ) -> Result<Envelope<HostView>> {
-    let h = s.catalog.update_host(id, input).await?;
+    let h = s.hosts.update(id, input).await?;
     Ok(Envelope::ok(HostView::from(&h)))
 }
 
@@ -136,7 +136,7 @@ pub async fn update(
 #[utoipa::path(delete, path = "/api/v1/hosts/{id}", tag = "hosts", params(("id" = u64, Path, description = "Host id")),
     responses((status = 200, body = HostView), (status = 404), (status = 401)))]
 pub async fn delete(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<HostView>> {
-    let h = s.catalog.delete_host(id).await?;
+    let h = s.hosts.delete(id).await?;
     Ok(Envelope::ok(HostView::from(&h)))
 }
 
@@ -146,7 +146,7 @@ pub async fn delete(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> Res
     responses((status = 200, description = "The iPXE script", content_type = "text/plain", body = String),
         (status = 400, description = "No usable Host header, or the template fails"), (status = 404), (status = 401)))]
 pub async fn boot_config(State(s): State<AppState>, ApiPath(id): ApiPath<u64>, headers: HeaderMap) -> Result<Response> {
-    let h = s.catalog.host(id)?;
+    let h = s.hosts.get(id)?;
     let server = super::boot::safe_host(&headers)
         .ok_or_else(|| ApiError::BadRequest("a valid Host header is required to build the URLs".into()))?;
     let mac = normalise_mac(&h.mac).map_err(|e| ApiError::Internal(e.into()))?;

@@ -76,8 +76,10 @@ pub struct AppState {
     pub dns: Arc<DnsService>,
     /// Users and sessions.
     pub auth: Arc<auth::Auth>,
-    /// Hosts, profiles, script versions and the iPXE script template.
+    /// Profiles, script versions and the iPXE script template.
     pub catalog: Arc<BootCatalog>,
+    /// Hosts (inventory).
+    pub hosts: Arc<crate::inventory::service::HostService>,
     /// Live DHCP administration: leases, reservations, settings, arch map.
     pub dhcp: Arc<DhcpControl>,
     /// Live TFTP settings.

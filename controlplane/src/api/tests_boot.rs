@@ -786,8 +786,8 @@ async fn dhcp_setup() -> (T, Arc<crate::dhcp::handler::BootHandler>) {
     (t, h)
 }
 
-fn mac(s: &str) -> crate::dhcp::packet::MacAddr {
-    crate::dhcp::packet::normalise_mac(s).unwrap()
+fn mac(s: &str) -> crate::net::types::MacAddr {
+    crate::net::types::normalise_mac(s).unwrap()
 }
 
 #[tokio::test]

@@ -1,12 +1,10 @@
-//! Hosts, boot profiles, profile script versions and the iPXE script template (issue 4
+//! Boot profiles, profile script versions and the iPXE script template (issue 4
 //! "Hosts and profiles", "HTTP boot and the iPXE script"): the single write path for
-//! all four, and the per-MAC script choice used by both `GET /boot/ipxe?mac=` and
-//! `GET /hosts/{id}/boot-config`.
+//! all three, and the per-MAC script choice used by both `GET /boot/ipxe?mac=` and
+//! `GET /hosts/{id}/boot-config`. Hosts themselves are [`crate::inventory`]'s; the
+//! catalog reads them through [`HostService`].
 //!
 //! Rules kept here (not in the handlers):
-//! - Host names are DNS-label-ish and unique (case-insensitive, stored lower case); MACs
-//!   are unique and stored in lower-case colon form; a host's `profile_id` must name an
-//!   existing profile. The BMC password is stored but never shown (`has_bmc_password`).
 //! - Exactly one profile is the default: seeded on first start ("Default", one entry
 //!   "Boot from local disk"); `is_default: true` on another profile moves the flag;
 //!   the default profile and profiles used by hosts cannot be deleted.
@@ -22,10 +20,7 @@
 //! State: the tables, the cached template, and one async mutex serialising writes so
 //! uniqueness checks and the default-profile flag cannot race.
 
-use std::{
-    net::IpAddr,
-    sync::{Arc, RwLock},
-};
+use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -34,170 +29,15 @@ use utoipa::ToSchema;
 
 use super::DEFAULT_SCRIPT;
 use crate::{
-    dhcp::packet::{normalise_mac, MacAddr},
     events::{EventBus, NewEvent},
-    store::{Kv, Store, Table},
+    inventory::service::{HostService, ProfileExists},
+    net::types::MacAddr,
+    store::{Entity, Kv, Store, Table, Tx, TxError},
 };
 
-/// Errors of catalog operations (the shared service error: 400, 409, 404, 500).
-pub type CatalogError = crate::service_error::ServiceError;
+type Result<T, E = ServiceError> = std::result::Result<T, E>;
 
-type Result<T, E = CatalogError> = std::result::Result<T, E>;
-
-use crate::service_error::double_option;
-
-// ---------------------------------------------------------------------------------------
-// Hosts
-// ---------------------------------------------------------------------------------------
-
-/// A host as stored (the BMC password included; never serialised to clients, see
-/// [`HostView`]).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Host {
-    /// Id.
-    pub id: u64,
-    /// Name, lower case.
-    pub name: String,
-    /// MAC, lower-case colon form.
-    pub mac: String,
-    /// Address (informational; DHCP reservations are separate).
-    pub ip: Option<IpAddr>,
-    /// The profile whose menu the host boots; `None`: the default profile.
-    pub profile_id: Option<u64>,
-    /// BMC address (kept for a later issue).
-    pub bmc_addr: Option<String>,
-    /// BMC user name.
-    pub bmc_user: Option<String>,
-    /// BMC password (write-only through the API).
-    pub bmc_password: Option<String>,
-    /// Free text.
-    pub description: String,
-    /// Creation time.
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
-    /// Last change.
-    #[serde(with = "time::serde::rfc3339")]
-    pub updated_at: OffsetDateTime,
-}
-
-crate::store::entity!(Host, "hosts");
-
-/// A host as the API shows it: [`Host`] without the BMC password.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct HostView {
-    /// Id.
-    pub id: u64,
-    /// Name (DNS label: `a-z`, `0-9`, `-`, at most 63 characters), unique.
-    pub name: String,
-    /// MAC, lower-case colon form, unique.
-    pub mac: String,
-    /// Address, if set.
-    #[schema(value_type = Option<String>)]
-    pub ip: Option<IpAddr>,
-    /// Profile id; `null`: the default profile.
-    pub profile_id: Option<u64>,
-    /// BMC address.
-    pub bmc_addr: Option<String>,
-    /// BMC user.
-    pub bmc_user: Option<String>,
-    /// True when a BMC password is stored (the password itself is never returned).
-    pub has_bmc_password: bool,
-    /// Free text.
-    pub description: String,
-    /// Creation time, RFC 3339.
-    #[serde(with = "time::serde::rfc3339")]
-    #[schema(value_type = String, format = DateTime)]
-    pub created_at: OffsetDateTime,
-    /// Last change, RFC 3339.
-    #[serde(with = "time::serde::rfc3339")]
-    #[schema(value_type = String, format = DateTime)]
-    pub updated_at: OffsetDateTime,
-}
-
-impl From<&Host> for HostView {
-    fn from(h: &Host) -> Self {
-        Self {
-            id: h.id,
-            name: h.name.clone(),
-            mac: h.mac.clone(),
-            ip: h.ip,
-            profile_id: h.profile_id,
-            bmc_addr: h.bmc_addr.clone(),
-            bmc_user: h.bmc_user.clone(),
-            has_bmc_password: h.bmc_password.as_deref().is_some_and(|p| !p.is_empty()),
-            description: h.description.clone(),
-            created_at: h.created_at,
-            updated_at: h.updated_at,
-        }
-    }
-}
-
-/// Body of `POST /hosts` (name and mac required) and `PUT /hosts/{id}` (any subset;
-/// omitted fields keep their values, `null` clears an optional field).
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct HostInput {
-    /// Name: a DNS label (letters, digits, `-`; 1-63 characters; stored lower case).
-    pub name: Option<String>,
-    /// MAC: `aa:bb:cc:dd:ee:ff`, `aa-bb-...`, `aabb.ccdd.eeff` or 12 hex digits.
-    pub mac: Option<String>,
-    /// IPv4 or IPv6 address.
-    #[serde(default, deserialize_with = "double_option")]
-    #[schema(value_type = Option<String>)]
-    pub ip: Option<Option<String>>,
-    /// An existing profile id (400 otherwise); `null`: the default profile.
-    #[serde(default, deserialize_with = "double_option")]
-    #[schema(value_type = Option<u64>)]
-    pub profile_id: Option<Option<u64>>,
-    /// BMC address.
-    #[serde(default, deserialize_with = "double_option")]
-    #[schema(value_type = Option<String>)]
-    pub bmc_addr: Option<Option<String>>,
-    /// BMC user.
-    #[serde(default, deserialize_with = "double_option")]
-    #[schema(value_type = Option<String>)]
-    pub bmc_user: Option<Option<String>>,
-    /// BMC password (write-only).
-    #[serde(default, deserialize_with = "double_option")]
-    #[schema(value_type = Option<String>)]
-    pub bmc_password: Option<Option<String>>,
-    /// Free text.
-    pub description: Option<String>,
-    /// Read-only fields of the GET answer, accepted and ignored so it can be PUT back.
-    pub id: Option<serde_json::Value>,
-    /// Read-only, ignored.
-    pub has_bmc_password: Option<serde_json::Value>,
-    /// Read-only, ignored.
-    pub created_at: Option<serde_json::Value>,
-    /// Read-only, ignored.
-    pub updated_at: Option<serde_json::Value>,
-}
-
-/// Checks a host name: a DNS label (RFC 1123 §2.1), returned lower case.
-fn host_name(n: &str) -> Result<String> {
-    let n = n.trim().to_ascii_lowercase();
-    let ok = !n.is_empty()
-        && n.len() <= 63
-        && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-        && !n.starts_with('-')
-        && !n.ends_with('-');
-    if ok {
-        Ok(n)
-    } else {
-        Err(CatalogError::Invalid(format!(
-            "name {n:?} must be a DNS label: 1-63 letters, digits or '-', not starting or ending with '-'"
-        )))
-    }
-}
-
-fn short_text(field: &str, v: &str, max: usize) -> Result<String> {
-    if v.len() > max || v.chars().any(|c| c.is_control()) {
-        return Err(CatalogError::Invalid(format!(
-            "'{field}' must be at most {max} bytes without control characters"
-        )));
-    }
-    Ok(v.to_string())
-}
+use crate::service_error::{short_text, ServiceError};
 
 // ---------------------------------------------------------------------------------------
 // Profiles
@@ -357,7 +197,7 @@ pub struct ScriptDiff {
 
 fn no_newline(field: &str, v: &str) -> Result<()> {
     if v.trim().is_empty() || v.chars().any(|c| c.is_control()) || v.len() > 4096 {
-        return Err(CatalogError::Invalid(format!(
+        return Err(ServiceError::Invalid(format!(
             "'{field}' must be a non-empty single line (at most 4096 bytes, no control characters)"
         )));
     }
@@ -374,12 +214,12 @@ fn ipxe_text(field: &str, v: &str, allow_vars: bool) -> Result<()> {
         .split_whitespace()
         .find(|t| matches!(*t, ";" | "&&" | "||") || t.starts_with('#') || (t.starts_with('-') && t.len() > 1));
     if let Some(t) = bad_token {
-        return Err(CatalogError::Invalid(format!(
+        return Err(ServiceError::Invalid(format!(
             "'{field}' may not contain the word {t:?}: iPXE would read it as a command separator, comment or option"
         )));
     }
     if !allow_vars && v.contains('$') {
-        return Err(CatalogError::Invalid(format!(
+        return Err(ServiceError::Invalid(format!(
             "'{field}' may not contain '$' (iPXE would expand it as a setting)"
         )));
     }
@@ -388,7 +228,7 @@ fn ipxe_text(field: &str, v: &str, allow_vars: bool) -> Result<()> {
 
 fn check_url(at: &str, url: Option<&str>, schemes: &[&str]) -> Result<()> {
     let Some(u) = url else {
-        return Err(CatalogError::Invalid(format!("{at} needs 'url'")));
+        return Err(ServiceError::Invalid(format!("{at} needs 'url'")));
     };
     no_newline(&format!("{at} url"), u)?;
     let lower = u.to_ascii_lowercase();
@@ -397,7 +237,7 @@ fn check_url(at: &str, url: Option<&str>, schemes: &[&str]) -> Result<()> {
         .any(|s| lower.starts_with(&format!("{s}://")) && lower.len() > s.len() + 3)
         && !u.contains(char::is_whitespace);
     if !ok {
-        return Err(CatalogError::Invalid(format!(
+        return Err(ServiceError::Invalid(format!(
             "{at} url {u:?} must be a {} URL without spaces",
             schemes.join("/")
         )));
@@ -408,27 +248,27 @@ fn check_url(at: &str, url: Option<&str>, schemes: &[&str]) -> Result<()> {
 /// Validates a menu; `at` prefixes messages.
 fn validate_menu(menu: &ProfileMenu) -> Result<()> {
     if menu.timeout_secs > 3600 {
-        return Err(CatalogError::Invalid("'timeout_secs' must be 0-3600".into()));
+        return Err(ServiceError::Invalid("'timeout_secs' must be 0-3600".into()));
     }
     if menu.entries.is_empty() || menu.entries.len() > 50 {
-        return Err(CatalogError::Invalid("'entries' must hold 1-50 menu entries".into()));
+        return Err(ServiceError::Invalid("'entries' must hold 1-50 menu entries".into()));
     }
     if menu.entries.iter().filter(|e| e.is_default).count() > 1 {
-        return Err(CatalogError::Invalid(
+        return Err(ServiceError::Invalid(
             "at most one entry may have 'is_default': true".into(),
         ));
     }
     for (i, e) in menu.entries.iter().enumerate() {
         let at = format!("entries[{i}] ({:?})", e.label);
         if e.label.trim().is_empty() || e.label.chars().count() > 100 || e.label.chars().any(|c| c.is_control()) {
-            return Err(CatalogError::Invalid(format!(
+            return Err(ServiceError::Invalid(format!(
                 "entries[{i}]: 'label' must be 1-100 characters without control characters"
             )));
         }
         ipxe_text(&format!("entries[{i}].label"), &e.label, false)?;
         let unexpected = |f: &str, present: bool| -> Result<()> {
             if present {
-                Err(CatalogError::Invalid(format!(
+                Err(ServiceError::Invalid(format!(
                     "{at}: '{f}' does not apply to type {:?}",
                     e.kind
                 )))
@@ -445,19 +285,19 @@ fn validate_menu(menu: &ProfileMenu) -> Result<()> {
             }
             EntryType::Linux => {
                 let Some(k) = &e.kernel else {
-                    return Err(CatalogError::Invalid(format!("{at}: type linux needs 'kernel'")));
+                    return Err(ServiceError::Invalid(format!("{at}: type linux needs 'kernel'")));
                 };
                 for (f, v) in std::iter::once(("kernel", k)).chain(e.initrds.iter().map(|r| ("initrds", r))) {
                     no_newline(&format!("{at} {f}"), v)?;
                     if v.contains(char::is_whitespace) || v.contains('$') || v.starts_with('#') || v.starts_with('-') {
-                        return Err(CatalogError::Invalid(format!(
+                        return Err(ServiceError::Invalid(format!(
                             "{at}: '{f}' {v:?} must be one path or URL without spaces, '$', or a leading '#'/'-'"
                         )));
                     }
                 }
                 if let Some(c) = &e.cmdline {
                     if c.chars().any(|c| c.is_control()) || c.len() > 4096 {
-                        return Err(CatalogError::Invalid(format!(
+                        return Err(ServiceError::Invalid(format!(
                             "{at}: 'cmdline' must be one line of at most 4096 bytes"
                         )));
                     }
@@ -484,7 +324,7 @@ fn validate_menu(menu: &ProfileMenu) -> Result<()> {
                 match &e.script {
                     Some(s) if !s.trim().is_empty() && s.len() <= 65536 && !s.contains('\0') => {}
                     _ => {
-                        return Err(CatalogError::Invalid(format!(
+                        return Err(ServiceError::Invalid(format!(
                             "{at}: type custom needs a non-empty 'script' (at most 64 KiB)"
                         )))
                     }
@@ -500,7 +340,7 @@ fn validate_menu(menu: &ProfileMenu) -> Result<()> {
 fn profile_name(n: &str) -> Result<String> {
     let n = n.trim();
     if n.is_empty() || n.chars().count() > 64 || n.chars().any(|c| c.is_control()) {
-        return Err(CatalogError::Invalid(
+        return Err(ServiceError::Invalid(
             "'name' must be 1-64 characters without control characters".into(),
         ));
     }
@@ -685,13 +525,44 @@ pub enum TemplateSource {
 
 const TEMPLATE_KEY: &str = "ipxe_template";
 
+/// The tables a profile write touches together (see [`Store::transaction`]).
+const PROFILE_TABLES: &[&str] = &[<Profile as Entity>::TREE, <ScriptVersion as Entity>::TREE];
+
+/// Inside a profile transaction: clears the default flag of every profile in `all` but
+/// `keep` that has it.
+fn clear_other_defaults(tx: &Tx<'_>, all: &[Profile], keep: u64) -> Result<(), TxError> {
+    for o in all.iter().filter(|o| o.id != keep && o.is_default) {
+        tx.put(&Profile {
+            is_default: false,
+            updated_at: OffsetDateTime::now_utc(),
+            ..o.clone()
+        })?;
+    }
+    Ok(())
+}
+
+/// A version (id and profile id still 0 when `p` is new) of `p`'s generated script.
+fn new_version(p: &Profile, comment: &str) -> ScriptVersion {
+    let content = version_content(p);
+    ScriptVersion {
+        id: 0,
+        profile_id: p.id,
+        checksum: hex::encode(Sha256::digest(content.as_bytes())),
+        content,
+        comment: comment.to_string(),
+        menu: p.menu(),
+        created_at: OffsetDateTime::now_utc(),
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // The catalog
 // ---------------------------------------------------------------------------------------
 
 /// Hosts, profiles, script versions and the template. Cheap to share behind an `Arc`.
 pub struct BootCatalog {
-    hosts: Table<Host>,
+    store: Store,
+    hosts: Arc<HostService>,
     profiles: Table<Profile>,
     versions: Table<ScriptVersion>,
     kv: Kv,
@@ -703,15 +574,22 @@ pub struct BootCatalog {
 
 impl BootCatalog {
     /// Opens the tables; seeds the default profile on first start (and repairs a store
-    /// without exactly one default). `config_template` is `[boot] ipxe_script`.
+    /// without exactly one default). `config_template` is `[boot] ipxe_script`; `hosts`
+    /// answers which host a MAC is and which hosts use a profile.
     ///
     /// # Errors
     /// Store errors.
-    pub async fn open(store: &Store, config_template: Option<String>, events: Arc<EventBus>) -> Result<Arc<Self>> {
+    pub async fn open(
+        store: &Store,
+        config_template: Option<String>,
+        hosts: Arc<HostService>,
+        events: Arc<EventBus>,
+    ) -> Result<Arc<Self>> {
         let kv = store.kv("boot_settings")?;
         let stored: Option<String> = kv.get(TEMPLATE_KEY)?;
         let c = Self {
-            hosts: store.table()?,
+            store: store.clone(),
+            hosts,
             profiles: store.table()?,
             versions: store.table()?,
             kv,
@@ -728,157 +606,46 @@ impl BootCatalog {
                 p.is_default = true;
                 c.profiles.put(&p).await?;
             } else {
-                let p = c.profiles.insert(default_profile(OffsetDateTime::now_utc())).await?;
-                c.snapshot(&p, "seeded on first start", true).await?;
+                let p = default_profile(OffsetDateTime::now_utc());
+                let v = new_version(&p, "seeded on first start");
+                c.store
+                    .transaction(PROFILE_TABLES, |tx| {
+                        let p = tx.insert(p.clone())?;
+                        tx.insert(ScriptVersion {
+                            profile_id: p.id,
+                            ..v.clone()
+                        })
+                    })
+                    .await?;
                 tracing::info!("seeded the default boot profile");
             }
-        } else {
-            for extra in defaults.iter().skip(1) {
-                let mut p = (*extra).clone();
-                p.is_default = false;
-                c.profiles.put(&p).await?;
-            }
+        } else if let Some(keep) = defaults.first() {
+            let keep = keep.id;
+            c.store
+                .transaction(PROFILE_TABLES, |tx| clear_other_defaults(tx, &profiles, keep))
+                .await?;
         }
         Ok(Arc::new(c))
     }
 
-    // ---- hosts ----
-
-    /// Every host, in id order.
+    /// The profile-existence check [`HostService`] needs for a host's `profile_id`, read
+    /// straight from the profiles table (so the host service can be built first).
     ///
     /// # Errors
-    /// Store errors.
-    pub fn hosts(&self) -> Result<Vec<Host>> {
-        Ok(self.hosts.list()?)
+    /// Store errors opening the table.
+    pub fn profile_lookup(store: &Store) -> Result<ProfileExists> {
+        let profiles: Table<Profile> = store.table()?;
+        Ok(Arc::new(move |id| Ok(profiles.get(id)?.is_some())))
     }
 
-    /// One host.
-    ///
-    /// # Errors
-    /// [`CatalogError::NotFound`], store errors.
-    pub fn host(&self, id: u64) -> Result<Host> {
-        self.hosts
-            .get(id)?
-            .ok_or_else(|| CatalogError::NotFound(format!("no host with id {id}")))
-    }
-
-    /// The host with this MAC, if registered.
-    ///
-    /// # Errors
-    /// Store errors.
-    pub fn host_by_mac(&self, mac: MacAddr) -> Result<Option<Host>> {
-        let m = mac.to_string();
-        Ok(self.hosts.list()?.into_iter().find(|h| h.mac == m))
-    }
-
-    fn apply_host(&self, h: &mut Host, input: HostInput) -> Result<()> {
-        if let Some(n) = input.name {
-            h.name = host_name(&n)?;
-        }
-        if let Some(m) = input.mac {
-            h.mac = normalise_mac(&m)
-                .map_err(|_| {
-                    CatalogError::Invalid(format!(
-                        "mac {m:?} is not a MAC address (aa:bb:cc:dd:ee:ff, aa-bb-..., aabb.ccdd.eeff or 12 hex digits)"
-                    ))
-                })?
-                .to_string();
-        }
-        if let Some(ip) = input.ip {
-            h.ip = match ip.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-                None => None,
-                Some(s) => Some(
-                    s.parse()
-                        .map_err(|_| CatalogError::Invalid(format!("ip {s:?} is not an IPv4 or IPv6 address")))?,
-                ),
-            };
-        }
-        if let Some(p) = input.profile_id {
-            if let Some(pid) = p {
-                if self.profiles.get(pid)?.is_none() {
-                    return Err(CatalogError::Invalid(format!("profile_id {pid}: no such profile")));
-                }
-            }
-            h.profile_id = p;
-        }
-        if let Some(v) = input.bmc_addr {
-            h.bmc_addr = v.map(|v| short_text("bmc_addr", &v, 255)).transpose()?;
-        }
-        if let Some(v) = input.bmc_user {
-            h.bmc_user = v.map(|v| short_text("bmc_user", &v, 255)).transpose()?;
-        }
-        if let Some(v) = input.bmc_password {
-            h.bmc_password = v.map(|v| short_text("bmc_password", &v, 255)).transpose()?;
-        }
-        if let Some(d) = input.description {
-            h.description = short_text("description", &d, 1024)?;
-        }
-        Ok(())
-    }
-
-    fn check_host_unique(&self, h: &Host) -> Result<()> {
-        for o in self.hosts.list()? {
-            if o.id == h.id {
-                continue;
-            }
-            if o.name == h.name {
-                return Err(CatalogError::Conflict(format!(
-                    "host name {:?} is already used by host {}",
-                    h.name, o.id
-                )));
-            }
-            if o.mac == h.mac {
-                return Err(CatalogError::Conflict(format!(
-                    "MAC {} is already registered to host {} ({})",
-                    h.mac, o.id, o.name
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    /// Creates a host (`name` and `mac` required).
-    ///
-    /// # Errors
-    /// Invalid (400), Conflict (409: name or MAC taken), store errors.
-    pub async fn create_host(&self, input: HostInput) -> Result<Host> {
-        if input.name.is_none() || input.mac.is_none() {
-            return Err(CatalogError::Invalid("'name' and 'mac' are required".into()));
-        }
-        let _w = self.write.lock().await;
-        let now = OffsetDateTime::now_utc();
-        let mut h = Host {
-            id: 0,
-            name: String::new(),
-            mac: String::new(),
-            ip: None,
-            profile_id: None,
-            bmc_addr: None,
-            bmc_user: None,
-            bmc_password: None,
-            description: String::new(),
-            created_at: now,
-            updated_at: now,
-        };
-        self.apply_host(&mut h, input)?;
-        self.check_host_unique(&h)?;
-        let h = self.hosts.insert(h).await?;
-        self.host_event("created", "create", None, Some(&h));
-        Ok(h)
-    }
-
-    /// `host.<verb>`; the payloads are [`HostView`]s (no BMC password).
-    fn host_event(&self, verb: &str, action: &str, before: Option<&Host>, after: Option<&Host>) {
-        let Some(h) = after.or(before) else { return };
-        self.events.publish(NewEvent::write(
-            format!("host.{verb}"),
-            "host",
-            h.id,
-            action,
-            format!("host {} ({}) {verb}", h.name, h.mac),
-            before.map(HostView::from).as_ref(),
-            after.map(HostView::from).as_ref(),
-        ));
+    /// A catalog over a fresh temporary store, with its own host service (for tests).
+    #[cfg(test)]
+    pub(crate) async fn temporary() -> Arc<Self> {
+        let store = Store::temporary();
+        let events = EventBus::in_memory();
+        let lookup = Self::profile_lookup(&store).unwrap();
+        let hosts = HostService::open(&store, lookup, events.clone()).unwrap();
+        Self::open(&store, None, hosts, events).await.unwrap()
     }
 
     /// `profile.<verb>`.
@@ -893,37 +660,6 @@ impl BootCatalog {
             before,
             after,
         ));
-    }
-
-    /// Merges `input` into host `id`.
-    ///
-    /// # Errors
-    /// NotFound, Invalid, Conflict, store errors.
-    pub async fn update_host(&self, id: u64, input: HostInput) -> Result<Host> {
-        let _w = self.write.lock().await;
-        let mut h = self.host(id)?;
-        let before = h.clone();
-        self.apply_host(&mut h, input)?;
-        self.check_host_unique(&h)?;
-        h.updated_at = OffsetDateTime::now_utc();
-        self.hosts.put(&h).await?;
-        self.host_event("updated", "update", Some(&before), Some(&h));
-        Ok(h)
-    }
-
-    /// Deletes host `id`, answering the deleted host.
-    ///
-    /// # Errors
-    /// NotFound, store errors.
-    pub async fn delete_host(&self, id: u64) -> Result<Host> {
-        let _w = self.write.lock().await;
-        let h = self
-            .hosts
-            .remove(id)
-            .await?
-            .ok_or_else(|| CatalogError::NotFound(format!("no host with id {id}")))?;
-        self.host_event("deleted", "delete", Some(&h), None);
-        Ok(h)
     }
 
     // ---- profiles ----
@@ -943,7 +679,7 @@ impl BootCatalog {
     pub fn profile(&self, id: u64) -> Result<Profile> {
         self.profiles
             .get(id)?
-            .ok_or_else(|| CatalogError::NotFound(format!("no profile with id {id}")))
+            .ok_or_else(|| ServiceError::NotFound(format!("no profile with id {id}")))
     }
 
     /// The default profile (seeded at open, so present unless the store was edited).
@@ -955,7 +691,7 @@ impl BootCatalog {
             .list()?
             .into_iter()
             .find(|p| p.is_default)
-            .ok_or_else(|| CatalogError::NotFound("no default profile".into()))
+            .ok_or_else(|| ServiceError::NotFound("no default profile".into()))
     }
 
     fn check_profile_name(&self, p: &Profile) -> Result<()> {
@@ -965,7 +701,7 @@ impl BootCatalog {
             .into_iter()
             .find(|o| o.id != p.id && o.name.eq_ignore_ascii_case(&p.name))
         {
-            return Err(CatalogError::Conflict(format!(
+            return Err(ServiceError::Conflict(format!(
                 "profile name {:?} is already used by profile {}",
                 p.name, o.id
             )));
@@ -973,36 +709,15 @@ impl BootCatalog {
         Ok(())
     }
 
-    /// Moves the default flag to `p` (clearing it elsewhere).
-    async fn take_default(&self, p: &Profile) -> Result<()> {
-        for mut o in self.profiles.list()? {
-            if o.id != p.id && o.is_default {
-                o.is_default = false;
-                o.updated_at = OffsetDateTime::now_utc();
-                self.profiles.put(&o).await?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Stores a version of `p`'s script when it differs from the latest (or `force`).
-    async fn snapshot(&self, p: &Profile, comment: &str, force: bool) -> Result<Option<ScriptVersion>> {
-        let content = version_content(p);
-        let checksum = hex::encode(Sha256::digest(content.as_bytes()));
+    /// A new version of `p`'s script when it differs from the latest stored one (or
+    /// `force`); to be inserted with the profile's write.
+    fn version_if_changed(&self, p: &Profile, comment: &str, force: bool) -> Result<Option<ScriptVersion>> {
+        let v = new_version(p, comment);
         let latest = self.versions(p.id)?.into_iter().next();
-        if !force && latest.is_some_and(|l| l.checksum == checksum) {
+        if !force && latest.is_some_and(|l| l.checksum == v.checksum) {
             return Ok(None);
         }
-        let v = ScriptVersion {
-            id: 0,
-            profile_id: p.id,
-            content,
-            checksum,
-            comment: comment.to_string(),
-            menu: p.menu(),
-            created_at: OffsetDateTime::now_utc(),
-        };
-        Ok(Some(self.versions.insert(v).await?))
+        Ok(Some(v))
     }
 
     /// Creates a profile (`name` and `entries` required).
@@ -1011,7 +726,7 @@ impl BootCatalog {
     /// Invalid, Conflict (name taken), store errors.
     pub async fn create_profile(&self, input: ProfileInput) -> Result<Profile> {
         let (Some(name), Some(entries)) = (input.name.as_deref(), input.entries.clone()) else {
-            return Err(CatalogError::Invalid("'name' and 'entries' are required".into()));
+            return Err(ServiceError::Invalid("'name' and 'entries' are required".into()));
         };
         let _w = self.write.lock().await;
         let now = OffsetDateTime::now_utc();
@@ -1027,11 +742,22 @@ impl BootCatalog {
         };
         validate_menu(&p.menu())?;
         self.check_profile_name(&p)?;
-        let p = self.profiles.insert(p).await?;
-        if p.is_default {
-            self.take_default(&p).await?;
-        }
-        self.snapshot(&p, input.comment.as_deref().unwrap_or("created"), true)
+        let others = self.profiles.list()?;
+        let v = new_version(&p, input.comment.as_deref().unwrap_or("created"));
+        // The profile, the default flag moving to it and its first version: all or nothing.
+        let p = self
+            .store
+            .transaction(PROFILE_TABLES, |tx| {
+                let p = tx.insert(p.clone())?;
+                if p.is_default {
+                    clear_other_defaults(tx, &others, p.id)?;
+                }
+                tx.insert(ScriptVersion {
+                    profile_id: p.id,
+                    ..v.clone()
+                })?;
+                Ok(p)
+            })
             .await?;
         self.profile_event("created", "create", None, Some(&p));
         Ok(p)
@@ -1058,7 +784,7 @@ impl BootCatalog {
         }
         let make_default = match input.is_default {
             Some(false) if p.is_default => {
-                return Err(CatalogError::Invalid(
+                return Err(ServiceError::Invalid(
                     "profile is the default; make another profile the default ('is_default': true on it) instead"
                         .into(),
                 ))
@@ -1076,11 +802,20 @@ impl BootCatalog {
         self.check_profile_name(&p)?;
         p.is_default |= make_default;
         p.updated_at = OffsetDateTime::now_utc();
-        self.profiles.put(&p).await?;
-        if make_default {
-            self.take_default(&p).await?;
-        }
-        self.snapshot(&p, input.comment.as_deref().unwrap_or("updated"), force_version)
+        let others = self.profiles.list()?;
+        let v = self.version_if_changed(&p, input.comment.as_deref().unwrap_or("updated"), force_version)?;
+        // The profile, the default flag and the new version: all or nothing.
+        self.store
+            .transaction(PROFILE_TABLES, |tx| {
+                tx.put(&p)?;
+                if make_default {
+                    clear_other_defaults(tx, &others, p.id)?;
+                }
+                if let Some(v) = &v {
+                    tx.insert(v.clone())?;
+                }
+                Ok(())
+            })
             .await?;
         let verb = if force_version { "rolled_back" } else { "updated" };
         let action = if force_version { "rollback" } else { "update" };
@@ -1096,11 +831,13 @@ impl BootCatalog {
         let _w = self.write.lock().await;
         let p = self.profile(id)?;
         if p.is_default {
-            return Err(CatalogError::Conflict(format!(
+            return Err(ServiceError::Conflict(format!(
                 "profile {id} ({}) is the default profile; make another profile the default first",
                 p.name
             )));
         }
+        // No host may take this profile between the check and the delete.
+        let _hosts_still = self.hosts.hold_writes().await;
         let users: Vec<String> = self
             .hosts
             .list()?
@@ -1109,16 +846,23 @@ impl BootCatalog {
             .map(|h| h.name)
             .collect();
         if !users.is_empty() {
-            return Err(CatalogError::Conflict(format!(
+            return Err(ServiceError::Conflict(format!(
                 "profile {id} ({}) is used by host(s) {}; change their profile first",
                 p.name,
                 users.join(", ")
             )));
         }
-        for v in self.versions(id)? {
-            self.versions.remove(v.id).await?;
-        }
-        self.profiles.remove(id).await?;
+        let versions: Vec<u64> = self.versions(id)?.iter().map(|v| v.id).collect();
+        // The profile and every version of it: all or nothing.
+        self.store
+            .transaction(PROFILE_TABLES, |tx| {
+                for v in &versions {
+                    tx.remove::<ScriptVersion>(*v)?;
+                }
+                tx.remove::<Profile>(id)?;
+                Ok(())
+            })
+            .await?;
         self.profile_event("deleted", "delete", Some(&p), None);
         Ok(p)
     }
@@ -1149,7 +893,7 @@ impl BootCatalog {
         self.versions
             .get(ver)?
             .filter(|v| v.profile_id == profile_id)
-            .ok_or_else(|| CatalogError::NotFound(format!("profile {profile_id} has no script version {ver}")))
+            .ok_or_else(|| ServiceError::NotFound(format!("profile {profile_id} has no script version {ver}")))
     }
 
     /// Unified diff from version `ver` to the current script (via the `similar` crate).
@@ -1214,9 +958,9 @@ impl BootCatalog {
         match &template {
             Some(t) => {
                 if t.len() > 256 * 1024 {
-                    return Err(CatalogError::Invalid("the template must be at most 256 KiB".into()));
+                    return Err(ServiceError::Invalid("the template must be at most 256 KiB".into()));
                 }
-                check_template(t).map_err(CatalogError::Invalid)?;
+                check_template(t).map_err(ServiceError::Invalid)?;
                 self.kv.put(TEMPLATE_KEY, t).await?;
             }
             None => self.kv.remove(TEMPLATE_KEY).await?,
@@ -1257,7 +1001,7 @@ impl BootCatalog {
     /// As [`BootCatalog::script_for`].
     pub fn script_and_profile(&self, mac: Option<MacAddr>, server: &str) -> Result<(String, String, Option<String>)> {
         let host = match mac {
-            Some(m) => self.host_by_mac(m)?,
+            Some(m) => self.hosts.by_mac(m)?,
             None => None,
         };
         let profile = match host.as_ref().and_then(|h| h.profile_id) {
@@ -1271,7 +1015,7 @@ impl BootCatalog {
         let ctx = ScriptContext::new(&profile, &mac_text, server, host.as_ref().map(|h| h.name.as_str()));
         let (template, _) = self.template();
         let script =
-            render(&template, &ctx).map_err(|e| CatalogError::Invalid(format!("the iPXE template failed: {e:#}")))?;
+            render(&template, &ctx).map_err(|e| ServiceError::Invalid(format!("the iPXE template failed: {e:#}")))?;
         Ok((script, profile.name, host.map(|h| h.name)))
     }
 }

@@ -5,7 +5,7 @@
 //!   and the canonical result (symlinks followed) must still lie under the canonical
 //!   root, so neither `..`, absolute paths nor symlinks can leave it.
 //! - [`populate`] copies Debian's iPXE builds into the root at start when missing.
-//! - [`catalog`] holds hosts, profiles, script versions and the iPXE script template
+//! - [`catalog`] holds profiles, script versions and the iPXE script template
 //!   (rendered with minijinja from [`DEFAULT_SCRIPT`] or a replacement).
 //!
 //! Holds no global state.
@@ -31,6 +31,22 @@ pub struct BootConfig {
     /// A minijinja template replacing the default iPXE script (see [`DEFAULT_SCRIPT`] for
     /// the variables). Default: none.
     pub ipxe_script: Option<String>,
+}
+
+impl BootConfig {
+    /// Checks the section: `ipxe_script`, when set, compiles and renders
+    /// ([`catalog::check_template`]).
+    ///
+    /// # Errors
+    /// A message naming the key, with minijinja's reason.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if let Some(t) = &self.ipxe_script {
+            if let Err(e) = catalog::check_template(t) {
+                anyhow::bail!("[boot] ipxe_script is not a valid template: {e}");
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The files [`populate`] copies: Debian ships them as `undionly.kpxe` (BIOS, chains

@@ -24,18 +24,26 @@ pub struct Projection {
     pub config: DnsConfig,
 }
 
+pub mod config;
 #[cfg(all(target_os = "linux", not(bootlane_no_xdp)))]
 pub mod xdp;
 
 /// Errors from the data plane.
 #[derive(Debug, thiserror::Error)]
 pub enum DataplaneError {
-    /// A map operation failed; the string names the map and the operation.
-    #[error("BPF map update failed: {0}")]
-    Map(String),
-    /// The eBPF object could not be loaded, or a map or program is missing from it.
+    /// The eBPF object lacks a program or map it should hold (a build problem); names it.
     #[error("loading the XDP program failed: {0}")]
-    Load(String),
+    Missing(String),
+    /// The kernel or aya refused the object or the program (not root, no BPF, verifier
+    /// rejection); `what` says which step, `source` is aya's error, kept whole.
+    #[error("loading the XDP program failed: {what}: {source}")]
+    Load {
+        /// The step that failed, e.g. `verifier/kernel refused dns_responder`.
+        what: String,
+        /// aya's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// An aya map error, with the map named in `map`.
     #[error("BPF map {map}: {source}")]
     MapOp {
@@ -198,19 +206,22 @@ impl DnsTable for FakeTable {
     }
 }
 
-/// Loads and attaches the XDP program as `[dns.xdp]` says, or explains why not.
+/// Loads and attaches the XDP program as `[dns.xdp]` (`cfg`) says, or explains why not;
+/// with no interfaces configured it attaches where the DNS server `listen`s.
 /// Never fails: without a fast path the DNS server answers everything from userspace,
 /// and [`XdpStatus::reason`] (and the log) say why.
-pub fn load(config: &crate::config::Config) -> std::sync::Arc<dyn DnsTable> {
-    let mode = format!("{:?}", config.dns.xdp.mode).to_lowercase();
-    let reason = if config.dns.xdp.mode == crate::config::XdpMode::Off {
+pub fn load(cfg: &config::XdpConfig, listen: &[IpAddr]) -> std::sync::Arc<dyn DnsTable> {
+    let mode = format!("{:?}", cfg.mode).to_lowercase();
+    let reason = if cfg.mode == config::XdpMode::Off {
         "XDP is off ([dns.xdp] mode = \"off\"); answering from userspace".to_string()
     } else {
         #[cfg(all(target_os = "linux", not(bootlane_no_xdp)))]
-        match xdp::XdpTable::attach(config) {
+        match xdp::XdpTable::attach(cfg, listen) {
             Ok(t) => return std::sync::Arc::new(t),
             Err(reason) => reason,
         }
+        #[cfg(not(all(target_os = "linux", not(bootlane_no_xdp))))]
+        let _ = listen;
         #[cfg(not(all(target_os = "linux", not(bootlane_no_xdp))))]
         "built without XDP (AYA_BUILD_SKIP=1); answering from userspace".to_string()
     };

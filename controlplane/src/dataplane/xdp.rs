@@ -27,8 +27,8 @@ use bootlane_common::dns::{
 };
 use ipnet::IpNet;
 
+use super::config::{XdpConfig, XdpMode as CfgMode};
 use super::{DataplaneError, DnsTable, Projection, XdpCounters, XdpInterface, XdpStatus};
-use crate::config::{Config, XdpConfig, XdpMode as CfgMode};
 
 /// The XDP object built by `build.rs` from `dataplane-ebpf`, 8-byte aligned for the ELF
 /// parser.
@@ -36,6 +36,14 @@ pub static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), 
 
 /// Name of the XDP program in [`OBJECT`].
 pub const PROGRAM: &str = "dns_responder";
+
+/// A [`DataplaneError::Load`] for step `what`, keeping aya's error as the source.
+fn load_err(what: impl Into<String>, e: impl std::error::Error + Send + Sync + 'static) -> DataplaneError {
+    DataplaneError::Load {
+        what: what.into(),
+        source: Box::new(e),
+    }
+}
 
 /// The 16-byte map form of an address: IPv6 as is, IPv4 as `::ffff:a.b.c.d`.
 pub fn addr16(ip: IpAddr) -> [u8; 16] {
@@ -134,17 +142,17 @@ impl XdpTable {
         let mut ebpf = EbpfLoader::new()
             .map_max_entries(DNS_RECORDS, capacity)
             .load(OBJECT)
-            .map_err(|e| DataplaneError::Load(format!("{e:#}")))?;
+            .map_err(|e| load_err("loading the object", e))?;
         let prog: &mut Xdp = ebpf
             .program_mut(PROGRAM)
-            .ok_or_else(|| DataplaneError::Load(format!("no program {PROGRAM} in the object")))?
+            .ok_or_else(|| DataplaneError::Missing(format!("no program {PROGRAM} in the object")))?
             .try_into()
-            .map_err(|e| DataplaneError::Load(format!("{PROGRAM} is not XDP: {e}")))?;
+            .map_err(|e| load_err(format!("{PROGRAM} is not XDP"), e))?;
         prog.load()
-            .map_err(|e| DataplaneError::Load(format!("verifier/kernel refused {PROGRAM}: {e:#?}")))?;
+            .map_err(|e| load_err(format!("verifier/kernel refused {PROGRAM}"), e))?;
         let mut take = |name: &'static str| {
             ebpf.take_map(name)
-                .ok_or_else(|| DataplaneError::Load(format!("no map {name} in the object")))
+                .ok_or_else(|| DataplaneError::Missing(format!("no map {name} in the object")))
         };
         let (r, s, sv, c, n) = (
             take(DNS_RECORDS)?,
@@ -187,13 +195,12 @@ impl XdpTable {
     /// # Errors
     /// A human-readable reason when nothing could be attached (the caller logs it and
     /// runs on userspace alone).
-    pub fn attach(config: &Config) -> Result<Self, String> {
-        let x = &config.dns.xdp;
+    pub fn attach(x: &XdpConfig, listen: &[IpAddr]) -> Result<Self, String> {
         let mut t = Self::detached(x.map_capacity)
             .map_err(|e| format!("{e}; answering from userspace (XDP needs root or CAP_BPF+CAP_NET_ADMIN)"))?;
         t.mode = format!("{:?}", x.mode).to_lowercase();
         t.xdp = x.clone();
-        t.attach_listen(&config.dns.listen)?;
+        t.attach_listen(listen)?;
         Ok(t)
     }
 
@@ -311,7 +318,7 @@ impl XdpTable {
         let prog: &Xdp = ebpf
             .program(PROGRAM)
             .and_then(|p| p.try_into().ok())
-            .ok_or_else(|| DataplaneError::Load(format!("no program {PROGRAM}")))?;
+            .ok_or_else(|| DataplaneError::Missing(format!("no program {PROGRAM}")))?;
         let mut out = vec![0u8; 4096];
         let opts = TestRunOptions {
             data_in: Some(frame),
@@ -319,9 +326,7 @@ impl XdpTable {
             repeat,
             ..Default::default()
         };
-        let r = prog
-            .test_run(opts)
-            .map_err(|e| DataplaneError::Load(format!("test_run: {e:#?}")))?;
+        let r = prog.test_run(opts).map_err(|e| load_err("test_run", e))?;
         out.truncate(r.data_size_out as usize);
         Ok((r.return_value, r.duration, out))
     }

@@ -8,7 +8,7 @@ use anyhow::{bail, Context};
 use ipnet::Ipv4Net;
 use serde::{Deserialize, Serialize};
 
-use super::packet::{normalise_mac, MacAddr};
+use crate::net::types::{normalise_mac, MacAddr};
 
 /// `[dhcp]`: every subnet Bootlane answers for. Default: none, so a fresh Bootlane never
 /// answers DHCP on a network it was not told about.
@@ -202,114 +202,5 @@ impl DhcpConfig {
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::config::Config;
-
-    fn parse(toml_text: &str) -> anyhow::Result<Config> {
-        let c: Config = toml::from_str(toml_text)?;
-        c.dhcp.validate()?;
-        Ok(c)
-    }
-
-    const GOOD: &str = r#"
-        [[dhcp.subnets]]
-        mode = "server"
-        interface = "br0"
-        cidr = "10.77.0.0/24"
-        range_start = "10.77.0.100"
-        range_end = "10.77.0.150"
-        router = "10.77.0.1"
-        [[dhcp.subnets.reservations]]
-        mac = "52-54-00-77-00-99"
-        ip = "10.77.0.50"
-        hostname = "fixed"
-
-        [[dhcp.subnets]]
-        mode = "proxy"
-        interface = "eth1"
-        cidr = "192.168.5.0/24"
-
-        [dhcp.arch_map]
-        7 = "snponly.efi"
-        10 = ""
-    "#;
-
-    #[test]
-    fn defaults_are_off() {
-        let c = Config::default();
-        assert!(c.dhcp.subnets.is_empty());
-        assert!(!c.dhcp.any_active());
-        assert!(!c.tftp_enabled());
-        assert_eq!(c.boot_root(), c.data_dir.join("boot"));
-        // A subnet without mode is off.
-        let c = parse("[[dhcp.subnets]]\ninterface = \"x\"\ncidr = \"10.0.0.0/24\"\n").unwrap();
-        assert!(!c.dhcp.any_active());
-    }
-
-    #[test]
-    fn full_example() {
-        let c = parse(GOOD).unwrap();
-        assert!(c.dhcp.any_active());
-        assert!(c.tftp_enabled(), "TFTP follows DHCP when not set");
-        assert_eq!(c.dhcp.subnets[0].lease_time_secs, 3600);
-        let map = c.dhcp.arch_map().unwrap();
-        assert_eq!(map[&7], "snponly.efi");
-        assert_eq!(map[&0], "undionly.kpxe");
-        assert!(!map.contains_key(&10));
-        let c: Config = toml::from_str(&format!("{GOOD}\n[tftp]\nenabled = false\n")).unwrap();
-        assert!(!c.tftp_enabled());
-    }
-
-    #[test]
-    fn invalid_configs_are_refused() {
-        let base = "[[dhcp.subnets]]\nmode = \"server\"\ninterface = \"br0\"\ncidr = \"10.77.0.0/24\"\n";
-        for (extra, why) in [
-            ("", "server without a pool"),
-            ("range_start = \"10.77.0.10\"\n", "half a pool"),
-            (
-                "range_start = \"10.77.0.10\"\nrange_end = \"10.77.1.10\"\n",
-                "pool outside",
-            ),
-            (
-                "range_start = \"10.77.0.20\"\nrange_end = \"10.77.0.10\"\n",
-                "reversed pool",
-            ),
-            (
-                "range_start = \"10.77.0.0\"\nrange_end = \"10.77.0.10\"\n",
-                "network address in pool",
-            ),
-            (
-                "range_start = \"10.77.0.10\"\nrange_end = \"10.77.0.20\"\nrouter = \"10.1.1.1\"\n",
-                "router outside",
-            ),
-            (
-                "range_start = \"10.77.0.10\"\nrange_end = \"10.77.0.20\"\nlease_time_secs = 5\n",
-                "short lease",
-            ),
-            (
-                "range_start = \"10.77.0.10\"\nrange_end = \"10.77.0.20\"\nbogus = 1\n",
-                "unknown key",
-            ),
-            (
-                "range_start = \"10.77.0.10\"\nrange_end = \"10.77.0.20\"\n[[dhcp.subnets.reservations]]\nmac = \"zz\"\nip = \"10.77.0.5\"\n",
-                "bad MAC",
-            ),
-            (
-                "range_start = \"10.77.0.10\"\nrange_end = \"10.77.0.20\"\n[[dhcp.subnets.reservations]]\nmac = \"52:54:00:00:00:01\"\nip = \"10.78.0.5\"\n",
-                "reservation outside",
-            ),
-            (
-                "range_start = \"10.77.0.10\"\nrange_end = \"10.77.0.20\"\n[[dhcp.subnets.reservations]]\nmac = \"52:54:00:00:00:01\"\nip = \"10.77.0.5\"\n[[dhcp.subnets.reservations]]\nmac = \"52-54-00-00-00-01\"\nip = \"10.77.0.6\"\n",
-                "MAC reserved twice",
-            ),
-        ] {
-            assert!(parse(&format!("{base}{extra}")).is_err(), "{why}");
-        }
-        assert!(parse("[dhcp.arch_map]\nx86 = \"a\"\n").is_err());
-        assert!(parse("[dhcp]\nmode = \"server\"\n").is_err());
     }
 }

@@ -30,19 +30,16 @@ use super::{
     config::{default_arch_map, DhcpConfig, Reservation, SubnetConfig, SubnetMode},
     handler::BootHandler,
     leases::{now_secs, Lease, LeaseDb},
-    packet::normalise_mac,
 };
 use crate::{
     events::{EventBus, NewEvent},
+    net::types::{normalise_mac, validate_host_label},
     store::{Kv, Store, Table},
 };
 
-/// Errors of DHCP administration (the shared service error: 400, 409, 404, 500).
-pub type DhcpAdminError = crate::service_error::ServiceError;
+type Result<T, E = ServiceError> = std::result::Result<T, E>;
 
-type Result<T, E = DhcpAdminError> = std::result::Result<T, E>;
-
-use crate::service_error::double_option;
+use crate::service_error::{double_option, ServiceError};
 
 /// A reservation made through the API (`/dhcp/reservations`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -306,23 +303,17 @@ fn key_of(cfg: &SubnetConfig) -> String {
 
 fn hostname(h: &str) -> Result<String> {
     let h = h.trim().to_ascii_lowercase();
-    let ok = !h.is_empty()
-        && h.len() <= 63
-        && h.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-        && !h.starts_with('-')
-        && !h.ends_with('-');
-    if ok {
-        Ok(h)
-    } else {
-        Err(DhcpAdminError::Invalid(format!(
-            "hostname {h:?} must be a DNS label: 1-63 letters, digits or '-'"
-        )))
+    match validate_host_label(&h) {
+        Ok(()) => Ok(h),
+        Err(e) => Err(ServiceError::Invalid(format!(
+            "'hostname' must be a single DNS label valid as a host name: {e}"
+        ))),
     }
 }
 
 /// Checks an architecture map entry's boot file.
 fn check_boot_file(code: u32, f: &str) -> Result<()> {
-    let bad = |why: &str| Err(DhcpAdminError::Invalid(format!("arch {code}: boot_file {f:?} {why}")));
+    let bad = |why: &str| Err(ServiceError::Invalid(format!("arch {code}: boot_file {f:?} {why}")));
     if f.is_empty() || f.len() > 255 {
         return bad("must be 1-255 bytes");
     }
@@ -536,7 +527,7 @@ impl DhcpControl {
                 .iter()
                 .find(|s| key_of(s) == p.cidr.trim() || s.cidr.to_string() == p.cidr.trim())
             else {
-                return Err(DhcpAdminError::Invalid(format!(
+                return Err(ServiceError::Invalid(format!(
                     "subnet {:?} is not in the configuration file; adding or removing subnets needs a \
                      [[dhcp.subnets]] entry and a restart",
                     p.cidr
@@ -551,7 +542,7 @@ impl DhcpControl {
             if let Some(i) = &p.interface {
                 let i = i.trim();
                 if i.is_empty() || i.len() > 15 || i.contains(['/', ' ', '\0']) {
-                    return Err(DhcpAdminError::Invalid(format!(
+                    return Err(ServiceError::Invalid(format!(
                         "subnet {}: 'interface' {i:?} is not an interface name (1-15 bytes, no '/' or spaces)",
                         base.cidr
                     )));
@@ -577,7 +568,7 @@ impl DhcpControl {
         };
         candidate
             .validate()
-            .map_err(|e| DhcpAdminError::Invalid(format!("{e:#}")))?;
+            .map_err(|e| ServiceError::Invalid(format!("{e:#}")))?;
         self.kv.put(SETTINGS_KEY, &overrides).await?;
         if let Ok(mut g) = self.overrides.write() {
             *g = overrides;
@@ -613,11 +604,11 @@ impl DhcpControl {
         let mut out = BTreeMap::new();
         for e in map.entries {
             let code = u16::try_from(e.arch_code).map_err(|_| {
-                DhcpAdminError::Invalid(format!("arch_code {} must be 0-65535 (RFC 4578 §2.1)", e.arch_code))
+                ServiceError::Invalid(format!("arch_code {} must be 0-65535 (RFC 4578 §2.1)", e.arch_code))
             })?;
             check_boot_file(e.arch_code, e.boot_file.trim())?;
             if out.insert(code, e.boot_file.trim().to_string()).is_some() {
-                return Err(DhcpAdminError::Invalid(format!("arch_code {code} appears twice")));
+                return Err(ServiceError::Invalid(format!("arch_code {code} appears twice")));
             }
         }
         let before = arch_view(&self.arch_map());
@@ -672,27 +663,27 @@ impl DhcpControl {
     pub fn reservation(&self, id: u64) -> Result<StoredReservation> {
         self.reservations
             .get(id)?
-            .ok_or_else(|| DhcpAdminError::NotFound(format!("no reservation with id {id}")))
+            .ok_or_else(|| ServiceError::NotFound(format!("no reservation with id {id}")))
     }
 
     fn apply_reservation(&self, r: &mut StoredReservation, input: ReservationInput) -> Result<()> {
         if let Some(m) = input.mac {
             r.mac = normalise_mac(&m)
-                .map_err(|_| DhcpAdminError::Invalid(format!("mac {m:?} is not a MAC address")))?
+                .map_err(|_| ServiceError::Invalid(format!("mac {m:?} is not a MAC address")))?
                 .to_string();
         }
         if let Some(ip) = input.ip {
             r.ip = ip
                 .trim()
                 .parse()
-                .map_err(|_| DhcpAdminError::Invalid(format!("ip {ip:?} is not an IPv4 address")))?;
+                .map_err(|_| ServiceError::Invalid(format!("ip {ip:?} is not an IPv4 address")))?;
         }
         if let Some(h) = input.hostname {
             r.hostname = h.map(|h| hostname(&h)).transpose()?;
         }
         if let Some(d) = input.description {
             if d.len() > 1024 || d.chars().any(char::is_control) {
-                return Err(DhcpAdminError::Invalid(
+                return Err(ServiceError::Invalid(
                     "'description' must be at most 1024 bytes without control characters".into(),
                 ));
             }
@@ -704,7 +695,7 @@ impl DhcpControl {
         });
         let Some(sub) = containing else {
             let known: Vec<String> = self.base.subnets.iter().map(|s| s.cidr.trunc().to_string()).collect();
-            return Err(DhcpAdminError::Invalid(format!(
+            return Err(ServiceError::Invalid(format!(
                 "ip {} is not a host address of a configured subnet ({})",
                 r.ip,
                 if known.is_empty() {
@@ -721,7 +712,7 @@ impl DhcpControl {
                 .parse::<ipnet::Ipv4Net>()
                 .is_ok_and(|n| n.trunc().to_string() == key);
             if !ok {
-                return Err(DhcpAdminError::Invalid(format!(
+                return Err(ServiceError::Invalid(format!(
                     "ip {} lies in subnet {key}, not {want:?}",
                     r.ip
                 )));
@@ -734,12 +725,12 @@ impl DhcpControl {
     fn check_reservation(&self, r: &StoredReservation) -> Result<()> {
         for (subnet, mac, ip) in self.file_reservations() {
             if ip == r.ip {
-                return Err(DhcpAdminError::Conflict(format!(
+                return Err(ServiceError::Conflict(format!(
                     "{ip} is already reserved for {mac} in the configuration file"
                 )));
             }
             if subnet == r.subnet && mac == r.mac {
-                return Err(DhcpAdminError::Conflict(format!(
+                return Err(ServiceError::Conflict(format!(
                     "{mac} already has a reservation ({ip}) in subnet {subnet} in the configuration file"
                 )));
             }
@@ -749,13 +740,13 @@ impl DhcpControl {
                 continue;
             }
             if o.ip == r.ip {
-                return Err(DhcpAdminError::Conflict(format!(
+                return Err(ServiceError::Conflict(format!(
                     "{} is already reserved for {} (reservation {})",
                     r.ip, o.mac, o.id
                 )));
             }
             if o.subnet == r.subnet && o.mac == r.mac {
-                return Err(DhcpAdminError::Conflict(format!(
+                return Err(ServiceError::Conflict(format!(
                     "{} already has a reservation in subnet {} ({}, reservation {})",
                     r.mac, r.subnet, o.ip, o.id
                 )));
@@ -770,7 +761,7 @@ impl DhcpControl {
     /// Invalid (400), Conflict (409: address or MAC already reserved), store errors.
     pub async fn create_reservation(&self, input: ReservationInput) -> Result<StoredReservation> {
         if input.mac.is_none() || input.ip.is_none() {
-            return Err(DhcpAdminError::Invalid("'mac' and 'ip' are required".into()));
+            return Err(ServiceError::Invalid("'mac' and 'ip' are required".into()));
         }
         let _w = self.write.lock().await;
         let now = OffsetDateTime::now_utc();
@@ -819,7 +810,7 @@ impl DhcpControl {
             .reservations
             .remove(id)
             .await?
-            .ok_or_else(|| DhcpAdminError::NotFound(format!("no reservation with id {id}")))?;
+            .ok_or_else(|| ServiceError::NotFound(format!("no reservation with id {id}")))?;
         self.apply()?;
         self.reservation_event("deleted", "delete", Some(&r), None);
         Ok(r)
@@ -858,7 +849,7 @@ impl DhcpControl {
     /// # Errors
     /// Invalid MAC, store errors.
     pub async fn delete_leases(&self, mac: &str) -> Result<Vec<Lease>> {
-        let m = normalise_mac(mac).map_err(|_| DhcpAdminError::Invalid(format!("{mac:?} is not a MAC address")))?;
+        let m = normalise_mac(mac).map_err(|_| ServiceError::Invalid(format!("{mac:?} is not a MAC address")))?;
         let gone = self.leases.lock().await.remove_mac(m).await?;
         for l in &gone {
             self.events.publish(NewEvent::write(

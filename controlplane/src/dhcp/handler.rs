@@ -33,9 +33,12 @@ use ipnet::Ipv4Net;
 use super::{
     config::{Reservation, SubnetConfig, SubnetMode},
     leases::{now_secs, Lease, LeaseDb},
-    packet::{normalise_mac, DhcpRequest, MacAddr},
+    packet::DhcpRequest,
 };
-use crate::net::IfAddr;
+use crate::net::{
+    types::{normalise_mac, MacAddr},
+    IfAddr,
+};
 
 /// Where a request came from.
 #[derive(Debug, Clone)]

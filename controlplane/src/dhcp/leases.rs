@@ -15,7 +15,7 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
-use super::packet::{normalise_mac, MacAddr};
+use crate::net::types::{normalise_mac, MacAddr};
 use crate::store::{Store, StoreError, Table};
 
 /// How long an offered address stays set aside for the client it was offered to.
@@ -191,26 +191,31 @@ impl LeaseDb {
         // The same client may hold an older address in this subnet: drop it.
         let key = (lease.subnet.clone(), mac);
         let mut reuse_id = None;
+        let mut old_row = None;
         if let Some(old_ip) = self.by_mac.get(&key).copied() {
             if old_ip != lease.ip {
-                if let Some(old) = self.by_ip.get(&old_ip).cloned() {
-                    self.remove_row(old.id).await?;
-                    self.by_ip.remove(&old_ip);
-                }
+                old_row = self.by_ip.get(&old_ip).cloned();
             } else if let Some(old) = self.by_ip.get(&old_ip) {
                 reuse_id = Some(old.id);
             }
         }
         // Another (expired) client's row on this address is replaced.
-        if reuse_id.is_none() {
-            if let Some(other) = self.by_ip.get(&lease.ip).cloned() {
-                self.remove_row(other.id).await?;
-                self.by_mac.remove(&(other.subnet.clone(), mac_of(&other)));
-                self.by_ip.remove(&lease.ip);
-            }
-        }
+        let other_row = match reuse_id {
+            None => self.by_ip.get(&lease.ip).cloned(),
+            Some(_) => None,
+        };
         lease.id = reuse_id.unwrap_or(0);
-        let lease = self.write(lease).await?;
+        // Dropping the old rows and writing the lease: all or nothing in the store, and
+        // the in-memory view changes only after the store did.
+        let gone: Vec<u64> = old_row.iter().chain(other_row.iter()).map(|l| l.id).collect();
+        let lease = self.write_replacing(&gone, lease).await?;
+        if let Some(old) = old_row {
+            self.by_ip.remove(&old.ip);
+        }
+        if let Some(other) = other_row {
+            self.by_mac.remove(&(other.subnet.clone(), mac_of(&other)));
+            self.by_ip.remove(&other.ip);
+        }
         self.drop_offer(mac);
         self.by_mac.insert(key, lease.ip);
         self.by_ip.insert(lease.ip, lease.clone());
@@ -263,11 +268,11 @@ impl LeaseDb {
     /// the addresses become free at once. Returns the deleted leases.
     ///
     /// # Errors
-    /// Store errors (rows deleted before the failure stay deleted).
+    /// Store errors (then nothing is deleted).
     pub async fn remove_mac(&mut self, mac: MacAddr) -> Result<Vec<Lease>, StoreError> {
         let gone: Vec<Lease> = self.by_ip.values().filter(|l| mac_of(l) == mac).cloned().collect();
+        self.remove_rows(&gone).await?;
         for l in &gone {
-            self.remove_row(l.id).await?;
             self.by_ip.remove(&l.ip);
             self.by_mac.remove(&(l.subnet.clone(), mac));
         }
@@ -278,11 +283,11 @@ impl LeaseDb {
     /// Deletes every lease and decline that expired before `now`. Returns how many.
     ///
     /// # Errors
-    /// Store errors.
+    /// Store errors (then nothing is deleted).
     pub async fn prune(&mut self, now: u64) -> Result<usize, StoreError> {
         let gone: Vec<Lease> = self.by_ip.values().filter(|l| !l.active(now)).cloned().collect();
+        self.remove_rows(&gone).await?;
         for l in &gone {
-            self.remove_row(l.id).await?;
             self.by_ip.remove(&l.ip);
             let key = (l.subnet.clone(), mac_of(l));
             if self.by_mac.get(&key) == Some(&l.ip) {
@@ -305,9 +310,36 @@ impl LeaseDb {
         Ok(lease)
     }
 
-    async fn remove_row(&self, id: u64) -> Result<(), StoreError> {
-        if let Some(t) = &self.table {
-            t.remove(id).await?;
+    /// Removes the rows `gone` and stores `lease` (new when its id is 0) in one
+    /// transaction.
+    async fn write_replacing(&self, gone: &[u64], lease: Lease) -> Result<Lease, StoreError> {
+        let Some(t) = &self.table else {
+            return self.write(lease).await;
+        };
+        t.transaction(|tx| {
+            for id in gone {
+                tx.remove::<Lease>(*id)?;
+            }
+            if lease.id == 0 {
+                tx.insert(lease.clone())
+            } else {
+                tx.put(&lease)?;
+                Ok(lease.clone())
+            }
+        })
+        .await
+    }
+
+    /// Removes the rows of `gone` in one transaction.
+    async fn remove_rows(&self, gone: &[Lease]) -> Result<(), StoreError> {
+        if let (Some(t), false) = (&self.table, gone.is_empty()) {
+            t.transaction(|tx| {
+                for l in gone {
+                    tx.remove::<Lease>(l.id)?;
+                }
+                Ok(())
+            })
+            .await?;
         }
         Ok(())
     }

@@ -6,45 +6,14 @@
 //! length above 16, for example, would make its `chaddr()` slice out of bounds).
 //! Holds no state.
 
-use std::{fmt, net::Ipv4Addr};
+use std::net::Ipv4Addr;
 
 use dhcproto::{
     v4::{DhcpOption, Message, MessageType, Opcode, OptionCode},
     Decodable, Decoder, Encodable, Encoder,
 };
 
-/// An Ethernet MAC address.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct MacAddr(pub [u8; 6]);
-
-impl fmt::Display for MacAddr {
-    /// Lower case, colon separated (`52:54:00:77:00:42`), the form iPXE's `${net0/mac}` uses.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let m = self.0;
-        write!(
-            f,
-            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
-            m[0], m[1], m[2], m[3], m[4], m[5]
-        )
-    }
-}
-
-/// Parses a MAC in any case with `:`, `-` or `.` separators (`aabb.ccdd.eeff`), or none
-/// (12 hex digits).
-///
-/// # Errors
-/// Anything that is not six hex octets.
-pub fn normalise_mac(s: &str) -> Result<MacAddr, PacketError> {
-    let hex: String = s.trim().chars().filter(|c| !matches!(c, ':' | '-' | '.')).collect();
-    if hex.len() != 12 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
-        return Err(PacketError::BadMac(s.to_string()));
-    }
-    let mut out = [0u8; 6];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|_| PacketError::BadMac(s.to_string()))?;
-    }
-    Ok(MacAddr(out))
-}
+use crate::net::types::MacAddr;
 
 /// Why a datagram is not a usable DHCP request.
 #[derive(Debug, thiserror::Error)]
@@ -64,9 +33,6 @@ pub enum PacketError {
     /// No option 53 (plain BOOTP is not served).
     #[error("no DHCP message type (BOOTP is not served)")]
     NoMessageType,
-    /// A MAC string that does not parse.
-    #[error("{0:?} is not a MAC address (expected six hex octets)")]
-    BadMac(String),
 }
 
 /// What kind of network-boot client sent a request.
@@ -259,16 +225,6 @@ mod tests {
         assert!(!user_class_is_ipxe(b"\x05iPXE"));
         assert!(!user_class_is_ipxe(b"gPXE"));
         assert!(!user_class_is_ipxe(b""));
-    }
-
-    #[test]
-    fn macs() {
-        let m = normalise_mac("52-54-00-AB-cd-EF").unwrap();
-        assert_eq!(m.to_string(), "52:54:00:ab:cd:ef");
-        assert_eq!(normalise_mac("525400abcdef").unwrap(), m);
-        assert!(normalise_mac("52:54:00:ab:cd").is_err());
-        assert!(normalise_mac("52:54:00:ab:cd:eg").is_err());
-        assert!(normalise_mac("ä2:54:00:ab:cd:ef").is_err());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! ([`zone`]), request handling ([`handler`]), transports ([`server`]), upstream
 //! forwarding ([`upstream`]) and the service that ties them to the store ([`service`]).
 
+pub mod config;
 pub mod handler;
 pub mod names;
 pub mod records;

@@ -1,75 +1,20 @@
-//! Domain-name helpers shared by the record API, the zone and the config: RFC 1035 §2.3.1
-//! syntax checks (labels of 1-63 bytes, names up to 255 wire bytes; `_` and `*` are also
-//! accepted because SRV/TXT-style and wildcard names are common in labs) and the rule
-//! that turns a record name into an absolute name. Pure functions, no state.
+//! Domain-name helpers shared by the record API and the zone: parsing a DNS owner name
+//! into a hickory [`Name`] (the syntax rule itself, `_` and wildcards included, is
+//! [`crate::net::types::validate_domain_name`]) and the rule that turns a record name
+//! into an absolute name. Pure functions, no state.
 
 use hickory_proto::rr::Name;
 
-/// Errors from name validation; the message says what is wrong and what is allowed.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum NameError {
-    /// The name is empty.
-    #[error("the name is empty")]
-    Empty,
-    /// A label is empty (two dots in a row, or a leading dot).
-    #[error("{0:?} has an empty label (two dots in a row or a leading dot)")]
-    EmptyLabel(String),
-    /// A label is longer than 63 bytes (RFC 1035 §2.3.4).
-    #[error("label {0:?} is longer than 63 bytes (RFC 1035 §2.3.4)")]
-    LabelTooLong(String),
-    /// The whole name is longer than 255 bytes in wire format (RFC 1035 §2.3.4).
-    #[error("{0:?} is longer than 255 bytes in wire format (RFC 1035 §2.3.4)")]
-    NameTooLong(String),
-    /// A label holds a character other than letters, digits, `-`, `_` or a lone `*`.
-    #[error("label {0:?} may only hold letters, digits, '-' and '_' and must not start or end with '-'")]
-    BadChar(String),
-}
+use crate::net::types::{validate_domain_name, NameError};
 
-/// Checks one label: 1-63 bytes of `[A-Za-z0-9_-]`, not starting or ending with `-`,
-/// or a lone `*`.
+/// Parses a dotted DNS owner name (trailing dot optional) into a lowercased, fully
+/// qualified [`Name`], after [`validate_domain_name`].
 ///
 /// # Errors
-/// [`NameError`] saying which rule failed.
-pub fn validate_label(label: &str) -> Result<(), NameError> {
-    if label.is_empty() {
-        return Err(NameError::EmptyLabel(label.into()));
-    }
-    if label.len() > 63 {
-        return Err(NameError::LabelTooLong(label.into()));
-    }
-    if label == "*" {
-        return Ok(());
-    }
-    let ok = label
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    if !ok || label.starts_with('-') || label.ends_with('-') {
-        return Err(NameError::BadChar(label.into()));
-    }
-    Ok(())
-}
-
-/// Parses a dotted domain name (trailing dot optional) into a lowercased, fully
-/// qualified [`Name`].
-///
-/// # Errors
-/// [`NameError`] for empty names, bad labels or names over 255 wire bytes.
+/// [`NameError`] for empty names, bad labels or names over 253 characters.
 pub fn parse_domain(s: &str) -> Result<Name, NameError> {
+    validate_domain_name(s)?;
     let t = s.strip_suffix('.').unwrap_or(s);
-    if t.is_empty() {
-        return Err(NameError::Empty);
-    }
-    let mut wire = 1usize;
-    for label in t.split('.') {
-        if label.is_empty() {
-            return Err(NameError::EmptyLabel(s.into()));
-        }
-        validate_label(label)?;
-        wire += 1 + label.len();
-    }
-    if wire > 255 {
-        return Err(NameError::NameTooLong(s.into()));
-    }
     let mut name = Name::from_ascii(t.to_ascii_lowercase()).map_err(|_| NameError::BadChar(s.into()))?;
     name.set_fqdn(true);
     Ok(name)

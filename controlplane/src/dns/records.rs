@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
-use super::names::{self, NameError};
+use super::names;
+use crate::net::types::NameError;
 
 /// Record types with local data (spec "Built-in DNS server", item 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema, PartialOrd, Ord)]

@@ -32,6 +32,7 @@ use crate::{
     dataplane::{DnsTable, Projection},
     events::{EventBus, NewEvent},
     net::{interface_addrs, IfAddr},
+    service_error::ServiceError,
     store::{Kv, Store, StoreError, Table},
 };
 
@@ -80,7 +81,7 @@ pub struct DnsSettingsPatch {
 #[derive(Debug, Clone)]
 pub struct DnsServiceConfig {
     /// `[dns]`.
-    pub dns: crate::config::DnsConfig,
+    pub dns: super::config::DnsConfig,
     /// `[server] name` (the server's own auto-record).
     pub server_name: String,
     /// `[dns] local_domain` or `<server name>.local`.
@@ -109,9 +110,6 @@ impl crate::supervisor::Service for DnsUnit {
         (!b.is_empty()).then(|| b.iter().map(ToString::to_string).collect())
     }
 }
-
-/// Errors of DNS service operations (the shared service error: 400, 409, 404, 500).
-pub type DnsError = crate::service_error::ServiceError;
 
 const SETTINGS_KEY: &str = "dns";
 
@@ -341,9 +339,9 @@ impl DnsService {
     }
 
     /// Rebuilds the zone from the store and projects it into the data plane.
-    fn rebuild(&self) -> Result<(), DnsError> {
+    fn rebuild(&self) -> Result<(), ServiceError> {
         let s = self.settings();
-        let origin = names::parse_domain(&s.local_domain).map_err(|e| DnsError::Invalid(e.to_string()))?;
+        let origin = names::parse_domain(&s.local_domain).map_err(|e| ServiceError::Invalid(e.to_string()))?;
         let records = self.records.list()?;
         let ifaddrs = self.ifaddrs.lock().expect("ifaddrs lock").clone();
         let serial = self.serial.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
@@ -378,7 +376,7 @@ impl DnsService {
 
     /// Creates, updates or removes the auto-records (`@` and the server's name, A and —
     /// when the server has a global IPv6 address — AAAA; spec "Built-in DNS server" item 4).
-    async fn ensure_auto_records(&self) -> Result<(), DnsError> {
+    async fn ensure_auto_records(&self) -> Result<(), ServiceError> {
         let ifaddrs = self.ifaddrs.lock().expect("ifaddrs lock").clone();
         let primary = |v4: bool| {
             ifaddrs
@@ -469,8 +467,8 @@ impl DnsService {
     /// auto-records included).
     ///
     /// # Errors
-    /// [`DnsError::Invalid`] naming the bad field, or a bind failure; store errors.
-    pub async fn apply_settings(&self, patch: DnsSettingsPatch) -> Result<DnsSettings, DnsError> {
+    /// [`ServiceError::Invalid`] naming the bad field, or a bind failure; store errors.
+    pub async fn apply_settings(&self, patch: DnsSettingsPatch) -> Result<DnsSettings, ServiceError> {
         let _g = self.write_lock.lock().await;
         let old = self.settings();
         let mut new = old.clone();
@@ -481,11 +479,11 @@ impl DnsService {
             new.port = u16::try_from(p)
                 .ok()
                 .filter(|p| *p != 0)
-                .ok_or_else(|| DnsError::Invalid(format!("'port' {p} is out of range: use 1-65535")))?;
+                .ok_or_else(|| ServiceError::Invalid(format!("'port' {p} is out of range: use 1-65535")))?;
         }
         if let Some(l) = patch.listen {
             if l.is_empty() {
-                return Err(DnsError::Invalid(
+                return Err(ServiceError::Invalid(
                     "'listen' must hold at least one address, e.g. [\"0.0.0.0\", \"::\"]".into(),
                 ));
             }
@@ -493,7 +491,7 @@ impl DnsService {
                 .iter()
                 .map(|a| {
                     a.trim().parse::<IpAddr>().map_err(|_| {
-                        DnsError::Invalid(format!(
+                        ServiceError::Invalid(format!(
                             "'listen' entry {a:?} is not an IP address such as 0.0.0.0 or ::"
                         ))
                     })
@@ -502,16 +500,16 @@ impl DnsService {
         }
         if let Some(d) = patch.local_domain {
             let name = names::parse_domain(d.trim())
-                .map_err(|e| DnsError::Invalid(format!("'local_domain' {d:?} is not a valid domain name: {e}")))?;
+                .map_err(|e| ServiceError::Invalid(format!("'local_domain' {d:?} is not a valid domain name: {e}")))?;
             new.local_domain = names::display(&name).trim_end_matches('.').to_string();
         }
         let mut upstreams = None;
         if let Some(u) = patch.upstream {
-            let specs = parse_upstreams(&u).map_err(|e| DnsError::Invalid(format!("'upstream': {e}")))?;
+            let specs = parse_upstreams(&u).map_err(|e| ServiceError::Invalid(format!("'upstream': {e}")))?;
             upstreams = Some(
                 resolve_upstreams(&specs)
                     .await
-                    .map_err(|e| DnsError::Invalid(format!("'upstream': {e}")))?,
+                    .map_err(|e| ServiceError::Invalid(format!("'upstream': {e}")))?,
             );
             new.upstream = u.trim().to_string();
         }
@@ -528,7 +526,7 @@ impl DnsService {
         };
         if target.enabled != serving || (serving && (new.port, &new.listen) != (old.port, &old.listen)) {
             self.rebind(&target)
-                .map_err(|e| DnsError::Invalid(format!("the new DNS listen settings cannot be applied: {e:#}")))?;
+                .map_err(|e| ServiceError::Invalid(format!("the new DNS listen settings cannot be applied: {e:#}")))?;
             self.sync_xdp(&new.listen);
         }
         self.kv.put(SETTINGS_KEY, &new).await?;
@@ -553,7 +551,7 @@ impl DnsService {
     ///
     /// # Errors
     /// Store errors.
-    pub fn list(&self) -> Result<Vec<DnsRecord>, DnsError> {
+    pub fn list(&self) -> Result<Vec<DnsRecord>, ServiceError> {
         let origin = self.origin();
         Ok(self.records.list()?.into_iter().map(|r| r.with_fqdn(&origin)).collect())
     }
@@ -561,15 +559,15 @@ impl DnsService {
     /// One record.
     ///
     /// # Errors
-    /// [`DnsError::NotFound`], store errors.
-    pub fn get(&self, id: u64) -> Result<DnsRecord, DnsError> {
+    /// [`ServiceError::NotFound`], store errors.
+    pub fn get(&self, id: u64) -> Result<DnsRecord, ServiceError> {
         self.records
             .get(id)?
             .map(|r| r.with_fqdn(&self.origin()))
             .ok_or(not_found(id))
     }
 
-    fn check_conflicts(&self, rec: &DnsRecord, origin: &Name) -> Result<(), DnsError> {
+    fn check_conflicts(&self, rec: &DnsRecord, origin: &Name) -> Result<(), ServiceError> {
         let all = self.records.list()?;
         let owner = rec.owner(origin);
         // Cheap pre-filter before parsing names: two names can only be the same owner when
@@ -582,7 +580,7 @@ impl DnsService {
         let maybe_same = |o: &DnsRecord| o.name == "@" || o.name.split('.').next() == Some(first.as_str());
         for other in all.iter().filter(|o| o.id != rec.id && maybe_same(o)) {
             if rec.same_data(other, origin) {
-                return Err(DnsError::Conflict(format!(
+                return Err(ServiceError::Conflict(format!(
                     "an identical {} record for {} already exists (id {}); update that one instead",
                     rec.kind.as_str(),
                     rec.fqdn,
@@ -590,7 +588,7 @@ impl DnsService {
                 )));
             }
             if other.owner(origin) == owner && (rec.kind == RecordKind::CNAME) != (other.kind == RecordKind::CNAME) {
-                return Err(DnsError::Invalid(format!(
+                return Err(ServiceError::Invalid(format!(
                     "{} already has a {} record (id {}); a CNAME cannot coexist with other data at the same name (RFC 1034 §3.6.2)",
                     rec.fqdn,
                     other.kind.as_str(),
@@ -602,7 +600,7 @@ impl DnsService {
                 && other.kind == RecordKind::CNAME
                 && other.subnet == rec.subnet
             {
-                return Err(DnsError::Invalid(format!(
+                return Err(ServiceError::Invalid(format!(
                     "{} already has a CNAME (id {}); a name can have only one",
                     rec.fqdn, other.id
                 )));
@@ -614,12 +612,12 @@ impl DnsService {
     /// Validates and stores a new record, then updates the zone and the fast path.
     ///
     /// # Errors
-    /// [`DnsError::Invalid`] (400), [`DnsError::Conflict`] (409), store errors.
-    pub async fn create(&self, input: RecordInput) -> Result<DnsRecord, DnsError> {
+    /// [`ServiceError::Invalid`] (400), [`ServiceError::Conflict`] (409), store errors.
+    pub async fn create(&self, input: RecordInput) -> Result<DnsRecord, ServiceError> {
         let _g = self.write_lock.lock().await;
         let origin = self.origin();
-        let rec =
-            records::validate(&input, None, &origin, OffsetDateTime::now_utc()).map_err(|e| DnsError::Invalid(e.0))?;
+        let rec = records::validate(&input, None, &origin, OffsetDateTime::now_utc())
+            .map_err(|e| ServiceError::Invalid(e.0))?;
         self.check_conflicts(&rec, &origin)?;
         let rec = self.records.insert(rec).await?;
         self.rebuild()?;
@@ -632,8 +630,8 @@ impl DnsService {
     /// Auto-records accept only `ttl` and `enabled` changes.
     ///
     /// # Errors
-    /// As [`DnsService::create`], plus [`DnsError::NotFound`].
-    pub async fn update(&self, id: u64, input: RecordInput) -> Result<DnsRecord, DnsError> {
+    /// As [`DnsService::create`], plus [`ServiceError::NotFound`].
+    pub async fn update(&self, id: u64, input: RecordInput) -> Result<DnsRecord, ServiceError> {
         let _g = self.write_lock.lock().await;
         let origin = self.origin();
         let base = self.records.get(id)?.ok_or(not_found(id))?;
@@ -646,13 +644,13 @@ impl DnsService {
                 || input.value.as_ref().is_some_and(|v| v != &base.value)
                 || input.subnet.as_ref().is_some_and(|s| !s.is_empty());
             if changes_data {
-                return Err(DnsError::Invalid(format!(
+                return Err(ServiceError::Invalid(format!(
                     "record {id} is an auto-record managed by the server: only 'ttl' and 'enabled' can be changed"
                 )));
             }
         }
         let rec = records::validate(&input, Some(&base), &origin, OffsetDateTime::now_utc())
-            .map_err(|e| DnsError::Invalid(e.0))?;
+            .map_err(|e| ServiceError::Invalid(e.0))?;
         self.check_conflicts(&rec, &origin)?;
         self.records.put(&rec).await?;
         self.rebuild()?;
@@ -666,12 +664,12 @@ impl DnsService {
     /// Deletes a record. Auto-records cannot be deleted (disable them instead).
     ///
     /// # Errors
-    /// [`DnsError::NotFound`], [`DnsError::Invalid`] for auto-records, store errors.
-    pub async fn delete(&self, id: u64) -> Result<DnsRecord, DnsError> {
+    /// [`ServiceError::NotFound`], [`ServiceError::Invalid`] for auto-records, store errors.
+    pub async fn delete(&self, id: u64) -> Result<DnsRecord, ServiceError> {
         let _g = self.write_lock.lock().await;
         let rec = self.records.get(id)?.ok_or(not_found(id))?;
         if rec.auto {
-            return Err(DnsError::Invalid(format!(
+            return Err(ServiceError::Invalid(format!(
                 "record {id} is an auto-record managed by the server and comes back on start; set \"enabled\": false instead"
             )));
         }
@@ -746,8 +744,8 @@ fn record_event(verb: &str, action: &str, before: Option<&DnsRecord>, after: Opt
     )
 }
 
-fn not_found(id: u64) -> DnsError {
-    DnsError::NotFound(format!("DNS record {id} does not exist"))
+fn not_found(id: u64) -> ServiceError {
+    ServiceError::NotFound(format!("DNS record {id} does not exist"))
 }
 
 /// The addresses the fast path answers on: the listen addresses, with unspecified ones

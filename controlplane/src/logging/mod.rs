@@ -505,7 +505,6 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::config::Config;
 
     fn emit(c: &LogControl, f: impl FnOnce()) {
         tracing::dispatcher::with_default(c.dispatch().unwrap(), f);
@@ -513,48 +512,6 @@ mod tests {
 
     fn recv_now(rx: &mut broadcast::Receiver<Arc<LogLine>>) -> Option<Arc<LogLine>> {
         rx.try_recv().ok()
-    }
-
-    #[test]
-    fn config_section_defaults_and_the_old_log_key() {
-        let c: Config = toml::from_str("").unwrap();
-        let l = &c.logging;
-        assert_eq!(
-            (
-                l.level.as_str(),
-                l.rotation,
-                l.max_file_bytes,
-                l.keep_files,
-                l.retention_days
-            ),
-            ("info", Rotation::Daily, 64 << 20, 14, 30)
-        );
-        assert_eq!(l.dir_in(Path::new("/data")), Path::new("/data/logs"));
-        let c: Config = toml::from_str("[logging]\nrotation = \"hourly\"\ndir = \"/x\"\nkeep_files = 3").unwrap();
-        assert_eq!((c.logging.rotation, c.logging.keep_files), (Rotation::Hourly, 3));
-        assert_eq!(c.logging.dir_in(Path::new("/data")), Path::new("/x"));
-        assert!(toml::from_str::<Config>("[logging]\nrotation = \"weekly\"").is_err());
-        assert!(toml::from_str::<Config>("[logging]\nlevels = \"info\"").is_err());
-        // The old top-level key still parses; Config::load copies it into [logging] level.
-        let file = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(file.path(), "log = \"debug\"\n").unwrap();
-        let args = crate::config::ServeArgs {
-            config: Some(file.path().to_path_buf()),
-            log: Some("warn".into()),
-            ..Default::default()
-        };
-        let c = Config::load(&args).unwrap();
-        assert_eq!(c.logging.level, "debug");
-        assert_eq!(c.logging.level_override.as_deref(), Some("warn"));
-        std::fs::write(file.path(), "[logging]\nkeep_files = 0\n").unwrap();
-        let e = Config::load(&args).unwrap_err().to_string();
-        assert!(e.contains("[logging] keep_files"), "{e}");
-        let bad = crate::config::ServeArgs {
-            log: Some("bootlane=[".into()),
-            ..Default::default()
-        };
-        let e = format!("{:#}", Config::load(&bad).unwrap_err());
-        assert!(e.contains("--log"), "{e}");
     }
 
     #[test]

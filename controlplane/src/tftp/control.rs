@@ -21,9 +21,6 @@ use crate::{
     store::{Kv, Store, StoreError},
 };
 
-/// Errors of TFTP settings changes (400 for invalid values, 500 for the store).
-pub type TftpAdminError = ServiceError;
-
 /// Stored overrides over `[tftp]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TftpOverrides {
@@ -161,9 +158,9 @@ impl TftpControl {
     /// the running server must be restarted for it (socket, root or limits changed).
     ///
     /// # Errors
-    /// [`TftpAdminError::Invalid`] naming the key for a value out of range, store errors.
-    pub async fn set(&self, c: TftpChange) -> Result<(TftpConfig, bool), TftpAdminError> {
-        let bad = |m: &str| Err(TftpAdminError::Invalid(m.into()));
+    /// [`ServiceError::Invalid`] naming the key for a value out of range, store errors.
+    pub async fn set(&self, c: TftpChange) -> Result<(TftpConfig, bool), ServiceError> {
+        let bad = |m: &str| Err(ServiceError::Invalid(m.into()));
         if c.timeout_ms.is_some_and(|t| !(10..=60_000).contains(&t)) {
             return bad("'timeout_ms' must be 10-60000");
         }
@@ -179,7 +176,7 @@ impl TftpControl {
         if let Some(r) = &c.root {
             // The current root sent back unchanged (a GET answer PUT back) is fine.
             if self.effective().root.as_ref() != Some(r) && (!r.is_absolute() || !r.is_dir()) {
-                return Err(TftpAdminError::Invalid(format!(
+                return Err(ServiceError::Invalid(format!(
                     "'root' {} must be an absolute path to an existing directory",
                     r.display()
                 )));

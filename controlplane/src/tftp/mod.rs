@@ -66,6 +66,19 @@ impl Default for TftpConfig {
     }
 }
 
+impl TftpConfig {
+    /// Checks the section (port 1-65535).
+    ///
+    /// # Errors
+    /// A message naming the bad key.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.port == 0 {
+            anyhow::bail!("[tftp] port must be 1-65535");
+        }
+        Ok(())
+    }
+}
+
 /// The running TFTP server.
 pub struct TftpService {
     /// The server (its limits can be changed live).

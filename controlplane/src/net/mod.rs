@@ -1,7 +1,11 @@
 //! The server's own network interfaces and addresses, read with `getifaddrs` (crate
 //! `if-addrs`). Used for subnet-aware answers (spec "Built-in DNS server", item 3):
 //! which subnet a client is on, and which of the server's addresses is on that subnet.
-//! Holds no state; callers re-read when they rebuild their view.
+//! Holds no state; callers re-read when they rebuild their view. [`types`] holds the
+//! networking value types and name rules every resource shares (MAC address, host and
+//! DNS names).
+
+pub mod types;
 
 use std::net::IpAddr;
 

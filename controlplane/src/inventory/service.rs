@@ -1,0 +1,212 @@
+//! The host service: the single write path for hosts (lock, validate, check uniqueness,
+//! store, publish `host.created|updated|deleted` on the [`EventBus`]) and the reads every
+//! other part uses (the API, the boot catalog's per-MAC script choice and its "profile in
+//! use" check).
+//!
+//! State: the `hosts` table, a read-only view of whether a profile id exists (handed in by
+//! the wiring, so inventory does not depend on the boot module), and one async mutex that
+//! serialises host writes so the uniqueness check cannot race.
+
+use std::sync::Arc;
+
+use time::OffsetDateTime;
+
+use super::model::{Host, HostInput, HostView};
+use crate::{
+    events::{EventBus, NewEvent},
+    net::types::MacAddr,
+    service_error::ServiceError,
+    store::{Store, Table},
+};
+
+type Result<T, E = ServiceError> = std::result::Result<T, E>;
+
+/// Answers whether a boot profile with this id exists (checked when a host names one).
+pub type ProfileExists = Arc<dyn Fn(u64) -> Result<bool> + Send + Sync>;
+
+/// Hosts: reads and the one write path. Cheap to share behind an `Arc`.
+pub struct HostService {
+    hosts: Table<Host>,
+    profile_exists: ProfileExists,
+    write: tokio::sync::Mutex<()>,
+    events: Arc<EventBus>,
+}
+
+impl HostService {
+    /// Opens the `hosts` table. `profile_exists` backs the `profile_id` check.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn open(store: &Store, profile_exists: ProfileExists, events: Arc<EventBus>) -> Result<Arc<Self>> {
+        Ok(Arc::new(Self {
+            hosts: store.table()?,
+            profile_exists,
+            write: tokio::sync::Mutex::new(()),
+            events,
+        }))
+    }
+
+    /// Every host, in id order.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn list(&self) -> Result<Vec<Host>> {
+        Ok(self.hosts.list()?)
+    }
+
+    /// One host.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotFound`], store errors.
+    pub fn get(&self, id: u64) -> Result<Host> {
+        self.hosts
+            .get(id)?
+            .ok_or_else(|| ServiceError::NotFound(format!("no host with id {id}")))
+    }
+
+    /// The host with this MAC, if registered.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn by_mac(&self, mac: MacAddr) -> Result<Option<Host>> {
+        let m = mac.to_string();
+        Ok(self.hosts.list()?.into_iter().find(|h| h.mac == m))
+    }
+
+    /// Holds host writes still while the guard lives, for a caller that checks hosts'
+    /// references and then acts on the answer (deleting a profile no host uses), so no
+    /// host can take the reference in between. Lock order: the caller's own lock first,
+    /// then this one; host writes never take another service's lock.
+    pub async fn hold_writes(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.write.lock().await
+    }
+
+    fn check_unique(&self, h: &Host) -> Result<()> {
+        for o in self.hosts.list()? {
+            if o.id == h.id {
+                continue;
+            }
+            if o.name == h.name {
+                return Err(ServiceError::Conflict(format!(
+                    "host name {:?} is already used by host {}",
+                    h.name, o.id
+                )));
+            }
+            if o.mac == h.mac {
+                return Err(ServiceError::Conflict(format!(
+                    "MAC {} is already registered to host {} ({})",
+                    h.mac, o.id, o.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates a host (`name` and `mac` required).
+    ///
+    /// # Errors
+    /// Invalid (400), Conflict (409: name or MAC taken), store errors.
+    pub async fn create(&self, input: HostInput) -> Result<Host> {
+        if input.name.is_none() || input.mac.is_none() {
+            return Err(ServiceError::Invalid("'name' and 'mac' are required".into()));
+        }
+        let _w = self.write.lock().await;
+        let mut h = Host::blank(OffsetDateTime::now_utc());
+        h.apply(input, &*self.profile_exists)?;
+        self.check_unique(&h)?;
+        let h = self.hosts.insert(h).await?;
+        self.event("created", "create", None, Some(&h));
+        Ok(h)
+    }
+
+    /// Merges `input` into host `id`.
+    ///
+    /// # Errors
+    /// NotFound, Invalid, Conflict, store errors.
+    pub async fn update(&self, id: u64, input: HostInput) -> Result<Host> {
+        let _w = self.write.lock().await;
+        let mut h = self.get(id)?;
+        let before = h.clone();
+        h.apply(input, &*self.profile_exists)?;
+        self.check_unique(&h)?;
+        h.updated_at = OffsetDateTime::now_utc();
+        self.hosts.put(&h).await?;
+        self.event("updated", "update", Some(&before), Some(&h));
+        Ok(h)
+    }
+
+    /// Deletes host `id`, answering the deleted host.
+    ///
+    /// # Errors
+    /// NotFound, store errors.
+    pub async fn delete(&self, id: u64) -> Result<Host> {
+        let _w = self.write.lock().await;
+        let h = self
+            .hosts
+            .remove(id)
+            .await?
+            .ok_or_else(|| ServiceError::NotFound(format!("no host with id {id}")))?;
+        self.event("deleted", "delete", Some(&h), None);
+        Ok(h)
+    }
+
+    /// `host.<verb>`; the payloads are [`HostView`]s (no BMC password).
+    fn event(&self, verb: &str, action: &str, before: Option<&Host>, after: Option<&Host>) {
+        let Some(h) = after.or(before) else { return };
+        self.events.publish(NewEvent::write(
+            format!("host.{verb}"),
+            "host",
+            h.id,
+            action,
+            format!("host {} ({}) {verb}", h.name, h.mac),
+            before.map(HostView::from).as_ref(),
+            after.map(HostView::from).as_ref(),
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(name: &str, mac: &str) -> HostInput {
+        HostInput {
+            name: Some(name.into()),
+            mac: Some(mac.into()),
+            ..Default::default()
+        }
+    }
+
+    fn service(events: Arc<EventBus>) -> Arc<HostService> {
+        HostService::open(&Store::temporary(), Arc::new(|id| Ok(id == 1)), events).unwrap()
+    }
+
+    #[tokio::test]
+    async fn writes_check_uniqueness_and_publish_events() {
+        let events = EventBus::in_memory();
+        let mut sub = events.subscribe();
+        let s = service(events.clone());
+        let h = s.create(input("node1", "52:54:00:00:00:01")).await.unwrap();
+        assert!(matches!(
+            s.create(input("NODE1", "52:54:00:00:00:02")).await,
+            Err(ServiceError::Conflict(_))
+        ));
+        assert!(matches!(
+            s.create(input("node2", "52-54-00-00-00-01")).await,
+            Err(ServiceError::Conflict(_))
+        ));
+        let with_profile = HostInput {
+            profile_id: Some(Some(1)),
+            ..Default::default()
+        };
+        assert_eq!(s.update(h.id, with_profile).await.unwrap().profile_id, Some(1));
+        let mac = crate::net::types::normalise_mac("52:54:00:00:00:01").unwrap();
+        assert_eq!(s.by_mac(mac).unwrap().map(|h| h.id), Some(h.id));
+        s.delete(h.id).await.unwrap();
+        assert!(matches!(s.get(h.id), Err(ServiceError::NotFound(_))));
+        let kinds: Vec<String> = std::iter::from_fn(|| sub.rx.try_recv().ok())
+            .map(|e| e.kind.clone())
+            .collect();
+        assert_eq!(kinds, ["host.created", "host.updated", "host.deleted"]);
+    }
+}
