@@ -4,7 +4,8 @@
 //! - `run`: build and run the server (`bootlane serve`), as root.
 //! - `test`: every test — unit and API tests of the default members, then the privileged
 //!   integration tests (XDP `test_run`, network namespaces, real clients) as root.
-//! - `bench`: benchmarks against dnsmasq in the same invocation.
+//! - `bench`: benchmarks against dnsmasq in the same invocation, and what SSE subscribers
+//!   cost the DNS path and API writes (`bench events`).
 //! - `lab`: Bootlane and a QEMU machine in a namespace, the machine's console on the terminal.
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "xtask is a CLI tool")]
 
@@ -54,10 +55,11 @@ enum Cmd {
         #[arg(long, default_value_t = 180)]
         seconds: u32,
     },
-    /// Benchmarks against dnsmasq (`dns`, `boot` or `all`).
+    /// Benchmarks against dnsmasq (`dns`, `boot`), SSE subscriber cost (`events`), or `all`.
     Bench {
         /// Which benchmark: `dns` (userspace and XDP vs dnsmasq), `boot` (DHCP and TFTP vs
-        /// dnsmasq) or `all`.
+        /// dnsmasq), `events` (DNS qps and API write latency with 0 and 50 SSE subscribers)
+        /// or `all`.
         #[arg(default_value = "all")]
         what: String,
     },
@@ -124,10 +126,9 @@ fn build_server(release: bool) -> Result<PathBuf> {
         c.arg("--release");
     }
     run(&mut c)?;
-    Ok(root()
-        .join("target")
-        .join(if release { "release" } else { "debug" })
-        .join("bootlane"))
+    // Cargo's own rule: CARGO_TARGET_DIR (relative to the workspace) wins over ./target.
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), |d| root().join(d));
+    Ok(target.join(if release { "release" } else { "debug" }).join("bootlane"))
 }
 
 /// Builds the integration test binaries and returns their paths (aya's xtask approach:
@@ -179,8 +180,8 @@ fn test(unit_only: bool, filter: Option<String>) -> Result<()> {
 }
 
 fn bench(what: &str) -> Result<()> {
-    if !matches!(what, "dns" | "boot" | "all") {
-        bail!("unknown benchmark {what:?}: use dns, boot or all");
+    if !matches!(what, "dns" | "boot" | "events" | "all") {
+        bail!("unknown benchmark {what:?}: use dns, boot, events or all");
     }
     setup()?;
     let bin = build_server(true)?.display().to_string();
@@ -193,6 +194,12 @@ fn bench(what: &str) -> Result<()> {
         run(&mut privileged(
             Path::new("bash"),
             &[script("bench-dns-xdp.sh"), bin.clone()],
+        ))?;
+    }
+    if matches!(what, "events" | "all") {
+        run(&mut privileged(
+            Path::new("bash"),
+            &[script("bench-events.sh"), bin.clone()],
         ))?;
     }
     if matches!(what, "boot" | "all") {
