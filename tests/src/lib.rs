@@ -1,14 +1,19 @@
 //! Test lab for Bootlane's privileged integration tests: network namespaces joined by veth
 //! pairs (removed by `Drop`), the real `bootlane` binary started inside one of them (killed
 //! by `Drop`), an API client (curl inside the namespace, with a cookie jar) and helpers to
-//! run real clients (`dig`, `kdig`, dnsmasq) in a namespace. Names carry the test
+//! run real clients (`dig`, `kdig`, dnsmasq) in a namespace, and a server-sent-events
+//! reader ([`SseStream`]: `curl -N` on an event stream, parsed into messages). Names carry the test
 //! process's PID and a counter so parallel runs never collide; nothing is ever cleaned up
 //! by name pattern (test-lab.md safety rule). Traffic stays inside the namespaces.
 
 use std::{
+    io::{BufRead, BufReader},
     path::PathBuf,
     process::{Child, Command, Output, Stdio},
-    sync::atomic::{AtomicU32, Ordering},
+    sync::{
+        atomic::{AtomicU32, Ordering},
+        mpsc,
+    },
     thread::sleep,
     time::{Duration, Instant},
 };
@@ -198,6 +203,61 @@ impl Server {
         assert_eq!(code, 200, "login failed: {v}");
     }
 
+    /// PID of the running server process (`ip netns exec` execs it, so this is
+    /// `bootlane` itself), or `None` when it is not running.
+    pub fn pid(&mut self) -> Option<u32> {
+        let c = self.child.as_mut()?;
+        match c.try_wait() {
+            Ok(None) => Some(c.id()),
+            _ => None,
+        }
+    }
+
+    /// Opens `GET <base><path>` as a server-sent-events stream with `curl -N` inside the
+    /// server's namespace, authenticated with the session cookie; `last_event_id` is sent
+    /// as the `Last-Event-ID` header.
+    pub fn sse(&self, path: &str, last_event_id: Option<u64>) -> SseStream {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.ns, "curl", "-sN", "-b"])
+            .arg(&self.jar)
+            .args(["-H", "Accept: text/event-stream"]);
+        if let Some(id) = last_event_id {
+            cmd.args(["-H", &format!("Last-Event-ID: {id}")]);
+        }
+        let mut child = cmd
+            .arg(format!("{}{path}", self.base))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn curl -N");
+        let out = child.stdout.take().expect("curl stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut msg = SseMessage::default();
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { return };
+                if line.is_empty() {
+                    if (!msg.event.is_empty() || msg.id.is_some()) && tx.send(std::mem::take(&mut msg)).is_err() {
+                        return;
+                    }
+                    continue;
+                }
+                // `:`-lines are comments (the heartbeat); `field: value` otherwise.
+                let Some((field, value)) = line.split_once(':') else {
+                    continue;
+                };
+                let value = value.strip_prefix(' ').unwrap_or(value);
+                match field {
+                    "id" => msg.id = value.parse().ok(),
+                    "event" => msg.event = value.to_string(),
+                    "data" => msg.data = serde_json::from_str(value).unwrap_or(Value::String(value.into())),
+                    _ => {}
+                }
+            }
+        });
+        SseStream { _curl: Proc(child), rx }
+    }
+
     /// Sends SIGKILL and waits for the process to end.
     pub fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -267,6 +327,49 @@ impl Drop for Proc {
         // SAFETY: kill(2) on our own child's PID.
         unsafe { libc::kill(self.0.id() as i32, libc::SIGKILL) };
         let _ = self.0.wait();
+    }
+}
+
+/// One server-sent event: `id:`, `event:` and `data:` (decoded as JSON when it is JSON).
+#[derive(Debug, Default, Clone)]
+pub struct SseMessage {
+    /// The `id:` field.
+    pub id: Option<u64>,
+    /// The `event:` field (Bootlane sends the event kind).
+    pub event: String,
+    /// The `data:` field.
+    pub data: Value,
+}
+
+/// A `curl -N` reading an event stream (see [`Server::sse`]); dropping it kills curl,
+/// which closes the connection.
+pub struct SseStream {
+    _curl: Proc,
+    rx: mpsc::Receiver<SseMessage>,
+}
+
+impl SseStream {
+    /// The next message, or `None` when none arrives within `timeout` (or curl ended).
+    pub fn next(&self, timeout: Duration) -> Option<SseMessage> {
+        self.rx.recv_timeout(timeout).ok()
+    }
+
+    /// Reads messages until one satisfies `pred` and returns it, with every message read
+    /// before it; panics (showing what was read) when none does within `timeout`.
+    pub fn until(&self, timeout: Duration, pred: impl Fn(&SseMessage) -> bool) -> (SseMessage, Vec<SseMessage>) {
+        let end = Instant::now() + timeout;
+        let mut seen = Vec::new();
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            match self.next(left) {
+                Some(m) if pred(&m) => return (m, seen),
+                Some(m) => seen.push(m),
+                None => panic!(
+                    "no matching event within {timeout:?}; read: {:?}",
+                    seen.iter().map(|m| (m.id, &m.event)).collect::<Vec<_>>()
+                ),
+            }
+        }
     }
 }
 

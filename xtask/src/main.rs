@@ -10,7 +10,8 @@
 //!   openapi.json), the privileged integration tests (XDP `test_run`, network namespaces,
 //!   real clients) as root, then the browser tests of the UI (`node --test web/tests/`,
 //!   headless Chromium against a real `bootlane`).
-//! - `bench`: benchmarks against dnsmasq in the same invocation.
+//! - `bench`: benchmarks against dnsmasq in the same invocation, and what SSE subscribers
+//!   cost the DNS path and API writes (`bench events`).
 //! - `lab`: Bootlane and a QEMU machine in a namespace, the machine's console on the terminal.
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "xtask is a CLI tool")]
 
@@ -65,10 +66,11 @@ enum Cmd {
         #[arg(long, default_value_t = 180)]
         seconds: u32,
     },
-    /// Benchmarks against dnsmasq (`dns`, `boot` or `all`).
+    /// Benchmarks against dnsmasq (`dns`, `boot`), SSE subscriber cost (`events`), or `all`.
     Bench {
         /// Which benchmark: `dns` (userspace and XDP vs dnsmasq), `boot` (DHCP and TFTP vs
-        /// dnsmasq) or `all`.
+        /// dnsmasq), `events` (DNS qps and API write latency with 0 and 50 SSE subscribers)
+        /// or `all`.
         #[arg(default_value = "all")]
         what: String,
     },
@@ -160,8 +162,9 @@ fn browser_tests(bin: &Path) -> Result<()> {
         .env("BOOTLANE_BIN", bin))
 }
 
+/// Cargo's own rule: `CARGO_TARGET_DIR` (relative to the workspace) wins over `./target`.
 fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from)
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), |d| root().join(d))
 }
 
 fn build_server(release: bool) -> Result<PathBuf> {
@@ -233,8 +236,8 @@ fn test(unit_only: bool, no_browser: bool, filter: Option<String>) -> Result<()>
 }
 
 fn bench(what: &str) -> Result<()> {
-    if !matches!(what, "dns" | "boot" | "all") {
-        bail!("unknown benchmark {what:?}: use dns, boot or all");
+    if !matches!(what, "dns" | "boot" | "events" | "all") {
+        bail!("unknown benchmark {what:?}: use dns, boot, events or all");
     }
     setup()?;
     let bin = build_server(true)?.display().to_string();
@@ -247,6 +250,12 @@ fn bench(what: &str) -> Result<()> {
         run(&mut privileged(
             Path::new("bash"),
             &[script("bench-dns-xdp.sh"), bin.clone()],
+        ))?;
+    }
+    if matches!(what, "events" | "all") {
+        run(&mut privileged(
+            Path::new("bash"),
+            &[script("bench-events.sh"), bin.clone()],
         ))?;
     }
     if matches!(what, "boot" | "all") {

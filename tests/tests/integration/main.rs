@@ -15,3 +15,7 @@ mod xdp_netns;
 
 // The boot path: DHCP/proxyDHCP, TFTP, HTTP boot, QEMU BIOS and UEFI machines booting.
 mod boot_netns;
+
+// The operations backbone (issue 7): events over SSE with curl, Last-Event-ID resumption,
+// DHCP stop/start, and a DHCP interface moved through /settings/interfaces without a restart.
+mod backbone_netns;
