@@ -92,6 +92,7 @@ pub async fn build(
         Arc::new(DhcpUnit::new(
             dhcp.clone(),
             config.api.listen.port(),
+            settings.http_base_cell(),
             Arc::new(move || domain_src.settings().local_domain),
             token.clone(),
         )),

@@ -64,9 +64,16 @@ pub struct GeneralPatch {
 pub struct NetbootSettings {
     /// The boot directory served by TFTP and `GET /boot/...` (absolute, existing).
     pub boot_root: String,
-    /// The iPXE script URL handed to iPXE clients by DHCP (the loop breaker: a client
-    /// whose user class is `iPXE` gets this instead of the iPXE binary). Read-only: it
-    /// follows `api_listen` and each subnet's server address.
+    /// The HTTP base URL clients should use for iPXE scripts, kernels and initrds
+    /// (`http://` or `https://`, host and optional port and path, no query), e.g. a DNS
+    /// name or a reverse proxy in front of Bootlane. `null` (the default): `http://<the
+    /// subnet's server address>:<API port>` in DHCP answers and `http://<Host header>` in
+    /// scripts. Applies to the next DHCP answer and script, no restart.
+    pub http_base_url: Option<String>,
+    /// The iPXE script path appended to the base URL in the URL DHCP hands to iPXE
+    /// clients (the loop breaker: a client whose user class is `iPXE`, option 77, gets
+    /// this URL instead of the iPXE binary, so it does not chain-load itself again).
+    /// Read-only.
     pub ipxe_script_path: String,
 }
 
@@ -76,6 +83,8 @@ pub struct NetbootSettings {
 pub struct NetbootPatch {
     /// See [`NetbootSettings::boot_root`].
     pub boot_root: Option<String>,
+    /// See [`NetbootSettings::http_base_url`]; `""` clears it (back to the default).
+    pub http_base_url: Option<String>,
     /// Read-only, accepted unchanged so a GET answer can be PUT back.
     pub ipxe_script_path: Option<String>,
 }
@@ -133,6 +142,7 @@ pub struct Settings {
     kv: Kv,
     general: RwLock<GeneralSettings>,
     boot_root: Arc<RwLock<PathBuf>>,
+    http_base: crate::dhcp::handler::HttpBaseUrl,
     write: tokio::sync::Mutex<()>,
     events: Arc<EventBus>,
 }
@@ -152,13 +162,16 @@ impl Settings {
             api_listen: d.api_listen.to_string(),
             session_ttl_secs: d.session_ttl_secs,
         });
-        let boot_root = kv
-            .get::<NetbootSettings>(NETBOOT)?
-            .map_or_else(|| d.boot_root.clone(), |n| PathBuf::from(n.boot_root));
+        let netboot = kv.get::<NetbootSettings>(NETBOOT)?;
+        let boot_root = netboot
+            .as_ref()
+            .map_or_else(|| d.boot_root.clone(), |n| PathBuf::from(&n.boot_root));
+        let http_base = netboot.and_then(|n| n.http_base_url);
         Ok(Arc::new(Self {
             kv,
             general: RwLock::new(general),
             boot_root: Arc::new(RwLock::new(boot_root)),
+            http_base: Arc::new(RwLock::new(http_base)),
             write: tokio::sync::Mutex::new(()),
             events,
         }))
@@ -185,10 +198,24 @@ impl Settings {
         self.boot_root.clone()
     }
 
+    /// The shared HTTP base URL cell (DHCP and the script route read it per request).
+    pub fn http_base_cell(&self) -> crate::dhcp::handler::HttpBaseUrl {
+        self.http_base.clone()
+    }
+
+    /// The configured HTTP base URL, if any.
+    pub fn http_base_url(&self) -> Option<String> {
+        self.http_base
+            .read()
+            .map(|g| g.clone())
+            .unwrap_or_else(|e| e.into_inner().clone())
+    }
+
     /// The effective netboot settings.
     pub fn netboot(&self) -> NetbootSettings {
         NetbootSettings {
             boot_root: self.boot_root().display().to_string(),
+            http_base_url: self.http_base_url(),
             ipxe_script_path: crate::dhcp::handler::IPXE_SCRIPT_PATH.to_string(),
         }
     }
@@ -273,21 +300,33 @@ impl Settings {
                 ));
             }
         }
-        let Some(root) = p.boot_root else {
-            return Ok((before, false));
+        let base = match p.http_base_url.as_deref().map(str::trim) {
+            None => before.http_base_url.clone(),
+            Some("") => None,
+            Some(u) => Some(validate_base_url(u)?),
         };
-        let root = PathBuf::from(root.trim());
-        if !root.is_absolute() || !root.is_dir() {
-            return Err(ServiceError::Invalid(format!(
-                "'boot_root' {} must be an absolute path to an existing directory",
-                root.display()
-            )));
-        }
-        if root == self.boot_root() {
+        let root = match p.boot_root {
+            None => self.boot_root(),
+            Some(root) => {
+                let root = PathBuf::from(root.trim());
+                if !root.is_absolute() || !root.is_dir() {
+                    return Err(ServiceError::Invalid(format!(
+                        "'boot_root' {} must be an absolute path to an existing directory",
+                        root.display()
+                    )));
+                }
+                root
+            }
+        };
+        let root_changed = root != self.boot_root();
+        if !root_changed && base == before.http_base_url {
             return Ok((before, false));
         }
         if let Ok(mut g) = self.boot_root.write() {
             *g = root;
+        }
+        if let Ok(mut g) = self.http_base.write() {
+            *g = base;
         }
         let after = self.netboot();
         self.kv.put(NETBOOT, &after).await?;
@@ -300,6 +339,29 @@ impl Settings {
             Some(&before),
             Some(&after),
         ));
-        Ok((after, true))
+        Ok((after, root_changed))
     }
+}
+
+/// Checks an `http_base_url`: `http` or `https`, a host, no query or fragment, no user
+/// info; answers it without a trailing `/` (paths are appended with one).
+///
+/// # Errors
+/// [`ServiceError::Invalid`] naming `http_base_url` and what is wrong.
+fn validate_base_url(u: &str) -> Result<String, ServiceError> {
+    let bad = |why: &str| ServiceError::Invalid(format!("'http_base_url' {u:?}: {why}"));
+    let parsed = url::Url::parse(u).map_err(|e| bad(&format!("not a URL ({e}); e.g. http://boot.lab.example:8080")))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(bad("must start with http:// or https://"));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(bad("has no host"));
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(bad("must not have a query or fragment"));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(bad("must not carry a user name or password"));
+    }
+    Ok(parsed.as_str().trim_end_matches('/').to_owned())
 }

@@ -50,6 +50,8 @@ pub struct BootState {
     pub events: Arc<EventBus>,
     /// False while the `http-boot` service is stopped: every boot route answers 503.
     pub serving: Arc<AtomicBool>,
+    /// The netboot `http_base_url` (kernel and initrd URLs in scripts), if set.
+    pub http_base: crate::dhcp::handler::HttpBaseUrl,
 }
 
 /// The `http-boot` service under the [`Supervisor`](crate::supervisor::Supervisor): the
@@ -166,7 +168,8 @@ async fn build_script(
         return text(StatusCode::BAD_REQUEST, "a valid Host header is required\n".into());
     };
     let catalog = st.catalog.clone();
-    let script = tokio::task::spawn_blocking(move || catalog.script_and_profile(mac, &server)).await;
+    let base = st.http_base.read().ok().and_then(|g| g.clone());
+    let script = tokio::task::spawn_blocking(move || catalog.script_and_profile(mac, &server, base.as_deref())).await;
     match script {
         Ok(Ok((s, profile, host))) => {
             let mac = mac.map_or_else(|| "unknown".to_string(), |m| m.to_string());
@@ -260,6 +263,7 @@ mod tests {
             catalog,
             events: EventBus::in_memory(),
             serving: Arc::new(AtomicBool::new(true)),
+            http_base: Arc::default(),
         })
     }
 

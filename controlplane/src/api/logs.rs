@@ -25,6 +25,7 @@ use super::{
     extract::{ApiJson, ApiQuery, Envelope},
     AppState,
 };
+use crate::events::{EventBus, NewEvent};
 use crate::logging::{
     files::{self, Combine},
     LogControl, LogFile, LogLevel, LogLine, LoggingSettings, LoggingSettingsPatch,
@@ -273,9 +274,24 @@ pub async fn get_settings(State(logs): State<Arc<LogControl>>) -> Envelope<Loggi
     responses((status = 200, body = LoggingApplied), (status = 400, description = "Bad filter, out-of-range number or unknown key (the message names it)"), (status = 401)))]
 pub async fn put_settings(
     State(logs): State<Arc<LogControl>>,
+    State(events): State<Arc<EventBus>>,
     ApiJson(patch): ApiJson<LoggingSettingsPatch>,
 ) -> Result<Envelope<LoggingApplied>> {
+    let before = logs.settings();
     let settings = logs.apply(patch).await?;
+    // The log control is built before the event bus (logging starts first), so the
+    // settings.changed event of this group is published here.
+    if settings != before {
+        events.publish(NewEvent::write(
+            "settings.changed",
+            "settings",
+            "logging",
+            "update",
+            "logging settings changed",
+            Some(&before),
+            Some(&settings),
+        ));
+    }
     Ok(Envelope::ok(LoggingApplied {
         applied: "live".into(),
         settings: view(&logs, settings),

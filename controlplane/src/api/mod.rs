@@ -251,6 +251,7 @@ pub fn router(state: AppState) -> Router {
         catalog: state.catalog.clone(),
         events: state.events.clone(),
         serving: state.boot_serving.clone(),
+        http_base: state.settings.http_base_cell(),
     });
     // Layer order matters: the envelope rewrite sits outside the body limit and the
     // timeout, whose own answers (413 `length limit exceeded`, bare 408) it rewrites.

@@ -237,8 +237,12 @@ pub async fn get_netboot(State(s): State<AppState>) -> Envelope<NetbootSettings>
 }
 
 async fn netboot(s: &AppState, p: NetbootPatch) -> Result<Changed<NetbootSettings>> {
+    let base_before = s.settings.http_base_url();
     let (settings, root_changed) = s.settings.put_netboot(p).await?;
     let mut applied = none();
+    if settings.http_base_url != base_before {
+        applied.live.push("http_base_url (dhcp, http-boot)".into());
+    }
     if root_changed {
         applied.live.push("boot_root (http-boot)".into());
         if s.supervisor.restart_if_running("tftp").await? {
@@ -248,7 +252,8 @@ async fn netboot(s: &AppState, p: NetbootPatch) -> Result<Changed<NetbootSetting
     Ok(Changed { settings, applied })
 }
 
-/// Change netboot settings (the boot root: live for HTTP boot, TFTP restarted).
+/// Change netboot settings (the boot root: live for HTTP boot, TFTP restarted; the HTTP
+/// base URL: live for DHCP answers and iPXE scripts).
 #[utoipa::path(put, path = "/api/v1/settings/netboot", tag = "settings", request_body = NetbootPatch,
     responses((status = 200, body = Changed<NetbootSettings>), (status = 400, description = "Invalid key or value"), (status = 401)))]
 pub async fn put_netboot(

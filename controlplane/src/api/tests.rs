@@ -693,3 +693,87 @@ async fn settings_groups_validate_and_say_how_they_applied() {
     assert_eq!(s, StatusCode::OK);
     assert!(v["data"].as_array().unwrap().iter().any(|i| i["name"] == "lo"), "{v}");
 }
+
+/// The netboot group's `http_base_url`: validated by name, applied live to the scripts'
+/// kernel URLs, cleared with `""`; logging changes publish `settings.changed` too.
+#[tokio::test]
+async fn netboot_base_url_and_logging_settings_events() {
+    let mut t = setup().await;
+    t.login().await;
+    for bad in ["ftp://x", "http://", "http://h/?q=1", "not a url"] {
+        let (s, _, v) = t
+            .call(
+                Method::PUT,
+                "/api/v1/settings/netboot",
+                Some(json!({"http_base_url": bad})),
+            )
+            .await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{bad}: {v}");
+        assert!(v["error"].as_str().unwrap().contains("http_base_url"), "{v}");
+    }
+    let (s, _, v) = t
+        .call(
+            Method::PUT,
+            "/api/v1/settings/netboot",
+            Some(json!({"http_base_url": "https://pxe.lab.example:8443/"})),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["data"]["settings"]["http_base_url"], "https://pxe.lab.example:8443");
+    assert_eq!(v["data"]["applied"]["live"][0], "http_base_url (dhcp, http-boot)");
+    // A profile with a relative kernel path: the script names it under the base URL.
+    let (s, _, v) = t
+        .call(
+            Method::POST,
+            "/api/v1/profiles",
+            Some(json!({"name": "deb", "entries": [{"label": "Debian", "type": "linux", "kernel": "debian/linux", "is_default": true}]})),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let (s, _, v) = t
+        .call(
+            Method::POST,
+            "/api/v1/hosts",
+            Some(json!({"mac": "52:54:00:00:00:42", "name": "n42", "profile_id": v["data"]["id"]})),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let req = Request::builder()
+        .uri("/boot/ipxe?mac=52:54:00:00:00:42")
+        .header(header::HOST, "10.77.0.1:8080")
+        .body(Body::empty())
+        .unwrap();
+    let (s, _, v) = t.raw(req).await;
+    let script = v.as_str().unwrap_or_default().to_owned();
+    assert_eq!(s, StatusCode::OK, "{script}");
+    assert!(
+        script.contains("https://pxe.lab.example:8443/boot/debian/linux"),
+        "{script}"
+    );
+    let (s, _, v) = t
+        .call(
+            Method::PUT,
+            "/api/v1/settings/netboot",
+            Some(json!({"http_base_url": ""})),
+        )
+        .await;
+    assert_eq!(
+        (s, &v["data"]["settings"]["http_base_url"]),
+        (StatusCode::OK, &Value::Null),
+        "{v}"
+    );
+
+    let (s, _, v) = t
+        .call(Method::PUT, "/api/v1/settings/logging", Some(json!({"level": "debug"})))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let (_, _, v) = t
+        .call(
+            Method::GET,
+            "/api/v1/events?kind=settings.changed&resource_id=logging",
+            None,
+        )
+        .await;
+    assert_eq!(v["data"]["total"], 1, "{v}");
+    assert_eq!(v["data"]["events"][0]["data"]["after"]["level"], "debug", "{v}");
+}

@@ -404,9 +404,15 @@ fn absolute(base_url: &str, p: &str) -> String {
 }
 
 impl ScriptContext {
-    /// The context for `profile` as seen by `mac` (or `unknown`) reaching `server`.
+    /// The context for `profile` as seen by `mac` (or `unknown`) reaching `server`; the
+    /// base URL is `http://<server>`.
     pub fn new(profile: &Profile, mac: &str, server: &str, host: Option<&str>) -> Self {
-        let base_url = format!("http://{server}");
+        Self::with_base(profile, mac, server, host, format!("http://{server}"))
+    }
+
+    /// [`ScriptContext::new`] with the base URL clients should use (the netboot setting
+    /// `http_base_url`, e.g. behind a reverse proxy), without a trailing `/`.
+    pub fn with_base(profile: &Profile, mac: &str, server: &str, host: Option<&str>, base_url: String) -> Self {
         let items: Vec<ScriptItem> = profile
             .entries
             .iter()
@@ -991,15 +997,22 @@ impl BootCatalog {
     /// # Errors
     /// Store errors; Invalid with the minijinja message when the template fails to render.
     pub fn script_for(&self, mac: Option<MacAddr>, server: &str) -> Result<String> {
-        self.script_and_profile(mac, server).map(|(s, _, _)| s)
+        self.script_and_profile(mac, server, None).map(|(s, _, _)| s)
     }
 
     /// [`BootCatalog::script_for`] plus the name of the profile it came from and the
-    /// registered host's name (for the `boot.ipxe.served` event).
+    /// registered host's name (for the `boot.ipxe.served` event). `base_url`: the URL
+    /// clients should use for kernels and initrds (`/settings/netboot` `http_base_url`);
+    /// `None`: `http://<server>`.
     ///
     /// # Errors
     /// As [`BootCatalog::script_for`].
-    pub fn script_and_profile(&self, mac: Option<MacAddr>, server: &str) -> Result<(String, String, Option<String>)> {
+    pub fn script_and_profile(
+        &self,
+        mac: Option<MacAddr>,
+        server: &str,
+        base_url: Option<&str>,
+    ) -> Result<(String, String, Option<String>)> {
         let host = match mac {
             Some(m) => self.hosts.by_mac(m)?,
             None => None,
@@ -1012,7 +1025,14 @@ impl BootCatalog {
             None => self.default_profile()?,
         };
         let mac_text = mac.map_or_else(|| "unknown".to_string(), |m| m.to_string());
-        let ctx = ScriptContext::new(&profile, &mac_text, server, host.as_ref().map(|h| h.name.as_str()));
+        let base_url = base_url.map_or_else(|| format!("http://{server}"), str::to_owned);
+        let ctx = ScriptContext::with_base(
+            &profile,
+            &mac_text,
+            server,
+            host.as_ref().map(|h| h.name.as_str()),
+            base_url,
+        );
         let (template, _) = self.template();
         let script =
             render(&template, &ctx).map_err(|e| ServiceError::Invalid(format!("the iPXE template failed: {e:#}")))?;

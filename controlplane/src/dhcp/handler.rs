@@ -182,7 +182,14 @@ pub struct BootHandler {
     domain: Box<dyn Fn() -> String + Send + Sync>,
     leases: Arc<tokio::sync::Mutex<LeaseDb>>,
     events: Option<Arc<crate::events::EventBus>>,
+    http_base: Option<HttpBaseUrl>,
 }
+
+/// The HTTP base URL clients should use (`/settings/netboot` `http_base_url`, e.g.
+/// `http://boot.lab.example:8080` or a reverse proxy's `https://...`), shared with the
+/// settings so a change applies to the next request; `None`: `http://<the subnet's server
+/// address>:<API port>`.
+pub type HttpBaseUrl = Arc<RwLock<Option<String>>>;
 
 /// The iPXE script path on the API port, with iPXE's own MAC expansion: `netX` is the
 /// device iPXE opened last (the one it booted from), which is not always `net0`.
@@ -224,7 +231,14 @@ impl BootHandler {
             domain,
             leases,
             events: None,
+            http_base: None,
         }
+    }
+
+    /// Names the iPXE script URL from `base` when it holds a URL (see [`HttpBaseUrl`]).
+    pub fn with_http_base(mut self, base: HttpBaseUrl) -> Self {
+        self.http_base = Some(base);
+        self
     }
 
     /// Publishes `dhcp.lease.granted|renewed|released|declined` on `events` (issue 7 §2).
@@ -315,7 +329,12 @@ impl BootHandler {
             return false;
         }
         let file = if class.ipxe {
-            format!("http://{server}:{}{IPXE_SCRIPT_PATH}", self.http_port)
+            let base = self
+                .http_base
+                .as_ref()
+                .and_then(|b| b.read().ok().and_then(|g| g.clone()))
+                .unwrap_or_else(|| format!("http://{server}:{}", self.http_port));
+            format!("{base}{IPXE_SCRIPT_PATH}")
         } else {
             let arch = class.arch.unwrap_or(0);
             match self.arch_map().get(&arch) {

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use self::{
     config::SubnetMode,
     control::DhcpControl,
-    handler::{BootHandler, Subnet},
+    handler::{BootHandler, HttpBaseUrl, Subnet},
     server::Server,
 };
 use crate::events::NewEvent;
@@ -56,6 +56,7 @@ impl DhcpService {
     pub async fn start(
         control: &Arc<DhcpControl>,
         http_port: u16,
+        http_base: HttpBaseUrl,
         domain: DomainFn,
         token: CancellationToken,
     ) -> anyhow::Result<Option<Self>> {
@@ -78,7 +79,8 @@ impl DhcpService {
                 Box::new(move || domain()),
                 control.leases(),
             )
-            .with_events(control.events().clone()),
+            .with_events(control.events().clone())
+            .with_http_base(http_base),
         );
         let expiry = tokio::spawn(watch_expiry(control.clone(), token.clone()));
         let mut server = Server::new(handler.clone(), token);
@@ -156,6 +158,7 @@ async fn watch_expiry(control: Arc<DhcpControl>, token: CancellationToken) {
 pub struct DhcpUnit {
     control: Arc<DhcpControl>,
     http_port: u16,
+    http_base: HttpBaseUrl,
     domain: DomainFn,
     root: CancellationToken,
     running: tokio::sync::Mutex<Option<DhcpService>>,
@@ -163,11 +166,19 @@ pub struct DhcpUnit {
 }
 
 impl DhcpUnit {
-    /// A stopped unit. `http_port` is the API/HTTP-boot port put in iPXE script URLs.
-    pub fn new(control: Arc<DhcpControl>, http_port: u16, domain: DomainFn, root: CancellationToken) -> Self {
+    /// A stopped unit. `http_port` is the API/HTTP-boot port put in iPXE script URLs
+    /// unless `http_base` holds a base URL.
+    pub fn new(
+        control: Arc<DhcpControl>,
+        http_port: u16,
+        http_base: HttpBaseUrl,
+        domain: DomainFn,
+        root: CancellationToken,
+    ) -> Self {
         Self {
             control,
             http_port,
+            http_base,
             domain,
             root,
             running: tokio::sync::Mutex::new(None),
@@ -189,6 +200,7 @@ impl crate::supervisor::Service for DhcpUnit {
             let svc = DhcpService::start(
                 &self.control,
                 self.http_port,
+                self.http_base.clone(),
                 self.domain.clone(),
                 self.root.child_token(),
             )

@@ -762,3 +762,23 @@ async fn exchanges_are_counted_by_type_and_outcome() {
         assert!(value(&text, s) >= b + 1.0, "{s} did not grow:\n{text}");
     }
 }
+
+/// `/settings/netboot` `http_base_url` (issue 7 section 6): a configured base URL names the
+/// iPXE script URL from the next answer on, and clearing it goes back to the server
+/// address and API port.
+#[tokio::test]
+async fn ipxe_script_url_follows_the_http_base_url() {
+    let base: crate::dhcp::handler::HttpBaseUrl = std::sync::Arc::default();
+    let h = handler(SubnetMode::Server).with_http_base(base.clone());
+    let offer = ask(&h, req(MessageType::Discover, MAC_A, ipxe_bare)).await.unwrap();
+    assert_eq!(file(&offer).as_deref(), Some(IPXE_URL));
+    *base.write().unwrap() = Some("https://pxe.lab.example:8443/bl".into());
+    let offer = ask(&h, req(MessageType::Discover, MAC_A, ipxe_bare)).await.unwrap();
+    assert_eq!(
+        file(&offer).as_deref(),
+        Some("https://pxe.lab.example:8443/bl/boot/ipxe?mac=${netX/mac}")
+    );
+    *base.write().unwrap() = None;
+    let offer = ask(&h, req(MessageType::Discover, MAC_A, ipxe_bare)).await.unwrap();
+    assert_eq!(file(&offer).as_deref(), Some(IPXE_URL));
+}
