@@ -52,6 +52,51 @@ pub struct BootState {
     pub serving: Arc<AtomicBool>,
     /// The netboot `http_base_url` (kernel and initrd URLs in scripts), if set.
     pub http_base: crate::dhcp::handler::HttpBaseUrl,
+    /// Per-client-address rate limit of every boot route (`None`: unlimited); see
+    /// [`rate_limiter`].
+    pub limiter: Option<Arc<ClientLimiter>>,
+}
+
+/// A token bucket per client address (governor's keyed GCRA limiter).
+pub type ClientLimiter = governor::DefaultKeyedRateLimiter<std::net::IpAddr>;
+
+/// The limiter for `[boot] rate_per_client` and `rate_burst` (`None` when the rate is 0).
+pub fn rate_limiter(per_sec: u32, burst: u32) -> Option<Arc<ClientLimiter>> {
+    let rate = std::num::NonZeroU32::new(per_sec)?;
+    let burst = std::num::NonZeroU32::new(burst.max(per_sec)).unwrap_or(rate);
+    Some(Arc::new(governor::RateLimiter::keyed(
+        governor::Quota::per_second(rate).allow_burst(burst),
+    )))
+}
+
+/// Answers `429 Too Many Requests` (plain text, `Retry-After` in whole seconds) to a
+/// client over its rate; requests without a peer address (tests) pass. Forgets idle
+/// clients now and then so the table stays small.
+async fn limit(State(st): State<BootState>, req: Request, next: axum::middleware::Next) -> Response {
+    let (Some(limiter), Some(peer)) = (
+        st.limiter.as_ref(),
+        req.extensions()
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map(|c| c.0.ip()),
+    ) else {
+        return next.run(req).await;
+    };
+    if let Err(not_until) = limiter.check_key(&peer) {
+        let wait = not_until.wait_time_from(governor::clock::Clock::now(&governor::clock::DefaultClock::default()));
+        let mut resp = text(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("too many boot requests from {peer}; retry later\n"),
+        );
+        if let Ok(v) = header::HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
+            resp.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        count("limited", &resp, false);
+        return resp;
+    }
+    if limiter.len() > 10_000 {
+        limiter.retain_recent();
+    }
+    next.run(req).await
 }
 
 /// The `http-boot` service under the [`Supervisor`](crate::supervisor::Supervisor): the
@@ -96,6 +141,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(state: BootState) -> Router<S> {
     Router::new()
         .route("/boot/ipxe", get(ipxe_script))
         .route("/boot/{*path}", get(boot_file))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), limit))
         .with_state(state)
 }
 
@@ -264,6 +310,7 @@ mod tests {
             events: EventBus::in_memory(),
             serving: Arc::new(AtomicBool::new(true)),
             http_base: Arc::default(),
+            limiter: None,
         })
     }
 
@@ -276,6 +323,42 @@ mod tests {
         let (parts, body) = resp.into_parts();
         let bytes = body.collect().await.unwrap().to_bytes().to_vec();
         (parts.status, parts.headers, bytes)
+    }
+
+    /// One client over its rate gets a 429 with `Retry-After`; another address is not
+    /// affected (issue 7 review: public routes publish an event per request).
+    #[tokio::test]
+    async fn boot_routes_are_rate_limited_per_client() {
+        let catalog = BootCatalog::temporary().await;
+        let app = router(BootState {
+            root: Arc::new(std::sync::RwLock::new(std::env::temp_dir())),
+            catalog,
+            events: EventBus::in_memory(),
+            serving: Arc::new(AtomicBool::new(true)),
+            http_base: Arc::default(),
+            limiter: rate_limiter(1, 3),
+        });
+        let from = |ip: &str| {
+            let mut r = Request::builder()
+                .uri("/boot/ipxe?mac=52:54:00:00:00:01")
+                .header("host", "10.77.0.1:8080")
+                .body(Body::empty())
+                .unwrap();
+            r.extensions_mut().insert(axum::extract::ConnectInfo(
+                format!("{ip}:68").parse::<std::net::SocketAddr>().unwrap(),
+            ));
+            r
+        };
+        for _ in 0..3 {
+            let resp = app.clone().oneshot(from("10.77.0.50")).await.unwrap();
+            assert_eq!(resp.status(), StatusCode::OK);
+        }
+        let resp = app.clone().oneshot(from("10.77.0.50")).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert!(resp.headers().get(header::RETRY_AFTER).is_some());
+        let resp = app.clone().oneshot(from("10.77.0.51")).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::OK, "another client is not limited");
+        assert!(rate_limiter(0, 10).is_none(), "0 is no limit");
     }
 
     #[tokio::test]

@@ -252,6 +252,7 @@ pub fn router(state: AppState) -> Router {
         events: state.events.clone(),
         serving: state.boot_serving.clone(),
         http_base: state.settings.http_base_cell(),
+        limiter: boot::rate_limiter(state.config.boot.rate_per_client, state.config.boot.rate_burst),
     });
     // Layer order matters: the envelope rewrite sits outside the body limit and the
     // timeout, whose own answers (413 `length limit exceeded`, bare 408) it rewrites.

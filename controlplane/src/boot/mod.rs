@@ -19,8 +19,8 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
-/// `[boot]`: the boot directory and the iPXE script.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// `[boot]`: the boot directory, the iPXE script and the public boot routes' rate limit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BootConfig {
     /// The boot directory served by TFTP and `GET /boot/...`. Default `<data_dir>/boot`.
@@ -31,6 +31,25 @@ pub struct BootConfig {
     /// A minijinja template replacing the default iPXE script (see [`DEFAULT_SCRIPT`] for
     /// the variables). Default: none.
     pub ipxe_script: Option<String>,
+    /// Requests per second each client address may make to the public boot routes
+    /// (`/boot/ipxe`, `/boot/<file>`; a token bucket per address, answered `429` with
+    /// `Retry-After` beyond it): they need no login and each request is an event, so one
+    /// misbehaving client must not flood the event log. 0: no limit. Default 50.
+    pub rate_per_client: u32,
+    /// Requests a client may make at once above the rate (the bucket's size). Default 200.
+    pub rate_burst: u32,
+}
+
+impl Default for BootConfig {
+    fn default() -> Self {
+        Self {
+            root: None,
+            ipxe_source: None,
+            ipxe_script: None,
+            rate_per_client: 50,
+            rate_burst: 200,
+        }
+    }
 }
 
 impl BootConfig {
