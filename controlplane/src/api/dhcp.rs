@@ -1,11 +1,13 @@
 //! DHCP and TFTP administration (issue 4 "DHCP" API bullets, "TFTP"): `/leases`,
 //! `/dhcp/reservations`, `/services/dhcp`, `/services/archmap` and `/services/tftp`.
-//! Thin handlers over [`DhcpControl`](crate::dhcp::control::DhcpControl), which applies
+//! Thin handlers over [`DhcpControl`], which applies
 //! every change to the running DHCP handler before answering.
 #![allow(
     unused_qualifications,
     reason = "utoipa::path re-emits the Query extractor type with its full path"
 )]
+
+use std::sync::Arc;
 
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
@@ -21,12 +23,16 @@ use super::{
 use crate::dhcp::{
     config::default_arch_map,
     control::{
-        arch_view, ArchMap, DhcpSettingsPatch, DhcpSettingsView, ReservationInput, StoredReservation, SubnetStats,
+        arch_view, ArchMap, DhcpControl, DhcpSettingsPatch, DhcpSettingsView, ReservationInput, StoredReservation,
+        SubnetStats,
     },
     leases::{now_secs, Lease},
 };
 use crate::net::types::normalise_mac;
-use crate::tftp::control::TftpChange;
+use crate::{
+    supervisor::Supervisor,
+    tftp::control::{TftpChange, TftpControl},
+};
 
 // ---- leases ----
 
@@ -72,7 +78,10 @@ pub struct LeaseList {
 /// List leases.
 #[utoipa::path(get, path = "/api/v1/leases", tag = "dhcp", params(LeaseParams),
     responses((status = 200, body = LeaseList), (status = 400, description = "Bad filter"), (status = 401)))]
-pub async fn list_leases(State(s): State<AppState>, ApiQuery(p): ApiQuery<LeaseParams>) -> Result<Envelope<LeaseList>> {
+pub async fn list_leases(
+    State(dhcp): State<Arc<DhcpControl>>,
+    ApiQuery(p): ApiQuery<LeaseParams>,
+) -> Result<Envelope<LeaseList>> {
     let (page, size) = paging(p.page, p.size)?;
     let mac = match p.mac.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
         Some(m) => Some(
@@ -98,8 +107,7 @@ pub async fn list_leases(State(s): State<AppState>, ApiQuery(p): ApiQuery<LeaseP
         Some(o) => return Err(ApiError::BadRequest(format!("'state' {o:?} must be active or expired"))),
     };
     let now = now_secs();
-    let all: Vec<LeaseView> = s
-        .dhcp
+    let all: Vec<LeaseView> = dhcp
         .all_leases()
         .await
         .into_iter()
@@ -135,16 +143,19 @@ pub async fn list_leases(State(s): State<AppState>, ApiQuery(p): ApiQuery<LeaseP
 /// Per-subnet pool usage (subnets in `server` or `proxy` mode).
 #[utoipa::path(get, path = "/api/v1/leases/stats", tag = "dhcp",
     responses((status = 200, body = Vec<SubnetStats>), (status = 401)))]
-pub async fn lease_stats(State(s): State<AppState>) -> Result<Envelope<Vec<SubnetStats>>> {
-    Ok(Envelope::ok(s.dhcp.stats().await?))
+pub async fn lease_stats(State(dhcp): State<Arc<DhcpControl>>) -> Result<Envelope<Vec<SubnetStats>>> {
+    Ok(Envelope::ok(dhcp.stats().await?))
 }
 
 /// Delete every lease of a MAC (all subnets); the addresses are free at once. Answers
 /// the deleted leases.
 #[utoipa::path(delete, path = "/api/v1/leases/{mac}", tag = "dhcp", params(("mac" = String, Path, description = "MAC, any separator")),
     responses((status = 200, body = Vec<Lease>), (status = 400, description = "Not a MAC"), (status = 404, description = "No lease"), (status = 401)))]
-pub async fn delete_lease(State(s): State<AppState>, ApiPath(mac): ApiPath<String>) -> Result<Envelope<Vec<Lease>>> {
-    let gone = s.dhcp.delete_leases(&mac).await?;
+pub async fn delete_lease(
+    State(dhcp): State<Arc<DhcpControl>>,
+    ApiPath(mac): ApiPath<String>,
+) -> Result<Envelope<Vec<Lease>>> {
+    let gone = dhcp.delete_leases(&mac).await?;
     if gone.is_empty() {
         return Err(ApiError::NotFound(format!("no lease for {mac}")));
     }
@@ -176,7 +187,7 @@ pub struct BatchDeleteResult {
 #[utoipa::path(post, path = "/api/v1/leases/batch-delete", tag = "dhcp", request_body = BatchDelete,
     responses((status = 200, body = BatchDeleteResult), (status = 400, description = "Empty or too long list"), (status = 401)))]
 pub async fn batch_delete(
-    State(s): State<AppState>,
+    State(dhcp): State<Arc<DhcpControl>>,
     ApiJson(b): ApiJson<BatchDelete>,
 ) -> Result<Envelope<BatchDeleteResult>> {
     if b.macs.is_empty() || b.macs.len() > 1000 {
@@ -193,7 +204,7 @@ pub async fn batch_delete(
             r.invalid.push(m);
             continue;
         };
-        let gone = s.dhcp.delete_leases(&mac.to_string()).await?;
+        let gone = dhcp.delete_leases(&mac.to_string()).await?;
         if gone.is_empty() {
             r.not_found.push(mac.to_string());
         } else {
@@ -214,8 +225,8 @@ pub struct PruneResult {
 /// Delete every expired lease (and expired decline).
 #[utoipa::path(post, path = "/api/v1/leases/prune", tag = "dhcp",
     responses((status = 200, body = PruneResult), (status = 401)))]
-pub async fn prune(State(s): State<AppState>) -> Result<Envelope<PruneResult>> {
-    let removed = s.dhcp.prune().await?;
+pub async fn prune(State(dhcp): State<Arc<DhcpControl>>) -> Result<Envelope<PruneResult>> {
+    let removed = dhcp.prune().await?;
     Ok(Envelope::ok(PruneResult { removed }))
 }
 
@@ -243,7 +254,7 @@ pub struct ReservationParams {
 #[utoipa::path(get, path = "/api/v1/dhcp/reservations", tag = "dhcp", params(ReservationParams),
     responses((status = 200, body = Vec<ReservationView>), (status = 401)))]
 pub async fn list_reservations(
-    State(s): State<AppState>,
+    State(dhcp): State<Arc<DhcpControl>>,
     ApiQuery(p): ApiQuery<ReservationParams>,
 ) -> Result<Envelope<Vec<ReservationView>>> {
     let want = p
@@ -253,7 +264,7 @@ pub async fn list_reservations(
         .map(|n| n.trunc().to_string());
     let epoch = time::OffsetDateTime::UNIX_EPOCH;
     let mut out: Vec<ReservationView> = Vec::new();
-    for sub in &s.config.dhcp.subnets {
+    for sub in &dhcp.file_config().subnets {
         for r in &sub.reservations {
             out.push(ReservationView {
                 reservation: StoredReservation {
@@ -272,7 +283,7 @@ pub async fn list_reservations(
             });
         }
     }
-    out.extend(s.dhcp.reservations()?.into_iter().map(|r| ReservationView {
+    out.extend(dhcp.reservations()?.into_iter().map(|r| ReservationView {
         reservation: r,
         source: "api".into(),
     }));
@@ -285,10 +296,10 @@ pub async fn list_reservations(
     responses((status = 201, body = StoredReservation), (status = 400, description = "Invalid, or the address is outside every configured subnet"),
         (status = 409, description = "Address or MAC already reserved"), (status = 401)))]
 pub async fn create_reservation(
-    State(s): State<AppState>,
+    State(dhcp): State<Arc<DhcpControl>>,
     ApiJson(input): ApiJson<ReservationInput>,
 ) -> Result<Envelope<StoredReservation>> {
-    let r = s.dhcp.create_reservation(input).await?;
+    let r = dhcp.create_reservation(input).await?;
     Ok(Envelope::created(r))
 }
 
@@ -296,10 +307,10 @@ pub async fn create_reservation(
 #[utoipa::path(get, path = "/api/v1/dhcp/reservations/{id}", tag = "dhcp", params(("id" = u64, Path, description = "Reservation id")),
     responses((status = 200, body = StoredReservation), (status = 404), (status = 401)))]
 pub async fn get_reservation(
-    State(s): State<AppState>,
+    State(dhcp): State<Arc<DhcpControl>>,
     ApiPath(id): ApiPath<u64>,
 ) -> Result<Envelope<StoredReservation>> {
-    Ok(Envelope::ok(s.dhcp.reservation(id)?))
+    Ok(Envelope::ok(dhcp.reservation(id)?))
 }
 
 /// Update a stored reservation (omitted fields keep their values); applies at once.
@@ -307,11 +318,11 @@ pub async fn get_reservation(
     request_body = ReservationInput,
     responses((status = 200, body = StoredReservation), (status = 400), (status = 404), (status = 409), (status = 401)))]
 pub async fn update_reservation(
-    State(s): State<AppState>,
+    State(dhcp): State<Arc<DhcpControl>>,
     ApiPath(id): ApiPath<u64>,
     ApiJson(input): ApiJson<ReservationInput>,
 ) -> Result<Envelope<StoredReservation>> {
-    let r = s.dhcp.update_reservation(id, input).await?;
+    let r = dhcp.update_reservation(id, input).await?;
     Ok(Envelope::ok(r))
 }
 
@@ -319,10 +330,10 @@ pub async fn update_reservation(
 #[utoipa::path(delete, path = "/api/v1/dhcp/reservations/{id}", tag = "dhcp", params(("id" = u64, Path, description = "Reservation id")),
     responses((status = 200, body = StoredReservation), (status = 404), (status = 401)))]
 pub async fn delete_reservation(
-    State(s): State<AppState>,
+    State(dhcp): State<Arc<DhcpControl>>,
     ApiPath(id): ApiPath<u64>,
 ) -> Result<Envelope<StoredReservation>> {
-    let r = s.dhcp.delete_reservation(id).await?;
+    let r = dhcp.delete_reservation(id).await?;
     Ok(Envelope::ok(r))
 }
 
@@ -331,15 +342,18 @@ pub async fn delete_reservation(
 /// The effective architecture map (RFC 4578 client architecture → boot file).
 #[utoipa::path(get, path = "/api/v1/services/archmap", tag = "dhcp",
     responses((status = 200, body = ArchMap), (status = 401)))]
-pub async fn get_archmap(State(s): State<AppState>) -> Envelope<ArchMap> {
-    Envelope::ok(arch_view(&s.dhcp.arch_map()))
+pub async fn get_archmap(State(dhcp): State<Arc<DhcpControl>>) -> Envelope<ArchMap> {
+    Envelope::ok(arch_view(&dhcp.arch_map()))
 }
 
 /// Replace the architecture map (the whole map); applies to the next DHCP request.
 #[utoipa::path(put, path = "/api/v1/services/archmap", tag = "dhcp", request_body = ArchMap,
     responses((status = 200, body = ArchMap), (status = 400, description = "Code above 65535, duplicate code, bad file name or URL"), (status = 401)))]
-pub async fn put_archmap(State(s): State<AppState>, ApiJson(m): ApiJson<ArchMap>) -> Result<Envelope<ArchMap>> {
-    let map = s.dhcp.set_arch_map(m).await?;
+pub async fn put_archmap(
+    State(dhcp): State<Arc<DhcpControl>>,
+    ApiJson(m): ApiJson<ArchMap>,
+) -> Result<Envelope<ArchMap>> {
+    let map = dhcp.set_arch_map(m).await?;
     Ok(Envelope::ok(arch_view(&map)))
 }
 
@@ -353,8 +367,8 @@ pub async fn archmap_defaults() -> Envelope<ArchMap> {
 /// The effective DHCP settings per subnet.
 #[utoipa::path(get, path = "/api/v1/services/dhcp", tag = "dhcp",
     responses((status = 200, body = DhcpSettingsView), (status = 401)))]
-pub async fn get_dhcp(State(s): State<AppState>) -> Result<Envelope<DhcpSettingsView>> {
-    Ok(Envelope::ok(s.dhcp.settings()?))
+pub async fn get_dhcp(State(dhcp): State<Arc<DhcpControl>>) -> Result<Envelope<DhcpSettingsView>> {
+    Ok(Envelope::ok(dhcp.settings()?))
 }
 
 /// Change pool range, router, DNS servers or lease time of configured subnets; applied
@@ -363,12 +377,13 @@ pub async fn get_dhcp(State(s): State<AppState>) -> Result<Envelope<DhcpSettings
 #[utoipa::path(put, path = "/api/v1/services/dhcp", tag = "dhcp", request_body = DhcpSettingsPatch,
     responses((status = 200, body = DhcpSettingsView), (status = 400, description = "Invalid value or a restart-only change"), (status = 401)))]
 pub async fn put_dhcp(
-    State(s): State<AppState>,
+    State(dhcp): State<Arc<DhcpControl>>,
+    State(supervisor): State<Arc<Supervisor>>,
     ApiJson(p): ApiJson<DhcpSettingsPatch>,
 ) -> Result<Envelope<DhcpSettingsView>> {
-    let (mut v, restart) = s.dhcp.update_settings(p).await?;
+    let (mut v, restart) = dhcp.update_settings(p).await?;
     v.applied = if restart {
-        if s.supervisor.restart_if_running("dhcp").await? {
+        if supervisor.restart_if_running("dhcp").await? {
             "restart".into()
         } else {
             "stored; applies when the dhcp service starts".into()
@@ -376,7 +391,7 @@ pub async fn put_dhcp(
     } else {
         "live".into()
     };
-    v.running = s.dhcp.running();
+    v.running = dhcp.running();
     Ok(Envelope::ok(v))
 }
 
@@ -432,11 +447,11 @@ pub struct TftpPatch {
     pub max_transfers: Option<usize>,
 }
 
-fn tftp_view(s: &AppState) -> TftpView {
-    let c = s.tftp.effective();
+fn tftp_view(tftp: &TftpControl) -> TftpView {
+    let c = tftp.effective();
     TftpView {
-        enabled: s.tftp.enabled(),
-        running: s.tftp.running(),
+        enabled: tftp.enabled(),
+        running: tftp.running(),
         applied: String::new(),
         port: c.port,
         listen: c.listen.to_string(),
@@ -450,14 +465,18 @@ fn tftp_view(s: &AppState) -> TftpView {
 /// The TFTP settings in effect.
 #[utoipa::path(get, path = "/api/v1/services/tftp", tag = "dhcp",
     responses((status = 200, body = TftpView), (status = 401)))]
-pub async fn get_tftp(State(s): State<AppState>) -> Envelope<TftpView> {
-    Envelope::ok(tftp_view(&s))
+pub async fn get_tftp(State(tftp): State<Arc<TftpControl>>) -> Envelope<TftpView> {
+    Envelope::ok(tftp_view(&tftp))
 }
 
 /// Change the TFTP timeout and retries (live); other changed fields are a 400.
 #[utoipa::path(put, path = "/api/v1/services/tftp", tag = "dhcp", request_body = TftpPatch,
     responses((status = 200, body = TftpView), (status = 400, description = "Invalid value, or a change that needs the configuration file and a restart"), (status = 401)))]
-pub async fn put_tftp(State(s): State<AppState>, ApiJson(p): ApiJson<TftpPatch>) -> Result<Envelope<TftpView>> {
+pub async fn put_tftp(
+    State(tftp): State<Arc<TftpControl>>,
+    State(supervisor): State<Arc<Supervisor>>,
+    ApiJson(p): ApiJson<TftpPatch>,
+) -> Result<Envelope<TftpView>> {
     let listen = match &p.listen {
         Some(l) => Some(
             l.trim()
@@ -475,10 +494,10 @@ pub async fn put_tftp(State(s): State<AppState>, ApiJson(p): ApiJson<TftpPatch>)
         root: p.root.as_ref().map(std::path::PathBuf::from),
         max_transfers: p.max_transfers,
     };
-    let (_, restart) = s.tftp.set(change).await?;
-    let mut view = tftp_view(&s);
+    let (_, restart) = tftp.set(change).await?;
+    let mut view = tftp_view(&tftp);
     view.applied = if restart {
-        if s.supervisor.restart_if_running("tftp").await? {
+        if supervisor.restart_if_running("tftp").await? {
             "restart".into()
         } else {
             "stored; applies when the tftp service starts".into()
@@ -486,7 +505,7 @@ pub async fn put_tftp(State(s): State<AppState>, ApiJson(p): ApiJson<TftpPatch>)
     } else {
         "live".into()
     };
-    view.running = s.tftp.running();
+    view.running = tftp.running();
     Ok(Envelope::ok(view))
 }
 

@@ -1,11 +1,13 @@
 //! `/hosts` (issue 4 "Hosts and profiles"): CRUD over
-//! [`HostService`](crate::inventory::service::HostService) hosts and
+//! [`HostService`] hosts and
 //! `GET /hosts/{id}/boot-config`, the iPXE script the host would get now (the same code
 //! path as `GET /boot/ipxe?mac=`). The BMC password is write-only.
 #![allow(
     unused_qualifications,
     reason = "utoipa::path re-emits the Query extractor type with its full path"
 )]
+
+use std::sync::Arc;
 
 use axum::{
     extract::State,
@@ -22,7 +24,11 @@ use super::{
     AppState,
 };
 use crate::{
-    inventory::model::{HostInput, HostView},
+    boot::catalog::BootCatalog,
+    inventory::{
+        model::{HostInput, HostView},
+        service::HostService,
+    },
     net::types::normalise_mac,
 };
 
@@ -67,7 +73,10 @@ pub(crate) fn paging(page: Option<usize>, size: Option<usize>) -> Result<(usize,
 /// List hosts.
 #[utoipa::path(get, path = "/api/v1/hosts", tag = "hosts", params(HostListParams),
     responses((status = 200, body = HostList), (status = 400, description = "Bad paging"), (status = 401)))]
-pub async fn list(State(s): State<AppState>, ApiQuery(p): ApiQuery<HostListParams>) -> Result<Envelope<HostList>> {
+pub async fn list(
+    State(hosts): State<Arc<HostService>>,
+    ApiQuery(p): ApiQuery<HostListParams>,
+) -> Result<Envelope<HostList>> {
     let (page, size) = paging(p.page, p.size)?;
     let q = p.q.map(|q| q.trim().to_ascii_lowercase()).filter(|q| !q.is_empty());
     // A (partial) MAC typed with `-` separators, or a whole one in any form, still matches.
@@ -75,8 +84,7 @@ pub async fn list(State(s): State<AppState>, ApiQuery(p): ApiQuery<HostListParam
         Ok(m) => m.to_string(),
         Err(_) => q.replace('-', ":"),
     });
-    let all: Vec<HostView> = s
-        .hosts
+    let all: Vec<HostView> = hosts
         .list()?
         .iter()
         .filter(|h| {
@@ -107,16 +115,19 @@ pub async fn list(State(s): State<AppState>, ApiQuery(p): ApiQuery<HostListParam
 #[utoipa::path(post, path = "/api/v1/hosts", tag = "hosts", request_body = HostInput,
     responses((status = 201, body = HostView), (status = 400, description = "Invalid field or unknown profile_id"),
         (status = 409, description = "Name or MAC already registered"), (status = 401)))]
-pub async fn create(State(s): State<AppState>, ApiJson(input): ApiJson<HostInput>) -> Result<Envelope<HostView>> {
-    let h = s.hosts.create(input).await?;
+pub async fn create(
+    State(hosts): State<Arc<HostService>>,
+    ApiJson(input): ApiJson<HostInput>,
+) -> Result<Envelope<HostView>> {
+    let h = hosts.create(input).await?;
     Ok(Envelope::created(HostView::from(&h)))
 }
 
 /// Get one host.
 #[utoipa::path(get, path = "/api/v1/hosts/{id}", tag = "hosts", params(("id" = u64, Path, description = "Host id")),
     responses((status = 200, body = HostView), (status = 404), (status = 401)))]
-pub async fn get_one(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<HostView>> {
-    Ok(Envelope::ok(HostView::from(&s.hosts.get(id)?)))
+pub async fn get_one(State(hosts): State<Arc<HostService>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<HostView>> {
+    Ok(Envelope::ok(HostView::from(&hosts.get(id)?)))
 }
 
 /// Update a host: omitted fields keep their values, `null` clears an optional one.
@@ -124,19 +135,19 @@ pub async fn get_one(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> Re
     request_body = HostInput,
     responses((status = 200, body = HostView), (status = 400), (status = 404), (status = 409), (status = 401)))]
 pub async fn update(
-    State(s): State<AppState>,
+    State(hosts): State<Arc<HostService>>,
     ApiPath(id): ApiPath<u64>,
     ApiJson(input): ApiJson<HostInput>,
 ) -> Result<Envelope<HostView>> {
-    let h = s.hosts.update(id, input).await?;
+    let h = hosts.update(id, input).await?;
     Ok(Envelope::ok(HostView::from(&h)))
 }
 
 /// Delete a host; answers with the deleted host.
 #[utoipa::path(delete, path = "/api/v1/hosts/{id}", tag = "hosts", params(("id" = u64, Path, description = "Host id")),
     responses((status = 200, body = HostView), (status = 404), (status = 401)))]
-pub async fn delete(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<HostView>> {
-    let h = s.hosts.delete(id).await?;
+pub async fn delete(State(hosts): State<Arc<HostService>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<HostView>> {
+    let h = hosts.delete(id).await?;
     Ok(Envelope::ok(HostView::from(&h)))
 }
 
@@ -145,12 +156,17 @@ pub async fn delete(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> Res
 #[utoipa::path(get, path = "/api/v1/hosts/{id}/boot-config", tag = "hosts", params(("id" = u64, Path, description = "Host id")),
     responses((status = 200, description = "The iPXE script", content_type = "text/plain", body = String),
         (status = 400, description = "No usable Host header, or the template fails"), (status = 404), (status = 401)))]
-pub async fn boot_config(State(s): State<AppState>, ApiPath(id): ApiPath<u64>, headers: HeaderMap) -> Result<Response> {
-    let h = s.hosts.get(id)?;
+pub async fn boot_config(
+    State(hosts): State<Arc<HostService>>,
+    State(catalog): State<Arc<BootCatalog>>,
+    ApiPath(id): ApiPath<u64>,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let h = hosts.get(id)?;
     let server = super::boot::safe_host(&headers)
         .ok_or_else(|| ApiError::BadRequest("a valid Host header is required to build the URLs".into()))?;
     let mac = normalise_mac(&h.mac).map_err(|e| ApiError::Internal(e.into()))?;
-    let script = s.catalog.script_for(Some(mac), &server)?;
+    let script = catalog.script_for(Some(mac), &server)?;
     Ok((
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
