@@ -17,7 +17,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::{
     error::{ApiError, Result},
     extract::{ApiJson, ApiPath, ApiQuery, Envelope},
-    hosts::paging,
+    list::{matches, ListQuery, PageInfo},
     AppState,
 };
 use crate::dhcp::{
@@ -36,20 +36,16 @@ use crate::{
 
 // ---- leases ----
 
-/// Query parameters of `GET /leases`.
+/// Field filters of `GET /leases` (paging and `q`: [`ListQuery`]).
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct LeaseParams {
+pub struct LeaseFilter {
     /// Only this subnet (CIDR, e.g. `10.77.0.0/24`).
     pub subnet: Option<String>,
     /// Only this MAC (any separator).
     pub mac: Option<String>,
     /// `active` or `expired` (declines count as active until they expire).
     pub state: Option<String>,
-    /// Page number, from 1. Default 1.
-    pub page: Option<usize>,
-    /// Page size, 1-1000. Default 100.
-    pub size: Option<usize>,
 }
 
 /// A lease with its state.
@@ -67,23 +63,34 @@ pub struct LeaseView {
 pub struct LeaseList {
     /// Leases of this page, in id order.
     pub leases: Vec<LeaseView>,
-    /// Leases matching the filters (all pages).
-    pub total: usize,
-    /// Page number.
-    pub page: usize,
-    /// Page size.
-    pub size: usize,
+    /// Total, page and size.
+    #[serde(flatten)]
+    pub paging: PageInfo,
 }
 
-/// List leases.
-#[utoipa::path(get, path = "/api/v1/leases", tag = "dhcp", params(LeaseParams),
-    responses((status = 200, body = LeaseList), (status = 400, description = "Bad filter"), (status = 401)))]
+/// The `subnet` filter: a CIDR, truncated to its network (`10.77.0.9/24` is
+/// `10.77.0.0/24`); blank is no filter.
+fn subnet_filter(subnet: Option<&str>) -> Result<Option<String>> {
+    match subnet.map(str::trim).filter(|n| !n.is_empty()) {
+        Some(n) => Ok(Some(
+            n.parse::<ipnet::Ipv4Net>()
+                .map_err(|_| ApiError::BadRequest(format!("'subnet' {n:?} is not an IPv4 CIDR")))?
+                .trunc()
+                .to_string(),
+        )),
+        None => Ok(None),
+    }
+}
+
+/// List leases, in id order. `q` searches MAC, IP and host name.
+#[utoipa::path(get, path = "/api/v1/leases", tag = "dhcp", params(ListQuery, LeaseFilter),
+    responses((status = 200, body = LeaseList), (status = 400, description = "Bad filter or paging"), (status = 401)))]
 pub async fn list_leases(
     State(dhcp): State<Arc<DhcpControl>>,
-    ApiQuery(p): ApiQuery<LeaseParams>,
+    ApiQuery(lq): ApiQuery<ListQuery>,
+    ApiQuery(f): ApiQuery<LeaseFilter>,
 ) -> Result<Envelope<LeaseList>> {
-    let (page, size) = paging(p.page, p.size)?;
-    let mac = match p.mac.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
+    let mac = match f.mac.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
         Some(m) => Some(
             normalise_mac(m)
                 .map_err(|_| ApiError::BadRequest(format!("'mac' {m:?} is not a MAC address")))?
@@ -91,52 +98,42 @@ pub async fn list_leases(
         ),
         None => None,
     };
-    let subnet = match p.subnet.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
-        Some(n) => Some(
-            n.parse::<ipnet::Ipv4Net>()
-                .map_err(|_| ApiError::BadRequest(format!("'subnet' {n:?} is not an IPv4 CIDR")))?
-                .trunc()
-                .to_string(),
-        ),
-        None => None,
-    };
-    let want_active = match p.state.as_deref() {
+    let subnet = subnet_filter(f.subnet.as_deref())?;
+    let want_active = match f.state.as_deref() {
         None | Some("") => None,
         Some("active") => Some(true),
         Some("expired") => Some(false),
         Some(o) => return Err(ApiError::BadRequest(format!("'state' {o:?} must be active or expired"))),
     };
+    let q = lq.needle();
     let now = now_secs();
-    let all: Vec<LeaseView> = dhcp
-        .all_leases()
-        .await
-        .into_iter()
-        .filter(|l| mac.as_ref().is_none_or(|m| &l.mac == m))
-        .filter(|l| subnet.as_ref().is_none_or(|n| &l.subnet == n))
-        .filter(|l| want_active.is_none_or(|a| l.active(now) == a))
-        .map(|l| LeaseView {
-            state: if !l.active(now) {
-                "expired"
-            } else if l.declined {
-                "declined"
-            } else {
-                "active"
-            }
-            .into(),
-            lease: l,
-        })
-        .collect();
-    let total = all.len();
-    let leases = all
-        .into_iter()
-        .skip((page - 1).saturating_mul(size))
-        .take(size)
-        .collect();
+    let page = lq.paginate(
+        dhcp.all_leases()
+            .await
+            .into_iter()
+            .filter(|l| mac.as_ref().is_none_or(|m| &l.mac == m))
+            .filter(|l| subnet.as_ref().is_none_or(|n| &l.subnet == n))
+            .filter(|l| want_active.is_none_or(|a| l.active(now) == a))
+            .filter(|l| {
+                let ip = l.ip.to_string();
+                matches(q.as_deref(), [l.mac.as_str(), &ip, l.hostname.as_deref().unwrap_or("")])
+            }),
+        |l| l.id,
+    )?;
+    let page = page.map(|l| LeaseView {
+        state: if !l.active(now) {
+            "expired"
+        } else if l.declined {
+            "declined"
+        } else {
+            "active"
+        }
+        .into(),
+        lease: l,
+    });
     Ok(Envelope::ok(LeaseList {
-        leases,
-        total,
-        page,
-        size,
+        leases: page.items,
+        paging: page.info,
     }))
 }
 
@@ -242,26 +239,36 @@ pub struct ReservationView {
     pub source: String,
 }
 
-/// Query parameters of `GET /dhcp/reservations`.
+/// Field filters of `GET /dhcp/reservations` (paging and `q`: [`ListQuery`]).
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct ReservationParams {
+pub struct ReservationFilter {
     /// Only this subnet (CIDR).
     pub subnet: Option<String>,
 }
 
-/// List reservations: the configuration file's and the stored ones.
-#[utoipa::path(get, path = "/api/v1/dhcp/reservations", tag = "dhcp", params(ReservationParams),
-    responses((status = 200, body = Vec<ReservationView>), (status = 401)))]
+/// `GET /dhcp/reservations` answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReservationList {
+    /// Reservations of this page: the configuration file's first (in file order), then
+    /// the stored ones in id order.
+    pub reservations: Vec<ReservationView>,
+    /// Total, page and size.
+    #[serde(flatten)]
+    pub paging: PageInfo,
+}
+
+/// List reservations: the configuration file's (`source: config`, id 0, in file order)
+/// first, then the stored ones (`source: api`) in id order. `q` searches MAC, IP, host
+/// name and description.
+#[utoipa::path(get, path = "/api/v1/dhcp/reservations", tag = "dhcp", params(ListQuery, ReservationFilter),
+    responses((status = 200, body = ReservationList), (status = 400, description = "Bad filter or paging"), (status = 401)))]
 pub async fn list_reservations(
     State(dhcp): State<Arc<DhcpControl>>,
-    ApiQuery(p): ApiQuery<ReservationParams>,
-) -> Result<Envelope<Vec<ReservationView>>> {
-    let want = p
-        .subnet
-        .as_deref()
-        .and_then(|n| n.trim().parse::<ipnet::Ipv4Net>().ok())
-        .map(|n| n.trunc().to_string());
+    ApiQuery(lq): ApiQuery<ListQuery>,
+    ApiQuery(f): ApiQuery<ReservationFilter>,
+) -> Result<Envelope<ReservationList>> {
+    let want = subnet_filter(f.subnet.as_deref())?;
     let epoch = time::OffsetDateTime::UNIX_EPOCH;
     let mut out: Vec<ReservationView> = Vec::new();
     for sub in &dhcp.file_config().subnets {
@@ -287,8 +294,25 @@ pub async fn list_reservations(
         reservation: r,
         source: "api".into(),
     }));
-    out.retain(|r| want.as_ref().is_none_or(|w| &r.reservation.subnet == w));
-    Ok(Envelope::ok(out))
+    let q = lq.needle();
+    // Stable: file entries (id 0) keep their file order ahead of the stored ones.
+    let page = lq.paginate(
+        out.into_iter()
+            .filter(|r| want.as_ref().is_none_or(|w| &r.reservation.subnet == w))
+            .filter(|v| {
+                let r = &v.reservation;
+                let ip = r.ip.to_string();
+                matches(
+                    q.as_deref(),
+                    [r.mac.as_str(), &ip, r.hostname.as_deref().unwrap_or(""), &r.description],
+                )
+            }),
+        |v| v.reservation.id,
+    )?;
+    Ok(Envelope::ok(ReservationList {
+        reservations: page.items,
+        paging: page.info,
+    }))
 }
 
 /// Create a reservation; the DHCP server uses it at once.

@@ -16,6 +16,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::{
     error::{ApiError, Result},
     extract::{ApiJson, ApiPath, ApiQuery, Envelope},
+    list::{matches, ListQuery, PageInfo},
     AppState,
 };
 use crate::{
@@ -27,21 +28,15 @@ use crate::{
     },
 };
 
-/// Query parameters of `GET /dns/records`.
+/// Field filters of `GET /dns/records` (paging and `q`: [`ListQuery`]).
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct ListParams {
+pub struct RecordFilter {
     /// Only this type (`A`, `AAAA`, `CNAME`, `TXT`, `MX`).
     #[serde(rename = "type")]
     pub kind: Option<String>,
     /// Only this name (as stored, or the FQDN; case-insensitive).
     pub name: Option<String>,
-    /// Substring search over name, FQDN and value (case-insensitive).
-    pub q: Option<String>,
-    /// Page number, from 1. Default 1.
-    pub page: Option<usize>,
-    /// Page size, 1-1000. Default 100.
-    pub size: Option<usize>,
 }
 
 /// `GET /dns/records` answer.
@@ -49,12 +44,9 @@ pub struct ListParams {
 pub struct RecordList {
     /// Records of this page, in id order.
     pub records: Vec<DnsRecord>,
-    /// Number of records matching the filters (all pages).
-    pub total: usize,
-    /// Page number.
-    pub page: usize,
-    /// Page size.
-    pub size: usize,
+    /// Total, page and size.
+    #[serde(flatten)]
+    pub paging: PageInfo,
     /// The local domain relative names belong to.
     pub local_domain: String,
 }
@@ -75,54 +67,37 @@ pub struct DnsServiceView {
     pub metrics: DnsMetricsSnapshot,
 }
 
-/// List DNS records.
-#[utoipa::path(get, path = "/api/v1/dns/records", tag = "dns", params(ListParams),
-    responses((status = 200, body = RecordList), (status = 400, description = "Bad filter"), (status = 401)))]
+/// List DNS records, in id order. `q` searches name, FQDN and value.
+#[utoipa::path(get, path = "/api/v1/dns/records", tag = "dns", params(ListQuery, RecordFilter),
+    responses((status = 200, body = RecordList), (status = 400, description = "Bad filter or paging"), (status = 401)))]
 pub async fn list(
     State(dns): State<Arc<DnsService>>,
-    ApiQuery(p): ApiQuery<ListParams>,
+    ApiQuery(lq): ApiQuery<ListQuery>,
+    ApiQuery(f): ApiQuery<RecordFilter>,
 ) -> Result<Envelope<RecordList>> {
-    let kind = match &p.kind {
+    let kind = match &f.kind {
         Some(k) => Some(
             RecordKind::parse(k)
                 .ok_or_else(|| ApiError::BadRequest(format!("'type' {k:?} is not one of A, AAAA, CNAME, TXT, MX")))?,
         ),
         None => None,
     };
-    let size = p.size.unwrap_or(100);
-    if !(1..=1000).contains(&size) {
-        return Err(ApiError::BadRequest("'size' must be 1-1000".into()));
-    }
-    let page = p.page.unwrap_or(1);
-    if page == 0 {
-        return Err(ApiError::BadRequest("'page' starts at 1".into()));
-    }
-    let name = p.name.map(|n| n.trim().trim_end_matches('.').to_ascii_lowercase());
-    let q = p.q.map(|q| q.to_ascii_lowercase());
-    let all: Vec<DnsRecord> = dns
-        .list()?
-        .into_iter()
-        .filter(|r| kind.is_none_or(|k| r.kind == k))
-        .filter(|r| {
-            name.as_ref()
-                .is_none_or(|n| r.name == *n || r.fqdn.trim_end_matches('.') == n)
-        })
-        .filter(|r| {
-            q.as_ref()
-                .is_none_or(|q| r.name.contains(q) || r.fqdn.contains(q) || r.value.to_ascii_lowercase().contains(q))
-        })
-        .collect();
-    let total = all.len();
-    let records = all
-        .into_iter()
-        .skip((page - 1).saturating_mul(size))
-        .take(size)
-        .collect();
+    let name = f.name.map(|n| n.trim().trim_end_matches('.').to_ascii_lowercase());
+    let q = lq.needle();
+    let page = lq.paginate(
+        dns.list()?
+            .into_iter()
+            .filter(|r| kind.is_none_or(|k| r.kind == k))
+            .filter(|r| {
+                name.as_ref()
+                    .is_none_or(|n| r.name == *n || r.fqdn.trim_end_matches('.') == n)
+            })
+            .filter(|r| matches(q.as_deref(), [r.name.as_str(), &r.fqdn, &r.value])),
+        |r| r.id,
+    )?;
     Ok(Envelope::ok(RecordList {
-        records,
-        total,
-        page,
-        size,
+        records: page.items,
+        paging: page.info,
         local_domain: dns.settings().local_domain,
     }))
 }

@@ -14,13 +14,14 @@ use axum::{
     http::{header, HeaderMap, StatusCode},
     response::{IntoResponse, Response},
 };
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use serde::Serialize;
+use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     error::{ApiError, Result},
     extract::{ApiJson, ApiPath, ApiQuery, Envelope},
+    list::{matches, ListQuery, PageInfo},
     AppState,
 };
 use crate::{
@@ -32,82 +33,42 @@ use crate::{
     net::types::normalise_mac,
 };
 
-/// Query parameters of `GET /hosts`.
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct HostListParams {
-    /// Case-insensitive substring search over name, MAC (any separator) and IP.
-    pub q: Option<String>,
-    /// Page number, from 1. Default 1.
-    pub page: Option<usize>,
-    /// Page size, 1-1000. Default 100.
-    pub size: Option<usize>,
-}
-
 /// `GET /hosts` answer.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct HostList {
     /// Hosts of this page, in id order.
     pub hosts: Vec<HostView>,
-    /// Hosts matching the search (all pages).
-    pub total: usize,
-    /// Page number.
-    pub page: usize,
-    /// Page size.
-    pub size: usize,
+    /// Total, page and size.
+    #[serde(flatten)]
+    pub paging: PageInfo,
 }
 
-/// Checks `page`/`size` (page from 1, size 1-1000, defaults 1 and 100).
-pub(crate) fn paging(page: Option<usize>, size: Option<usize>) -> Result<(usize, usize)> {
-    let size = size.unwrap_or(100);
-    if !(1..=1000).contains(&size) {
-        return Err(ApiError::BadRequest("'size' must be 1-1000".into()));
-    }
-    let page = page.unwrap_or(1);
-    if page == 0 {
-        return Err(ApiError::BadRequest("'page' starts at 1".into()));
-    }
-    Ok((page, size))
-}
-
-/// List hosts.
-#[utoipa::path(get, path = "/api/v1/hosts", tag = "hosts", params(HostListParams),
+/// List hosts, in id order. `q` searches name, MAC (any separator, partial MACs too)
+/// and IP.
+#[utoipa::path(get, path = "/api/v1/hosts", tag = "hosts", params(ListQuery),
     responses((status = 200, body = HostList), (status = 400, description = "Bad paging"), (status = 401)))]
 pub async fn list(
     State(hosts): State<Arc<HostService>>,
-    ApiQuery(p): ApiQuery<HostListParams>,
+    ApiQuery(lq): ApiQuery<ListQuery>,
 ) -> Result<Envelope<HostList>> {
-    let (page, size) = paging(p.page, p.size)?;
-    let q = p.q.map(|q| q.trim().to_ascii_lowercase()).filter(|q| !q.is_empty());
+    let q = lq.needle();
     // A (partial) MAC typed with `-` separators, or a whole one in any form, still matches.
     let q_mac = q.as_deref().map(|q| match normalise_mac(q) {
         Ok(m) => m.to_string(),
         Err(_) => q.replace('-', ":"),
     });
-    let all: Vec<HostView> = hosts
-        .list()?
-        .iter()
-        .filter(|h| {
-            q.as_ref().is_none_or(|q| {
-                h.name.contains(q)
-                    || h.mac.contains(q)
-                    || q_mac.as_ref().is_some_and(|m| h.mac.contains(m.as_str()))
-                    || h.ip.is_some_and(|ip| ip.to_string().contains(q))
-            })
-        })
-        .map(HostView::from)
-        .collect();
-    let total = all.len();
-    let hosts = all
-        .into_iter()
-        .skip((page - 1).saturating_mul(size))
-        .take(size)
-        .collect();
+    let page = lq.paginate(
+        hosts.list()?.into_iter().filter(|h| {
+            let ip = h.ip.map(|ip| ip.to_string()).unwrap_or_default();
+            matches(q.as_deref(), [h.name.as_str(), &h.mac, &ip])
+                || q_mac.as_ref().is_some_and(|m| h.mac.contains(m.as_str()))
+        }),
+        |h| h.id,
+    )?;
+    let page = page.map(|h| HostView::from(&h));
     Ok(Envelope::ok(HostList {
-        hosts,
-        total,
-        page,
-        size,
+        hosts: page.items,
+        paging: page.info,
     }))
 }
 

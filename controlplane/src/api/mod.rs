@@ -22,6 +22,7 @@ pub mod error;
 pub mod events_api;
 pub mod extract;
 pub mod hosts;
+pub mod list;
 pub mod logs;
 pub mod openapi;
 pub mod profiles;

@@ -3,6 +3,10 @@
 //! [`BootCatalog`], which keeps the default-profile
 //! rule, validates menus and stores a script version on every change of a profile's
 //! generated script.
+#![allow(
+    unused_qualifications,
+    reason = "utoipa::path re-emits the Query extractor type with its full path"
+)]
 
 use std::sync::Arc;
 
@@ -13,7 +17,8 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     error::Result,
-    extract::{ApiJson, ApiPath, Envelope},
+    extract::{ApiJson, ApiPath, ApiQuery, Envelope},
+    list::{matches, ListQuery, PageInfo},
     AppState,
 };
 use crate::boot::{
@@ -21,11 +26,35 @@ use crate::boot::{
     DEFAULT_SCRIPT,
 };
 
-/// List profiles (id order; a bare array, there are few).
-#[utoipa::path(get, path = "/api/v1/profiles", tag = "profiles",
-    responses((status = 200, body = Vec<Profile>), (status = 401)))]
-pub async fn list(State(catalog): State<Arc<BootCatalog>>) -> Result<Envelope<Vec<Profile>>> {
-    Ok(Envelope::ok(catalog.profiles()?))
+/// `GET /profiles` answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProfileList {
+    /// Profiles of this page, in id order.
+    pub profiles: Vec<Profile>,
+    /// Total, page and size.
+    #[serde(flatten)]
+    pub paging: PageInfo,
+}
+
+/// List profiles, in id order. `q` searches name and description.
+#[utoipa::path(get, path = "/api/v1/profiles", tag = "profiles", params(ListQuery),
+    responses((status = 200, body = ProfileList), (status = 400, description = "Bad paging"), (status = 401)))]
+pub async fn list(
+    State(catalog): State<Arc<BootCatalog>>,
+    ApiQuery(lq): ApiQuery<ListQuery>,
+) -> Result<Envelope<ProfileList>> {
+    let q = lq.needle();
+    let page = lq.paginate(
+        catalog
+            .profiles()?
+            .into_iter()
+            .filter(|p| matches(q.as_deref(), [p.name.as_str(), &p.description])),
+        |p| p.id,
+    )?;
+    Ok(Envelope::ok(ProfileList {
+        profiles: page.items,
+        paging: page.info,
+    }))
 }
 
 /// Create a profile (stores its first script version).
@@ -69,16 +98,39 @@ pub async fn delete(State(catalog): State<Arc<BootCatalog>>, ApiPath(id): ApiPat
     Ok(Envelope::ok(p))
 }
 
-/// Script versions of a profile, newest first.
+/// `GET /profiles/{profileId}/script-versions` answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VersionList {
+    /// Versions of this page, newest (highest id) first.
+    pub versions: Vec<ScriptVersion>,
+    /// Total, page and size.
+    #[serde(flatten)]
+    pub paging: PageInfo,
+}
+
+/// Script versions of a profile, newest (highest id) first. `q` searches the comment
+/// and the checksum.
 #[utoipa::path(get, path = "/api/v1/profiles/{profileId}/script-versions", tag = "profiles",
-    params(("profileId" = u64, Path, description = "Profile id")),
-    responses((status = 200, body = Vec<ScriptVersion>), (status = 404), (status = 401)))]
+    params(("profileId" = u64, Path, description = "Profile id"), ListQuery),
+    responses((status = 200, body = VersionList), (status = 404), (status = 401)))]
 pub async fn versions(
     State(catalog): State<Arc<BootCatalog>>,
     ApiPath(id): ApiPath<u64>,
-) -> Result<Envelope<Vec<ScriptVersion>>> {
+    ApiQuery(lq): ApiQuery<ListQuery>,
+) -> Result<Envelope<VersionList>> {
     catalog.profile(id)?;
-    Ok(Envelope::ok(catalog.versions(id)?))
+    let q = lq.needle();
+    let page = lq.paginate(
+        catalog
+            .versions(id)?
+            .into_iter()
+            .filter(|v| matches(q.as_deref(), [v.comment.as_str(), &v.checksum])),
+        |v| std::cmp::Reverse(v.id),
+    )?;
+    Ok(Envelope::ok(VersionList {
+        versions: page.items,
+        paging: page.info,
+    }))
 }
 
 /// One script version.

@@ -129,7 +129,7 @@ async fn default_profile_is_seeded_and_protected() {
     let v = t
         .expect(Method::GET, "/api/v1/profiles", None, StatusCode::OK, "")
         .await;
-    let list = v["data"].as_array().unwrap();
+    let list = v["data"]["profiles"].as_array().unwrap();
     assert_eq!(list.len(), 1);
     let def = &list[0];
     assert_eq!((&def["name"], &def["is_default"]), (&json!("Default"), &json!(true)));
@@ -164,7 +164,7 @@ async fn default_profile_is_seeded_and_protected() {
     let v = t
         .expect(Method::GET, "/api/v1/profiles", None, StatusCode::OK, "")
         .await;
-    let defaults: Vec<u64> = v["data"]
+    let defaults: Vec<u64> = v["data"]["profiles"]
         .as_array()
         .unwrap()
         .iter()
@@ -172,6 +172,29 @@ async fn default_profile_is_seeded_and_protected() {
         .map(|p| p["id"].as_u64().unwrap())
         .collect();
     assert_eq!(defaults, vec![deb]);
+    // The shared list contract: `q` over name and description, id order, paging.
+    let v = t
+        .expect(Method::GET, "/api/v1/profiles?q=DEB", None, StatusCode::OK, "")
+        .await;
+    assert_eq!(
+        (&v["data"]["total"], &v["data"]["profiles"][0]["id"]),
+        (&json!(1), &json!(deb))
+    );
+    let v = t
+        .expect(Method::GET, "/api/v1/profiles?size=1&page=2", None, StatusCode::OK, "")
+        .await;
+    assert_eq!(
+        (&v["data"]["total"], &v["data"]["profiles"][0]["id"]),
+        (&json!(2), &json!(deb))
+    );
+    t.expect(
+        Method::GET,
+        "/api/v1/profiles?size=1001",
+        None,
+        StatusCode::BAD_REQUEST,
+        "'size' must be 1-1000",
+    )
+    .await;
     // The old default can now be deleted; the new one cannot.
     t.expect(
         Method::DELETE,
@@ -618,8 +641,8 @@ async fn script_versions_diff_and_rollback() {
             "",
         )
         .await;
-    let first = v["data"][0].clone();
-    assert_eq!(v["data"].as_array().unwrap().len(), 1);
+    let first = v["data"]["versions"][0].clone();
+    assert_eq!(v["data"]["versions"].as_array().unwrap().len(), 1);
     assert!(first["content"].as_str().unwrap().contains("echo one\nshell"));
     assert_eq!(first["checksum"].as_str().unwrap().len(), 64);
     let v1 = first["id"].as_u64().unwrap();
@@ -650,8 +673,8 @@ async fn script_versions_diff_and_rollback() {
             "",
         )
         .await;
-    assert_eq!(v["data"].as_array().unwrap().len(), 2, "{v}");
-    assert_eq!(v["data"][0]["comment"], "two");
+    assert_eq!(v["data"]["versions"].as_array().unwrap().len(), 2, "{v}");
+    assert_eq!(v["data"]["versions"][0]["comment"], "two");
 
     let v = t
         .expect(
@@ -689,8 +712,35 @@ async fn script_versions_diff_and_rollback() {
             "",
         )
         .await;
-    assert_eq!(v["data"].as_array().unwrap().len(), 3);
-    assert!(v["data"][0]["comment"].as_str().unwrap().contains("rollback"));
+    assert_eq!(v["data"]["versions"].as_array().unwrap().len(), 3);
+    assert!(v["data"]["versions"][0]["comment"]
+        .as_str()
+        .unwrap()
+        .contains("rollback"));
+    // Newest first across pages: the last page of one holds the first version.
+    let v = t
+        .expect(
+            Method::GET,
+            &format!("{base}/script-versions?size=1&page=3"),
+            None,
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert_eq!(
+        (&v["data"]["total"], &v["data"]["versions"][0]["id"]),
+        (&json!(3), &json!(v1))
+    );
+    let v = t
+        .expect(
+            Method::GET,
+            &format!("{base}/script-versions?q=ROLLBACK"),
+            None,
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert_eq!(v["data"]["total"], 1, "{v}");
     let v = t
         .expect(
             Method::GET,
@@ -892,7 +942,7 @@ async fn reservations_crud_conflicts_and_live() {
     let v = t
         .expect(Method::GET, "/api/v1/dhcp/reservations", None, StatusCode::OK, "")
         .await;
-    let sources: Vec<&str> = v["data"]
+    let sources: Vec<&str> = v["data"]["reservations"]
         .as_array()
         .unwrap()
         .iter()
@@ -908,7 +958,42 @@ async fn reservations_crud_conflicts_and_live() {
             "",
         )
         .await;
-    assert!(v["data"].as_array().unwrap().is_empty());
+    assert!(v["data"]["reservations"].as_array().unwrap().is_empty());
+    // The shared list contract: `q`, paging (file entries first), a bad subnet is a 400.
+    let v = t
+        .expect(
+            Method::GET,
+            "/api/v1/dhcp/reservations?q=MOVED",
+            None,
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert_eq!(
+        (&v["data"]["total"], &v["data"]["reservations"][0]["id"]),
+        (&json!(1), &json!(id))
+    );
+    let v = t
+        .expect(
+            Method::GET,
+            "/api/v1/dhcp/reservations?size=1&page=2",
+            None,
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert_eq!(
+        (&v["data"]["total"], &v["data"]["reservations"][0]["source"]),
+        (&json!(2), &json!("api"))
+    );
+    t.expect(
+        Method::GET,
+        "/api/v1/dhcp/reservations?subnet=nope",
+        None,
+        StatusCode::BAD_REQUEST,
+        "'subnet'",
+    )
+    .await;
 
     t.expect(
         Method::GET,
@@ -997,6 +1082,27 @@ async fn leases_list_stats_delete_prune() {
         .expect(Method::GET, "/api/v1/leases?size=2&page=2", None, StatusCode::OK, "")
         .await;
     assert_eq!(v["data"]["leases"].as_array().unwrap().len(), 1);
+    // `q` searches MAC and IP; items stay in id order.
+    let v = t
+        .expect(
+            Method::GET,
+            "/api/v1/leases?q=10.77.0.10&size=2",
+            None,
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert_eq!(
+        (&v["data"]["total"], &v["data"]["leases"][1]["mac"]),
+        (&json!(3), &json!("52:54:00:00:00:02"))
+    );
+    let v = t
+        .expect(Method::GET, "/api/v1/leases?q=00:03", None, StatusCode::OK, "")
+        .await;
+    assert_eq!(
+        (&v["data"]["total"], &v["data"]["leases"][0]["ip"]),
+        (&json!(1), &json!("10.77.0.102"))
+    );
     t.expect(
         Method::GET,
         "/api/v1/leases?state=bogus",
