@@ -1,96 +1,24 @@
 //! API tests (house style level b) for hosts, profiles, script versions, the per-MAC
 //! iPXE script and the DHCP APIs: through the router, a temporary store, no sockets.
 
-use std::{net::SocketAddr, sync::Arc};
+use std::sync::Arc;
 
-use axum::{
-    body::Body,
-    extract::ConnectInfo,
-    http::{header, Method, Request, StatusCode},
-    Router,
-};
-use http_body_util::BodyExt;
+use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
-use tower::ServiceExt;
 
-use super::{router, AppState};
+use super::test_support::{self, T};
 use crate::config::Config;
 
-struct T {
-    app: Router,
-    state: AppState,
-    cookie: Option<String>,
-}
-
-async fn setup_with(mut config: Config) -> T {
-    let (state, _fake) = super::test_support::state(std::mem::take(&mut config)).await;
-    let mut t = T {
-        app: router(state.clone()),
-        state,
-        cookie: None,
-    };
+/// A logged-in client whose requests carry `Host: 10.77.0.1:8080` (script URLs).
+async fn setup_with(config: Config) -> T {
+    let mut t = test_support::app(config).await;
+    t.host = Some("10.77.0.1:8080");
     t.login().await;
     t
 }
 
 async fn setup() -> T {
     setup_with(Config::default()).await
-}
-
-impl T {
-    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let mut req = Request::builder()
-            .method(method)
-            .uri(path)
-            .header(header::HOST, "10.77.0.1:8080");
-        if let Some(c) = &self.cookie {
-            req = req.header(header::COOKIE, c);
-        }
-        let body = match body {
-            Some(b) => {
-                req = req.header(header::CONTENT_TYPE, "application/json");
-                Body::from(b.to_string())
-            }
-            None => Body::empty(),
-        };
-        let mut req = req.body(body).unwrap();
-        req.extensions_mut()
-            .insert(ConnectInfo("10.9.9.9:1234".parse::<SocketAddr>().unwrap()));
-        let resp = self.app.clone().oneshot(req).await.unwrap();
-        let status = resp.status();
-        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-        let v = serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into()));
-        (status, v)
-    }
-
-    async fn login(&mut self) {
-        let req = Request::builder()
-            .method(Method::POST)
-            .uri("/api/v1/auth/login")
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(Body::from(
-                json!({"username": "admin", "password": "pw-admin"}).to_string(),
-            ))
-            .unwrap();
-        let mut req = req;
-        req.extensions_mut()
-            .insert(ConnectInfo("10.9.9.9:1234".parse::<SocketAddr>().unwrap()));
-        let resp = self.app.clone().oneshot(req).await.unwrap();
-        assert_eq!(resp.status(), StatusCode::OK);
-        let c = resp.headers()[header::SET_COOKIE].to_str().unwrap();
-        self.cookie = Some(c.split(';').next().unwrap().to_string());
-    }
-
-    /// Asserts the status and, for errors, that the message contains `needle`.
-    async fn expect(&self, method: Method, path: &str, body: Option<Value>, status: StatusCode, needle: &str) -> Value {
-        let (s, v) = self.call(method, path, body).await;
-        assert_eq!(s, status, "{path}: {v}");
-        if !status.is_success() {
-            let e = v["error"].as_str().unwrap_or_default();
-            assert!(e.contains(needle), "{path}: {e:?} should contain {needle:?}");
-        }
-        v
-    }
 }
 
 fn linux_profile(name: &str) -> Value {
@@ -115,11 +43,11 @@ async fn boot_routes_need_a_session() {
         "/api/v1/services/ipxe-script",
         "/api/v1/leases",
     ] {
-        let (s, _) = t.call(Method::GET, p, None).await;
+        let (s, _, _) = t.call(Method::GET, p, None).await;
         assert_eq!(s, StatusCode::UNAUTHORIZED, "{p}");
     }
     // The boot route itself is public.
-    let (s, v) = t.call(Method::GET, "/boot/ipxe?mac=52:54:00:00:00:01", None).await;
+    let (s, _, v) = t.call(Method::GET, "/boot/ipxe?mac=52:54:00:00:00:01", None).await;
     assert_eq!(s, StatusCode::OK, "{v}");
 }
 
@@ -512,7 +440,7 @@ async fn script_per_mac() {
         .await;
     let hid = v["data"]["id"].as_u64().unwrap();
 
-    let (s, v) = t.call(Method::GET, "/boot/ipxe?mac=52-54-00-AA-00-01", None).await;
+    let (s, _, v) = t.call(Method::GET, "/boot/ipxe?mac=52-54-00-AA-00-01", None).await;
     assert_eq!(s, StatusCode::OK);
     let script = v.as_str().unwrap();
     assert!(
@@ -534,7 +462,7 @@ async fn script_per_mac() {
     assert!(script.contains("(node1)"), "{script}");
 
     // boot-config is the same script.
-    let (s, v) = t
+    let (s, _, v) = t
         .call(Method::GET, &format!("/api/v1/hosts/{hid}/boot-config"), None)
         .await;
     assert_eq!(s, StatusCode::OK);
@@ -549,7 +477,7 @@ async fn script_per_mac() {
     .await;
 
     // An unknown MAC gets the default profile.
-    let (_, v) = t.call(Method::GET, "/boot/ipxe?mac=52:54:00:aa:00:09", None).await;
+    let (_, _, v) = t.call(Method::GET, "/boot/ipxe?mac=52:54:00:aa:00:09", None).await;
     let other = v.as_str().unwrap();
     assert!(other.contains("echo Bootlane: booting 52:54:00:aa:00:09\n"), "{other}");
     assert!(
@@ -566,7 +494,7 @@ async fn script_per_mac() {
         "",
     )
     .await;
-    let (_, v) = t.call(Method::GET, "/boot/ipxe?mac=52:54:00:aa:00:01", None).await;
+    let (_, _, v) = t.call(Method::GET, "/boot/ipxe?mac=52:54:00:aa:00:01", None).await;
     assert!(v.as_str().unwrap().contains("Boot from local disk"));
 }
 
@@ -604,7 +532,7 @@ async fn ipxe_template_edit() {
         )
         .await;
     assert_eq!(v["data"]["source"], "stored");
-    let (_, v) = t.call(Method::GET, "/boot/ipxe?mac=52:54:00:aa:00:09", None).await;
+    let (_, _, v) = t.call(Method::GET, "/boot/ipxe?mac=52:54:00:aa:00:09", None).await;
     assert_eq!(
         v.as_str().unwrap(),
         "#!ipxe\necho Bootlane: booting 52:54:00:aa:00:09\nchain http://10.77.0.1:8080/custom/Default\n"
@@ -1425,7 +1353,7 @@ async fn dhcp_and_tftp_settings() {
 #[tokio::test]
 async fn openapi_lists_the_new_paths() {
     let t = setup().await;
-    let (s, v) = t.call(Method::GET, "/api/v1/openapi.json", None).await;
+    let (s, _, v) = t.call(Method::GET, "/api/v1/openapi.json", None).await;
     assert_eq!(s, StatusCode::OK);
     let paths = v["paths"]
         .as_object()

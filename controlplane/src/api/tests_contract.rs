@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use super::{
     openapi::{self, BEARER_SCHEME, COOKIE_SCHEME, ERROR_ENVELOPE, SSE},
     openapi_doc,
-    tests::{is_error_envelope, setup},
+    test_support::{is_error_envelope, setup},
 };
 
 const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
