@@ -388,6 +388,20 @@ pub async fn archmap_defaults() -> Envelope<ArchMap> {
     Envelope::ok(arch_view(&default_arch_map()))
 }
 
+/// How a stored settings change of `service` took effect (the `applied` field): `live`;
+/// `restart` when it needs new sockets and the service was running (restarted now);
+/// otherwise it applies when the service next starts.
+async fn applied(supervisor: &Supervisor, service: &str, needs_restart: bool) -> Result<String> {
+    if !needs_restart {
+        return Ok("live".into());
+    }
+    Ok(if supervisor.restart_if_running(service).await? {
+        "restart".into()
+    } else {
+        format!("stored; applies when the {service} service starts")
+    })
+}
+
 /// The effective DHCP settings per subnet.
 #[utoipa::path(get, path = "/api/v1/services/dhcp", tag = "dhcp",
     responses((status = 200, body = DhcpSettingsView), (status = 401)))]
@@ -406,15 +420,7 @@ pub async fn put_dhcp(
     ApiJson(p): ApiJson<DhcpSettingsPatch>,
 ) -> Result<Envelope<DhcpSettingsView>> {
     let (mut v, restart) = dhcp.update_settings(p).await?;
-    v.applied = if restart {
-        if supervisor.restart_if_running("dhcp").await? {
-            "restart".into()
-        } else {
-            "stored; applies when the dhcp service starts".into()
-        }
-    } else {
-        "live".into()
-    };
+    v.applied = applied(&supervisor, "dhcp", restart).await?;
     v.running = dhcp.running();
     Ok(Envelope::ok(v))
 }
@@ -520,15 +526,7 @@ pub async fn put_tftp(
     };
     let (_, restart) = tftp.set(change).await?;
     let mut view = tftp_view(&tftp);
-    view.applied = if restart {
-        if supervisor.restart_if_running("tftp").await? {
-            "restart".into()
-        } else {
-            "stored; applies when the tftp service starts".into()
-        }
-    } else {
-        "live".into()
-    };
+    view.applied = applied(&supervisor, "tftp", restart).await?;
     view.running = tftp.running();
     Ok(Envelope::ok(view))
 }
