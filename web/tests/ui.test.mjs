@@ -165,8 +165,8 @@ test('edit a profile, see the new script version and its diff, roll it back', as
   await page.locator('pre.diff').filter({ hasText: '17000' }).waitFor();
   await seeded.getByRole('button', { name: 'Roll back' }).click(); // confirms
   await row.getByText('5 s').waitFor();
-  const list = await api('GET', '/profiles');
-  assert.equal(list.find((p) => p.name === 'Default').timeout_secs, 5);
+  const { profiles } = await api('GET', '/profiles');
+  assert.equal(profiles.find((p) => p.name === 'Default').timeout_secs, 5);
   await ctx.close();
 });
 

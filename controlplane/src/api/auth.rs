@@ -340,7 +340,7 @@ pub async fn require_session(State(state): State<AppState>, req: Request, next: 
     responses((status = 200, description = "Logged in; sets the bootlane_session cookie", body = LoginResponse),
               (status = 401, description = "Wrong user name or password"), (status = 429, description = "Too many failed attempts")))]
 pub async fn login(
-    State(state): State<AppState>,
+    State(auth): State<Arc<Auth>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     ApiJson(req): ApiJson<LoginRequest>,
 ) -> Result<Response> {
@@ -349,10 +349,10 @@ pub async fn login(
             "'username' and 'password' must not be empty".into(),
         ));
     }
-    let (token, session) = state.auth.login(peer.ip(), &req.username, &req.password).await?;
+    let (token, session) = auth.login(peer.ip(), &req.username, &req.password).await?;
     let cookie = format!(
         "{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
-        state.auth.ttl().as_secs()
+        auth.ttl().as_secs()
     );
     let mut resp = Envelope::ok(LoginResponse {
         username: session.username,
@@ -368,9 +368,9 @@ pub async fn login(
 
 /// Log out (ends the session and clears the cookie). Always succeeds.
 #[utoipa::path(post, path = "/api/v1/auth/logout", tag = "auth", responses((status = 200, description = "Logged out")))]
-pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Result<Response> {
+pub async fn logout(State(auth): State<Arc<Auth>>, headers: HeaderMap) -> Result<Response> {
     if let Some(t) = token_from(&headers) {
-        state.auth.logout(&t).await?;
+        auth.logout(&t).await?;
     }
     let mut resp = Envelope::ok(serde_json::json!({ "logged_out": true })).into_response();
     resp.headers_mut().insert(
@@ -382,9 +382,9 @@ pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Result
 
 /// Check the session.
 #[utoipa::path(get, path = "/api/v1/auth/session", tag = "auth", responses((status = 200, body = SessionInfo)))]
-pub async fn session(State(state): State<AppState>, headers: HeaderMap) -> Envelope<SessionInfo> {
+pub async fn session(State(auth): State<Arc<Auth>>, headers: HeaderMap) -> Envelope<SessionInfo> {
     let s = match token_from(&headers) {
-        Some(t) => state.auth.session(&t).await,
+        Some(t) => auth.session(&t).await,
         None => None,
     };
     Envelope::ok(SessionInfo {

@@ -1,11 +1,13 @@
 //! DHCP and TFTP administration (issue 4 "DHCP" API bullets, "TFTP"): `/leases`,
 //! `/dhcp/reservations`, `/services/dhcp`, `/services/archmap` and `/services/tftp`.
-//! Thin handlers over [`DhcpControl`](crate::dhcp::control::DhcpControl), which applies
+//! Thin handlers over [`DhcpControl`], which applies
 //! every change to the running DHCP handler before answering.
 #![allow(
     unused_qualifications,
     reason = "utoipa::path re-emits the Query extractor type with its full path"
 )]
+
+use std::sync::Arc;
 
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
@@ -15,35 +17,35 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::{
     error::{ApiError, Result},
     extract::{ApiJson, ApiPath, ApiQuery, Envelope},
-    hosts::paging,
+    list::{matches, ListQuery, PageInfo},
     AppState,
 };
 use crate::dhcp::{
     config::default_arch_map,
     control::{
-        arch_view, ArchMap, DhcpSettingsPatch, DhcpSettingsView, ReservationInput, StoredReservation, SubnetStats,
+        arch_view, ArchMap, DhcpControl, DhcpSettingsPatch, DhcpSettingsView, ReservationInput, StoredReservation,
+        SubnetStats,
     },
     leases::{now_secs, Lease},
 };
 use crate::net::types::normalise_mac;
-use crate::tftp::control::TftpChange;
+use crate::{
+    supervisor::Supervisor,
+    tftp::control::{TftpChange, TftpControl},
+};
 
 // ---- leases ----
 
-/// Query parameters of `GET /leases`.
+/// Field filters of `GET /leases` (paging and `q`: [`ListQuery`]).
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct LeaseParams {
+pub struct LeaseFilter {
     /// Only this subnet (CIDR, e.g. `10.77.0.0/24`).
     pub subnet: Option<String>,
     /// Only this MAC (any separator).
     pub mac: Option<String>,
     /// `active` or `expired` (declines count as active until they expire).
     pub state: Option<String>,
-    /// Page number, from 1. Default 1.
-    pub page: Option<usize>,
-    /// Page size, 1-1000. Default 100.
-    pub size: Option<usize>,
 }
 
 /// A lease with its state.
@@ -61,20 +63,34 @@ pub struct LeaseView {
 pub struct LeaseList {
     /// Leases of this page, in id order.
     pub leases: Vec<LeaseView>,
-    /// Leases matching the filters (all pages).
-    pub total: usize,
-    /// Page number.
-    pub page: usize,
-    /// Page size.
-    pub size: usize,
+    /// Total, page and size.
+    #[serde(flatten)]
+    pub paging: PageInfo,
 }
 
-/// List leases.
-#[utoipa::path(get, path = "/api/v1/leases", tag = "dhcp", params(LeaseParams),
-    responses((status = 200, body = LeaseList), (status = 400, description = "Bad filter"), (status = 401)))]
-pub async fn list_leases(State(s): State<AppState>, ApiQuery(p): ApiQuery<LeaseParams>) -> Result<Envelope<LeaseList>> {
-    let (page, size) = paging(p.page, p.size)?;
-    let mac = match p.mac.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
+/// The `subnet` filter: a CIDR, truncated to its network (`10.77.0.9/24` is
+/// `10.77.0.0/24`); blank is no filter.
+fn subnet_filter(subnet: Option<&str>) -> Result<Option<String>> {
+    match subnet.map(str::trim).filter(|n| !n.is_empty()) {
+        Some(n) => Ok(Some(
+            n.parse::<ipnet::Ipv4Net>()
+                .map_err(|_| ApiError::BadRequest(format!("'subnet' {n:?} is not an IPv4 CIDR")))?
+                .trunc()
+                .to_string(),
+        )),
+        None => Ok(None),
+    }
+}
+
+/// List leases, in id order. `q` searches MAC, IP and host name.
+#[utoipa::path(get, path = "/api/v1/leases", tag = "dhcp", params(ListQuery, LeaseFilter),
+    responses((status = 200, body = LeaseList), (status = 400, description = "Bad filter or paging"), (status = 401)))]
+pub async fn list_leases(
+    State(dhcp): State<Arc<DhcpControl>>,
+    ApiQuery(lq): ApiQuery<ListQuery>,
+    ApiQuery(f): ApiQuery<LeaseFilter>,
+) -> Result<Envelope<LeaseList>> {
+    let mac = match f.mac.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
         Some(m) => Some(
             normalise_mac(m)
                 .map_err(|_| ApiError::BadRequest(format!("'mac' {m:?} is not a MAC address")))?
@@ -82,69 +98,61 @@ pub async fn list_leases(State(s): State<AppState>, ApiQuery(p): ApiQuery<LeaseP
         ),
         None => None,
     };
-    let subnet = match p.subnet.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
-        Some(n) => Some(
-            n.parse::<ipnet::Ipv4Net>()
-                .map_err(|_| ApiError::BadRequest(format!("'subnet' {n:?} is not an IPv4 CIDR")))?
-                .trunc()
-                .to_string(),
-        ),
-        None => None,
-    };
-    let want_active = match p.state.as_deref() {
+    let subnet = subnet_filter(f.subnet.as_deref())?;
+    let want_active = match f.state.as_deref() {
         None | Some("") => None,
         Some("active") => Some(true),
         Some("expired") => Some(false),
         Some(o) => return Err(ApiError::BadRequest(format!("'state' {o:?} must be active or expired"))),
     };
+    let q = lq.needle();
     let now = now_secs();
-    let all: Vec<LeaseView> = s
-        .dhcp
-        .all_leases()
-        .await
-        .into_iter()
-        .filter(|l| mac.as_ref().is_none_or(|m| &l.mac == m))
-        .filter(|l| subnet.as_ref().is_none_or(|n| &l.subnet == n))
-        .filter(|l| want_active.is_none_or(|a| l.active(now) == a))
-        .map(|l| LeaseView {
-            state: if !l.active(now) {
-                "expired"
-            } else if l.declined {
-                "declined"
-            } else {
-                "active"
-            }
-            .into(),
-            lease: l,
-        })
-        .collect();
-    let total = all.len();
-    let leases = all
-        .into_iter()
-        .skip((page - 1).saturating_mul(size))
-        .take(size)
-        .collect();
+    let page = lq.paginate(
+        dhcp.all_leases()
+            .await
+            .into_iter()
+            .filter(|l| mac.as_ref().is_none_or(|m| &l.mac == m))
+            .filter(|l| subnet.as_ref().is_none_or(|n| &l.subnet == n))
+            .filter(|l| want_active.is_none_or(|a| l.active(now) == a))
+            .filter(|l| {
+                let ip = l.ip.to_string();
+                matches(q.as_deref(), [l.mac.as_str(), &ip, l.hostname.as_deref().unwrap_or("")])
+            }),
+        |l| l.id,
+    )?;
+    let page = page.map(|l| LeaseView {
+        state: if !l.active(now) {
+            "expired"
+        } else if l.declined {
+            "declined"
+        } else {
+            "active"
+        }
+        .into(),
+        lease: l,
+    });
     Ok(Envelope::ok(LeaseList {
-        leases,
-        total,
-        page,
-        size,
+        leases: page.items,
+        paging: page.info,
     }))
 }
 
 /// Per-subnet pool usage (subnets in `server` or `proxy` mode).
 #[utoipa::path(get, path = "/api/v1/leases/stats", tag = "dhcp",
     responses((status = 200, body = Vec<SubnetStats>), (status = 401)))]
-pub async fn lease_stats(State(s): State<AppState>) -> Result<Envelope<Vec<SubnetStats>>> {
-    Ok(Envelope::ok(s.dhcp.stats().await?))
+pub async fn lease_stats(State(dhcp): State<Arc<DhcpControl>>) -> Result<Envelope<Vec<SubnetStats>>> {
+    Ok(Envelope::ok(dhcp.stats().await?))
 }
 
 /// Delete every lease of a MAC (all subnets); the addresses are free at once. Answers
 /// the deleted leases.
 #[utoipa::path(delete, path = "/api/v1/leases/{mac}", tag = "dhcp", params(("mac" = String, Path, description = "MAC, any separator")),
     responses((status = 200, body = Vec<Lease>), (status = 400, description = "Not a MAC"), (status = 404, description = "No lease"), (status = 401)))]
-pub async fn delete_lease(State(s): State<AppState>, ApiPath(mac): ApiPath<String>) -> Result<Envelope<Vec<Lease>>> {
-    let gone = s.dhcp.delete_leases(&mac).await?;
+pub async fn delete_lease(
+    State(dhcp): State<Arc<DhcpControl>>,
+    ApiPath(mac): ApiPath<String>,
+) -> Result<Envelope<Vec<Lease>>> {
+    let gone = dhcp.delete_leases(&mac).await?;
     if gone.is_empty() {
         return Err(ApiError::NotFound(format!("no lease for {mac}")));
     }
@@ -176,7 +184,7 @@ pub struct BatchDeleteResult {
 #[utoipa::path(post, path = "/api/v1/leases/batch-delete", tag = "dhcp", request_body = BatchDelete,
     responses((status = 200, body = BatchDeleteResult), (status = 400, description = "Empty or too long list"), (status = 401)))]
 pub async fn batch_delete(
-    State(s): State<AppState>,
+    State(dhcp): State<Arc<DhcpControl>>,
     ApiJson(b): ApiJson<BatchDelete>,
 ) -> Result<Envelope<BatchDeleteResult>> {
     if b.macs.is_empty() || b.macs.len() > 1000 {
@@ -193,7 +201,7 @@ pub async fn batch_delete(
             r.invalid.push(m);
             continue;
         };
-        let gone = s.dhcp.delete_leases(&mac.to_string()).await?;
+        let gone = dhcp.delete_leases(&mac.to_string()).await?;
         if gone.is_empty() {
             r.not_found.push(mac.to_string());
         } else {
@@ -214,8 +222,8 @@ pub struct PruneResult {
 /// Delete every expired lease (and expired decline).
 #[utoipa::path(post, path = "/api/v1/leases/prune", tag = "dhcp",
     responses((status = 200, body = PruneResult), (status = 401)))]
-pub async fn prune(State(s): State<AppState>) -> Result<Envelope<PruneResult>> {
-    let removed = s.dhcp.prune().await?;
+pub async fn prune(State(dhcp): State<Arc<DhcpControl>>) -> Result<Envelope<PruneResult>> {
+    let removed = dhcp.prune().await?;
     Ok(Envelope::ok(PruneResult { removed }))
 }
 
@@ -231,29 +239,39 @@ pub struct ReservationView {
     pub source: String,
 }
 
-/// Query parameters of `GET /dhcp/reservations`.
+/// Field filters of `GET /dhcp/reservations` (paging and `q`: [`ListQuery`]).
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct ReservationParams {
+pub struct ReservationFilter {
     /// Only this subnet (CIDR).
     pub subnet: Option<String>,
 }
 
-/// List reservations: the configuration file's and the stored ones.
-#[utoipa::path(get, path = "/api/v1/dhcp/reservations", tag = "dhcp", params(ReservationParams),
-    responses((status = 200, body = Vec<ReservationView>), (status = 401)))]
+/// `GET /dhcp/reservations` answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReservationList {
+    /// Reservations of this page: the configuration file's first (in file order), then
+    /// the stored ones in id order.
+    pub reservations: Vec<ReservationView>,
+    /// Total, page and size.
+    #[serde(flatten)]
+    pub paging: PageInfo,
+}
+
+/// List reservations: the configuration file's (`source: config`, id 0, in file order)
+/// first, then the stored ones (`source: api`) in id order. `q` searches MAC, IP, host
+/// name and description.
+#[utoipa::path(get, path = "/api/v1/dhcp/reservations", tag = "dhcp", params(ListQuery, ReservationFilter),
+    responses((status = 200, body = ReservationList), (status = 400, description = "Bad filter or paging"), (status = 401)))]
 pub async fn list_reservations(
-    State(s): State<AppState>,
-    ApiQuery(p): ApiQuery<ReservationParams>,
-) -> Result<Envelope<Vec<ReservationView>>> {
-    let want = p
-        .subnet
-        .as_deref()
-        .and_then(|n| n.trim().parse::<ipnet::Ipv4Net>().ok())
-        .map(|n| n.trunc().to_string());
+    State(dhcp): State<Arc<DhcpControl>>,
+    ApiQuery(lq): ApiQuery<ListQuery>,
+    ApiQuery(f): ApiQuery<ReservationFilter>,
+) -> Result<Envelope<ReservationList>> {
+    let want = subnet_filter(f.subnet.as_deref())?;
     let epoch = time::OffsetDateTime::UNIX_EPOCH;
     let mut out: Vec<ReservationView> = Vec::new();
-    for sub in &s.config.dhcp.subnets {
+    for sub in &dhcp.file_config().subnets {
         for r in &sub.reservations {
             out.push(ReservationView {
                 reservation: StoredReservation {
@@ -272,12 +290,29 @@ pub async fn list_reservations(
             });
         }
     }
-    out.extend(s.dhcp.reservations()?.into_iter().map(|r| ReservationView {
+    out.extend(dhcp.reservations()?.into_iter().map(|r| ReservationView {
         reservation: r,
         source: "api".into(),
     }));
-    out.retain(|r| want.as_ref().is_none_or(|w| &r.reservation.subnet == w));
-    Ok(Envelope::ok(out))
+    let q = lq.needle();
+    // Stable: file entries (id 0) keep their file order ahead of the stored ones.
+    let page = lq.paginate(
+        out.into_iter()
+            .filter(|r| want.as_ref().is_none_or(|w| &r.reservation.subnet == w))
+            .filter(|v| {
+                let r = &v.reservation;
+                let ip = r.ip.to_string();
+                matches(
+                    q.as_deref(),
+                    [r.mac.as_str(), &ip, r.hostname.as_deref().unwrap_or(""), &r.description],
+                )
+            }),
+        |v| v.reservation.id,
+    )?;
+    Ok(Envelope::ok(ReservationList {
+        reservations: page.items,
+        paging: page.info,
+    }))
 }
 
 /// Create a reservation; the DHCP server uses it at once.
@@ -285,10 +320,10 @@ pub async fn list_reservations(
     responses((status = 201, body = StoredReservation), (status = 400, description = "Invalid, or the address is outside every configured subnet"),
         (status = 409, description = "Address or MAC already reserved"), (status = 401)))]
 pub async fn create_reservation(
-    State(s): State<AppState>,
+    State(dhcp): State<Arc<DhcpControl>>,
     ApiJson(input): ApiJson<ReservationInput>,
 ) -> Result<Envelope<StoredReservation>> {
-    let r = s.dhcp.create_reservation(input).await?;
+    let r = dhcp.create_reservation(input).await?;
     Ok(Envelope::created(r))
 }
 
@@ -296,10 +331,10 @@ pub async fn create_reservation(
 #[utoipa::path(get, path = "/api/v1/dhcp/reservations/{id}", tag = "dhcp", params(("id" = u64, Path, description = "Reservation id")),
     responses((status = 200, body = StoredReservation), (status = 404), (status = 401)))]
 pub async fn get_reservation(
-    State(s): State<AppState>,
+    State(dhcp): State<Arc<DhcpControl>>,
     ApiPath(id): ApiPath<u64>,
 ) -> Result<Envelope<StoredReservation>> {
-    Ok(Envelope::ok(s.dhcp.reservation(id)?))
+    Ok(Envelope::ok(dhcp.reservation(id)?))
 }
 
 /// Update a stored reservation (omitted fields keep their values); applies at once.
@@ -307,11 +342,11 @@ pub async fn get_reservation(
     request_body = ReservationInput,
     responses((status = 200, body = StoredReservation), (status = 400), (status = 404), (status = 409), (status = 401)))]
 pub async fn update_reservation(
-    State(s): State<AppState>,
+    State(dhcp): State<Arc<DhcpControl>>,
     ApiPath(id): ApiPath<u64>,
     ApiJson(input): ApiJson<ReservationInput>,
 ) -> Result<Envelope<StoredReservation>> {
-    let r = s.dhcp.update_reservation(id, input).await?;
+    let r = dhcp.update_reservation(id, input).await?;
     Ok(Envelope::ok(r))
 }
 
@@ -319,10 +354,10 @@ pub async fn update_reservation(
 #[utoipa::path(delete, path = "/api/v1/dhcp/reservations/{id}", tag = "dhcp", params(("id" = u64, Path, description = "Reservation id")),
     responses((status = 200, body = StoredReservation), (status = 404), (status = 401)))]
 pub async fn delete_reservation(
-    State(s): State<AppState>,
+    State(dhcp): State<Arc<DhcpControl>>,
     ApiPath(id): ApiPath<u64>,
 ) -> Result<Envelope<StoredReservation>> {
-    let r = s.dhcp.delete_reservation(id).await?;
+    let r = dhcp.delete_reservation(id).await?;
     Ok(Envelope::ok(r))
 }
 
@@ -331,15 +366,18 @@ pub async fn delete_reservation(
 /// The effective architecture map (RFC 4578 client architecture → boot file).
 #[utoipa::path(get, path = "/api/v1/services/archmap", tag = "dhcp",
     responses((status = 200, body = ArchMap), (status = 401)))]
-pub async fn get_archmap(State(s): State<AppState>) -> Envelope<ArchMap> {
-    Envelope::ok(arch_view(&s.dhcp.arch_map()))
+pub async fn get_archmap(State(dhcp): State<Arc<DhcpControl>>) -> Envelope<ArchMap> {
+    Envelope::ok(arch_view(&dhcp.arch_map()))
 }
 
 /// Replace the architecture map (the whole map); applies to the next DHCP request.
 #[utoipa::path(put, path = "/api/v1/services/archmap", tag = "dhcp", request_body = ArchMap,
     responses((status = 200, body = ArchMap), (status = 400, description = "Code above 65535, duplicate code, bad file name or URL"), (status = 401)))]
-pub async fn put_archmap(State(s): State<AppState>, ApiJson(m): ApiJson<ArchMap>) -> Result<Envelope<ArchMap>> {
-    let map = s.dhcp.set_arch_map(m).await?;
+pub async fn put_archmap(
+    State(dhcp): State<Arc<DhcpControl>>,
+    ApiJson(m): ApiJson<ArchMap>,
+) -> Result<Envelope<ArchMap>> {
+    let map = dhcp.set_arch_map(m).await?;
     Ok(Envelope::ok(arch_view(&map)))
 }
 
@@ -350,11 +388,25 @@ pub async fn archmap_defaults() -> Envelope<ArchMap> {
     Envelope::ok(arch_view(&default_arch_map()))
 }
 
+/// How a stored settings change of `service` took effect (the `applied` field): `live`;
+/// `restart` when it needs new sockets and the service was running (restarted now);
+/// otherwise it applies when the service next starts.
+async fn applied(supervisor: &Supervisor, service: &str, needs_restart: bool) -> Result<String> {
+    if !needs_restart {
+        return Ok("live".into());
+    }
+    Ok(if supervisor.restart_if_running(service).await? {
+        "restart".into()
+    } else {
+        format!("stored; applies when the {service} service starts")
+    })
+}
+
 /// The effective DHCP settings per subnet.
 #[utoipa::path(get, path = "/api/v1/services/dhcp", tag = "dhcp",
     responses((status = 200, body = DhcpSettingsView), (status = 401)))]
-pub async fn get_dhcp(State(s): State<AppState>) -> Result<Envelope<DhcpSettingsView>> {
-    Ok(Envelope::ok(s.dhcp.settings()?))
+pub async fn get_dhcp(State(dhcp): State<Arc<DhcpControl>>) -> Result<Envelope<DhcpSettingsView>> {
+    Ok(Envelope::ok(dhcp.settings()?))
 }
 
 /// Change pool range, router, DNS servers or lease time of configured subnets; applied
@@ -363,20 +415,13 @@ pub async fn get_dhcp(State(s): State<AppState>) -> Result<Envelope<DhcpSettings
 #[utoipa::path(put, path = "/api/v1/services/dhcp", tag = "dhcp", request_body = DhcpSettingsPatch,
     responses((status = 200, body = DhcpSettingsView), (status = 400, description = "Invalid value or a restart-only change"), (status = 401)))]
 pub async fn put_dhcp(
-    State(s): State<AppState>,
+    State(dhcp): State<Arc<DhcpControl>>,
+    State(supervisor): State<Arc<Supervisor>>,
     ApiJson(p): ApiJson<DhcpSettingsPatch>,
 ) -> Result<Envelope<DhcpSettingsView>> {
-    let (mut v, restart) = s.dhcp.update_settings(p).await?;
-    v.applied = if restart {
-        if s.supervisor.restart_if_running("dhcp").await? {
-            "restart".into()
-        } else {
-            "stored; applies when the dhcp service starts".into()
-        }
-    } else {
-        "live".into()
-    };
-    v.running = s.dhcp.running();
+    let (mut v, restart) = dhcp.update_settings(p).await?;
+    v.applied = applied(&supervisor, "dhcp", restart).await?;
+    v.running = dhcp.running();
     Ok(Envelope::ok(v))
 }
 
@@ -432,11 +477,11 @@ pub struct TftpPatch {
     pub max_transfers: Option<usize>,
 }
 
-fn tftp_view(s: &AppState) -> TftpView {
-    let c = s.tftp.effective();
+fn tftp_view(tftp: &TftpControl) -> TftpView {
+    let c = tftp.effective();
     TftpView {
-        enabled: s.tftp.enabled(),
-        running: s.tftp.running(),
+        enabled: tftp.enabled(),
+        running: tftp.running(),
         applied: String::new(),
         port: c.port,
         listen: c.listen.to_string(),
@@ -450,14 +495,18 @@ fn tftp_view(s: &AppState) -> TftpView {
 /// The TFTP settings in effect.
 #[utoipa::path(get, path = "/api/v1/services/tftp", tag = "dhcp",
     responses((status = 200, body = TftpView), (status = 401)))]
-pub async fn get_tftp(State(s): State<AppState>) -> Envelope<TftpView> {
-    Envelope::ok(tftp_view(&s))
+pub async fn get_tftp(State(tftp): State<Arc<TftpControl>>) -> Envelope<TftpView> {
+    Envelope::ok(tftp_view(&tftp))
 }
 
 /// Change the TFTP timeout and retries (live); other changed fields are a 400.
 #[utoipa::path(put, path = "/api/v1/services/tftp", tag = "dhcp", request_body = TftpPatch,
     responses((status = 200, body = TftpView), (status = 400, description = "Invalid value, or a change that needs the configuration file and a restart"), (status = 401)))]
-pub async fn put_tftp(State(s): State<AppState>, ApiJson(p): ApiJson<TftpPatch>) -> Result<Envelope<TftpView>> {
+pub async fn put_tftp(
+    State(tftp): State<Arc<TftpControl>>,
+    State(supervisor): State<Arc<Supervisor>>,
+    ApiJson(p): ApiJson<TftpPatch>,
+) -> Result<Envelope<TftpView>> {
     let listen = match &p.listen {
         Some(l) => Some(
             l.trim()
@@ -475,18 +524,10 @@ pub async fn put_tftp(State(s): State<AppState>, ApiJson(p): ApiJson<TftpPatch>)
         root: p.root.as_ref().map(std::path::PathBuf::from),
         max_transfers: p.max_transfers,
     };
-    let (_, restart) = s.tftp.set(change).await?;
-    let mut view = tftp_view(&s);
-    view.applied = if restart {
-        if s.supervisor.restart_if_running("tftp").await? {
-            "restart".into()
-        } else {
-            "stored; applies when the tftp service starts".into()
-        }
-    } else {
-        "live".into()
-    };
-    view.running = s.tftp.running();
+    let (_, restart) = tftp.set(change).await?;
+    let mut view = tftp_view(&tftp);
+    view.applied = applied(&supervisor, "tftp", restart).await?;
+    view.running = tftp.running();
     Ok(Envelope::ok(view))
 }
 

@@ -30,7 +30,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::{
     error::{ApiError, Result},
     extract::{ApiQuery, Envelope},
-    hosts::paging,
+    list::paging,
     AppState,
 };
 use crate::events::{AuditEntry, Event, EventBus};

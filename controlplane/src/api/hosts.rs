@@ -1,5 +1,5 @@
 //! `/hosts` (issue 4 "Hosts and profiles"): CRUD over
-//! [`HostService`](crate::inventory::service::HostService) hosts and
+//! [`HostService`] hosts and
 //! `GET /hosts/{id}/boot-config`, the iPXE script the host would get now (the same code
 //! path as `GET /boot/ipxe?mac=`). The BMC password is write-only.
 #![allow(
@@ -7,99 +7,68 @@
     reason = "utoipa::path re-emits the Query extractor type with its full path"
 )]
 
+use std::sync::Arc;
+
 use axum::{
     extract::State,
     http::{header, HeaderMap, StatusCode},
     response::{IntoResponse, Response},
 };
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use serde::Serialize;
+use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     error::{ApiError, Result},
     extract::{ApiJson, ApiPath, ApiQuery, Envelope},
+    list::{matches, ListQuery, PageInfo},
     AppState,
 };
 use crate::{
-    inventory::model::{HostInput, HostView},
+    boot::catalog::BootCatalog,
+    inventory::{
+        model::{HostInput, HostView},
+        service::HostService,
+    },
     net::types::normalise_mac,
 };
-
-/// Query parameters of `GET /hosts`.
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct HostListParams {
-    /// Case-insensitive substring search over name, MAC (any separator) and IP.
-    pub q: Option<String>,
-    /// Page number, from 1. Default 1.
-    pub page: Option<usize>,
-    /// Page size, 1-1000. Default 100.
-    pub size: Option<usize>,
-}
 
 /// `GET /hosts` answer.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct HostList {
     /// Hosts of this page, in id order.
     pub hosts: Vec<HostView>,
-    /// Hosts matching the search (all pages).
-    pub total: usize,
-    /// Page number.
-    pub page: usize,
-    /// Page size.
-    pub size: usize,
+    /// Total, page and size.
+    #[serde(flatten)]
+    pub paging: PageInfo,
 }
 
-/// Checks `page`/`size` (page from 1, size 1-1000, defaults 1 and 100).
-pub(crate) fn paging(page: Option<usize>, size: Option<usize>) -> Result<(usize, usize)> {
-    let size = size.unwrap_or(100);
-    if !(1..=1000).contains(&size) {
-        return Err(ApiError::BadRequest("'size' must be 1-1000".into()));
-    }
-    let page = page.unwrap_or(1);
-    if page == 0 {
-        return Err(ApiError::BadRequest("'page' starts at 1".into()));
-    }
-    Ok((page, size))
-}
-
-/// List hosts.
-#[utoipa::path(get, path = "/api/v1/hosts", tag = "hosts", params(HostListParams),
+/// List hosts, in id order. `q` searches name, MAC (any separator, partial MACs too)
+/// and IP.
+#[utoipa::path(get, path = "/api/v1/hosts", tag = "hosts", params(ListQuery),
     responses((status = 200, body = HostList), (status = 400, description = "Bad paging"), (status = 401)))]
-pub async fn list(State(s): State<AppState>, ApiQuery(p): ApiQuery<HostListParams>) -> Result<Envelope<HostList>> {
-    let (page, size) = paging(p.page, p.size)?;
-    let q = p.q.map(|q| q.trim().to_ascii_lowercase()).filter(|q| !q.is_empty());
+pub async fn list(
+    State(hosts): State<Arc<HostService>>,
+    ApiQuery(lq): ApiQuery<ListQuery>,
+) -> Result<Envelope<HostList>> {
+    let q = lq.needle();
     // A (partial) MAC typed with `-` separators, or a whole one in any form, still matches.
     let q_mac = q.as_deref().map(|q| match normalise_mac(q) {
         Ok(m) => m.to_string(),
         Err(_) => q.replace('-', ":"),
     });
-    let all: Vec<HostView> = s
-        .hosts
-        .list()?
-        .iter()
-        .filter(|h| {
-            q.as_ref().is_none_or(|q| {
-                h.name.contains(q)
-                    || h.mac.contains(q)
-                    || q_mac.as_ref().is_some_and(|m| h.mac.contains(m.as_str()))
-                    || h.ip.is_some_and(|ip| ip.to_string().contains(q))
-            })
-        })
-        .map(HostView::from)
-        .collect();
-    let total = all.len();
-    let hosts = all
-        .into_iter()
-        .skip((page - 1).saturating_mul(size))
-        .take(size)
-        .collect();
+    let page = lq.paginate(
+        hosts.list()?.into_iter().filter(|h| {
+            let ip = h.ip.map(|ip| ip.to_string()).unwrap_or_default();
+            matches(q.as_deref(), [h.name.as_str(), &h.mac, &ip])
+                || q_mac.as_ref().is_some_and(|m| h.mac.contains(m.as_str()))
+        }),
+        |h| h.id,
+    )?;
+    let page = page.map(|h| HostView::from(&h));
     Ok(Envelope::ok(HostList {
-        hosts,
-        total,
-        page,
-        size,
+        hosts: page.items,
+        paging: page.info,
     }))
 }
 
@@ -107,16 +76,19 @@ pub async fn list(State(s): State<AppState>, ApiQuery(p): ApiQuery<HostListParam
 #[utoipa::path(post, path = "/api/v1/hosts", tag = "hosts", request_body = HostInput,
     responses((status = 201, body = HostView), (status = 400, description = "Invalid field or unknown profile_id"),
         (status = 409, description = "Name or MAC already registered"), (status = 401)))]
-pub async fn create(State(s): State<AppState>, ApiJson(input): ApiJson<HostInput>) -> Result<Envelope<HostView>> {
-    let h = s.hosts.create(input).await?;
+pub async fn create(
+    State(hosts): State<Arc<HostService>>,
+    ApiJson(input): ApiJson<HostInput>,
+) -> Result<Envelope<HostView>> {
+    let h = hosts.create(input).await?;
     Ok(Envelope::created(HostView::from(&h)))
 }
 
 /// Get one host.
 #[utoipa::path(get, path = "/api/v1/hosts/{id}", tag = "hosts", params(("id" = u64, Path, description = "Host id")),
     responses((status = 200, body = HostView), (status = 404), (status = 401)))]
-pub async fn get_one(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<HostView>> {
-    Ok(Envelope::ok(HostView::from(&s.hosts.get(id)?)))
+pub async fn get_one(State(hosts): State<Arc<HostService>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<HostView>> {
+    Ok(Envelope::ok(HostView::from(&hosts.get(id)?)))
 }
 
 /// Update a host: omitted fields keep their values, `null` clears an optional one.
@@ -124,19 +96,19 @@ pub async fn get_one(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> Re
     request_body = HostInput,
     responses((status = 200, body = HostView), (status = 400), (status = 404), (status = 409), (status = 401)))]
 pub async fn update(
-    State(s): State<AppState>,
+    State(hosts): State<Arc<HostService>>,
     ApiPath(id): ApiPath<u64>,
     ApiJson(input): ApiJson<HostInput>,
 ) -> Result<Envelope<HostView>> {
-    let h = s.hosts.update(id, input).await?;
+    let h = hosts.update(id, input).await?;
     Ok(Envelope::ok(HostView::from(&h)))
 }
 
 /// Delete a host; answers with the deleted host.
 #[utoipa::path(delete, path = "/api/v1/hosts/{id}", tag = "hosts", params(("id" = u64, Path, description = "Host id")),
     responses((status = 200, body = HostView), (status = 404), (status = 401)))]
-pub async fn delete(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<HostView>> {
-    let h = s.hosts.delete(id).await?;
+pub async fn delete(State(hosts): State<Arc<HostService>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<HostView>> {
+    let h = hosts.delete(id).await?;
     Ok(Envelope::ok(HostView::from(&h)))
 }
 
@@ -145,12 +117,17 @@ pub async fn delete(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> Res
 #[utoipa::path(get, path = "/api/v1/hosts/{id}/boot-config", tag = "hosts", params(("id" = u64, Path, description = "Host id")),
     responses((status = 200, description = "The iPXE script", content_type = "text/plain", body = String),
         (status = 400, description = "No usable Host header, or the template fails"), (status = 404), (status = 401)))]
-pub async fn boot_config(State(s): State<AppState>, ApiPath(id): ApiPath<u64>, headers: HeaderMap) -> Result<Response> {
-    let h = s.hosts.get(id)?;
+pub async fn boot_config(
+    State(hosts): State<Arc<HostService>>,
+    State(catalog): State<Arc<BootCatalog>>,
+    ApiPath(id): ApiPath<u64>,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let h = hosts.get(id)?;
     let server = super::boot::safe_host(&headers)
         .ok_or_else(|| ApiError::BadRequest("a valid Host header is required to build the URLs".into()))?;
     let mac = normalise_mac(&h.mac).map_err(|e| ApiError::Internal(e.into()))?;
-    let script = s.catalog.script_for(Some(mac), &server)?;
+    let script = catalog.script_for(Some(mac), &server)?;
     Ok((
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],

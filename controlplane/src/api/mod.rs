@@ -22,6 +22,7 @@ pub mod error;
 pub mod events_api;
 pub mod extract;
 pub mod hosts;
+pub mod list;
 pub mod logs;
 pub mod openapi;
 pub mod profiles;
@@ -60,12 +61,14 @@ use utoipa_axum::router::OpenApiRouter;
 use self::error::ApiError;
 use crate::{
     boot::catalog::BootCatalog, config::Config, dhcp::control::DhcpControl, dns::service::DnsService, events::EventBus,
-    store::Store, supervisor::Supervisor, tftp::control::TftpControl,
+    inventory::service::HostService, settings::Settings, store::Store, supervisor::Supervisor,
+    tftp::control::TftpControl,
 };
 
 /// Shared state of every handler: one `Arc` per service, built in one place
-/// ([`crate::app::build`]). Handlers of newer modules take only the service they need
-/// through sub-state ([`axum::extract::FromRef`] impls below). Cheap to clone.
+/// ([`crate::app::build`]). Handlers take only the service they need through sub-state
+/// (the [`axum::extract::FromRef`] impls below); middleware may take the whole state.
+/// Cheap to clone.
 #[derive(Clone)]
 pub struct AppState {
     /// Validated configuration.
@@ -79,7 +82,7 @@ pub struct AppState {
     /// Profiles, script versions and the iPXE script template.
     pub catalog: Arc<BootCatalog>,
     /// Hosts (inventory).
-    pub hosts: Arc<crate::inventory::service::HostService>,
+    pub hosts: Arc<HostService>,
     /// Live DHCP administration: leases, reservations, settings, arch map.
     pub dhcp: Arc<DhcpControl>,
     /// Live TFTP settings.
@@ -89,7 +92,7 @@ pub struct AppState {
     /// Service lifecycle.
     pub supervisor: Arc<Supervisor>,
     /// Layered settings groups (general, interfaces, netboot).
-    pub settings: Arc<crate::settings::Settings>,
+    pub settings: Arc<Settings>,
     /// Whether the `http-boot` routes serve (shared with the supervisor's unit).
     pub boot_serving: Arc<std::sync::atomic::AtomicBool>,
     /// Process start.
@@ -98,17 +101,37 @@ pub struct AppState {
     pub logs: Arc<crate::logging::LogControl>,
 }
 
-impl FromRef<AppState> for Arc<EventBus> {
-    fn from_ref(s: &AppState) -> Self {
-        s.events.clone()
-    }
+/// `impl FromRef<AppState> for $ty` returning a clone of `$field`, one line per service.
+macro_rules! sub_state {
+    ($($(#[$doc:meta])* $ty:ty => $field:ident),* $(,)?) => {$(
+        $(#[$doc])*
+        impl FromRef<AppState> for $ty {
+            fn from_ref(s: &AppState) -> Self {
+                s.$field.clone()
+            }
+        }
+    )*};
 }
 
-impl FromRef<AppState> for Arc<Supervisor> {
-    fn from_ref(s: &AppState) -> Self {
-        s.supervisor.clone()
-    }
-}
+// Sub-state (house style item 16, issue 7 §1): a handler names the one service it uses,
+// `State(dns): State<Arc<DnsService>>` (several `State` extractors when it needs two),
+// never the whole `AppState`. Middleware that needs several (the session guard) keeps it.
+// `Arc<LogControl>` is in `logs.rs`.
+sub_state!(
+    Arc<Config> => config,
+    Store => store,
+    Arc<DnsService> => dns,
+    Arc<auth::Auth> => auth,
+    Arc<BootCatalog> => catalog,
+    Arc<HostService> => hosts,
+    Arc<DhcpControl> => dhcp,
+    Arc<TftpControl> => tftp,
+    Arc<EventBus> => events,
+    Arc<Supervisor> => supervisor,
+    Arc<Settings> => settings,
+    /// The process start (uptime).
+    Instant => started,
+);
 
 /// The OpenAPI document's header; paths and schemas come from the resource routers
 /// ([`resources`]), finished by [`openapi::finalize`]. Use [`openapi_doc`] for the whole document.

@@ -1,8 +1,14 @@
 //! `/profiles` with their script versions, and `/services/ipxe-script` (issue 4 "Hosts
 //! and profiles", "HTTP boot and the iPXE script"): thin handlers over
-//! [`BootCatalog`](crate::boot::catalog::BootCatalog), which keeps the default-profile
+//! [`BootCatalog`], which keeps the default-profile
 //! rule, validates menus and stores a script version on every change of a profile's
 //! generated script.
+#![allow(
+    unused_qualifications,
+    reason = "utoipa::path re-emits the Query extractor type with its full path"
+)]
+
+use std::sync::Arc;
 
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
@@ -11,35 +17,63 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     error::Result,
-    extract::{ApiJson, ApiPath, Envelope},
+    extract::{ApiJson, ApiPath, ApiQuery, Envelope},
+    list::{matches, ListQuery, PageInfo},
     AppState,
 };
 use crate::boot::{
-    catalog::{Profile, ProfileInput, ScriptDiff, ScriptVersion, TemplateSource},
+    catalog::{BootCatalog, Profile, ProfileInput, ScriptDiff, ScriptVersion, TemplateSource},
     DEFAULT_SCRIPT,
 };
 
-/// List profiles (id order; a bare array, there are few).
-#[utoipa::path(get, path = "/api/v1/profiles", tag = "profiles",
-    responses((status = 200, body = Vec<Profile>), (status = 401)))]
-pub async fn list(State(s): State<AppState>) -> Result<Envelope<Vec<Profile>>> {
-    Ok(Envelope::ok(s.catalog.profiles()?))
+/// `GET /profiles` answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProfileList {
+    /// Profiles of this page, in id order.
+    pub profiles: Vec<Profile>,
+    /// Total, page and size.
+    #[serde(flatten)]
+    pub paging: PageInfo,
+}
+
+/// List profiles, in id order. `q` searches name and description.
+#[utoipa::path(get, path = "/api/v1/profiles", tag = "profiles", params(ListQuery),
+    responses((status = 200, body = ProfileList), (status = 400, description = "Bad paging"), (status = 401)))]
+pub async fn list(
+    State(catalog): State<Arc<BootCatalog>>,
+    ApiQuery(lq): ApiQuery<ListQuery>,
+) -> Result<Envelope<ProfileList>> {
+    let q = lq.needle();
+    let page = lq.paginate(
+        catalog
+            .profiles()?
+            .into_iter()
+            .filter(|p| matches(q.as_deref(), [p.name.as_str(), &p.description])),
+        |p| p.id,
+    )?;
+    Ok(Envelope::ok(ProfileList {
+        profiles: page.items,
+        paging: page.info,
+    }))
 }
 
 /// Create a profile (stores its first script version).
 #[utoipa::path(post, path = "/api/v1/profiles", tag = "profiles", request_body = ProfileInput,
     responses((status = 201, body = Profile), (status = 400, description = "Invalid menu or name"),
         (status = 409, description = "Name taken"), (status = 401)))]
-pub async fn create(State(s): State<AppState>, ApiJson(input): ApiJson<ProfileInput>) -> Result<Envelope<Profile>> {
-    let p = s.catalog.create_profile(input).await?;
+pub async fn create(
+    State(catalog): State<Arc<BootCatalog>>,
+    ApiJson(input): ApiJson<ProfileInput>,
+) -> Result<Envelope<Profile>> {
+    let p = catalog.create_profile(input).await?;
     Ok(Envelope::created(p))
 }
 
 /// Get one profile.
 #[utoipa::path(get, path = "/api/v1/profiles/{id}", tag = "profiles", params(("id" = u64, Path, description = "Profile id")),
     responses((status = 200, body = Profile), (status = 404), (status = 401)))]
-pub async fn get_one(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<Profile>> {
-    Ok(Envelope::ok(s.catalog.profile(id)?))
+pub async fn get_one(State(catalog): State<Arc<BootCatalog>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<Profile>> {
+    Ok(Envelope::ok(catalog.profile(id)?))
 }
 
 /// Update a profile (omitted fields keep their values); `is_default: true` moves the
@@ -48,29 +82,55 @@ pub async fn get_one(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> Re
     request_body = ProfileInput,
     responses((status = 200, body = Profile), (status = 400), (status = 404), (status = 409), (status = 401)))]
 pub async fn update(
-    State(s): State<AppState>,
+    State(catalog): State<Arc<BootCatalog>>,
     ApiPath(id): ApiPath<u64>,
     ApiJson(input): ApiJson<ProfileInput>,
 ) -> Result<Envelope<Profile>> {
-    let p = s.catalog.update_profile(id, input).await?;
+    let p = catalog.update_profile(id, input).await?;
     Ok(Envelope::ok(p))
 }
 
 /// Delete a profile and its script versions; answers with the deleted profile.
 #[utoipa::path(delete, path = "/api/v1/profiles/{id}", tag = "profiles", params(("id" = u64, Path, description = "Profile id")),
     responses((status = 200, body = Profile), (status = 404), (status = 409, description = "Default profile, or used by a host"), (status = 401)))]
-pub async fn delete(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<Profile>> {
-    let p = s.catalog.delete_profile(id).await?;
+pub async fn delete(State(catalog): State<Arc<BootCatalog>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<Profile>> {
+    let p = catalog.delete_profile(id).await?;
     Ok(Envelope::ok(p))
 }
 
-/// Script versions of a profile, newest first.
+/// `GET /profiles/{profileId}/script-versions` answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VersionList {
+    /// Versions of this page, newest (highest id) first.
+    pub versions: Vec<ScriptVersion>,
+    /// Total, page and size.
+    #[serde(flatten)]
+    pub paging: PageInfo,
+}
+
+/// Script versions of a profile, newest (highest id) first. `q` searches the comment
+/// and the checksum.
 #[utoipa::path(get, path = "/api/v1/profiles/{profileId}/script-versions", tag = "profiles",
-    params(("profileId" = u64, Path, description = "Profile id")),
-    responses((status = 200, body = Vec<ScriptVersion>), (status = 404), (status = 401)))]
-pub async fn versions(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<Vec<ScriptVersion>>> {
-    s.catalog.profile(id)?;
-    Ok(Envelope::ok(s.catalog.versions(id)?))
+    params(("profileId" = u64, Path, description = "Profile id"), ListQuery),
+    responses((status = 200, body = VersionList), (status = 404), (status = 401)))]
+pub async fn versions(
+    State(catalog): State<Arc<BootCatalog>>,
+    ApiPath(id): ApiPath<u64>,
+    ApiQuery(lq): ApiQuery<ListQuery>,
+) -> Result<Envelope<VersionList>> {
+    catalog.profile(id)?;
+    let q = lq.needle();
+    let page = lq.paginate(
+        catalog
+            .versions(id)?
+            .into_iter()
+            .filter(|v| matches(q.as_deref(), [v.comment.as_str(), &v.checksum])),
+        |v| std::cmp::Reverse(v.id),
+    )?;
+    Ok(Envelope::ok(VersionList {
+        versions: page.items,
+        paging: page.info,
+    }))
 }
 
 /// One script version.
@@ -78,18 +138,21 @@ pub async fn versions(State(s): State<AppState>, ApiPath(id): ApiPath<u64>) -> R
     params(("profileId" = u64, Path, description = "Profile id"), ("verId" = u64, Path, description = "Version id")),
     responses((status = 200, body = ScriptVersion), (status = 404), (status = 401)))]
 pub async fn version(
-    State(s): State<AppState>,
+    State(catalog): State<Arc<BootCatalog>>,
     ApiPath((id, ver)): ApiPath<(u64, u64)>,
 ) -> Result<Envelope<ScriptVersion>> {
-    Ok(Envelope::ok(s.catalog.version(id, ver)?))
+    Ok(Envelope::ok(catalog.version(id, ver)?))
 }
 
 /// Unified diff from a version to the current script.
 #[utoipa::path(get, path = "/api/v1/profiles/{profileId}/script-diff/{verId}", tag = "profiles",
     params(("profileId" = u64, Path, description = "Profile id"), ("verId" = u64, Path, description = "Version id")),
     responses((status = 200, body = ScriptDiff), (status = 404), (status = 401)))]
-pub async fn diff(State(s): State<AppState>, ApiPath((id, ver)): ApiPath<(u64, u64)>) -> Result<Envelope<ScriptDiff>> {
-    Ok(Envelope::ok(s.catalog.diff(id, ver)?))
+pub async fn diff(
+    State(catalog): State<Arc<BootCatalog>>,
+    ApiPath((id, ver)): ApiPath<(u64, u64)>,
+) -> Result<Envelope<ScriptDiff>> {
+    Ok(Envelope::ok(catalog.diff(id, ver)?))
 }
 
 /// Restore a version's menu (timeout and entries); stores a new version. Answers the
@@ -97,8 +160,11 @@ pub async fn diff(State(s): State<AppState>, ApiPath((id, ver)): ApiPath<(u64, u
 #[utoipa::path(post, path = "/api/v1/profiles/{profileId}/script-rollback/{verId}", tag = "profiles",
     params(("profileId" = u64, Path, description = "Profile id"), ("verId" = u64, Path, description = "Version id")),
     responses((status = 200, body = Profile), (status = 400, description = "The stored menu no longer validates"), (status = 404), (status = 401)))]
-pub async fn rollback(State(s): State<AppState>, ApiPath((id, ver)): ApiPath<(u64, u64)>) -> Result<Envelope<Profile>> {
-    let p = s.catalog.rollback(id, ver).await?;
+pub async fn rollback(
+    State(catalog): State<Arc<BootCatalog>>,
+    ApiPath((id, ver)): ApiPath<(u64, u64)>,
+) -> Result<Envelope<Profile>> {
+    let p = catalog.rollback(id, ver).await?;
     Ok(Envelope::ok(p))
 }
 
@@ -133,8 +199,8 @@ pub struct IpxeScriptInput {
     pub script_path: Option<serde_json::Value>,
 }
 
-fn script_view(s: &AppState) -> IpxeScriptView {
-    let (template, source) = s.catalog.template();
+fn script_view(catalog: &BootCatalog) -> IpxeScriptView {
+    let (template, source) = catalog.template();
     IpxeScriptView {
         template,
         source,
@@ -146,19 +212,19 @@ fn script_view(s: &AppState) -> IpxeScriptView {
 /// The iPXE script template.
 #[utoipa::path(get, path = "/api/v1/services/ipxe-script", tag = "profiles",
     responses((status = 200, body = IpxeScriptView), (status = 401)))]
-pub async fn get_script(State(s): State<AppState>) -> Envelope<IpxeScriptView> {
-    Envelope::ok(script_view(&s))
+pub async fn get_script(State(catalog): State<Arc<BootCatalog>>) -> Envelope<IpxeScriptView> {
+    Envelope::ok(script_view(&catalog))
 }
 
 /// Replace the iPXE script template; applies to the next script request.
 #[utoipa::path(put, path = "/api/v1/services/ipxe-script", tag = "profiles", request_body = IpxeScriptInput,
     responses((status = 200, body = IpxeScriptView), (status = 400, description = "The template does not compile or render (minijinja's message)"), (status = 401)))]
 pub async fn put_script(
-    State(s): State<AppState>,
+    State(catalog): State<Arc<BootCatalog>>,
     ApiJson(input): ApiJson<IpxeScriptInput>,
 ) -> Result<Envelope<IpxeScriptView>> {
-    s.catalog.set_template(input.template).await?;
-    Ok(Envelope::ok(script_view(&s)))
+    catalog.set_template(input.template).await?;
+    Ok(Envelope::ok(script_view(&catalog)))
 }
 
 /// Protected profile routes, each with its OpenAPI path (utoipa-axum `routes!`).

@@ -8,6 +8,8 @@
     reason = "utoipa::path re-emits the Query extractor type with its full path"
 )]
 
+use std::{sync::Arc, time::Instant};
+
 use axum::{
     extract::{Request, State},
     http::header,
@@ -20,6 +22,7 @@ use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{error::ApiError, extract::Envelope, AppState};
+use crate::{dhcp::control::DhcpControl, dns::service::DnsService, store::Store};
 
 /// `GET /version` answer.
 #[derive(Debug, Serialize, ToSchema)]
@@ -83,13 +86,13 @@ pub struct Status {
 
 /// Service status (no authentication).
 #[utoipa::path(get, path = "/api/v1/status", tag = "system", responses((status = 200, body = Status)))]
-pub async fn status(State(s): State<AppState>) -> Envelope<Status> {
-    let xdp = s.dns.dataplane().status();
+pub async fn status(State(dns): State<Arc<DnsService>>, State(started): State<Instant>) -> Envelope<Status> {
+    let xdp = dns.dataplane().status();
     Envelope::ok(Status {
         status: "ok".into(),
         version: env!("CARGO_PKG_VERSION").into(),
-        uptime_secs: s.started.elapsed().as_secs(),
-        dns_running: !s.dns.bound().is_empty(),
+        uptime_secs: started.elapsed().as_secs(),
+        dns_running: !dns.bound().is_empty(),
         dns_xdp_active: xdp.active,
         dns_xdp_reason: xdp.reason,
     })
@@ -101,13 +104,17 @@ pub async fn status(State(s): State<AppState>) -> Envelope<Status> {
 #[utoipa::path(get, path = "/api/v1/metrics", tag = "system",
     responses((status = 200, description = "Prometheus text format (0.0.4)", content_type = "text/plain"),
               (status = 401, description = "No valid session, no matching `[metrics] bearer_token`, and `[metrics] public` is false")))]
-pub async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
-    s.dns.handler().shared.metrics.snapshot().export();
-    s.dns.dataplane().status().export();
-    if let Err(e) = s.dhcp.export_metrics().await {
+pub async fn metrics(
+    State(dns): State<Arc<DnsService>>,
+    State(dhcp): State<Arc<DhcpControl>>,
+    State(store): State<Store>,
+) -> impl IntoResponse {
+    dns.handler().shared.metrics.snapshot().export();
+    dns.dataplane().status().export();
+    if let Err(e) = dhcp.export_metrics().await {
         tracing::warn!("lease statistics for /metrics failed: {e}");
     }
-    match s.store.size_on_disk() {
+    match store.size_on_disk() {
         Ok(n) => metrics::gauge!(crate::metrics::STORE_SIZE).set(n as f64),
         Err(e) => tracing::warn!("store size for /metrics failed: {e}"),
     }

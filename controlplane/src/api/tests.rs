@@ -1,96 +1,13 @@
 //! API tests through the router (house style level b): no sockets, no root; a temporary
 //! store and a fake data plane that records the last projection.
 
-use std::{net::SocketAddr, sync::Arc};
-
 use axum::{
     body::Body,
-    extract::ConnectInfo,
     http::{header, Method, Request, StatusCode},
-    Router,
 };
-use http_body_util::BodyExt;
 use serde_json::{json, Value};
-use tower::ServiceExt;
 
-use super::router;
-use crate::{config::Config, dataplane::FakeTable};
-
-#[allow(unused_imports, reason = "the SSE test reads frames")]
-use http_body_util::BodyExt as _;
-
-pub(super) struct T {
-    pub(super) app: Router,
-    fake: Arc<FakeTable>,
-    pub(super) cookie: Option<String>,
-}
-
-pub(super) async fn setup() -> T {
-    setup_with(|_| {}).await
-}
-
-/// [`setup`] with a config changed by `f` first.
-async fn setup_with(f: impl FnOnce(&mut Config)) -> T {
-    let mut config = Config::default();
-    f(&mut config);
-    let (state, fake) = super::test_support::state(config).await;
-    T {
-        app: router(state),
-        fake,
-        cookie: None,
-    }
-}
-
-impl T {
-    pub(super) async fn call(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> (StatusCode, axum::http::HeaderMap, Value) {
-        let mut req = Request::builder().method(method).uri(path);
-        if let Some(c) = &self.cookie {
-            req = req.header(header::COOKIE, c);
-        }
-        let body = match body {
-            Some(b) => {
-                req = req.header(header::CONTENT_TYPE, "application/json");
-                Body::from(b.to_string())
-            }
-            None => Body::empty(),
-        };
-        self.raw(req.body(body).unwrap()).await
-    }
-
-    pub(super) async fn raw(&self, mut req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Value) {
-        req.extensions_mut()
-            .insert(ConnectInfo("10.9.9.9:1234".parse::<SocketAddr>().unwrap()));
-        let resp = self.app.clone().oneshot(req).await.unwrap();
-        let status = resp.status();
-        let headers = resp.headers().clone();
-        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-        let v = serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into()));
-        (status, headers, v)
-    }
-
-    pub(super) async fn login(&mut self) {
-        let (s, h, v) = self
-            .call(
-                Method::POST,
-                "/api/v1/auth/login",
-                Some(json!({"username": "admin", "password": "pw-admin"})),
-            )
-            .await;
-        assert_eq!(s, StatusCode::OK, "{v}");
-        let c = h.get(header::SET_COOKIE).unwrap().to_str().unwrap();
-        assert!(c.contains("HttpOnly") && c.contains("SameSite=Strict") && c.contains("Path=/"));
-        self.cookie = Some(c.split(';').next().unwrap().to_string());
-    }
-}
-
-pub(super) fn is_error_envelope(v: &Value) -> bool {
-    v["success"] == false && v["error"].as_str().is_some_and(|e| !e.is_empty())
-}
+use super::test_support::{is_error_envelope, setup, setup_with, sse_events};
 
 #[tokio::test]
 async fn protected_routes_need_a_session() {
@@ -534,27 +451,13 @@ async fn the_event_stream_resumes_after_last_event_id() {
         .header("last-event-id", last.to_string())
         .body(Body::empty())
         .unwrap();
-    let mut req = req;
-    req.extensions_mut()
-        .insert(ConnectInfo("10.9.9.9:1234".parse::<SocketAddr>().unwrap()));
-    let resp = t.app.clone().oneshot(req).await.unwrap();
+    let resp = t.send(req).await;
     assert_eq!(resp.status(), StatusCode::OK);
     assert!(resp.headers()[header::CONTENT_TYPE]
         .to_str()
         .unwrap()
         .starts_with("text/event-stream"));
-    let mut body = resp.into_body();
-    let mut text = String::new();
-    while text.matches("\n\n").count() < 2 {
-        let frame = tokio::time::timeout(std::time::Duration::from_secs(5), body.frame())
-            .await
-            .expect("two events within 5 s")
-            .unwrap()
-            .unwrap();
-        if let Some(d) = frame.data_ref() {
-            text.push_str(&String::from_utf8_lossy(d));
-        }
-    }
+    let text = sse_events(&mut resp.into_body(), 2).await;
     assert!(text.contains("event: dns.record.created"), "{text}");
     assert!(text.contains("\"s2\"") && text.contains("\"s3\""), "{text}");
     assert!(!text.contains("\"s1\""), "nothing at or before Last-Event-ID: {text}");

@@ -1,96 +1,24 @@
 //! API tests (house style level b) for hosts, profiles, script versions, the per-MAC
 //! iPXE script and the DHCP APIs: through the router, a temporary store, no sockets.
 
-use std::{net::SocketAddr, sync::Arc};
+use std::sync::Arc;
 
-use axum::{
-    body::Body,
-    extract::ConnectInfo,
-    http::{header, Method, Request, StatusCode},
-    Router,
-};
-use http_body_util::BodyExt;
+use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
-use tower::ServiceExt;
 
-use super::{router, AppState};
+use super::test_support::{self, T};
 use crate::config::Config;
 
-struct T {
-    app: Router,
-    state: AppState,
-    cookie: Option<String>,
-}
-
-async fn setup_with(mut config: Config) -> T {
-    let (state, _fake) = super::test_support::state(std::mem::take(&mut config)).await;
-    let mut t = T {
-        app: router(state.clone()),
-        state,
-        cookie: None,
-    };
+/// A logged-in client whose requests carry `Host: 10.77.0.1:8080` (script URLs).
+async fn setup_with(config: Config) -> T {
+    let mut t = test_support::app(config).await;
+    t.host = Some("10.77.0.1:8080");
     t.login().await;
     t
 }
 
 async fn setup() -> T {
     setup_with(Config::default()).await
-}
-
-impl T {
-    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let mut req = Request::builder()
-            .method(method)
-            .uri(path)
-            .header(header::HOST, "10.77.0.1:8080");
-        if let Some(c) = &self.cookie {
-            req = req.header(header::COOKIE, c);
-        }
-        let body = match body {
-            Some(b) => {
-                req = req.header(header::CONTENT_TYPE, "application/json");
-                Body::from(b.to_string())
-            }
-            None => Body::empty(),
-        };
-        let mut req = req.body(body).unwrap();
-        req.extensions_mut()
-            .insert(ConnectInfo("10.9.9.9:1234".parse::<SocketAddr>().unwrap()));
-        let resp = self.app.clone().oneshot(req).await.unwrap();
-        let status = resp.status();
-        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-        let v = serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into()));
-        (status, v)
-    }
-
-    async fn login(&mut self) {
-        let req = Request::builder()
-            .method(Method::POST)
-            .uri("/api/v1/auth/login")
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(Body::from(
-                json!({"username": "admin", "password": "pw-admin"}).to_string(),
-            ))
-            .unwrap();
-        let mut req = req;
-        req.extensions_mut()
-            .insert(ConnectInfo("10.9.9.9:1234".parse::<SocketAddr>().unwrap()));
-        let resp = self.app.clone().oneshot(req).await.unwrap();
-        assert_eq!(resp.status(), StatusCode::OK);
-        let c = resp.headers()[header::SET_COOKIE].to_str().unwrap();
-        self.cookie = Some(c.split(';').next().unwrap().to_string());
-    }
-
-    /// Asserts the status and, for errors, that the message contains `needle`.
-    async fn expect(&self, method: Method, path: &str, body: Option<Value>, status: StatusCode, needle: &str) -> Value {
-        let (s, v) = self.call(method, path, body).await;
-        assert_eq!(s, status, "{path}: {v}");
-        if !status.is_success() {
-            let e = v["error"].as_str().unwrap_or_default();
-            assert!(e.contains(needle), "{path}: {e:?} should contain {needle:?}");
-        }
-        v
-    }
 }
 
 fn linux_profile(name: &str) -> Value {
@@ -115,11 +43,11 @@ async fn boot_routes_need_a_session() {
         "/api/v1/services/ipxe-script",
         "/api/v1/leases",
     ] {
-        let (s, _) = t.call(Method::GET, p, None).await;
+        let (s, _, _) = t.call(Method::GET, p, None).await;
         assert_eq!(s, StatusCode::UNAUTHORIZED, "{p}");
     }
     // The boot route itself is public.
-    let (s, v) = t.call(Method::GET, "/boot/ipxe?mac=52:54:00:00:00:01", None).await;
+    let (s, _, v) = t.call(Method::GET, "/boot/ipxe?mac=52:54:00:00:00:01", None).await;
     assert_eq!(s, StatusCode::OK, "{v}");
 }
 
@@ -129,7 +57,7 @@ async fn default_profile_is_seeded_and_protected() {
     let v = t
         .expect(Method::GET, "/api/v1/profiles", None, StatusCode::OK, "")
         .await;
-    let list = v["data"].as_array().unwrap();
+    let list = v["data"]["profiles"].as_array().unwrap();
     assert_eq!(list.len(), 1);
     let def = &list[0];
     assert_eq!((&def["name"], &def["is_default"]), (&json!("Default"), &json!(true)));
@@ -164,7 +92,7 @@ async fn default_profile_is_seeded_and_protected() {
     let v = t
         .expect(Method::GET, "/api/v1/profiles", None, StatusCode::OK, "")
         .await;
-    let defaults: Vec<u64> = v["data"]
+    let defaults: Vec<u64> = v["data"]["profiles"]
         .as_array()
         .unwrap()
         .iter()
@@ -172,6 +100,29 @@ async fn default_profile_is_seeded_and_protected() {
         .map(|p| p["id"].as_u64().unwrap())
         .collect();
     assert_eq!(defaults, vec![deb]);
+    // The shared list contract: `q` over name and description, id order, paging.
+    let v = t
+        .expect(Method::GET, "/api/v1/profiles?q=DEB", None, StatusCode::OK, "")
+        .await;
+    assert_eq!(
+        (&v["data"]["total"], &v["data"]["profiles"][0]["id"]),
+        (&json!(1), &json!(deb))
+    );
+    let v = t
+        .expect(Method::GET, "/api/v1/profiles?size=1&page=2", None, StatusCode::OK, "")
+        .await;
+    assert_eq!(
+        (&v["data"]["total"], &v["data"]["profiles"][0]["id"]),
+        (&json!(2), &json!(deb))
+    );
+    t.expect(
+        Method::GET,
+        "/api/v1/profiles?size=1001",
+        None,
+        StatusCode::BAD_REQUEST,
+        "'size' must be 1-1000",
+    )
+    .await;
     // The old default can now be deleted; the new one cannot.
     t.expect(
         Method::DELETE,
@@ -489,7 +440,7 @@ async fn script_per_mac() {
         .await;
     let hid = v["data"]["id"].as_u64().unwrap();
 
-    let (s, v) = t.call(Method::GET, "/boot/ipxe?mac=52-54-00-AA-00-01", None).await;
+    let (s, _, v) = t.call(Method::GET, "/boot/ipxe?mac=52-54-00-AA-00-01", None).await;
     assert_eq!(s, StatusCode::OK);
     let script = v.as_str().unwrap();
     assert!(
@@ -511,7 +462,7 @@ async fn script_per_mac() {
     assert!(script.contains("(node1)"), "{script}");
 
     // boot-config is the same script.
-    let (s, v) = t
+    let (s, _, v) = t
         .call(Method::GET, &format!("/api/v1/hosts/{hid}/boot-config"), None)
         .await;
     assert_eq!(s, StatusCode::OK);
@@ -526,7 +477,7 @@ async fn script_per_mac() {
     .await;
 
     // An unknown MAC gets the default profile.
-    let (_, v) = t.call(Method::GET, "/boot/ipxe?mac=52:54:00:aa:00:09", None).await;
+    let (_, _, v) = t.call(Method::GET, "/boot/ipxe?mac=52:54:00:aa:00:09", None).await;
     let other = v.as_str().unwrap();
     assert!(other.contains("echo Bootlane: booting 52:54:00:aa:00:09\n"), "{other}");
     assert!(
@@ -543,7 +494,7 @@ async fn script_per_mac() {
         "",
     )
     .await;
-    let (_, v) = t.call(Method::GET, "/boot/ipxe?mac=52:54:00:aa:00:01", None).await;
+    let (_, _, v) = t.call(Method::GET, "/boot/ipxe?mac=52:54:00:aa:00:01", None).await;
     assert!(v.as_str().unwrap().contains("Boot from local disk"));
 }
 
@@ -581,7 +532,7 @@ async fn ipxe_template_edit() {
         )
         .await;
     assert_eq!(v["data"]["source"], "stored");
-    let (_, v) = t.call(Method::GET, "/boot/ipxe?mac=52:54:00:aa:00:09", None).await;
+    let (_, _, v) = t.call(Method::GET, "/boot/ipxe?mac=52:54:00:aa:00:09", None).await;
     assert_eq!(
         v.as_str().unwrap(),
         "#!ipxe\necho Bootlane: booting 52:54:00:aa:00:09\nchain http://10.77.0.1:8080/custom/Default\n"
@@ -618,8 +569,8 @@ async fn script_versions_diff_and_rollback() {
             "",
         )
         .await;
-    let first = v["data"][0].clone();
-    assert_eq!(v["data"].as_array().unwrap().len(), 1);
+    let first = v["data"]["versions"][0].clone();
+    assert_eq!(v["data"]["versions"].as_array().unwrap().len(), 1);
     assert!(first["content"].as_str().unwrap().contains("echo one\nshell"));
     assert_eq!(first["checksum"].as_str().unwrap().len(), 64);
     let v1 = first["id"].as_u64().unwrap();
@@ -650,8 +601,8 @@ async fn script_versions_diff_and_rollback() {
             "",
         )
         .await;
-    assert_eq!(v["data"].as_array().unwrap().len(), 2, "{v}");
-    assert_eq!(v["data"][0]["comment"], "two");
+    assert_eq!(v["data"]["versions"].as_array().unwrap().len(), 2, "{v}");
+    assert_eq!(v["data"]["versions"][0]["comment"], "two");
 
     let v = t
         .expect(
@@ -689,8 +640,35 @@ async fn script_versions_diff_and_rollback() {
             "",
         )
         .await;
-    assert_eq!(v["data"].as_array().unwrap().len(), 3);
-    assert!(v["data"][0]["comment"].as_str().unwrap().contains("rollback"));
+    assert_eq!(v["data"]["versions"].as_array().unwrap().len(), 3);
+    assert!(v["data"]["versions"][0]["comment"]
+        .as_str()
+        .unwrap()
+        .contains("rollback"));
+    // Newest first across pages: the last page of one holds the first version.
+    let v = t
+        .expect(
+            Method::GET,
+            &format!("{base}/script-versions?size=1&page=3"),
+            None,
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert_eq!(
+        (&v["data"]["total"], &v["data"]["versions"][0]["id"]),
+        (&json!(3), &json!(v1))
+    );
+    let v = t
+        .expect(
+            Method::GET,
+            &format!("{base}/script-versions?q=ROLLBACK"),
+            None,
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert_eq!(v["data"]["total"], 1, "{v}");
     let v = t
         .expect(
             Method::GET,
@@ -892,7 +870,7 @@ async fn reservations_crud_conflicts_and_live() {
     let v = t
         .expect(Method::GET, "/api/v1/dhcp/reservations", None, StatusCode::OK, "")
         .await;
-    let sources: Vec<&str> = v["data"]
+    let sources: Vec<&str> = v["data"]["reservations"]
         .as_array()
         .unwrap()
         .iter()
@@ -908,7 +886,42 @@ async fn reservations_crud_conflicts_and_live() {
             "",
         )
         .await;
-    assert!(v["data"].as_array().unwrap().is_empty());
+    assert!(v["data"]["reservations"].as_array().unwrap().is_empty());
+    // The shared list contract: `q`, paging (file entries first), a bad subnet is a 400.
+    let v = t
+        .expect(
+            Method::GET,
+            "/api/v1/dhcp/reservations?q=MOVED",
+            None,
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert_eq!(
+        (&v["data"]["total"], &v["data"]["reservations"][0]["id"]),
+        (&json!(1), &json!(id))
+    );
+    let v = t
+        .expect(
+            Method::GET,
+            "/api/v1/dhcp/reservations?size=1&page=2",
+            None,
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert_eq!(
+        (&v["data"]["total"], &v["data"]["reservations"][0]["source"]),
+        (&json!(2), &json!("api"))
+    );
+    t.expect(
+        Method::GET,
+        "/api/v1/dhcp/reservations?subnet=nope",
+        None,
+        StatusCode::BAD_REQUEST,
+        "'subnet'",
+    )
+    .await;
 
     t.expect(
         Method::GET,
@@ -997,6 +1010,27 @@ async fn leases_list_stats_delete_prune() {
         .expect(Method::GET, "/api/v1/leases?size=2&page=2", None, StatusCode::OK, "")
         .await;
     assert_eq!(v["data"]["leases"].as_array().unwrap().len(), 1);
+    // `q` searches MAC and IP; items stay in id order.
+    let v = t
+        .expect(
+            Method::GET,
+            "/api/v1/leases?q=10.77.0.10&size=2",
+            None,
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert_eq!(
+        (&v["data"]["total"], &v["data"]["leases"][1]["mac"]),
+        (&json!(3), &json!("52:54:00:00:00:02"))
+    );
+    let v = t
+        .expect(Method::GET, "/api/v1/leases?q=00:03", None, StatusCode::OK, "")
+        .await;
+    assert_eq!(
+        (&v["data"]["total"], &v["data"]["leases"][0]["ip"]),
+        (&json!(1), &json!("10.77.0.102"))
+    );
     t.expect(
         Method::GET,
         "/api/v1/leases?state=bogus",
@@ -1319,7 +1353,7 @@ async fn dhcp_and_tftp_settings() {
 #[tokio::test]
 async fn openapi_lists_the_new_paths() {
     let t = setup().await;
-    let (s, v) = t.call(Method::GET, "/api/v1/openapi.json", None).await;
+    let (s, _, v) = t.call(Method::GET, "/api/v1/openapi.json", None).await;
     assert_eq!(s, StatusCode::OK);
     let paths = v["paths"]
         .as_object()

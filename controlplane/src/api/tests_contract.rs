@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use super::{
     openapi::{self, BEARER_SCHEME, COOKIE_SCHEME, ERROR_ENVELOPE, SSE},
     openapi_doc,
-    tests::{is_error_envelope, setup},
+    test_support::{is_error_envelope, setup},
 };
 
 const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
@@ -515,4 +515,120 @@ async fn array_bodies_are_refused_and_huge_day_counts_are_not_errors() {
     let doc = openapi_doc();
     let entry = serde_json::to_value(&doc.components.unwrap().schemas["AuditEntry"]).unwrap();
     assert!(entry["properties"]["after"].get("type").is_none(), "{entry}");
+}
+
+/// Property names of `schema`, through `$ref` and `allOf` (how `#[serde(flatten)]`
+/// appears in the document).
+fn property_names(doc: &Value, schema: &Value, out: &mut BTreeSet<String>) {
+    if let Some(r) = schema["$ref"].as_str() {
+        let name = r.trim_start_matches("#/components/schemas/");
+        return property_names(doc, &doc["components"]["schemas"][name], out);
+    }
+    for s in schema["allOf"].as_array().into_iter().flatten() {
+        property_names(doc, s, out);
+    }
+    out.extend(
+        schema["properties"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k.clone()),
+    );
+}
+
+/// Issue 7 §1, one list contract: every list operation declares `page` (from 1), `size`
+/// (1-1000) and `q` (from [`super::list::ListQuery`]) and answers its items under its
+/// own key beside `total`, `page` and `size` (from [`super::list::PageInfo`]).
+#[test]
+fn every_list_shares_the_list_contract() {
+    let doc = doc();
+    let lists = [
+        ("/api/v1/dns/records", "records"),
+        ("/api/v1/hosts", "hosts"),
+        ("/api/v1/profiles", "profiles"),
+        ("/api/v1/profiles/{profileId}/script-versions", "versions"),
+        ("/api/v1/leases", "leases"),
+        ("/api/v1/dhcp/reservations", "reservations"),
+        ("/api/v1/events", "events"),
+    ];
+    for (path, items) in lists {
+        let op = &doc["paths"][path]["get"];
+        let params = op["parameters"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{path}: no parameters"));
+        let param = |n: &str| {
+            params
+                .iter()
+                .find(|p| p["name"] == n && p["in"] == "query")
+                .unwrap_or_else(|| panic!("{path}: no query parameter {n}"))
+                .clone()
+        };
+        if path != "/api/v1/events" {
+            // The events list (lead's module) has its own query type; its paging is shared.
+            assert_eq!(param("page")["schema"]["minimum"], 1, "{path}");
+            assert_eq!(param("size")["schema"]["minimum"], 1, "{path}");
+            assert_eq!(param("size")["schema"]["maximum"], 1000, "{path}");
+            param("q");
+        }
+        let data = &op["responses"]["200"]["content"]["application/json"]["schema"]["properties"]["data"];
+        let mut props = BTreeSet::new();
+        property_names(&doc, data, &mut props);
+        for want in [items, "total", "page", "size"] {
+            assert!(props.contains(want), "{path}: answer lacks {want:?}: {props:?}");
+        }
+    }
+}
+
+/// The list contract through the router: bounds and their messages, a page past the end,
+/// `total`, `q` (blank is no filter) beside a field filter, on DNS records.
+#[tokio::test]
+async fn list_paging_and_q_through_the_router() {
+    let mut t = setup().await;
+    t.login().await;
+    for name in ["alpha", "beta", "gamma"] {
+        let (s, _, v) = t
+            .call(
+                Method::POST,
+                "/api/v1/dns/records",
+                Some(json!({"name": name, "type": "TXT", "value": "v=1"})),
+            )
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{v}");
+    }
+    // Only the TXT records made here (the server's own A/AAAA auto-records are there too).
+    let get = |q: &str| format!("/api/v1/dns/records?type=TXT&{q}");
+    for (q, msg) in [
+        ("size=0", "'size' must be 1-1000"),
+        ("size=1001", "'size' must be 1-1000"),
+        ("page=0", "'page' starts at 1"),
+        ("page=x", "page"),
+    ] {
+        let (s, _, v) = t.call(Method::GET, &get(q), None).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{q}: {v}");
+        assert!(v["error"].as_str().unwrap().contains(msg), "{q}: {v}");
+    }
+    let (_, _, v) = t.call(Method::GET, &get("size=2&page=2"), None).await;
+    let names: Vec<&str> = v["data"]["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["gamma"], "{v}");
+    assert_eq!(
+        (&v["data"]["total"], &v["data"]["page"], &v["data"]["size"]),
+        (&json!(3), &json!(2), &json!(2))
+    );
+    let (s, _, v) = t.call(Method::GET, &get("size=2&page=9"), None).await;
+    assert_eq!(
+        (s, &v["data"]["records"], &v["data"]["total"]),
+        (StatusCode::OK, &json!([]), &json!(3))
+    );
+    let (_, _, v) = t.call(Method::GET, &get("q=%20ALP%20"), None).await;
+    assert_eq!(
+        (&v["data"]["total"], &v["data"]["records"][0]["name"]),
+        (&json!(1), &json!("alpha"))
+    );
+    let (_, _, v) = t.call(Method::GET, &get("q=%20"), None).await;
+    assert_eq!(v["data"]["total"], 3);
 }

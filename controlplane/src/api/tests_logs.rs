@@ -2,102 +2,32 @@
 //! temporary log directory, log lines emitted through the test control's own subscriber
 //! (never a global one), the SSE stream read frame by frame.
 
-use std::{fs, net::SocketAddr, sync::Arc, time::Duration};
+use std::fs;
 
-use axum::{
-    body::Body,
-    extract::ConnectInfo,
-    http::{header, Method, Request, StatusCode},
-    Router,
-};
-use http_body_util::BodyExt;
+use axum::http::{header, Method, StatusCode};
 use serde_json::{json, Value};
 use time::OffsetDateTime;
-use tower::ServiceExt;
 
-use super::router;
-use crate::{config::Config, logging::LogControl};
+use super::test_support::{self, is_error, sse_events, T};
+use crate::config::Config;
 
-struct T {
-    app: Router,
-    logs: Arc<LogControl>,
-    cookie: Option<String>,
-    _dir: tempfile::TempDir,
-}
-
+/// A logged-in client; its log directory is `<temporary data dir>/logs`.
 async fn setup() -> T {
-    let dir = tempfile::tempdir().unwrap();
-    let config = Config {
-        data_dir: dir.path().to_path_buf(),
-        ..Default::default()
-    };
-    let (state, _fake) = super::test_support::state(config).await;
-    let logs = state.logs.clone();
-    let mut t = T {
-        app: router(state),
-        logs,
-        cookie: None,
-        _dir: dir,
-    };
-    let (s, h, v) = t
-        .call(
-            Method::POST,
-            "/api/v1/auth/login",
-            Some(json!({"username": "admin", "password": "pw-admin"})),
-        )
-        .await;
-    assert_eq!(s, StatusCode::OK, "{v}");
-    let c = h.get(header::SET_COOKIE).unwrap().to_str().unwrap();
-    t.cookie = Some(c.split(';').next().unwrap().to_string());
+    let mut t = test_support::app(Config::default()).await;
+    t.login().await;
     t
 }
 
+/// Log helpers on the shared client.
 impl T {
-    fn request(&self, method: Method, path: &str, body: Option<Value>) -> Request<Body> {
-        let mut req = Request::builder().method(method).uri(path);
-        if let Some(c) = &self.cookie {
-            req = req.header(header::COOKIE, c);
-        }
-        let body = match body {
-            Some(b) => {
-                req = req.header(header::CONTENT_TYPE, "application/json");
-                Body::from(b.to_string())
-            }
-            None => Body::empty(),
-        };
-        let mut req = req.body(body).unwrap();
-        req.extensions_mut()
-            .insert(ConnectInfo("10.9.9.9:1234".parse::<SocketAddr>().unwrap()));
-        req
-    }
-
-    async fn call(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> (StatusCode, axum::http::HeaderMap, Value) {
-        let resp = self
-            .app
-            .clone()
-            .oneshot(self.request(method, path, body))
-            .await
-            .unwrap();
-        let status = resp.status();
-        let headers = resp.headers().clone();
-        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-        let v = serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into()));
-        (status, headers, v)
-    }
-
     /// Emits log lines through the control's subscriber.
     fn emit(&self, f: impl FnOnce()) {
-        tracing::dispatcher::with_default(self.logs.dispatch().unwrap(), f);
+        tracing::dispatcher::with_default(self.state.logs.dispatch().unwrap(), f);
     }
 
     /// Writes a file into the log directory, last modified `age_days` ago.
     fn file(&self, name: &str, bytes: usize, age_days: i64) {
-        let p = self.logs.dir().join(name);
+        let p = self.state.logs.dir().join(name);
         fs::write(&p, vec![b'x'; bytes]).unwrap();
         let f = fs::File::options().write(true).open(&p).unwrap();
         f.set_modified((OffsetDateTime::now_utc() - time::Duration::days(age_days)).into())
@@ -105,17 +35,13 @@ impl T {
     }
 
     fn names(&self) -> Vec<String> {
-        let mut v: Vec<String> = fs::read_dir(self.logs.dir())
+        let mut v: Vec<String> = fs::read_dir(self.state.logs.dir())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
         v.sort();
         v
     }
-}
-
-fn is_error(v: &Value, needle: &str) -> bool {
-    v["success"] == false && v["error"].as_str().is_some_and(|e| e.contains(needle))
 }
 
 #[tokio::test]
@@ -146,7 +72,7 @@ async fn log_routes_need_a_session() {
 async fn files_and_disk_usage() {
     let t = setup().await;
     t.emit(|| tracing::info!("first line"));
-    let current = t.logs.current_file().unwrap();
+    let current = t.state.logs.current_file().unwrap();
     t.file("bootlane.2020-01-01.log", 1000, 10);
     t.file("notes.txt", 50, 1);
     let (s, _, v) = t.call(Method::GET, "/api/v1/logs/files", None).await;
@@ -178,7 +104,7 @@ async fn files_and_disk_usage() {
 async fn cleanup_rules_and_bad_requests() {
     let t = setup().await;
     t.emit(|| tracing::info!("make the current file"));
-    let current = t.logs.current_file().unwrap();
+    let current = t.state.logs.current_file().unwrap();
     t.file("bootlane.2020-01-01.log", 300, 20);
     t.file("bootlane.2020-01-11.log", 200, 10);
     t.file("bootlane.2020-01-11.1.log", 100, 9);
@@ -236,7 +162,7 @@ async fn logging_settings_get_put_and_errors() {
         .await;
     assert_eq!(s, StatusCode::OK, "{v2}");
 
-    let mut rx = t.logs.subscribe();
+    let mut rx = t.state.logs.subscribe();
     let (s, _, v) = t
         .call(
             Method::PUT,
@@ -279,20 +205,6 @@ async fn logging_settings_get_put_and_errors() {
 }
 
 /// Reads SSE frames until one whole event (ending in a blank line) arrived.
-async fn next_event(body: &mut Body) -> String {
-    let mut buf = String::new();
-    while !buf.contains("\n\n") {
-        let frame = tokio::time::timeout(Duration::from_secs(5), body.frame())
-            .await
-            .expect("an SSE event within 5 s")
-            .expect("the stream is open")
-            .unwrap();
-        if let Ok(data) = frame.into_data() {
-            buf.push_str(std::str::from_utf8(&data).unwrap());
-        }
-    }
-    buf
-}
 
 #[tokio::test]
 async fn stream_sends_filtered_log_lines_as_sse() {
@@ -306,7 +218,7 @@ async fn stream_sends_filtered_log_lines_as_sse() {
         "/api/v1/logs/stream?level=warn&target=bootlane::dhcp",
         None,
     );
-    let resp = t.app.clone().oneshot(req).await.unwrap();
+    let resp = t.send(req).await;
     assert_eq!(resp.status(), StatusCode::OK);
     assert_eq!(resp.headers()[header::CONTENT_TYPE], "text/event-stream");
     let mut body = resp.into_body();
@@ -315,7 +227,7 @@ async fn stream_sends_filtered_log_lines_as_sse() {
         tracing::warn!(target: "bootlane::tftp", "another target");
         tracing::warn!(target: "bootlane::dhcp::server", mac = "52:54:00:00:00:01", "no free address");
     });
-    let ev = next_event(&mut body).await;
+    let ev = sse_events(&mut body, 1).await;
     assert!(ev.starts_with("event: log\n"), "{ev}");
     let data = ev.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
     let line: Value = serde_json::from_str(data).unwrap();
@@ -339,16 +251,16 @@ async fn stream_sends_filtered_log_lines_as_sse() {
 async fn a_lagging_stream_gets_a_lagged_event() {
     let t = setup().await;
     let req = t.request(Method::GET, "/api/v1/logs/stream", None);
-    let mut body = t.app.clone().oneshot(req).await.unwrap().into_body();
+    let mut body = t.send(req).await.into_body();
     t.emit(|| {
         for i in 0..crate::logging::stream::STREAM_CAPACITY + 5 {
             tracing::info!(i, "flood");
         }
     });
-    let ev = next_event(&mut body).await;
+    let ev = sse_events(&mut body, 1).await;
     assert!(ev.starts_with("event: lagged\n"), "{ev}");
     assert!(ev.contains(r#"data: {"skipped":5}"#), "{ev}");
-    let ev = next_event(&mut body).await;
+    let ev = sse_events(&mut body, 1).await;
     assert!(
         ev.contains(r#""i":5"#),
         "the stream goes on with the oldest line kept: {ev}"

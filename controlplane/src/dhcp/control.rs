@@ -356,6 +356,12 @@ impl DhcpControl {
         }))
     }
 
+    /// The `[dhcp]` section this control was opened with (the file's subnets and their
+    /// reservations, before stored overrides).
+    pub fn file_config(&self) -> &DhcpConfig {
+        &self.base
+    }
+
     /// The lease database (shared with the handler).
     pub fn leases(&self) -> Arc<tokio::sync::Mutex<LeaseDb>> {
         self.leases.clone()

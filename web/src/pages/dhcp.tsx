@@ -80,7 +80,9 @@ interface Reservation {
 }
 
 export function Reservations() {
-  const { data, error, reload } = useGet<Reservation[]>('/dhcp/reservations', ['dhcp.']);
+  const [page, setPage] = useState(1);
+  const size = 50;
+  const { data, error, reload } = useGet<{ reservations: Reservation[]; total: number }>(`/dhcp/reservations${qs({ page, size })}`, ['dhcp.']);
   const [adding, setAdding] = useState(false);
   const [delErr, setDelErr] = useState<string | null>(null);
   return (
@@ -117,7 +119,7 @@ export function Reservations() {
       <Err msg={error ?? delErr} />
       <Table
         testid="reservations"
-        rows={Array.isArray(data) ? data : undefined}
+        rows={data?.reservations}
         empty="No reservations."
         cols={[
           { h: 'MAC', f: (r) => <code>{r.mac}</code> },
@@ -137,6 +139,7 @@ export function Reservations() {
           },
         ]}
       />
+      {data && <Pager page={page} size={size} total={data.total} go={setPage} />}
     </section>
   );
 }

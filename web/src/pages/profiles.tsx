@@ -24,10 +24,10 @@ interface Version {
 }
 
 function Versions(props: { profile: Profile }) {
-  const { data, error, reload } = useGet<Version[]>(`/profiles/${props.profile.id}/script-versions`, ['profile.']);
+  const { data, error, reload } = useGet<{ versions: Version[] }>(`/profiles/${props.profile.id}/script-versions?size=1000`, ['profile.']);
   const [diff, setDiff] = useState<string | null>(null);
   const [err, setErr] = useState<string | null>(null);
-  const list = Array.isArray(data) ? data : (data as { versions?: Version[] } | null)?.versions;
+  const list = data?.versions;
   return (
     <div class="panel">
       <h2>Script versions of {props.profile.name}</h2>
@@ -69,8 +69,8 @@ function Versions(props: { profile: Profile }) {
 }
 
 export function Profiles() {
-  const { data, error, reload } = useGet<Profile[] | { profiles: Profile[] }>('/profiles', ['profile.']);
-  const list = Array.isArray(data) ? data : data?.profiles;
+  const { data, error, reload } = useGet<{ profiles: Profile[] }>('/profiles?size=1000', ['profile.']);
+  const list = data?.profiles;
   const [editing, setEditing] = useState<Profile | 'new' | null>(null);
   const [versions, setVersions] = useState<Profile | null>(null);
   const [err, setErr] = useState<string | null>(null);
