@@ -5,26 +5,29 @@
 //! what applied live, which services were restarted, and what waits for the next start.
 //! `/settings/logging` lives with the log routes.
 
-use std::{collections::BTreeMap, net::IpAddr};
+use std::{collections::BTreeMap, net::IpAddr, sync::Arc};
 
-use axum::extract::State;
+use axum::extract::{FromRef, State};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
+    auth::Auth,
     error::{ApiError, Result},
     extract::{ApiJson, Envelope},
     AppState,
 };
 use crate::{
-    dhcp::control::{DhcpSettingsPatch, SubnetPatch},
-    dns::service::DnsSettingsPatch,
+    dhcp::control::{DhcpControl, DhcpSettingsPatch, SubnetPatch},
+    dns::service::{DnsService, DnsSettingsPatch},
     net::InterfaceInfo,
     settings::{
-        Applied, GeneralPatch, GeneralSettings, InterfaceSettings, NetbootPatch, NetbootSettings, SettingsTree,
+        Applied, GeneralPatch, GeneralSettings, InterfaceSettings, NetbootPatch, NetbootSettings, Settings,
+        SettingsTree,
     },
-    tftp::control::TftpChange,
+    supervisor::Supervisor,
+    tftp::control::{TftpChange, TftpControl},
 };
 
 fn none() -> Applied {
@@ -44,7 +47,32 @@ pub struct Changed<T> {
     pub applied: Applied,
 }
 
-fn interfaces_of(s: &AppState) -> Result<InterfaceSettings> {
+/// The services the settings groups span (sub-state of [`AppState`]): the whole tree
+/// reads and writes through these, nothing else.
+#[derive(Clone)]
+pub struct SettingsCtx {
+    settings: Arc<Settings>,
+    supervisor: Arc<Supervisor>,
+    auth: Arc<Auth>,
+    dns: Arc<DnsService>,
+    dhcp: Arc<DhcpControl>,
+    tftp: Arc<TftpControl>,
+}
+
+impl FromRef<AppState> for SettingsCtx {
+    fn from_ref(s: &AppState) -> Self {
+        Self {
+            settings: s.settings.clone(),
+            supervisor: s.supervisor.clone(),
+            auth: s.auth.clone(),
+            dns: s.dns.clone(),
+            dhcp: s.dhcp.clone(),
+            tftp: s.tftp.clone(),
+        }
+    }
+}
+
+fn interfaces_of(s: &SettingsCtx) -> Result<InterfaceSettings> {
     let dhcp = s
         .dhcp
         .effective_subnets()?
@@ -58,7 +86,7 @@ fn interfaces_of(s: &AppState) -> Result<InterfaceSettings> {
     })
 }
 
-async fn tree(s: &AppState) -> Result<SettingsTree> {
+async fn tree(s: &SettingsCtx) -> Result<SettingsTree> {
     let j = |v: std::result::Result<serde_json::Value, serde_json::Error>| v.unwrap_or_default();
     Ok(SettingsTree {
         general: s.settings.general(),
@@ -74,7 +102,7 @@ async fn tree(s: &AppState) -> Result<SettingsTree> {
 /// The whole settings tree.
 #[utoipa::path(get, path = "/api/v1/settings", tag = "settings",
     responses((status = 200, body = SettingsTree), (status = 401)))]
-pub async fn get_all(State(s): State<AppState>) -> Result<Envelope<SettingsTree>> {
+pub async fn get_all(State(s): State<SettingsCtx>) -> Result<Envelope<SettingsTree>> {
     Ok(Envelope::ok(tree(&s).await?))
 }
 
@@ -100,7 +128,7 @@ pub struct TreePatch {
 /// interfaces, netboot, dns; the first invalid group stops the rest).
 #[utoipa::path(put, path = "/api/v1/settings", tag = "settings", request_body = TreePatch,
     responses((status = 200, body = SettingsTree), (status = 400, description = "Invalid key or value"), (status = 401)))]
-pub async fn put_all(State(s): State<AppState>, ApiJson(p): ApiJson<TreePatch>) -> Result<Envelope<SettingsTree>> {
+pub async fn put_all(State(s): State<SettingsCtx>, ApiJson(p): ApiJson<TreePatch>) -> Result<Envelope<SettingsTree>> {
     if let Some(g) = p.general {
         general(&s, g).await?;
     }
@@ -119,11 +147,11 @@ pub async fn put_all(State(s): State<AppState>, ApiJson(p): ApiJson<TreePatch>) 
 /// General settings.
 #[utoipa::path(get, path = "/api/v1/settings/general", tag = "settings",
     responses((status = 200, body = GeneralSettings), (status = 401)))]
-pub async fn get_general(State(s): State<AppState>) -> Envelope<GeneralSettings> {
+pub async fn get_general(State(s): State<SettingsCtx>) -> Envelope<GeneralSettings> {
     Envelope::ok(s.settings.general())
 }
 
-async fn general(s: &AppState, p: GeneralPatch) -> Result<Changed<GeneralSettings>> {
+async fn general(s: &SettingsCtx, p: GeneralPatch) -> Result<Changed<GeneralSettings>> {
     let auth = s.auth.clone();
     let (settings, applied) = s
         .settings
@@ -136,7 +164,7 @@ async fn general(s: &AppState, p: GeneralPatch) -> Result<Changed<GeneralSetting
 #[utoipa::path(put, path = "/api/v1/settings/general", tag = "settings", request_body = GeneralPatch,
     responses((status = 200, body = Changed<GeneralSettings>), (status = 400, description = "Invalid key or value"), (status = 401)))]
 pub async fn put_general(
-    State(s): State<AppState>,
+    State(s): State<SettingsCtx>,
     ApiJson(p): ApiJson<GeneralPatch>,
 ) -> Result<Envelope<Changed<GeneralSettings>>> {
     Ok(Envelope::ok(general(&s, p).await?))
@@ -145,7 +173,7 @@ pub async fn put_general(
 /// Which interfaces and addresses each service uses.
 #[utoipa::path(get, path = "/api/v1/settings/interfaces", tag = "settings",
     responses((status = 200, body = InterfaceSettings), (status = 401)))]
-pub async fn get_interfaces(State(s): State<AppState>) -> Result<Envelope<InterfaceSettings>> {
+pub async fn get_interfaces(State(s): State<SettingsCtx>) -> Result<Envelope<InterfaceSettings>> {
     Ok(Envelope::ok(interfaces_of(&s)?))
 }
 
@@ -161,7 +189,7 @@ pub struct InterfacesPatch {
     pub tftp: Option<String>,
 }
 
-async fn interfaces(s: &AppState, p: InterfacesPatch) -> Result<Changed<InterfaceSettings>> {
+async fn interfaces(s: &SettingsCtx, p: InterfacesPatch) -> Result<Changed<InterfaceSettings>> {
     let mut applied = none();
     if let Some(listen) = p.dns {
         s.dns
@@ -223,7 +251,7 @@ async fn interfaces(s: &AppState, p: InterfacesPatch) -> Result<Changed<Interfac
 #[utoipa::path(put, path = "/api/v1/settings/interfaces", tag = "settings", request_body = InterfacesPatch,
     responses((status = 200, body = Changed<InterfaceSettings>), (status = 400, description = "Invalid key or value"), (status = 401)))]
 pub async fn put_interfaces(
-    State(s): State<AppState>,
+    State(s): State<SettingsCtx>,
     ApiJson(p): ApiJson<InterfacesPatch>,
 ) -> Result<Envelope<Changed<InterfaceSettings>>> {
     Ok(Envelope::ok(interfaces(&s, p).await?))
@@ -232,11 +260,11 @@ pub async fn put_interfaces(
 /// Netboot settings.
 #[utoipa::path(get, path = "/api/v1/settings/netboot", tag = "settings",
     responses((status = 200, body = NetbootSettings), (status = 401)))]
-pub async fn get_netboot(State(s): State<AppState>) -> Envelope<NetbootSettings> {
+pub async fn get_netboot(State(s): State<SettingsCtx>) -> Envelope<NetbootSettings> {
     Envelope::ok(s.settings.netboot())
 }
 
-async fn netboot(s: &AppState, p: NetbootPatch) -> Result<Changed<NetbootSettings>> {
+async fn netboot(s: &SettingsCtx, p: NetbootPatch) -> Result<Changed<NetbootSettings>> {
     let base_before = s.settings.http_base_url();
     let (settings, root_changed) = s.settings.put_netboot(p).await?;
     let mut applied = none();
@@ -257,13 +285,13 @@ async fn netboot(s: &AppState, p: NetbootPatch) -> Result<Changed<NetbootSetting
 #[utoipa::path(put, path = "/api/v1/settings/netboot", tag = "settings", request_body = NetbootPatch,
     responses((status = 200, body = Changed<NetbootSettings>), (status = 400, description = "Invalid key or value"), (status = 401)))]
 pub async fn put_netboot(
-    State(s): State<AppState>,
+    State(s): State<SettingsCtx>,
     ApiJson(p): ApiJson<NetbootPatch>,
 ) -> Result<Envelope<Changed<NetbootSettings>>> {
     Ok(Envelope::ok(netboot(&s, p).await?))
 }
 
-fn interface_list(s: &AppState) -> Vec<InterfaceInfo> {
+fn interface_list(s: &SettingsCtx) -> Vec<InterfaceInfo> {
     let xdp = s.dns.dataplane().status();
     let services = s.supervisor.list();
     let dns_listen: Vec<IpAddr> = s.dns.bound().iter().map(|a| a.ip()).collect();
@@ -299,14 +327,14 @@ fn interface_list(s: &AppState) -> Vec<InterfaceInfo> {
 /// The host's network interfaces with the services bound there.
 #[utoipa::path(get, path = "/api/v1/interfaces", tag = "settings",
     responses((status = 200, body = Vec<InterfaceInfo>), (status = 401)))]
-pub async fn list_interfaces(State(s): State<AppState>) -> Envelope<Vec<InterfaceInfo>> {
+pub async fn list_interfaces(State(s): State<SettingsCtx>) -> Envelope<Vec<InterfaceInfo>> {
     Envelope::ok(interface_list(&s))
 }
 
 /// The same list under the network-diagnostics group.
 #[utoipa::path(get, path = "/api/v1/network/interfaces", tag = "settings",
     responses((status = 200, body = Vec<InterfaceInfo>), (status = 401)))]
-pub async fn list_network_interfaces(State(s): State<AppState>) -> Envelope<Vec<InterfaceInfo>> {
+pub async fn list_network_interfaces(State(s): State<SettingsCtx>) -> Envelope<Vec<InterfaceInfo>> {
     Envelope::ok(interface_list(&s))
 }
 
