@@ -57,7 +57,56 @@ test('login: a wrong password shows the server message, the right one opens the 
   await page.getByTestId('state-dns').waitFor();
   t.diagnostic(`dashboard interactive ${Date.now() - t1} ms after a reload`);
   await page.getByTestId('live').filter({ hasText: 'live' }).waitFor();
+  await ctx.close();
+});
+
+test('dashboard charts: boot and DNS activity from /stats/activity, pool usage per subnet', async (t) => {
+  // Activity the charts must show: iPXE scripts served and DNS queries (userspace; XDP
+  // is off in the test server), then wait for the server's 10 s sampler to take them.
+  for (let i = 0; i < 5; i++) {
+    const r = await fetch(`${server.base}/boot/ipxe?mac=52:54:00:21:30:0${i}`);
+    assert.equal(r.status, 200, await r.text());
+  }
+  for (let i = 0; i < 3; i++) {
+    spawnSync('dig', ['+short', '+time=1', '+tries=1', '-p', String(server.dnsPort), '@127.0.0.1', `q${i}.ui.test`, 'A']);
+  }
+  const t0 = Date.now();
+  let last;
+  for (;;) {
+    const h = await api('GET', '/stats/activity?minutes=15');
+    last = h.points.reduce(
+      (a, p) => ({ ipxe: a.ipxe + p.ipxe_scripts, dns: a.dns + p.dns_userspace }),
+      { ipxe: 0, dns: 0 },
+    );
+    if (last.ipxe >= 5) break;
+    assert.ok(Date.now() - t0 < 25000, `the sampler did not report the 5 iPXE scripts: ${JSON.stringify(h)}`);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  t.diagnostic(`activity sampled after ${Date.now() - t0} ms: ${JSON.stringify(last)}`);
+  const { ctx, page } = await newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(`${server.base}/`);
+  await login(page);
+  await page.getByTestId('chart-boot').locator('canvas').waitFor();
+  await page.getByTestId('chart-dns').locator('canvas').waitFor();
+  // The legends name the series (uPlot renders them as a table under each chart).
+  for (const s of ['DHCP offers', 'DHCP acks', 'TFTP transfers', 'iPXE scripts']) {
+    await page.getByTestId('chart-boot').getByText(s).first().waitFor();
+  }
+  for (const s of ['XDP', 'Userspace']) await page.getByTestId('chart-dns').getByText(s).first().waitFor();
+  // The window buttons refetch with the other window.
+  const refetch = page.waitForResponse((r) => r.url().includes('/stats/activity?minutes=360'));
+  await page.getByRole('button', { name: '6 h' }).click();
+  const body = await (await refetch).json();
+  assert.equal(body.data.step_secs, 30);
+  await page.getByRole('button', { name: '15 min' }).click();
+  if (server.dhcpIface) {
+    await page.getByText('10.213.0.0/24').waitFor();
+    await page.getByText('0/100').waitFor();
+  }
   await page.screenshot({ path: join(SHOTS, 'dashboard.png'), fullPage: true });
+  assert.deepEqual(errors, []);
   await ctx.close();
 });
 
