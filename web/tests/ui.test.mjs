@@ -195,6 +195,30 @@ test('stop and start a service with the buttons; the state follows', async () =>
   await ctx.close();
 });
 
+test('stop and start DHCP with the buttons; the state and the socket follow', async (t) => {
+  if (!server.dhcpIface) {
+    t.skip('no DHCP subnet (the dummy interface needs root)');
+    return;
+  }
+  // The DHCP socket: 0.0.0.0:67 bound to the dummy interface (SO_BINDTODEVICE).
+  const bound = () => spawnSync('ss', ['-Hulpn', 'sport = :67'], { encoding: 'utf8' }).stdout.includes(`%${server.dhcpIface}:`);
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/services`);
+  await login(page);
+  const state = page.getByTestId('state-dhcp');
+  await state.filter({ hasText: 'running' }).waitFor();
+  assert.ok(bound(), 'the running DHCP service listens on the dummy interface');
+  await page.getByTestId('stop-dhcp').click(); // confirms (dialog accepted)
+  await state.filter({ hasText: 'stopped' }).waitFor();
+  assert.equal((await api('GET', '/services')).services.find((s) => s.name === 'dhcp').state, 'stopped');
+  assert.ok(!bound(), 'the stopped DHCP service closed its socket');
+  await page.getByTestId('start-dhcp').click();
+  await state.filter({ hasText: 'running' }).waitFor();
+  assert.equal((await api('GET', '/services')).services.find((s) => s.name === 'dhcp').state, 'running');
+  assert.ok(bound(), 'the restarted DHCP service listens again');
+  await ctx.close();
+});
+
 test('edit a profile, see the new script version and its diff, roll it back', async () => {
   const { ctx, page } = await newPage();
   await page.goto(`${server.base}/profiles`);
