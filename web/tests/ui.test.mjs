@@ -235,7 +235,10 @@ test('edit a profile, see the new script version and its diff, roll it back', as
   const versions = page.getByTestId('versions');
   const seeded = versions.locator('tr', { hasText: 'seeded on first start' });
   await seeded.getByRole('button', { name: 'Diff' }).click();
-  await page.locator('pre.diff').filter({ hasText: '17000' }).waitFor();
+  // Side by side: the version's line on the left, the current one (17 s) on the right.
+  const diff = page.getByTestId('diff');
+  await diff.locator('td.add').filter({ hasText: '17000' }).waitFor();
+  assert.ok((await diff.locator('td.del').allInnerTexts()).some((l) => l.includes('5000')), 'the old timeout on the left');
   await seeded.getByRole('button', { name: 'Roll back' }).click(); // confirms
   await row.getByText('5 s').waitFor();
   const list = await api('GET', '/profiles');
@@ -264,5 +267,44 @@ test('every page of the navigation renders without a script error, also on a nar
   await page.getByRole('link', { name: 'Hosts' }).click();
   await page.getByRole('heading', { name: 'Hosts' }).waitFor();
   assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test('menu entries as a form, Escape closes it; the template editor marks the line of a render error', async () => {
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/profiles`);
+  await login(page);
+  await page.getByRole('button', { name: 'New profile' }).click();
+  let form = page.getByTestId('profile-form');
+  await form.getByLabel('Name').fill('escaped');
+  await page.keyboard.press('Escape');
+  await form.waitFor({ state: 'detached' });
+  // A profile with a linux entry, built in the structured editor, saved with Enter.
+  await page.getByRole('button', { name: 'New profile' }).click();
+  form = page.getByTestId('profile-form');
+  await form.getByRole('button', { name: 'Add entry' }).click();
+  const e0 = form.getByTestId('entry-0');
+  await e0.getByLabel('Label').fill('Debian installer');
+  await e0.getByLabel('Type').selectOption('linux');
+  await e0.getByLabel('Kernel').fill('debian/linux');
+  await e0.getByLabel('Initrds (one a line)').fill('debian/initrd.gz');
+  await e0.getByLabel('Command line').fill('auto=true');
+  await form.getByLabel('Name').fill('kbd-entries');
+  await form.getByLabel('Name').press('Enter');
+  await page.getByTestId('profiles').getByText('kbd-entries').waitFor();
+  const p = (await api('GET', '/profiles')).find((x) => x.name === 'kbd-entries');
+  assert.deepEqual(p.entries.map((e) => [e.label, e.type, e.kernel, e.initrds, e.cmdline]), [
+    ['Debian installer', 'linux', 'debian/linux', ['debian/initrd.gz'], 'auto=true'],
+  ]);
+  // The template editor: a syntax error on line 3 is marked there.
+  const tf = page.getByTestId('template-form');
+  await tf.getByLabel('template').fill('#!ipxe\necho ok\n{{ profile.name( }}\n');
+  await tf.getByRole('button', { name: 'Save' }).click();
+  const terr = page.getByTestId('template-error');
+  await terr.waitFor();
+  assert.match(await terr.innerText(), /line 3:/);
+  assert.equal(await tf.locator('.gutter .bad-line').innerText(), '3');
+  await page.screenshot({ path: join(SHOTS, 'profiles.png'), fullPage: true });
+  assert.equal((await api('GET', '/services/ipxe-script')).source, 'builtin', 'the bad template was not stored');
   await ctx.close();
 });
