@@ -103,6 +103,9 @@ pub async fn build(
         }),
     ];
     let supervisor = Supervisor::new(&store, events.clone(), units)?;
+    let stats_dns = dns.clone();
+    let activity = crate::stats::Activity::new(Box::new(move || crate::stats::read_counters(&stats_dns)));
+    activity.spawn(token);
     Ok(AppState {
         config,
         store,
@@ -118,5 +121,6 @@ pub async fn build(
         boot_serving,
         started: Instant::now(),
         logs,
+        activity,
     })
 }

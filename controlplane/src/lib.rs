@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod net;
 pub mod service_error;
 pub mod settings;
+pub mod stats;
 pub mod store;
 pub mod supervisor;
 pub mod tftp;

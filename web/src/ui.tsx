@@ -118,6 +118,8 @@ export interface Field {
   options?: string[];
   placeholder?: string;
   required?: boolean;
+  /** A custom editor for the value (text), instead of the input `type` gives. */
+  render?: (id: string, value: string, set: (v: string) => void) => ComponentChildren;
 }
 
 type Values = Record<string, string | boolean>;
@@ -125,6 +127,8 @@ type Values = Record<string, string | boolean>;
 /**
  * A form over `fields`. `submit` gets the values; an [`ApiError`] it throws is shown
  * beside the field whose name the message quotes (`'value' must be ...`), else on top.
+ * Keyboard: Enter in a one-line field submits (a native form), Ctrl/Cmd+Enter submits
+ * from anywhere in it, Escape cancels when there is a `cancel`.
  */
 export function Form(props: {
   fields: Field[];
@@ -152,7 +156,21 @@ export function Form(props: {
     }
   };
   return (
-    <form class="form" onSubmit={onSubmit} data-testid={props.testid} noValidate>
+    <form
+      class="form"
+      onSubmit={onSubmit}
+      data-testid={props.testid}
+      noValidate
+      onKeyDown={(e) => {
+        if (e.key === 'Escape' && props.cancel) {
+          e.preventDefault();
+          props.cancel();
+        } else if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+          e.preventDefault();
+          (e.currentTarget as HTMLFormElement).requestSubmit();
+        }
+      }}
+    >
       {err && !err.field && <Err msg={err.msg} />}
       {props.fields.map((f) => {
         const id = `f-${props.testid ?? 'form'}-${f.name}`;
@@ -160,7 +178,9 @@ export function Form(props: {
         const set = (x: string | boolean) => setV({ ...v, [f.name]: x });
         const bad = err?.field === f.name;
         let input;
-        if (f.type === 'select') {
+        if (f.render) {
+          input = f.render(id, String(val ?? ''), set);
+        } else if (f.type === 'select') {
           input = (
             <select id={id} name={f.name} value={String(val ?? f.options?.[0] ?? '')} onChange={(e) => set(e.currentTarget.value)}>
               {f.options?.map((o) => (

@@ -3,8 +3,14 @@
 // non-default ports (API, DNS on 127.0.0.1 only, TFTP), waits until the API answers,
 // and launches Debian's Chromium through playwright-core (Playwright's own browser
 // download cannot work here).
+//
+// DHCP: when the tests run as root, the server also gets an active DHCP subnet on a
+// dummy interface of its own (`bl-ui-<pid>`, 10.213.0.1/24; a veth pair where the kernel
+// has no dummy module), created here and removed
+// when the server stops, when the test process exits, or when start-up fails. Without
+// root (or without `ip`), no subnet is configured and `server.dhcpIface` is null.
 
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -31,8 +37,71 @@ function binary() {
   return join(target, 'debug', 'bootlane');
 }
 
-/** A running server: `base` is `http://127.0.0.1:PORT`, `dnsPort` its DNS port. */
+function ip(...args) {
+  const r = spawnSync('ip', args, { encoding: 'utf8' });
+  if (r.error) throw r.error;
+  if (r.status !== 0) throw new Error(`ip ${args.join(' ')}: ${r.stderr.trim()}`);
+}
+
+/**
+ * Creates the dummy interface for the DHCP subnet; answers its name, or null (with the
+ * reason on stderr) when it cannot (not root, no `ip`). Removed again on process exit.
+ */
+function dummyInterface() {
+  const name = `bl-ui-${process.pid % 100000}`;
+  try {
+    spawnSync('ip', ['link', 'del', name]); // a leftover of a killed run with this pid
+    try {
+      ip('link', 'add', name, 'type', 'dummy');
+    } catch {
+      // Kernels without the dummy module: one end of a veth pair does as well (deleting
+      // it deletes its peer).
+      ip('link', 'add', name, 'type', 'veth', 'peer', 'name', `${name}p`);
+      ip('link', 'set', `${name}p`, 'up');
+    }
+  } catch (e) {
+    console.log(`# no DHCP subnet in the test server: cannot create a dummy interface (${e.message})`);
+    return null;
+  }
+  const remove = () => spawnSync('ip', ['link', 'del', name]);
+  process.once('exit', remove);
+  for (const sig of ['SIGINT', 'SIGTERM']) {
+    process.once(sig, () => {
+      remove();
+      process.exit(130);
+    });
+  }
+  try {
+    ip('addr', 'add', '10.213.0.1/24', 'dev', name);
+    ip('link', 'set', name, 'up');
+  } catch (e) {
+    remove();
+    throw e;
+  }
+  return name;
+}
+
+const DHCP_SUBNET = (iface) =>
+  `[[dhcp.subnets]]\nmode = "server"\ninterface = "${iface}"\ncidr = "10.213.0.0/24"\n` +
+  `range_start = "10.213.0.100"\nrange_end = "10.213.0.199"\nrouter = "10.213.0.1"\n` +
+  `server_address = "10.213.0.1"\n`;
+
+/**
+ * A running server: `base` is `http://127.0.0.1:PORT`, `dnsPort` its DNS port,
+ * `dhcpIface` the dummy interface of its DHCP subnet (10.213.0.0/24) or null.
+ */
 export async function startServer() {
+  const dhcpIface = dummyInterface();
+  const dropIface = () => dhcpIface && spawnSync('ip', ['link', 'del', dhcpIface]);
+  try {
+    return await startWith(dhcpIface, dropIface);
+  } catch (e) {
+    dropIface();
+    throw e;
+  }
+}
+
+async function startWith(dhcpIface, dropIface) {
   const bin = binary();
   if (!existsSync(bin)) throw new Error(`no bootlane binary at ${bin}: build it (cargo build -p bootlane) or set BOOTLANE_BIN`);
   const dir = mkdtempSync(join(tmpdir(), 'bootlane-ui-'));
@@ -44,7 +113,8 @@ export async function startServer() {
       `[api]\nlisten = "127.0.0.1:${api}"\n` +
       `[dns]\nport = ${dns}\nlisten = ["127.0.0.1"]\nlocal_domain = "ui.test"\n` +
       `[dns.xdp]\nmode = "off"\n` +
-      `[tftp]\nport = ${tftp}\n`,
+      `[tftp]\nport = ${tftp}\n` +
+      (dhcpIface ? DHCP_SUBNET(dhcpIface) : ''),
   );
   const logPath = join(dir, 'server.log');
   const child = spawn(bin, ['serve', '--config', config], {
@@ -57,24 +127,29 @@ export async function startServer() {
   const t0 = Date.now();
   for (;;) {
     if (child.exitCode !== null) throw new Error(`bootlane exited (${child.exitCode}):\n${log}`);
+    if (Date.now() - t0 > 20000) {
+      child.kill('SIGTERM');
+      throw new Error(`bootlane did not come up:\n${log}`);
+    }
     try {
       const r = await fetch(`${base}/api/v1/status`);
       if (r.ok) break;
     } catch {
       /* not up yet */
     }
-    if (Date.now() - t0 > 20000) throw new Error(`bootlane did not come up:\n${log}`);
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
     base,
     dnsPort: dns,
+    dhcpIface,
     log: () => log,
     async stop() {
       child.kill('SIGTERM');
       await new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)));
       writeFileSync(logPath, log);
       rmSync(dir, { recursive: true, force: true });
+      dropIface();
     },
   };
 }

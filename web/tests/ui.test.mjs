@@ -57,7 +57,56 @@ test('login: a wrong password shows the server message, the right one opens the 
   await page.getByTestId('state-dns').waitFor();
   t.diagnostic(`dashboard interactive ${Date.now() - t1} ms after a reload`);
   await page.getByTestId('live').filter({ hasText: 'live' }).waitFor();
+  await ctx.close();
+});
+
+test('dashboard charts: boot and DNS activity from /stats/activity, pool usage per subnet', async (t) => {
+  // Activity the charts must show: iPXE scripts served and DNS queries (userspace; XDP
+  // is off in the test server), then wait for the server's 10 s sampler to take them.
+  for (let i = 0; i < 5; i++) {
+    const r = await fetch(`${server.base}/boot/ipxe?mac=52:54:00:21:30:0${i}`);
+    assert.equal(r.status, 200, await r.text());
+  }
+  for (let i = 0; i < 3; i++) {
+    spawnSync('dig', ['+short', '+time=1', '+tries=1', '-p', String(server.dnsPort), '@127.0.0.1', `q${i}.ui.test`, 'A']);
+  }
+  const t0 = Date.now();
+  let last;
+  for (;;) {
+    const h = await api('GET', '/stats/activity?minutes=15');
+    last = h.points.reduce(
+      (a, p) => ({ ipxe: a.ipxe + p.ipxe_scripts, dns: a.dns + p.dns_userspace }),
+      { ipxe: 0, dns: 0 },
+    );
+    if (last.ipxe >= 5) break;
+    assert.ok(Date.now() - t0 < 25000, `the sampler did not report the 5 iPXE scripts: ${JSON.stringify(h)}`);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  t.diagnostic(`activity sampled after ${Date.now() - t0} ms: ${JSON.stringify(last)}`);
+  const { ctx, page } = await newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(`${server.base}/`);
+  await login(page);
+  await page.getByTestId('chart-boot').locator('canvas').waitFor();
+  await page.getByTestId('chart-dns').locator('canvas').waitFor();
+  // The legends name the series (uPlot renders them as a table under each chart).
+  for (const s of ['DHCP offers', 'DHCP acks', 'TFTP transfers', 'iPXE scripts']) {
+    await page.getByTestId('chart-boot').getByText(s).first().waitFor();
+  }
+  for (const s of ['XDP', 'Userspace']) await page.getByTestId('chart-dns').getByText(s).first().waitFor();
+  // The window buttons refetch with the other window.
+  const refetch = page.waitForResponse((r) => r.url().includes('/stats/activity?minutes=360'));
+  await page.getByRole('button', { name: '6 h' }).click();
+  const body = await (await refetch).json();
+  assert.equal(body.data.step_secs, 30);
+  await page.getByRole('button', { name: '15 min' }).click();
+  if (server.dhcpIface) {
+    await page.getByText('10.213.0.0/24').waitFor();
+    await page.getByText('0/100').waitFor();
+  }
   await page.screenshot({ path: join(SHOTS, 'dashboard.png'), fullPage: true });
+  assert.deepEqual(errors, []);
   await ctx.close();
 });
 
@@ -146,6 +195,30 @@ test('stop and start a service with the buttons; the state follows', async () =>
   await ctx.close();
 });
 
+test('stop and start DHCP with the buttons; the state and the socket follow', async (t) => {
+  if (!server.dhcpIface) {
+    t.skip('no DHCP subnet (the dummy interface needs root)');
+    return;
+  }
+  // The DHCP socket: 0.0.0.0:67 bound to the dummy interface (SO_BINDTODEVICE).
+  const bound = () => spawnSync('ss', ['-Hulpn', 'sport = :67'], { encoding: 'utf8' }).stdout.includes(`%${server.dhcpIface}:`);
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/services`);
+  await login(page);
+  const state = page.getByTestId('state-dhcp');
+  await state.filter({ hasText: 'running' }).waitFor();
+  assert.ok(bound(), 'the running DHCP service listens on the dummy interface');
+  await page.getByTestId('stop-dhcp').click(); // confirms (dialog accepted)
+  await state.filter({ hasText: 'stopped' }).waitFor();
+  assert.equal((await api('GET', '/services')).services.find((s) => s.name === 'dhcp').state, 'stopped');
+  assert.ok(!bound(), 'the stopped DHCP service closed its socket');
+  await page.getByTestId('start-dhcp').click();
+  await state.filter({ hasText: 'running' }).waitFor();
+  assert.equal((await api('GET', '/services')).services.find((s) => s.name === 'dhcp').state, 'running');
+  assert.ok(bound(), 'the restarted DHCP service listens again');
+  await ctx.close();
+});
+
 test('edit a profile, see the new script version and its diff, roll it back', async () => {
   const { ctx, page } = await newPage();
   await page.goto(`${server.base}/profiles`);
@@ -162,11 +235,14 @@ test('edit a profile, see the new script version and its diff, roll it back', as
   const versions = page.getByTestId('versions');
   const seeded = versions.locator('tr', { hasText: 'seeded on first start' });
   await seeded.getByRole('button', { name: 'Diff' }).click();
-  await page.locator('pre.diff').filter({ hasText: '17000' }).waitFor();
+  // Side by side: the version's line on the left, the current one (17 s) on the right.
+  const diff = page.getByTestId('diff');
+  await diff.locator('td.add').filter({ hasText: '17000' }).waitFor();
+  assert.ok((await diff.locator('td.del').allInnerTexts()).some((l) => l.includes('5000')), 'the old timeout on the left');
   await seeded.getByRole('button', { name: 'Roll back' }).click(); // confirms
   await row.getByText('5 s').waitFor();
-  const { profiles } = await api('GET', '/profiles');
-  assert.equal(profiles.find((p) => p.name === 'Default').timeout_secs, 5);
+  const stored = (await api('GET', '/profiles')).profiles;
+  assert.equal(stored.find((p) => p.name === 'Default').timeout_secs, 5);
   await ctx.close();
 });
 
@@ -191,5 +267,44 @@ test('every page of the navigation renders without a script error, also on a nar
   await page.getByRole('link', { name: 'Hosts' }).click();
   await page.getByRole('heading', { name: 'Hosts' }).waitFor();
   assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test('menu entries as a form, Escape closes it; the template editor marks the line of a render error', async () => {
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/profiles`);
+  await login(page);
+  await page.getByRole('button', { name: 'New profile' }).click();
+  let form = page.getByTestId('profile-form');
+  await form.getByLabel('Name').fill('escaped');
+  await page.keyboard.press('Escape');
+  await form.waitFor({ state: 'detached' });
+  // A profile with a linux entry, built in the structured editor, saved with Enter.
+  await page.getByRole('button', { name: 'New profile' }).click();
+  form = page.getByTestId('profile-form');
+  await form.getByRole('button', { name: 'Add entry' }).click();
+  const e0 = form.getByTestId('entry-0');
+  await e0.getByLabel('Label').fill('Debian installer');
+  await e0.getByLabel('Type').selectOption('linux');
+  await e0.getByLabel('Kernel').fill('debian/linux');
+  await e0.getByLabel('Initrds (one a line)').fill('debian/initrd.gz');
+  await e0.getByLabel('Command line').fill('auto=true');
+  await form.getByLabel('Name').fill('kbd-entries');
+  await form.getByLabel('Name').press('Enter');
+  await page.getByTestId('profiles').getByText('kbd-entries').waitFor();
+  const p = (await api('GET', '/profiles')).profiles.find((x) => x.name === 'kbd-entries');
+  assert.deepEqual(p.entries.map((e) => [e.label, e.type, e.kernel, e.initrds, e.cmdline]), [
+    ['Debian installer', 'linux', 'debian/linux', ['debian/initrd.gz'], 'auto=true'],
+  ]);
+  // The template editor: a syntax error on line 3 is marked there.
+  const tf = page.getByTestId('template-form');
+  await tf.getByLabel('template').fill('#!ipxe\necho ok\n{{ profile.name( }}\n');
+  await tf.getByRole('button', { name: 'Save' }).click();
+  const terr = page.getByTestId('template-error');
+  await terr.waitFor();
+  assert.match(await terr.innerText(), /line 3:/);
+  assert.equal(await tf.locator('.gutter .bad-line').innerText(), '3');
+  await page.screenshot({ path: join(SHOTS, 'profiles.png'), fullPage: true });
+  assert.equal((await api('GET', '/services/ipxe-script')).source, 'builtin', 'the bad template was not stored');
   await ctx.close();
 });

@@ -28,6 +28,7 @@ pub mod openapi;
 pub mod profiles;
 pub mod services;
 pub mod settings_api;
+pub mod stats;
 pub mod system;
 #[cfg(test)]
 mod test_support;
@@ -99,6 +100,8 @@ pub struct AppState {
     pub started: Instant,
     /// Logging: level, files, the log-line stream (handlers take it as sub-state).
     pub logs: Arc<crate::logging::LogControl>,
+    /// Sampled activity history for the dashboard charts (handlers take it as sub-state).
+    pub activity: Arc<crate::stats::Activity>,
 }
 
 /// `impl FromRef<AppState> for $ty` returning a clone of `$field`, one line per service.
@@ -221,7 +224,8 @@ pub fn resources() -> Resources {
             .merge(events_api::router())
             .merge(services::router())
             .merge(settings_api::router())
-            .merge(logs::router()),
+            .merge(logs::router())
+            .merge(stats::router()),
         scraped: system::metrics_router(),
     }
 }

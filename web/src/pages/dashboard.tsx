@@ -1,14 +1,33 @@
-// Dashboard: services with their state and controls, lease pool usage per subnet,
-// counts, and the most recent events, all kept current by the event stream.
+// Dashboard: counts, activity charts (boot activity, DNS queries per second XDP vs
+// userspace; a lazily loaded chunk with uPlot), services with their state and controls,
+// lease pool usage per subnet (`GET /stats/pools`), and the most recent events, all
+// kept current by the event stream (the charts poll every 10 s, the server's sample
+// interval).
 
+import type { FunctionComponent } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
 import { Header, Table, useGet, when } from '../ui';
 import { ServiceTable } from './services';
 import type { LiveEvent } from '../live';
 
-interface SubnetStats {
+/** The charts and uPlot: fetched after the dashboard renders, outside the initial bundle. */
+function ActivityCharts() {
+  const [C, setC] = useState<FunctionComponent | null>(null);
+  const [err, setErr] = useState<string | null>(null);
+  useEffect(() => {
+    import('./charts').then(
+      (m) => setC(() => m.default),
+      (e: Error) => setErr(`the charts could not be loaded: ${e.message}`),
+    );
+  }, []);
+  if (err) return <p class="error">{err}</p>;
+  return C ? <C /> : <p class="muted">Loading charts…</p>;
+}
+
+interface PoolUsage {
   subnet: string;
   mode: string;
-  size: number;
+  total: number;
   used: number;
   reserved: number;
   free: number;
@@ -25,7 +44,7 @@ function Count(props: { label: string; path: string; live: string[]; href: strin
 }
 
 export function Dashboard() {
-  const stats = useGet<SubnetStats[]>('/leases/stats', ['dhcp.']);
+  const stats = useGet<PoolUsage[]>('/stats/pools', ['dhcp.', 'service.']);
   const events = useGet<{ events: LiveEvent[] }>('/events?size=10', ['']);
   return (
     <section>
@@ -35,6 +54,8 @@ export function Dashboard() {
         <Count label="Hosts" path="/hosts?size=1" live={['host.']} href="/hosts" />
         <Count label="Leases" path="/leases?size=1" live={['dhcp.']} href="/dhcp/leases" />
       </div>
+      <h2>Activity</h2>
+      <ActivityCharts />
       <h2>Services</h2>
       <ServiceTable />
       <h2>Lease pools</h2>
@@ -48,7 +69,7 @@ export function Dashboard() {
             h: 'Used',
             f: (s) => (
               <span class="usage">
-                <meter min={0} max={s.size || 1} value={s.used} /> {s.used}/{s.size}
+                <meter min={0} max={s.total || 1} value={s.used} /> {s.used}/{s.total}
               </span>
             ),
           },

@@ -1,4 +1,4 @@
-// DHCP (issues 4 and 5): leases (filters, delete, prune), reservations (create/delete),
+// DHCP (issues 4 and 5): leases (filters by MAC, state and subnet, pool stats, delete, prune), reservations (create/delete),
 // and Service Config > DHCP / TFTP settings. Live on `dhcp.*` / `tftp.*` events.
 
 import { useState } from 'preact/hooks';
@@ -17,12 +17,50 @@ interface Lease {
   state: string;
 }
 
+interface PoolUsage {
+  subnet: string;
+  mode: string;
+  total: number;
+  used: number;
+  reserved: number;
+  free: number;
+}
+
+/** Pool usage per subnet (`GET /stats/pools`), live on `dhcp.*` events. */
+export function PoolCards() {
+  const { data } = useGet<PoolUsage[]>('/stats/pools', ['dhcp.']);
+  if (!data?.length) return null;
+  return (
+    <div class="cards" data-testid="pool-stats">
+      {data.map((p) => (
+        <div class="card pool">
+          <span class="l">
+            {p.subnet} ({p.mode})
+          </span>
+          {p.mode === 'server' ? (
+            <>
+              <meter min={0} max={p.total || 1} value={p.used} aria-label={`${p.subnet} usage`} />
+              <span class="l">
+                {p.used} used · {p.free} free · {p.reserved} reserved · {p.total} in the pool
+              </span>
+            </>
+          ) : (
+            <span class="l">proxy: no pool</span>
+          )}
+        </div>
+      ))}
+    </div>
+  );
+}
+
 export function Leases() {
   const [mac, setMac] = useState('');
   const [state, setState] = useState('');
+  const [subnet, setSubnet] = useState('');
   const [page, setPage] = useState(1);
   const size = 50;
-  const { data, error, reload } = useGet<{ leases: Lease[]; total: number }>(`/leases${qs({ mac, state, page, size })}`, ['dhcp.']);
+  const pools = useGet<PoolUsage[]>('/stats/pools', []);
+  const { data, error, reload } = useGet<{ leases: Lease[]; total: number }>(`/leases${qs({ mac, state, subnet, page, size })}`, ['dhcp.']);
   const [msg, setMsg] = useState<string | null>(null);
   return (
     <section>
@@ -34,14 +72,20 @@ export function Leases() {
         />
       </Header>
       <div class="filters">
-        <input type="search" placeholder="MAC" aria-label="mac" value={mac} onInput={(e) => (setMac(e.currentTarget.value), setPage(1))} />
+        <input type="search" placeholder="MAC (whole)" aria-label="mac" value={mac} onInput={(e) => (setMac(e.currentTarget.value), setPage(1))} />
         <select aria-label="state" value={state} onChange={(e) => (setState(e.currentTarget.value), setPage(1))}>
           <option value="">All states</option>
           <option>active</option>
           <option>expired</option>
-          <option>declined</option>
+        </select>
+        <select aria-label="subnet" value={subnet} onChange={(e) => (setSubnet(e.currentTarget.value), setPage(1))}>
+          <option value="">All subnets</option>
+          {pools.data?.map((p) => (
+            <option>{p.subnet}</option>
+          ))}
         </select>
       </div>
+      <PoolCards />
       <Err msg={error} />
       {msg && <p class="ok">{msg}</p>}
       <Table

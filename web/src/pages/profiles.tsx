@@ -1,10 +1,11 @@
-// Profiles (issue 5): list, create/delete, the menu entries as JSON, script versions
-// with the diff against the current script, rollback; and the iPXE script template.
+// Profiles (issue 5): list, create/delete, the menu entries as a structured form, script
+// versions with a side-by-side diff against the current script, rollback; and the iPXE
+// script template editor (render errors marked at their line).
 
 import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { Danger, Err, Form, Header, Table, useGet, when } from '../ui';
-import { JsonSettings } from './dhcp';
+import { DiffView, MenuEntriesEditor, TemplateEditor } from './editors';
 
 interface Profile {
   id: number;
@@ -25,7 +26,7 @@ interface Version {
 
 function Versions(props: { profile: Profile }) {
   const { data, error, reload } = useGet<{ versions: Version[] }>(`/profiles/${props.profile.id}/script-versions?size=1000`, ['profile.']);
-  const [diff, setDiff] = useState<string | null>(null);
+  const [diff, setDiff] = useState<{ ver: number; text: string | null } | null>(null);
   const [err, setErr] = useState<string | null>(null);
   const list = data?.versions;
   return (
@@ -46,7 +47,7 @@ function Versions(props: { profile: Profile }) {
                 <button
                   onClick={() =>
                     api<{ diff: string; identical: boolean }>('GET', `/profiles/${props.profile.id}/script-diff/${v.id}`).then(
-                      (d) => setDiff(d.identical ? '(identical to the current script)' : d.diff),
+                      (d) => setDiff({ ver: v.id, text: d.identical ? null : d.diff }),
                       (e: Error) => setErr(e.message),
                     )
                   }
@@ -63,7 +64,14 @@ function Versions(props: { profile: Profile }) {
           },
         ]}
       />
-      {diff !== null && <pre class="diff">{diff}</pre>}
+      {diff &&
+        (diff.text === null ? (
+          <p class="muted" data-testid="diff">
+            Version {diff.ver} is identical to the current script.
+          </p>
+        ) : (
+          <DiffView diff={diff.text} left={`version ${diff.ver}`} right="current script" />
+        ))}
     </div>
   );
 }
@@ -90,7 +98,7 @@ export function Profiles() {
               { name: 'description', label: 'Description' },
               { name: 'timeout_secs', label: 'Menu timeout (s)', type: 'number' },
               { name: 'is_default', label: 'Default profile', type: 'checkbox' },
-              { name: 'entries', label: 'Menu entries (JSON)', type: 'textarea' },
+              { name: 'entries', label: 'Menu entries', render: (id, v, set) => <MenuEntriesEditor id={id} value={v} onChange={set} /> },
             ]}
             initial={
               editing === 'new'
@@ -144,7 +152,7 @@ export function Profiles() {
         ]}
       />
       {versions && <Versions profile={versions} />}
-      <JsonSettings title="iPXE script template" path="/services/ipxe-script" live={['ipxe.', 'profile.']} />
+      <TemplateEditor />
     </section>
   );
 }
