@@ -103,72 +103,30 @@ pub fn router() -> OpenApiRouter<AppState> {
 mod tests {
     use std::sync::atomic::Ordering::Relaxed;
 
-    use axum::{
-        body::Body,
-        http::{header, Method, Request, StatusCode},
-        Router,
-    };
-    use http_body_util::BodyExt;
+    use axum::http::{Method, StatusCode};
     use serde_json::{json, Value};
-    use tower::ServiceExt;
 
-    use crate::config::Config;
+    use crate::{api::test_support::T, config::Config};
 
-    async fn call(
-        app: &Router,
-        cookie: Option<&str>,
-        method: Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> (StatusCode, Value) {
-        let mut req = Request::builder().method(method).uri(path);
-        if let Some(c) = cookie {
-            req = req.header(header::COOKIE, c);
-        }
-        let body = match body {
-            Some(b) => {
-                req = req.header(header::CONTENT_TYPE, "application/json");
-                Body::from(b.to_string())
-            }
-            None => Body::empty(),
-        };
-        let mut req = req.body(body).unwrap();
-        // The login handler reads the peer address (rate limiting, audit).
-        req.extensions_mut()
-            .insert(axum::extract::ConnectInfo(std::net::SocketAddr::from((
-                [10, 9, 9, 9],
-                1234,
-            ))));
-        let resp = app.clone().oneshot(req).await.unwrap();
-        let status = resp.status();
-        let cookie = resp.headers().get(header::SET_COOKIE).cloned();
-        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-        let mut v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        if let Some(c) = cookie {
-            v["__cookie"] = json!(c.to_str().unwrap().split(';').next().unwrap());
-        }
-        (status, v)
+    /// A logged-in client over `config`.
+    async fn client(config: Config) -> T {
+        let mut t = crate::api::test_support::app(config).await;
+        t.login().await;
+        t
     }
 
-    async fn setup(config: Config) -> (super::AppState, Router, String) {
-        let (state, _fake) = crate::api::test_support::state(config).await;
-        let app = crate::api::router(state.clone());
-        let (s, v) = call(
-            &app,
-            None,
-            Method::POST,
-            "/api/v1/auth/login",
-            Some(json!({"username": "admin", "password": crate::api::test_support::ADMIN_PASSWORD})),
-        )
-        .await;
-        assert_eq!(s, StatusCode::OK, "{v}");
-        let cookie = v["__cookie"].as_str().unwrap().to_string();
-        (state, app, cookie)
+    /// `(status, body)` of a GET, with the session cookie only when `auth`.
+    async fn call(t: &mut T, auth: bool, path: &str) -> (StatusCode, Value) {
+        let cookie = if auth { t.cookie.clone() } else { t.cookie.take() };
+        let (s, _, v) = t.call(Method::GET, path, None).await;
+        t.cookie = cookie;
+        (s, v)
     }
 
     #[tokio::test]
     async fn activity_answers_deltas_since_the_previous_sample() {
-        let (state, app, cookie) = setup(Config::default()).await;
+        let mut t = client(Config::default()).await;
+        let state = t.state.clone();
         state.activity.sample();
         // Activity between two samples: 2 offers, 1 ack, 1 TFTP transfer, 3 iPXE scripts
         // through the recorder (shared with other tests, hence `>=`), 4 userspace DNS
@@ -183,14 +141,7 @@ mod tests {
         m.queries_tcp.fetch_add(1, Relaxed);
         state.activity.sample();
 
-        let (s, v) = call(
-            &app,
-            Some(&cookie),
-            Method::GET,
-            "/api/v1/stats/activity?minutes=5",
-            None,
-        )
-        .await;
+        let (s, v) = call(&mut t, true, "/api/v1/stats/activity?minutes=5").await;
         assert_eq!(s, StatusCode::OK, "{v}");
         let d = &v["data"];
         assert_eq!(
@@ -214,34 +165,20 @@ mod tests {
         assert!(last["time"].as_i64().unwrap() > 1_700_000_000);
 
         // Default window, bounds, a non-number, and the session guard.
-        let (s, v) = call(&app, Some(&cookie), Method::GET, "/api/v1/stats/activity", None).await;
+        let (s, v) = call(&mut t, true, "/api/v1/stats/activity").await;
         assert_eq!((s, &v["data"]["minutes"]), (StatusCode::OK, &json!(60)));
         for q in ["minutes=0", "minutes=1441"] {
-            let (s, v) = call(
-                &app,
-                Some(&cookie),
-                Method::GET,
-                &format!("/api/v1/stats/activity?{q}"),
-                None,
-            )
-            .await;
+            let (s, v) = call(&mut t, true, &format!("/api/v1/stats/activity?{q}")).await;
             assert_eq!(s, StatusCode::BAD_REQUEST, "{q}: {v}");
             assert!(
                 v["error"].as_str().unwrap().contains("'minutes' must be 1 to 1440"),
                 "{v}"
             );
         }
-        let (s, v) = call(
-            &app,
-            Some(&cookie),
-            Method::GET,
-            "/api/v1/stats/activity?minutes=x",
-            None,
-        )
-        .await;
+        let (s, v) = call(&mut t, true, "/api/v1/stats/activity?minutes=x").await;
         assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
         assert!(v["error"].as_str().unwrap().contains("minutes"), "{v}");
-        let (s, _) = call(&app, None, Method::GET, "/api/v1/stats/activity", None).await;
+        let (s, _) = call(&mut t, false, "/api/v1/stats/activity").await;
         assert_eq!(s, StatusCode::UNAUTHORIZED);
     }
 
@@ -262,14 +199,14 @@ ip = "10.78.0.120"
 "#,
         )
         .unwrap();
-        let (_state, app, cookie) = setup(config).await;
-        let (s, v) = call(&app, Some(&cookie), Method::GET, "/api/v1/stats/pools", None).await;
+        let mut t = client(config).await;
+        let (s, v) = call(&mut t, true, "/api/v1/stats/pools").await;
         assert_eq!(s, StatusCode::OK, "{v}");
         assert_eq!(
             v["data"],
             json!([{"subnet": "10.78.0.0/24", "mode": "server", "total": 50, "used": 0, "reserved": 1, "free": 49}])
         );
-        let (s, _) = call(&app, None, Method::GET, "/api/v1/stats/pools", None).await;
+        let (s, _) = call(&mut t, false, "/api/v1/stats/pools").await;
         assert_eq!(s, StatusCode::UNAUTHORIZED);
     }
 
