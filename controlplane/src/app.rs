@@ -103,6 +103,8 @@ pub async fn build(
         }),
     ];
     let supervisor = Supervisor::new(&store, events.clone(), units)?;
+    let files = crate::media::files::FileService::new(settings.boot_root_cell(), config.files.clone(), events.clone());
+    let bootloaders = crate::media::bootloader::Bootloaders::new(dhcp.clone(), settings.clone());
     Ok(AppState {
         config,
         store,
@@ -118,5 +120,7 @@ pub async fn build(
         boot_serving,
         started: Instant::now(),
         logs,
+        files,
+        bootloaders,
     })
 }
