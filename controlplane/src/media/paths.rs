@@ -199,7 +199,6 @@ mod tests {
                 matches!(r, Err(PathError::Outside(_)) | Err(PathError::NotFound(_))),
                 "{p}: {r:?}"
             );
-            assert!(!matches!(r, Ok(_)));
         }
         assert!(matches!(
             resolve(&root, "leak", Follow::All),
