@@ -31,7 +31,7 @@ use super::{
     AppState,
 };
 use crate::media::{
-    files::{Deleted, FileService, Listing, RootInfo, Uploaded},
+    files::{BootRootInfo, DeletedFile, FileListing, FileService, UploadedFile},
     MediaError,
 };
 
@@ -91,32 +91,32 @@ pub struct DeleteQuery {
 
 /// List a directory of the boot root, sorted by name.
 #[utoipa::path(get, path = "/api/v1/files", tag = "files", params(ListQuery),
-    responses((status = 200, body = Listing), (status = 400, description = "A refused path, or not a directory"),
+    responses((status = 200, body = FileListing), (status = 400, description = "A refused path, or not a directory"),
         (status = 401), (status = 404, description = "No such directory")))]
 pub async fn list(
     State(files): State<Arc<FileService>>,
     ApiQuery(q): ApiQuery<ListQuery>,
-) -> Result<Envelope<Listing>> {
+) -> Result<Envelope<FileListing>> {
     Ok(Envelope::ok(files.list(&q.path, q.sha256).await?))
 }
 
 /// The boot root's path and the total and free space of its volume.
 #[utoipa::path(get, path = "/api/v1/files/root", tag = "files",
-    responses((status = 200, body = RootInfo), (status = 401)))]
-pub async fn root(State(files): State<Arc<FileService>>) -> Result<Envelope<RootInfo>> {
+    responses((status = 200, body = BootRootInfo), (status = 401)))]
+pub async fn root(State(files): State<Arc<FileService>>) -> Result<Envelope<BootRootInfo>> {
     Ok(Envelope::ok(files.root_info()?))
 }
 
 /// Delete a file, a symlink (not its target), an empty directory, or a non-empty one with
 /// `recursive=true`. Publishes `file.deleted`.
 #[utoipa::path(delete, path = "/api/v1/files", tag = "files", params(DeleteQuery),
-    responses((status = 200, body = Deleted), (status = 400, description = "A refused path, or the root"),
+    responses((status = 200, body = DeletedFile), (status = 400, description = "A refused path, or the root"),
         (status = 401), (status = 404, description = "No such file or directory"),
         (status = 409, description = "A non-empty directory without recursive=true")))]
 pub async fn delete(
     State(files): State<Arc<FileService>>,
     ApiQuery(q): ApiQuery<DeleteQuery>,
-) -> Result<Envelope<Deleted>> {
+) -> Result<Envelope<DeletedFile>> {
     Ok(Envelope::ok(files.delete(&q.path, q.recursive).await?))
 }
 
@@ -167,7 +167,7 @@ async fn small_text(mut field: Field<'_>, name: &str) -> Result<String> {
 /// writing (507, the partial file removed). Publishes `file.uploaded`.
 #[utoipa::path(post, path = "/api/v1/files/upload", tag = "files",
     request_body(content = UploadForm, content_type = "multipart/form-data"),
-    responses((status = 201, body = Uploaded), (status = 400, description = "A refused path, a missing or malformed part"),
+    responses((status = 201, body = UploadedFile), (status = 400, description = "A refused path, a missing or malformed part"),
         (status = 401), (status = 404, description = "No such directory"),
         (status = 409, description = "The file exists and overwrite is false, or a directory is in the way"),
         (status = 413, description = "Larger than [files] max_upload_bytes"),
@@ -177,7 +177,7 @@ pub async fn upload(
     State(files): State<Arc<FileService>>,
     headers: HeaderMap,
     multipart: std::result::Result<Multipart, MultipartRejection>,
-) -> Result<Envelope<Uploaded>> {
+) -> Result<Envelope<UploadedFile>> {
     let mut mp = multipart.map_err(|e| match e {
         MultipartRejection::InvalidBoundary(_) => ApiError::UnsupportedMediaType(
             "send the upload as multipart/form-data with a boundary (curl -F dir=... -F file=@...)".into(),

@@ -160,6 +160,10 @@ async fn files_list_upload_delete_with_events() {
     assert_eq!(s, StatusCode::NOT_FOUND);
     let (s, v) = upload(&t, &[], Some(("../y", b"y"))).await;
     assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+    let (s, v) = upload(&t, &[], Some((&"n".repeat(255), b"y"))).await;
+    assert_eq!(s, StatusCode::CREATED, "a 255-byte name is fine: {v}");
+    let (s, v) = upload(&t, &[], Some((&"n".repeat(256), b"y"))).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
     let (s, _, v) = t
         .raw({
             let mut r = upload_req(&t, Body::from("{}"), None);
@@ -170,6 +174,7 @@ async fn files_list_upload_delete_with_events() {
         .await;
     assert_eq!(s, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{v}");
     assert!(dir_names(&root).iter().all(|n| !n.contains(".upload")));
+    std::fs::remove_file(root.join("n".repeat(255))).unwrap();
 
     // Delete: non-empty needs recursive; never the root.
     let (s, _, v) = t.call(Method::DELETE, "/api/v1/files?path=sub", None).await;
@@ -195,7 +200,7 @@ async fn files_list_upload_delete_with_events() {
         .iter()
         .map(|e| e["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds.iter().filter(|k| **k == "file.uploaded").count(), 2, "{kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| **k == "file.uploaded").count(), 3, "{kinds:?}");
     assert_eq!(kinds.iter().filter(|k| **k == "file.deleted").count(), 2, "{kinds:?}");
 }
 
@@ -428,4 +433,16 @@ async fn bootloader_files_and_check() {
         )
         .await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
+}
+
+#[test]
+fn the_document_describes_the_media_types_under_their_own_names() {
+    // utoipa keys schemas by type name; a second `EntryType` silently replaced this one.
+    let doc = serde_json::to_value(super::openapi_doc()).unwrap();
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(schemas["FileType"]["enum"], json!(["file", "dir", "symlink", "other"]));
+    assert!(schemas["BootKind"]["enum"].as_array().unwrap().contains(&json!("bios_pxe")));
+    let upload = &doc["paths"]["/api/v1/files/upload"]["post"];
+    assert!(upload["requestBody"]["content"]["multipart/form-data"].is_object(), "{upload}");
+    assert!(upload["responses"]["507"].is_object());
 }

@@ -36,7 +36,7 @@ pub type FreeSpaceProbe = Arc<dyn Fn(&Path) -> io::Result<u64> + Send + Sync>;
 /// Type of a directory entry.
 #[derive(Debug, Clone, Copy, Serialize, ToSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
-pub enum EntryType {
+pub enum FileType {
     /// A regular file.
     File,
     /// A directory.
@@ -56,7 +56,7 @@ pub struct FileEntry {
     pub path: String,
     /// `file`, `dir`, `symlink` or `other`.
     #[serde(rename = "type")]
-    pub kind: EntryType,
+    pub kind: FileType,
     /// Size in bytes (of the link itself for a symlink).
     pub size: u64,
     /// Last modification, RFC 3339 UTC.
@@ -71,7 +71,7 @@ pub struct FileEntry {
 
 /// `GET /files` answer.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct Listing {
+pub struct FileListing {
     /// The directory listed, relative to the boot root (`""` is the root).
     pub path: String,
     /// Its entries, sorted by name.
@@ -83,7 +83,7 @@ pub struct Listing {
 
 /// `GET /files/root` answer.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct RootInfo {
+pub struct BootRootInfo {
     /// The boot root's path on the server.
     pub path: String,
     /// Size of its volume in bytes.
@@ -94,12 +94,12 @@ pub struct RootInfo {
 
 /// `DELETE /files` answer.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct Deleted {
+pub struct DeletedFile {
     /// The path removed, relative to the boot root.
     pub path: String,
     /// What it was.
     #[serde(rename = "type")]
-    pub kind: EntryType,
+    pub kind: FileType,
     /// Whether a non-empty directory was removed with its content.
     pub recursive: bool,
 }
@@ -129,15 +129,15 @@ fn rfc3339(t: io::Result<std::time::SystemTime>) -> Option<String> {
     t.ok().and_then(|t| OffsetDateTime::from(t).format(&Rfc3339).ok())
 }
 
-fn kind_of(ft: std::fs::FileType) -> EntryType {
+fn kind_of(ft: std::fs::FileType) -> FileType {
     if ft.is_symlink() {
-        EntryType::Symlink
+        FileType::Symlink
     } else if ft.is_dir() {
-        EntryType::Dir
+        FileType::Dir
     } else if ft.is_file() {
-        EntryType::File
+        FileType::File
     } else {
-        EntryType::Other
+        FileType::Other
     }
 }
 
@@ -212,11 +212,11 @@ impl FileService {
     ///
     /// # Errors
     /// Reading the root or its volume failed.
-    pub fn root_info(&self) -> Result<RootInfo, MediaError> {
+    pub fn root_info(&self) -> Result<BootRootInfo, MediaError> {
         let root = self.root()?;
         let total = fs2::total_space(&root).map_err(|e| MediaError::io("reading the volume's size", e))?;
         let free = fs2::available_space(&root).map_err(|e| MediaError::io("reading the volume's free space", e))?;
-        Ok(RootInfo {
+        Ok(BootRootInfo {
             path: root.display().to_string(),
             total_bytes: total,
             free_bytes: free,
@@ -228,7 +228,7 @@ impl FileService {
     ///
     /// # Errors
     /// A refused path (400), missing (404), not a directory (400), I/O.
-    pub async fn list(&self, path: &str, sha256: bool) -> Result<Listing, MediaError> {
+    pub async fn list(&self, path: &str, sha256: bool) -> Result<FileListing, MediaError> {
         let root = self.root()?;
         let dir = resolve(&root, path, Follow::All)?;
         blocking(move || {
@@ -251,14 +251,14 @@ impl FileService {
                     continue;
                 };
                 let kind = kind_of(meta.file_type());
-                let digest = if sha256 && kind == EntryType::File {
+                let digest = if sha256 && kind == FileType::File {
                     Some(sha256_file(&ent.path()).map_err(|e| MediaError::io(format!("hashing {name}"), e))?)
                 } else {
                     None
                 };
                 entries.push(FileEntry {
                     path: rel(&root, &ent.path()),
-                    link_target: (kind == EntryType::Symlink)
+                    link_target: (kind == FileType::Symlink)
                         .then(|| std::fs::read_link(ent.path()).ok())
                         .flatten()
                         .map(|t| t.to_string_lossy().into_owned()),
@@ -271,7 +271,7 @@ impl FileService {
             }
             entries.sort_by(|a, b| a.name.cmp(&b.name));
             skipped.sort();
-            Ok(Listing {
+            Ok(FileListing {
                 path: rel(&root, &dir),
                 entries,
                 skipped_non_utf8: skipped,
@@ -287,7 +287,7 @@ impl FileService {
     /// # Errors
     /// A refused path or the root (400), missing (404), a non-empty directory without
     /// `recursive` (409), I/O.
-    pub async fn delete(&self, path: &str, recursive: bool) -> Result<Deleted, MediaError> {
+    pub async fn delete(&self, path: &str, recursive: bool) -> Result<DeletedFile, MediaError> {
         let root = self.root()?;
         let target = resolve(&root, path, Follow::Parent)?;
         if target == root {
@@ -303,7 +303,7 @@ impl FileService {
                     MediaError::NotFound(format!("no such file or directory {shown:?} under the boot root"))
                 })?;
                 let kind = kind_of(meta.file_type());
-                if kind != EntryType::Dir {
+                if kind != FileType::Dir {
                     std::fs::remove_file(&target).map_err(|e| MediaError::io(format!("deleting {shown}"), e))?;
                     return Ok((kind, false));
                 }
@@ -326,7 +326,7 @@ impl FileService {
             }
         })
         .await?;
-        let out = Deleted {
+        let out = DeletedFile {
             path: shown.clone(),
             kind,
             recursive: removed_recursively,
@@ -397,7 +397,8 @@ impl FileService {
         if length.is_some_and(|len| len > free) || free == 0 {
             return Err(no_space(free));
         }
-        let tmp = dir_path.join(format!(".{name}.{:016x}.upload", rand::random::<u64>()));
+        // Not derived from the name: a 255-byte name plus a suffix would exceed NAME_MAX.
+        let tmp = dir_path.join(format!(".upload-{:016x}.part", rand::random::<u64>()));
         let file = tokio::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -432,7 +433,7 @@ fn no_space(free: u64) -> MediaError {
 
 /// `POST /files/upload` answer: the file written.
 #[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct Uploaded {
+pub struct UploadedFile {
     /// Path relative to the boot root.
     pub path: String,
     /// Bytes written.
@@ -499,7 +500,7 @@ impl Upload {
     ///
     /// # Errors
     /// The target appeared meanwhile (409), I/O.
-    pub async fn finish(mut self) -> Result<Uploaded, MediaError> {
+    pub async fn finish(mut self) -> Result<UploadedFile, MediaError> {
         let mut file = self
             .file
             .take()
@@ -530,7 +531,7 @@ impl Upload {
             let _ = tokio::fs::remove_file(&tmp).await;
         }
         self.tmp = None;
-        let out = Uploaded {
+        let out = UploadedFile {
             path: self.shown.clone(),
             size: self.written,
             sha256: hex::encode(std::mem::take(&mut self.hasher).finalize()),
@@ -648,7 +649,7 @@ mod tests {
         assert!(matches!(s.delete("", true).await, Err(MediaError::Invalid(_))));
         assert!(matches!(s.delete("d", false).await, Err(MediaError::Conflict(_))));
         assert!(matches!(s.delete("nope", false).await, Err(MediaError::NotFound(_))));
-        assert_eq!(s.delete("empty", false).await.unwrap().kind, EntryType::Dir);
+        assert_eq!(s.delete("empty", false).await.unwrap().kind, FileType::Dir);
         assert!(s.delete("d", true).await.unwrap().recursive);
         assert!(names(&root).is_empty());
     }
