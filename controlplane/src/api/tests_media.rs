@@ -441,8 +441,14 @@ fn the_document_describes_the_media_types_under_their_own_names() {
     let doc = serde_json::to_value(super::openapi_doc()).unwrap();
     let schemas = &doc["components"]["schemas"];
     assert_eq!(schemas["FileType"]["enum"], json!(["file", "dir", "symlink", "other"]));
-    assert!(schemas["BootKind"]["enum"].as_array().unwrap().contains(&json!("bios_pxe")));
+    assert!(schemas["BootKind"]["enum"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("bios_pxe")));
     let upload = &doc["paths"]["/api/v1/files/upload"]["post"];
-    assert!(upload["requestBody"]["content"]["multipart/form-data"].is_object(), "{upload}");
+    assert!(
+        upload["requestBody"]["content"]["multipart/form-data"].is_object(),
+        "{upload}"
+    );
     assert!(upload["responses"]["507"].is_object());
 }
