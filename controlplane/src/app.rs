@@ -106,6 +106,8 @@ pub async fn build(
     let stats_dns = dns.clone();
     let activity = crate::stats::Activity::new(Box::new(move || crate::stats::read_counters(&stats_dns)));
     activity.spawn(token);
+    let files = crate::media::files::FileService::new(settings.boot_root_cell(), config.files.clone(), events.clone());
+    let bootloaders = crate::media::bootloader::Bootloaders::new(dhcp.clone(), settings.clone());
     Ok(AppState {
         config,
         store,
@@ -122,5 +124,7 @@ pub async fn build(
         started: Instant::now(),
         logs,
         activity,
+        files,
+        bootloaders,
     })
 }

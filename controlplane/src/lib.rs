@@ -12,6 +12,7 @@ pub mod dns;
 pub mod events;
 pub mod inventory;
 pub mod logging;
+pub mod media;
 pub mod metrics;
 pub mod net;
 pub mod service_error;

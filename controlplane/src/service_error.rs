@@ -23,6 +23,33 @@ pub enum ServiceError {
     /// The store failed (500).
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Larger than a configured maximum, e.g. `[files] max_upload_bytes` (413).
+    #[error("{0}")]
+    TooLarge(String),
+    /// Not enough free space on a volume, e.g. the boot root's (507).
+    #[error("{0}")]
+    NoSpace(String),
+    /// A file-system operation failed (500); `what` says which, `source` why.
+    #[error("{what}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl ServiceError {
+    /// [`ServiceError::Io`] for `what`, or [`ServiceError::NoSpace`] when the cause is
+    /// ENOSPC or EDQUOT (the disk or the quota is full).
+    pub fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+        let what = what.into();
+        if matches!(source.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) {
+            return Self::NoSpace(format!("{what}: the volume is full"));
+        }
+        Self::Io { what, source }
+    }
 }
 
 /// Deserialises a field that may be absent (outer `None`: keep the stored value), `null`

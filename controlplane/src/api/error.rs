@@ -39,6 +39,9 @@ pub enum ApiError {
     /// 429: too many attempts; retry after the given number of seconds.
     #[error("{0}")]
     TooManyRequests(String, u64),
+    /// 507: not enough free space on the boot root's volume (uploads).
+    #[error("{0}")]
+    InsufficientStorage(String),
     /// 500: something failed inside the server; details are only in the log.
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
@@ -59,6 +62,7 @@ impl ApiError {
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::TooManyRequests(..) => StatusCode::TOO_MANY_REQUESTS,
+            Self::InsufficientStorage(_) => StatusCode::INSUFFICIENT_STORAGE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -97,6 +101,9 @@ impl From<ServiceError> for ApiError {
             ServiceError::Conflict(m) => Self::Conflict(m),
             ServiceError::NotFound(m) => Self::NotFound(m),
             ServiceError::Store(s) => Self::Internal(s.into()),
+            ServiceError::TooLarge(m) => Self::PayloadTooLarge(m),
+            ServiceError::NoSpace(m) => Self::InsufficientStorage(m),
+            e @ ServiceError::Io { .. } => Self::Internal(e.into()),
         }
     }
 }

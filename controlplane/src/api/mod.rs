@@ -16,11 +16,13 @@
 
 pub mod auth;
 pub mod boot;
+pub mod bootloader;
 pub mod dhcp;
 pub mod dns;
 pub mod error;
 pub mod events_api;
 pub mod extract;
+pub mod files;
 pub mod hosts;
 pub mod list;
 pub mod logs;
@@ -40,6 +42,8 @@ mod tests_boot;
 mod tests_contract;
 #[cfg(test)]
 mod tests_logs;
+#[cfg(test)]
+mod tests_media;
 pub mod ui;
 
 use std::{sync::Arc, time::Instant};
@@ -102,6 +106,10 @@ pub struct AppState {
     pub logs: Arc<crate::logging::LogControl>,
     /// Sampled activity history for the dashboard charts (handlers take it as sub-state).
     pub activity: Arc<crate::stats::Activity>,
+    /// The boot root's files (issue 9 "Files").
+    pub files: Arc<crate::media::files::FileService>,
+    /// Bootloader analysis over the arch map (issue 9 "Bootloaders").
+    pub bootloaders: Arc<crate::media::bootloader::Bootloaders>,
 }
 
 /// `impl FromRef<AppState> for $ty` returning a clone of `$field`, one line per service.
@@ -225,7 +233,9 @@ pub fn resources() -> Resources {
             .merge(services::router())
             .merge(settings_api::router())
             .merge(logs::router())
-            .merge(stats::router()),
+            .merge(stats::router())
+            .merge(files::router())
+            .merge(bootloader::router()),
         scraped: system::metrics_router(),
     }
 }
@@ -288,8 +298,9 @@ pub fn router(state: AppState) -> Router {
         .merge(boot)
         .fallback(ui::fallback)
         .with_state(state)
-        .layer(RequestBodyLimitLayer::new(max_body))
-        .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, timeout))
+        .layer(middleware::from_fn(move |req, next| {
+            limits(max_body, timeout, req, next)
+        }))
         .layer(CatchPanicLayer::custom(panic_envelope))
         .layer(middleware::from_fn(envelope_405))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
@@ -301,6 +312,31 @@ pub fn router(state: AppState) -> Router {
             tracing::debug_span!("http", method = %req.method(), path)
         }))
         .layer(middleware::from_fn(track_metrics))
+}
+
+/// The body limit (`[api] max_body_bytes`) and the request timeout, for every route but
+/// the streamed uploads ([`files::UNLIMITED_ROUTES`], matched by route template), which
+/// bound themselves (`[files] max_upload_bytes`, free space). Same layers as before, in
+/// the same order (the limit inside the timeout), only skipped for those routes.
+async fn limits(max_body: usize, timeout: std::time::Duration, req: Request, next: middleware::Next) -> Response {
+    let unlimited = req
+        .extensions()
+        .get::<MatchedPath>()
+        .is_some_and(|p| files::UNLIMITED_ROUTES.contains(&p.as_str()));
+    if unlimited {
+        return next.run(req).await;
+    }
+    use axum::body::Body;
+    let svc = tower::ServiceBuilder::new()
+        .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, timeout))
+        .map_response(|r: Response<_>| r.map(Body::new))
+        .layer(RequestBodyLimitLayer::new(max_body))
+        .map_request(|r: Request<_>| r.map(Body::new))
+        .service(next);
+    match tower::ServiceExt::oneshot(svc, req).await {
+        Ok(resp) => resp.map(Body::new),
+        Err(never) => match never {},
+    }
 }
 
 /// Counts every request in [`crate::metrics::API_REQUESTS`] by method, matched route

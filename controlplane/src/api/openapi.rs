@@ -123,6 +123,9 @@ fn error_statuses(op: &Operation) -> Vec<(&'static str, &'static str)> {
     if declared("429") {
         out.push(("429", "Too many failed attempts; see Retry-After"));
     }
+    if declared("507") {
+        out.push(("507", "Not enough free space on the boot root's volume"));
+    }
     out.push(("500", "Internal error; the server log has the details"));
     out
 }
