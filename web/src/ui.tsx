@@ -3,7 +3,7 @@
 // destructive actions.
 
 import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError } from './api';
 import { useLive } from './live';
 
@@ -11,13 +11,20 @@ import { useLive } from './live';
 export function useGet<T>(path: string, live: string[] = []) {
   const [data, setData] = useState<T | null>(null);
   const [error, setError] = useState<string | null>(null);
+  // Only the latest request's answer is shown: typing in a search box sends one request
+  // per key, and their answers may arrive out of order.
+  const seq = useRef(0);
   const load = useCallback(() => {
+    const n = ++seq.current;
     api<T>('GET', path).then(
       (d) => {
+        if (n !== seq.current) return;
         setData(d);
         setError(null);
       },
-      (e: ApiError) => setError(e.message),
+      (e: ApiError) => {
+        if (n === seq.current) setError(e.message);
+      },
     );
   }, [path]);
   useEffect(load, [load]);
@@ -175,7 +182,7 @@ export function Form(props: {
       {props.fields.map((f) => {
         const id = `f-${props.testid ?? 'form'}-${f.name}`;
         const val = v[f.name];
-        const set = (x: string | boolean) => setV({ ...v, [f.name]: x });
+        const set = (x: string | boolean) => setV((cur) => ({ ...cur, [f.name]: x }));
         const bad = err?.field === f.name;
         let input;
         if (f.render) {

@@ -32,6 +32,16 @@ async function newPage() {
   return { ctx, page };
 }
 
+/**
+ * Waits until the shell is up and the shared event stream is connected (`● live`): its
+ * first request is made after login, so a test that acts before it (or clears the
+ * session) races with it. (Not `networkidle`: the stream is a request that never ends.)
+ * Callers also wait for the data of the page they act on.
+ */
+async function settled(page) {
+  await page.getByTestId('live').filter({ hasText: 'live' }).waitFor();
+}
+
 async function login(page, password = ADMIN_PASSWORD) {
   await page.fill('#password', password);
   await page.click('form[data-testid=login] button[type=submit]');
@@ -117,7 +127,11 @@ test('a 401 leads to the login page and back to where the user was', async () =>
   await page.waitForURL(/\/login\?next=%2Fdns$/);
   await login(page);
   await page.waitForURL(`${server.base}/dns`);
-  await page.getByRole('heading', { name: 'DNS records' }).waitFor();
+  // Settled before the session goes away: the records are loaded and the event stream
+  // is connected. Otherwise a request still to be made (the stream's first connect, the
+  // records) answers 401 first and the login page replaces the shell under the click.
+  await settled(page);
+  await page.getByTestId('records').or(page.getByText('No records match.')).waitFor();
   // The session goes away mid-use: the next API call answers 401.
   await ctx.clearCookies();
   await page.getByRole('link', { name: 'Hosts' }).click();
@@ -262,6 +276,7 @@ test('every page of the navigation renders without a script error, also on a nar
   }
   await page.setViewportSize({ width: 420, height: 800 });
   await page.goto(`${server.base}/dns`);
+  await page.getByRole('heading', { name: 'DNS records' }).waitFor();
   assert.equal(await page.locator('nav.sidebar').isVisible(), false, 'the navigation folds on a narrow window');
   await page.getByRole('button', { name: 'menu' }).click();
   await page.getByRole('link', { name: 'Hosts' }).click();
