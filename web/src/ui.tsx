@@ -125,11 +125,18 @@ export interface Field {
   options?: string[];
   placeholder?: string;
   required?: boolean;
+  /** A line of help under the field (units, what applies live, what restarts). */
+  hint?: string;
+  /** Suggestions offered by the browser (a `datalist`), e.g. the host's interfaces. */
+  list?: string[];
+  /** Shown, not editable (and not sent). */
+  readonly?: boolean;
   /** A custom editor for the value (text), instead of the input `type` gives. */
   render?: (id: string, value: string, set: (v: string) => void) => ComponentChildren;
 }
 
-type Values = Record<string, string | boolean>;
+/** A form's values by field name: text, or a checkbox's state. */
+export type Values = Record<string, string | boolean>;
 
 /**
  * A form over `fields`. `submit` gets the values; an [`ApiError`] it throws is shown
@@ -156,7 +163,7 @@ export function Form(props: {
       await props.submit(v);
       setErr(null);
     } catch (x) {
-      const ae = x instanceof ApiError ? x : new ApiError(0, String(x));
+      const ae = x instanceof ApiError ? x : new ApiError(0, x instanceof Error ? x.message : String(x));
       setErr({ field: ae.field(names), msg: ae.message });
     } finally {
       setBusy(false);
@@ -189,7 +196,14 @@ export function Form(props: {
           input = f.render(id, String(val ?? ''), set);
         } else if (f.type === 'select') {
           input = (
-            <select id={id} name={f.name} value={String(val ?? f.options?.[0] ?? '')} onChange={(e) => set(e.currentTarget.value)}>
+            <select
+              id={id}
+              name={f.name}
+              aria-invalid={bad}
+              aria-describedby={bad ? `${id}-err` : undefined}
+              value={String(val ?? f.options?.[0] ?? '')}
+              onChange={(e) => set(e.currentTarget.value)}
+            >
               {f.options?.map((o) => (
                 <option value={o}>{o}</option>
               ))}
@@ -206,6 +220,8 @@ export function Form(props: {
               name={f.name}
               type={(f.type ?? 'text') as 'text'}
               placeholder={f.placeholder}
+              readOnly={f.readonly}
+              list={f.list ? `${id}-list` : undefined}
               value={String(val ?? '')}
               aria-invalid={bad}
               aria-describedby={bad ? `${id}-err` : undefined}
@@ -217,6 +233,14 @@ export function Form(props: {
           <div class={`field${bad ? ' bad' : ''}`}>
             <label for={id}>{f.label}</label>
             {input}
+            {f.list && (
+              <datalist id={`${id}-list`}>
+                {f.list.map((o) => (
+                  <option value={o} />
+                ))}
+              </datalist>
+            )}
+            {f.hint && <span class="hint">{f.hint}</span>}
             {bad && (
               <span class="field-error" id={`${id}-err`} role="alert">
                 {err.msg}
