@@ -275,3 +275,45 @@ export function when(t: string | number | null | undefined): string {
 export function Json(props: { v: unknown }) {
   return <pre class="json">{JSON.stringify(props.v, null, 2)}</pre>;
 }
+
+/** `1.5 MB` from a byte count. */
+export function bytes(n: number): string {
+  const u = ['B', 'KB', 'MB', 'GB', 'TB'];
+  let i = 0;
+  while (n >= 1024 && i < u.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return `${i ? n.toFixed(1) : n} ${u[i]}`;
+}
+
+/** `[key, value]` rows of an object, nested objects flattened to `a.b` keys. */
+function flatten(v: unknown, prefix = ''): [string, unknown][] {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return [[prefix || 'value', v]];
+  return Object.entries(v as Record<string, unknown>).flatMap(([k, x]) =>
+    x !== null && typeof x === 'object' && !Array.isArray(x) ? flatten(x, `${prefix}${k}.`) : [[`${prefix}${k}`, x] as [string, unknown]],
+  );
+}
+
+/** A status object (XDP state, counters) as a two-column table of keys and values. */
+export function Facts(props: { v: unknown; testid?: string }) {
+  if (props.v === null || props.v === undefined) return <p class="muted">Loading…</p>;
+  const show = (x: unknown) =>
+    Array.isArray(x) ? (x.length ? x.map((e) => (typeof e === 'object' ? JSON.stringify(e) : String(e))).join(', ') : '-') : x === null ? '-' : String(x);
+  return (
+    <div class="table-wrap facts">
+      <table data-testid={props.testid}>
+        <tbody>
+          {flatten(props.v).map(([k, x]) => (
+            <tr>
+              <th scope="row">{k.replaceAll('_', ' ')}</th>
+              <td>
+                <code>{show(x)}</code>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
