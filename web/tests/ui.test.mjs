@@ -387,11 +387,13 @@ test('the arch map as rows: one added, then removed (confirmed); a bad boot file
   await row.getByLabel(`boot file of row ${n + 1}`).fill('riscv boot.efi');
   await form.getByRole('button', { name: 'Save map' }).click();
   await row.locator('.field-error').filter({ hasText: 'must not contain spaces' }).waitFor();
+  assert.equal(await page.getByTestId('archmap-note').count(), 0, 'no "saved" note after a refused save');
   assert.equal(await row.getByLabel(`boot file of row ${n + 1}`).getAttribute('aria-invalid'), 'true');
   await row.getByLabel(`boot file of row ${n + 1}`).fill('riscv64/ipxe.efi');
   await row.getByLabel(`boot file of row ${n + 1}`).press('Enter');
   // Saved: the server names the architecture in the reloaded rows.
   await form.getByRole('cell', { name: 'RISC-V 64-bit UEFI' }).waitFor();
+  await page.getByTestId('archmap-note').waitFor();
   let map = (await api('GET', '/services/archmap')).entries;
   assert.deepEqual(map.find((e) => e.arch_code === 25), { arch_code: 25, boot_file: 'riscv64/ipxe.efi', arch_name: 'RISC-V 64-bit UEFI' });
   // Remove it again (the save asks first: the dialog is accepted).

@@ -150,20 +150,18 @@ function locate(msg: string, rows: Row[]): { row?: number; field?: string } {
   return { row: /twice/.test(msg) ? idx[idx.length - 1] : idx[0], field };
 }
 
-function ArchRows(props: { entries: ArchEntry[]; saved: () => void }) {
+function ArchRows(props: { entries: ArchEntry[]; saved: (note: string | null) => void }) {
   const [rows, setRows] = useState<Row[]>(props.entries.map((e) => ({ code: String(e.arch_code), file: e.boot_file, name: e.arch_name })));
   const [err, setErr] = useState<{ msg: string; row?: number; field?: string } | null>(null);
-  const [note, setNote] = useState<string | null>(null);
   const upd = (i: number, patch: Partial<Row>) => setRows((rs) => rs.map((r, j) => (j === i ? { ...r, ...patch } : r)));
   const putMap = async (entries: { arch_code: number; boot_file: string }[]) => {
     try {
       await api('PUT', '/services/archmap', { entries });
       setErr(null);
-      setNote('Saved: applies to the next DHCP request.');
-      props.saved();
+      props.saved('Saved: applies to the next DHCP request.');
     } catch (x) {
       const msg = x instanceof Error ? x.message : String(x);
-      setNote(null);
+      props.saved(null);
       setErr({ msg, ...locate(msg, rows) });
     }
   };
@@ -240,11 +238,6 @@ function ArchRows(props: { entries: ArchEntry[]; saved: () => void }) {
         </table>
       </div>
       {!rows.length && <p class="muted">No entries: no client gets a boot file.</p>}
-      {note && (
-        <p class="ok" role="status" data-testid="archmap-note">
-          {note}
-        </p>
-      )}
       <div class="form-actions">
         <button type="button" onClick={() => setRows((rs) => [...rs, { code: '', file: '', name: '' }])}>
           Add row
@@ -268,6 +261,8 @@ function ArchRows(props: { entries: ArchEntry[]; saved: () => void }) {
 /** The architecture map (RFC 4578 client architecture code -> boot file). */
 export function ArchMap() {
   const { data, error, reload } = useGet<{ entries: ArchEntry[] }>('/services/archmap', ['dhcp.archmap']);
+  // Kept here: the rows start over (a new key) when the saved map comes back.
+  const [note, setNote] = useState<string | null>(null);
   return (
     <section>
       <Header title="Architecture map" />
@@ -276,7 +271,21 @@ export function ArchMap() {
         <code>{'{http_port}'}</code> in a URL are filled in per client.
       </p>
       <Err msg={error} />
-      {data && <ArchRows key={JSON.stringify(data.entries)} entries={data.entries} saved={reload} />}
+      {data && (
+        <ArchRows
+          key={JSON.stringify(data.entries)}
+          entries={data.entries}
+          saved={(n) => {
+            setNote(n);
+            if (n) reload();
+          }}
+        />
+      )}
+      {note && (
+        <p class="ok" role="status" data-testid="archmap-note">
+          {note}
+        </p>
+      )}
     </section>
   );
 }
