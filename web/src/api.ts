@@ -13,13 +13,19 @@ export class ApiError extends Error {
   ) {
     super(message);
   }
-  /** The form field the message names (`'name' is required` -> `name`), if any of `fields`. */
+  /**
+   * The form field the message names, if any of `fields`: first a quoted name or a JSON
+   * path's last key (`'name' is required`, `subnets[0].router: invalid ...`), else the
+   * first bare key with an underscore (`lease_time_secs must be at least 60`), else the
+   * first bare field name (`router 10.1.1.1 is not inside ...`, `subnets[0].dns[1]`).
+   */
   field(fields: string[]): string | undefined {
     for (const m of this.message.matchAll(/'([a-z_]+)'|\b([a-z_]+):/g)) {
       const f = m[1] ?? m[2];
       if (fields.includes(f)) return f;
     }
-    return undefined;
+    const words = [...this.message.matchAll(/[a-z_]+/g)].map((m) => m[0]);
+    return words.find((w) => w.includes('_') && fields.includes(w)) ?? words.find((w) => fields.includes(w));
   }
 }
 

@@ -11,7 +11,8 @@ import * as live from './live';
 import { Login } from './pages/login';
 import { Dashboard } from './pages/dashboard';
 import { DnsRecords, DnsSettings } from './pages/dns';
-import { Leases, Reservations, DhcpSettings, TftpSettings } from './pages/dhcp';
+import { Leases, Reservations } from './pages/dhcp';
+import { DhcpSettings, TftpSettings } from './pages/dhcpsettings';
 import { Hosts } from './pages/hosts';
 import { Profiles } from './pages/profiles';
 import { Services } from './pages/services';
@@ -65,6 +66,9 @@ function Shell(props: { user: string; onLogout: () => void }) {
   useEffect(() => setOpen(false), [path]);
   return (
     <div class="shell">
+      <a class="skip" href="#main" onClick={(e) => (e.preventDefault(), document.getElementById('main')?.focus())}>
+        Skip to content
+      </a>
       <header class="topbar">
         <button class="menu-toggle" aria-label="menu" aria-expanded={open} onClick={() => setOpen(!open)}>
           ☰
@@ -99,7 +103,7 @@ function Shell(props: { user: string; onLogout: () => void }) {
           </div>
         ))}
       </nav>
-      <main class="content">
+      <main class="content" id="main" tabIndex={-1}>
         <Router>
           <Route path="/" component={Dashboard} />
           <Route path="/dns" component={DnsRecords} />

@@ -3,7 +3,7 @@
 // destructive actions.
 
 import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError } from './api';
 import { useLive } from './live';
 
@@ -11,13 +11,20 @@ import { useLive } from './live';
 export function useGet<T>(path: string, live: string[] = []) {
   const [data, setData] = useState<T | null>(null);
   const [error, setError] = useState<string | null>(null);
+  // Only the latest request's answer is shown: typing in a search box sends one request
+  // per key, and their answers may arrive out of order.
+  const seq = useRef(0);
   const load = useCallback(() => {
+    const n = ++seq.current;
     api<T>('GET', path).then(
       (d) => {
+        if (n !== seq.current) return;
         setData(d);
         setError(null);
       },
-      (e: ApiError) => setError(e.message),
+      (e: ApiError) => {
+        if (n === seq.current) setError(e.message);
+      },
     );
   }, [path]);
   useEffect(load, [load]);
@@ -118,11 +125,18 @@ export interface Field {
   options?: string[];
   placeholder?: string;
   required?: boolean;
+  /** A line of help under the field (units, what applies live, what restarts). */
+  hint?: string;
+  /** Suggestions offered by the browser (a `datalist`), e.g. the host's interfaces. */
+  list?: string[];
+  /** Shown, not editable (and not sent). */
+  readonly?: boolean;
   /** A custom editor for the value (text), instead of the input `type` gives. */
   render?: (id: string, value: string, set: (v: string) => void) => ComponentChildren;
 }
 
-type Values = Record<string, string | boolean>;
+/** A form's values by field name: text, or a checkbox's state. */
+export type Values = Record<string, string | boolean>;
 
 /**
  * A form over `fields`. `submit` gets the values; an [`ApiError`] it throws is shown
@@ -149,7 +163,7 @@ export function Form(props: {
       await props.submit(v);
       setErr(null);
     } catch (x) {
-      const ae = x instanceof ApiError ? x : new ApiError(0, String(x));
+      const ae = x instanceof ApiError ? x : new ApiError(0, x instanceof Error ? x.message : String(x));
       setErr({ field: ae.field(names), msg: ae.message });
     } finally {
       setBusy(false);
@@ -175,14 +189,21 @@ export function Form(props: {
       {props.fields.map((f) => {
         const id = `f-${props.testid ?? 'form'}-${f.name}`;
         const val = v[f.name];
-        const set = (x: string | boolean) => setV({ ...v, [f.name]: x });
+        const set = (x: string | boolean) => setV((cur) => ({ ...cur, [f.name]: x }));
         const bad = err?.field === f.name;
         let input;
         if (f.render) {
           input = f.render(id, String(val ?? ''), set);
         } else if (f.type === 'select') {
           input = (
-            <select id={id} name={f.name} value={String(val ?? f.options?.[0] ?? '')} onChange={(e) => set(e.currentTarget.value)}>
+            <select
+              id={id}
+              name={f.name}
+              aria-invalid={bad}
+              aria-describedby={bad ? `${id}-err` : undefined}
+              value={String(val ?? f.options?.[0] ?? '')}
+              onChange={(e) => set(e.currentTarget.value)}
+            >
               {f.options?.map((o) => (
                 <option value={o}>{o}</option>
               ))}
@@ -199,6 +220,8 @@ export function Form(props: {
               name={f.name}
               type={(f.type ?? 'text') as 'text'}
               placeholder={f.placeholder}
+              readOnly={f.readonly}
+              list={f.list ? `${id}-list` : undefined}
               value={String(val ?? '')}
               aria-invalid={bad}
               aria-describedby={bad ? `${id}-err` : undefined}
@@ -210,6 +233,14 @@ export function Form(props: {
           <div class={`field${bad ? ' bad' : ''}`}>
             <label for={id}>{f.label}</label>
             {input}
+            {f.list && (
+              <datalist id={`${id}-list`}>
+                {f.list.map((o) => (
+                  <option value={o} />
+                ))}
+              </datalist>
+            )}
+            {f.hint && <span class="hint">{f.hint}</span>}
             {bad && (
               <span class="field-error" id={`${id}-err`} role="alert">
                 {err.msg}
@@ -243,4 +274,46 @@ export function when(t: string | number | null | undefined): string {
 /** Pretty JSON for a settings or event payload. */
 export function Json(props: { v: unknown }) {
   return <pre class="json">{JSON.stringify(props.v, null, 2)}</pre>;
+}
+
+/** `1.5 MB` from a byte count. */
+export function bytes(n: number): string {
+  const u = ['B', 'KB', 'MB', 'GB', 'TB'];
+  let i = 0;
+  while (n >= 1024 && i < u.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return `${i ? n.toFixed(1) : n} ${u[i]}`;
+}
+
+/** `[key, value]` rows of an object, nested objects flattened to `a.b` keys. */
+function flatten(v: unknown, prefix = ''): [string, unknown][] {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return [[prefix || 'value', v]];
+  return Object.entries(v as Record<string, unknown>).flatMap(([k, x]) =>
+    x !== null && typeof x === 'object' && !Array.isArray(x) ? flatten(x, `${prefix}${k}.`) : [[`${prefix}${k}`, x] as [string, unknown]],
+  );
+}
+
+/** A status object (XDP state, counters) as a two-column table of keys and values. */
+export function Facts(props: { v: unknown; testid?: string }) {
+  if (props.v === null || props.v === undefined) return <p class="muted">Loading…</p>;
+  const show = (x: unknown) =>
+    Array.isArray(x) ? (x.length ? x.map((e) => (typeof e === 'object' ? JSON.stringify(e) : String(e))).join(', ') : '-') : x === null ? '-' : String(x);
+  return (
+    <div class="table-wrap facts">
+      <table data-testid={props.testid}>
+        <tbody>
+          {flatten(props.v).map(([k, x]) => (
+            <tr>
+              <th scope="row">{k.replaceAll('_', ' ')}</th>
+              <td>
+                <code>{show(x)}</code>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
 }

@@ -32,6 +32,25 @@ async function newPage() {
   return { ctx, page };
 }
 
+/**
+ * Waits until the shell is up and the shared event stream is connected (`● live`): its
+ * first request is made after login, so a test that acts before it (or clears the
+ * session) races with it. (Not `networkidle`: the stream is a request that never ends.)
+ * Callers also wait for the data of the page they act on.
+ */
+async function settled(page) {
+  await page.getByTestId('live').filter({ hasText: 'live' }).waitFor();
+}
+
+/** Polls `cond` (every 100 ms, up to 10 s) until it is true. */
+async function until(cond, what) {
+  const t0 = Date.now();
+  while (!(await cond())) {
+    assert.ok(Date.now() - t0 < 10000, `timed out: ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 async function login(page, password = ADMIN_PASSWORD) {
   await page.fill('#password', password);
   await page.click('form[data-testid=login] button[type=submit]');
@@ -117,7 +136,11 @@ test('a 401 leads to the login page and back to where the user was', async () =>
   await page.waitForURL(/\/login\?next=%2Fdns$/);
   await login(page);
   await page.waitForURL(`${server.base}/dns`);
-  await page.getByRole('heading', { name: 'DNS records' }).waitFor();
+  // Settled before the session goes away: the records are loaded and the event stream
+  // is connected. Otherwise a request still to be made (the stream's first connect, the
+  // records) answers 401 first and the login page replaces the shell under the click.
+  await settled(page);
+  await page.getByTestId('records').or(page.getByText('No records match.')).waitFor();
   // The session goes away mid-use: the next API call answers 401.
   await ctx.clearCookies();
   await page.getByRole('link', { name: 'Hosts' }).click();
@@ -262,6 +285,7 @@ test('every page of the navigation renders without a script error, also on a nar
   }
   await page.setViewportSize({ width: 420, height: 800 });
   await page.goto(`${server.base}/dns`);
+  await page.getByRole('heading', { name: 'DNS records' }).waitFor();
   assert.equal(await page.locator('nav.sidebar').isVisible(), false, 'the navigation folds on a narrow window');
   await page.getByRole('button', { name: 'menu' }).click();
   await page.getByRole('link', { name: 'Hosts' }).click();
@@ -306,5 +330,117 @@ test('menu entries as a form, Escape closes it; the template editor marks the li
   assert.equal(await tf.locator('.gutter .bad-line').innerText(), '3');
   await page.screenshot({ path: join(SHOTS, 'profiles.png'), fullPage: true });
   assert.equal((await api('GET', '/services/ipxe-script')).source, 'builtin', 'the bad template was not stored');
+  await ctx.close();
+});
+
+test('DHCP settings as a form: a lease time change reaches the API; a bad one shows the 400 beside the field', async (t) => {
+  if (!server.dhcpIface) {
+    t.skip('no DHCP subnet (the dummy interface needs root)');
+    return;
+  }
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/services/dhcp`);
+  await login(page);
+  await settled(page);
+  const form = page.getByTestId('dhcp-subnet-0');
+  const lease = form.getByLabel('Lease time (s)');
+  await lease.waitFor();
+  assert.equal(await form.getByLabel('Mode').inputValue(), 'server');
+  assert.equal(await form.getByLabel('Pool start').inputValue(), '10.213.0.100');
+  // A value the server refuses: its message beside the lease time field, nothing stored.
+  await lease.fill('30');
+  await form.getByRole('button', { name: 'Save' }).click();
+  const bad = form.locator('.field.bad');
+  await bad.waitFor();
+  assert.equal(await bad.locator('input').getAttribute('name'), 'lease_time_secs');
+  assert.match(await bad.locator('.field-error').innerText(), /lease_time_secs must be at least 60/);
+  assert.equal((await api('GET', '/services/dhcp')).subnets[0].lease_time_secs, 3600);
+  // A good one: stored, applied live (no restart), and shown in the form again.
+  await lease.fill('7200');
+  await lease.press('Enter');
+  await page.getByTestId('dhcp-subnet-0-note').filter({ hasText: 'applied live' }).waitFor();
+  const after = (await api('GET', '/services/dhcp')).subnets[0];
+  assert.equal(after.lease_time_secs, 7200);
+  assert.equal(after.range_start, '10.213.0.100', 'only the changed key was sent');
+  await until(async () => (await form.getByLabel('Lease time (s)').inputValue()) === '7200', 'the form shows the stored lease time');
+  assert.equal(await form.locator('.field.bad').count(), 0);
+  await page.screenshot({ path: join(SHOTS, 'dhcp-settings.png'), fullPage: true });
+  await ctx.close();
+});
+
+test('the arch map as rows: one added, then removed (confirmed); a bad boot file shows beside its row', async () => {
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/services/dhcp`);
+  await login(page);
+  await settled(page);
+  const form = page.getByTestId('archmap-form');
+  const rows = form.locator('tbody tr');
+  await rows.first().waitFor();
+  const before = (await api('GET', '/services/archmap')).entries;
+  assert.equal(await rows.count(), before.length);
+  assert.ok(!before.some((e) => e.arch_code === 25), 'no RISC-V entry to start with');
+  // Add a row; a file name with a space is refused, the message beside that row's file.
+  await form.getByRole('button', { name: 'Add row' }).click();
+  const n = before.length;
+  const row = form.getByTestId(`arch-row-${n}`);
+  await row.getByLabel(`code of row ${n + 1}`).fill('25');
+  await row.getByLabel(`boot file of row ${n + 1}`).fill('riscv boot.efi');
+  await form.getByRole('button', { name: 'Save map' }).click();
+  await row.locator('.field-error').filter({ hasText: 'must not contain spaces' }).waitFor();
+  assert.equal(await page.getByTestId('archmap-note').count(), 0, 'no "saved" note after a refused save');
+  assert.equal(await row.getByLabel(`boot file of row ${n + 1}`).getAttribute('aria-invalid'), 'true');
+  await row.getByLabel(`boot file of row ${n + 1}`).fill('riscv64/ipxe.efi');
+  await row.getByLabel(`boot file of row ${n + 1}`).press('Enter');
+  // Saved: the server names the architecture in the reloaded rows.
+  await form.getByRole('cell', { name: 'RISC-V 64-bit UEFI' }).waitFor();
+  await page.getByTestId('archmap-note').waitFor();
+  let map = (await api('GET', '/services/archmap')).entries;
+  assert.deepEqual(map.find((e) => e.arch_code === 25), { arch_code: 25, boot_file: 'riscv64/ipxe.efi', arch_name: 'RISC-V 64-bit UEFI' });
+  // Remove it again (the save asks first: the dialog is accepted).
+  const dialogs = [];
+  page.on('dialog', (d) => dialogs.push(d.message()));
+  const idx = map.findIndex((e) => e.arch_code === 25);
+  await form.getByRole('button', { name: `remove row ${idx + 1}` }).click();
+  await form.getByRole('button', { name: 'Save map' }).click();
+  await form.getByRole('cell', { name: 'RISC-V 64-bit UEFI' }).waitFor({ state: 'detached' });
+  await page.getByTestId('archmap-note').waitFor();
+  map = (await api('GET', '/services/archmap')).entries;
+  assert.deepEqual(map, before);
+  assert.ok(dialogs.some((m) => /Remove the boot file of 25/.test(m)), `asked before removing: ${dialogs}`);
+  await ctx.close();
+});
+
+test('settings groups and TFTP as forms: a value the server refuses is shown beside its field', async () => {
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/settings`);
+  await login(page);
+  await settled(page);
+  const netboot = page.getByTestId('settings-netboot');
+  const url = netboot.getByLabel('HTTP base URL');
+  await url.waitFor();
+  await url.fill('ftp://boot.lab.example');
+  await url.press('Enter');
+  const bad = netboot.locator('.field.bad');
+  await bad.waitFor();
+  assert.equal(await bad.locator('input').getAttribute('name'), 'http_base_url');
+  assert.match(await bad.locator('.field-error').innerText(), /must start with http:\/\/ or https:\/\//);
+  await url.fill('http://boot.lab.example:8080');
+  await url.press('Enter');
+  await page.getByTestId('settings-netboot-note').waitFor();
+  assert.equal((await api('GET', '/settings/netboot')).http_base_url, 'http://boot.lab.example:8080');
+  // Emptied: back to the default (the API clears it with "").
+  await netboot.getByLabel('HTTP base URL').fill('');
+  await netboot.getByLabel('HTTP base URL').press('Enter');
+  await page.waitForFunction(async () => {
+    const r = await fetch('/api/v1/settings/netboot');
+    return (await r.json()).data.http_base_url === null;
+  });
+  // TFTP: the retries range, from the server, beside the field.
+  await page.getByRole('link', { name: 'TFTP' }).click();
+  const tftp = page.getByTestId('tftp-settings');
+  await tftp.getByLabel('Retries').fill('500');
+  await tftp.getByLabel('Retries').press('Enter');
+  await tftp.locator('.field.bad').filter({ hasText: "'retries' must be 0-100" }).waitFor();
+  assert.equal(await tftp.locator('.field.bad input').getAttribute('name'), 'retries');
   await ctx.close();
 });

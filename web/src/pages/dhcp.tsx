@@ -1,9 +1,10 @@
-// DHCP (issues 4 and 5): leases (filters by MAC, state and subnet, pool stats, delete, prune), reservations (create/delete),
-// and Service Config > DHCP / TFTP settings. Live on `dhcp.*` / `tftp.*` events.
+// DHCP (issues 4 and 5): leases (filters by MAC, state and subnet, pool stats, delete,
+// prune) and reservations (create/delete). Live on `dhcp.*` events. The DHCP, TFTP and
+// arch map settings are in `dhcpsettings.tsx`.
 
 import { useState } from 'preact/hooks';
 import { api, qs } from '../api';
-import { Danger, Err, Form, Header, Json, Pager, Table, useGet, when } from '../ui';
+import { Danger, Err, Form, Header, Pager, Table, useGet, when } from '../ui';
 
 interface Lease {
   id: number;
@@ -186,55 +187,4 @@ export function Reservations() {
       {data && <Pager page={page} size={size} total={data.total} go={setPage} />}
     </section>
   );
-}
-
-/** A settings page over a GET/PUT pair: the current JSON and a JSON editor for the patch. */
-export function JsonSettings(props: { title: string; path: string; live: string[] }) {
-  const { data, error, reload } = useGet<unknown>(props.path, props.live);
-  const [saved, setSaved] = useState(false);
-  return (
-    <section>
-      <Header title={props.title} />
-      <Err msg={error} />
-      {data !== null && (
-        <>
-          <Json v={data} />
-          <div class="panel">
-            <h2>Change</h2>
-            <Form
-              testid="settings-form"
-              fields={[{ name: 'patch', label: 'JSON patch (only the keys to change)', type: 'textarea' }]}
-              initial={{ patch: '{\n}' }}
-              submitLabel="Apply"
-              submit={async (v) => {
-                let body: unknown;
-                try {
-                  body = JSON.parse(String(v.patch));
-                } catch (e) {
-                  throw new Error(`'patch' is not JSON: ${(e as Error).message}`);
-                }
-                await api('PUT', props.path, body);
-                setSaved(true);
-                reload();
-              }}
-            />
-            {saved && <p class="ok">Applied.</p>}
-          </div>
-        </>
-      )}
-    </section>
-  );
-}
-
-export function DhcpSettings() {
-  return (
-    <>
-      <JsonSettings title="Service Config › DHCP" path="/services/dhcp" live={['dhcp.settings', 'service.']} />
-      <JsonSettings title="Architecture map" path="/services/archmap" live={['dhcp.archmap']} />
-    </>
-  );
-}
-
-export function TftpSettings() {
-  return <JsonSettings title="Service Config › TFTP" path="/services/tftp" live={['tftp.', 'service.']} />;
 }

@@ -5,7 +5,7 @@
 
 import { useState } from 'preact/hooks';
 import { api, qs } from '../api';
-import { Danger, Err, Form, Header, Json, Pager, Table, useGet } from '../ui';
+import { Danger, Err, Facts, Form, Header, Pager, Table, useGet } from '../ui';
 import type { Field } from '../ui';
 
 /** `crate::dns::records::DnsRecord`. */
@@ -199,10 +199,16 @@ export function DnsSettings() {
             />
             {saved && <p class="ok">Saved.</p>}
           </div>
-          <h2>XDP</h2>
-          <Json v={data.xdp} />
-          <h2>Counters</h2>
-          <Json v={data.metrics} />
+          <div class="two-col">
+            <div>
+              <h2>XDP</h2>
+              <Facts v={data.xdp} testid="xdp" />
+            </div>
+            <div>
+              <h2>Counters</h2>
+              <Facts v={data.metrics} testid="dns-counters" />
+            </div>
+          </div>
         </>
       )}
     </section>

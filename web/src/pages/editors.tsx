@@ -2,7 +2,7 @@
 // form (one card per entry, fields by entry type), a side-by-side view of a unified diff,
 // and the iPXE script template editor that marks the line a render error names.
 
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { api, ApiError } from '../api';
 import { Err, Header, useGet } from '../ui';
 
@@ -228,9 +228,8 @@ export function TemplateEditor() {
   const [err, setErr] = useState<{ msg: string; line: number | null } | null>(null);
   const [saved, setSaved] = useState(false);
   const area = useRef<HTMLTextAreaElement>(null);
-  useEffect(() => {
-    if (data && text === null) setText(data.template);
-  }, [data]);
+  // `text` stays null until the user edits: the stored template shows until then (no
+  // effect copying it into `text`, which could overwrite a first keystroke).
   const value = text ?? data?.template ?? '';
   const lines = value.split('\n').length;
   const jump = (line: number) => {

@@ -4,7 +4,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, BASE, toLogin } from '../api';
 import { parseSse } from '../live';
-import { Danger, Err, Header, Json, useGet } from '../ui';
+import { bytes, Danger, Err, Header, Table, useGet, when } from '../ui';
 
 interface LogLine {
   time: string;
@@ -12,6 +12,14 @@ interface LogLine {
   target: string;
   message: string;
   fields: Record<string, unknown>;
+}
+
+/** `crate::logging::files::LogFile`. */
+interface LogFile {
+  name: string;
+  size_bytes: number;
+  modified: string;
+  current: boolean;
 }
 
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error'];
@@ -24,8 +32,8 @@ export function Logs() {
   const pausedRef = useRef(paused);
   pausedRef.current = paused;
   const [err, setErr] = useState<string | null>(null);
-  const files = useGet<unknown>('/logs/files');
-  const usage = useGet<unknown>('/logs/disk-usage');
+  const files = useGet<{ dir: string; files: LogFile[] }>('/logs/files');
+  const usage = useGet<{ total_bytes: number; volume_free_bytes: number; volume_total_bytes: number }>('/logs/disk-usage');
   useEffect(() => {
     const ctl = new AbortController();
     (async () => {
@@ -76,15 +84,33 @@ export function Logs() {
         {!lines.length && <span class="muted">Waiting for log lines at {level} or above…</span>}
       </div>
       <h2>Files</h2>
-      <Err msg={files.error} />
-      <Json v={files.data} />
-      <h2>Disk usage</h2>
-      <Json v={usage.data} />
-      <Danger
-        label="Clean up old files"
-        question="Delete rotated log files beyond the retention?"
-        action={() => api('POST', '/logs/cleanup', {}).then(() => (files.reload(), usage.reload()), (e: Error) => setErr(e.message))}
+      <Err msg={files.error ?? usage.error} />
+      {files.data && (
+        <p class="muted">
+          In <code>{files.data.dir}</code>
+          {usage.data &&
+            `: ${bytes(usage.data.total_bytes)} used by logs; ${bytes(usage.data.volume_free_bytes)} free of ${bytes(usage.data.volume_total_bytes)} on the volume`}
+          .
+        </p>
+      )}
+      <Table
+        testid="log-files"
+        rows={files.data?.files}
+        empty="No log files."
+        cols={[
+          { h: 'File', f: (f) => <code>{f.name}</code> },
+          { h: 'Size', f: (f) => bytes(f.size_bytes) },
+          { h: 'Modified', f: (f) => when(f.modified) },
+          { h: '', f: (f) => (f.current ? <span class="state running">current</span> : '') },
+        ]}
       />
+      <div class="logs-actions">
+        <Danger
+          label="Clean up old files"
+          question="Delete rotated log files beyond the retention?"
+          action={() => api('POST', '/logs/cleanup', {}).then(() => (files.reload(), usage.reload()), (e: Error) => setErr(e.message))}
+        />
+      </div>
     </section>
   );
 }
