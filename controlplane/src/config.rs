@@ -82,6 +82,8 @@ pub struct Config {
     pub log: Option<String>,
     /// `[metrics]` section: who may scrape `/api/v1/metrics`.
     pub metrics: crate::metrics::MetricsConfig,
+    /// `[wol]` section: Wake-on-LAN ports, repeat, stagger, allowed interfaces.
+    pub wol: crate::wol::WolConfig,
 }
 
 impl Default for Config {
@@ -98,6 +100,7 @@ impl Default for Config {
             logging: Default::default(),
             log: None,
             metrics: Default::default(),
+            wol: Default::default(),
         }
     }
 }
@@ -219,6 +222,7 @@ impl Config {
         self.tftp.validate()?;
         self.logging.validate()?;
         self.metrics.validate()?;
+        self.wol.validate()?;
         Ok(())
     }
 

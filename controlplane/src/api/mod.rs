@@ -41,6 +41,7 @@ mod tests_contract;
 #[cfg(test)]
 mod tests_logs;
 pub mod ui;
+pub mod wol;
 
 use std::{sync::Arc, time::Instant};
 
@@ -102,6 +103,8 @@ pub struct AppState {
     pub logs: Arc<crate::logging::LogControl>,
     /// Sampled activity history for the dashboard charts (handlers take it as sub-state).
     pub activity: Arc<crate::stats::Activity>,
+    /// Wake-on-LAN: wakes, history, schedules.
+    pub wol: Arc<crate::wol::service::WolService>,
 }
 
 /// `impl FromRef<AppState> for $ty` returning a clone of `$field`, one line per service.
@@ -134,6 +137,8 @@ sub_state!(
     Arc<Settings> => settings,
     /// The process start (uptime).
     Instant => started,
+    /// Wake-on-LAN.
+    Arc<crate::wol::service::WolService> => wol,
 );
 
 /// The OpenAPI document's header; paths and schemas come from the resource routers
@@ -225,7 +230,8 @@ pub fn resources() -> Resources {
             .merge(services::router())
             .merge(settings_api::router())
             .merge(logs::router())
-            .merge(stats::router()),
+            .merge(stats::router())
+            .merge(wol::router()),
         scraped: system::metrics_router(),
     }
 }
