@@ -362,3 +362,331 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(create_schedule))
         .routes(routes!(delete_schedule))
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::http::{Method, StatusCode};
+    use serde_json::json;
+
+    use super::super::test_support::{setup, T};
+    use crate::wol::sender::fake::FakeNetwork;
+
+    /// A logged-in client whose WOL service sends into a recording fake.
+    async fn client() -> (T, Arc<FakeNetwork>) {
+        let mut t = setup().await;
+        t.login().await;
+        let net = Arc::new(FakeNetwork::new());
+        t.state.wol.set_network(net.clone());
+        (t, net)
+    }
+
+    use std::sync::Arc;
+
+    async fn host(t: &T, name: &str, mac: &str, ip: &str) -> u64 {
+        let v = t
+            .expect(
+                Method::POST,
+                "/api/v1/hosts",
+                Some(json!({"name": name, "mac": mac, "ip": ip})),
+                StatusCode::CREATED,
+                "",
+            )
+            .await;
+        v["data"]["id"].as_u64().unwrap()
+    }
+
+    #[tokio::test]
+    async fn wake_a_host_with_or_without_a_body() {
+        let (t, net) = client().await;
+        let id = host(&t, "n1", "52:54:00:01:02:03", "192.168.7.20").await;
+        let path = format!("/api/v1/hosts/{id}/wake");
+        // No body at all: the defaults ([wol] repeat = 3).
+        let v = t.expect(Method::POST, &path, None, StatusCode::OK, "").await;
+        assert_eq!(v["data"]["interfaces"], json!(["eth1"]));
+        assert_eq!(v["data"]["packets_sent"], 6);
+        assert_eq!(v["data"]["actor"], "admin");
+        assert!(net.sent().iter().all(|s| s.iface == "eth1" && s.dest.port() == 9));
+        let v = t
+            .expect(
+                Method::POST,
+                &path,
+                Some(json!({"interface": "eth0", "repeat": 1, "password": "01-02-03-04-05-06"})),
+                StatusCode::OK,
+                "",
+            )
+            .await;
+        assert_eq!(v["data"]["interfaces"], json!(["eth0"]));
+        assert_eq!(v["data"]["secureon"], true);
+        assert_eq!(net.sent().last().unwrap().payload.len(), 108);
+        for (body, field) in [
+            (json!({"repeat": 11}), "'repeat'"),
+            (json!({"repeat": 0}), "'repeat'"),
+            (json!({"password": "nope"}), "'password'"),
+            (json!({"interface": "wlan7"}), "'interface'"),
+            (json!({"interface": ""}), "'interface'"),
+            (json!({"bogus": 1}), "bogus"),
+            (json!([1]), "object"),
+        ] {
+            t.expect(Method::POST, &path, Some(body), StatusCode::BAD_REQUEST, field)
+                .await;
+        }
+        t.expect(
+            Method::POST,
+            "/api/v1/hosts/999/wake",
+            None,
+            StatusCode::NOT_FOUND,
+            "no host",
+        )
+        .await;
+        t.expect(
+            Method::POST,
+            "/api/v1/hosts/x/wake",
+            None,
+            StatusCode::BAD_REQUEST,
+            "path",
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn batch_wake_reports_per_host() {
+        let (t, _net) = client().await;
+        let a = host(&t, "a", "52:54:00:01:00:01", "10.0.0.21").await;
+        let b = host(&t, "b", "52:54:00:01:00:02", "10.0.0.22").await;
+        let v = t
+            .expect(
+                Method::POST,
+                "/api/v1/hosts/batch/wake",
+                Some(json!({"ids": [a, 4040, b], "stagger_ms": 10, "repeat": 1})),
+                StatusCode::OK,
+                "",
+            )
+            .await;
+        let d = &v["data"];
+        assert_eq!((d["ok"].as_u64(), d["failed"].as_u64()), (Some(2), Some(1)));
+        assert_eq!(d["results"][1]["id"], 4040);
+        assert!(d["results"][1]["error"].as_str().unwrap().contains("no host"));
+        assert_eq!(d["results"][2]["record"]["host_name"], "b");
+        for (body, field) in [
+            (json!({"ids": []}), "'ids'"),
+            (json!({"ids": [a, a]}), "'ids'"),
+            (json!({"ids": [a], "stagger_ms": 60001}), "'stagger_ms'"),
+            // Two 60 s pauses do not fit in the 30 s request timeout.
+            (json!({"ids": [a, b, 5], "stagger_ms": 60000}), "'stagger_ms'"),
+            (json!({"ids": "1"}), "ids"),
+        ] {
+            t.expect(
+                Method::POST,
+                "/api/v1/hosts/batch/wake",
+                Some(body),
+                StatusCode::BAD_REQUEST,
+                field,
+            )
+            .await;
+        }
+    }
+
+    #[tokio::test]
+    async fn history_lists_filters_and_deletes() {
+        let (t, _net) = client().await;
+        let a = host(&t, "a", "52:54:00:02:00:01", "10.0.0.31").await;
+        let b = host(&t, "b", "52:54:00:02:00:02", "10.0.0.32").await;
+        for id in [a, b, a] {
+            t.expect(
+                Method::POST,
+                &format!("/api/v1/hosts/{id}/wake"),
+                Some(json!({"repeat": 1})),
+                StatusCode::OK,
+                "",
+            )
+            .await;
+        }
+        let v = t
+            .expect(Method::GET, "/api/v1/wol/history?size=2", None, StatusCode::OK, "")
+            .await;
+        assert_eq!(
+            (
+                v["data"]["total"].as_u64(),
+                v["data"]["history"].as_array().unwrap().len()
+            ),
+            (Some(3), 2)
+        );
+        let newest = v["data"]["history"][0]["id"].as_u64().unwrap();
+        assert!(newest > v["data"]["history"][1]["id"].as_u64().unwrap(), "newest first");
+        let v = t
+            .expect(
+                Method::GET,
+                "/api/v1/wol/history/52-54-00-02-00-01",
+                None,
+                StatusCode::OK,
+                "",
+            )
+            .await;
+        assert_eq!(v["data"]["total"], 2);
+        let v = t
+            .expect(
+                Method::GET,
+                &format!("/api/v1/wol/history?host_id={b}&ok=true"),
+                None,
+                StatusCode::OK,
+                "",
+            )
+            .await;
+        assert_eq!(v["data"]["total"], 1);
+        let v = t
+            .expect(
+                Method::GET,
+                "/api/v1/wol/history?q=eth0&source=api",
+                None,
+                StatusCode::OK,
+                "",
+            )
+            .await;
+        assert_eq!(v["data"]["total"], 3);
+        t.expect(
+            Method::GET,
+            "/api/v1/wol/history?mac=zz",
+            None,
+            StatusCode::BAD_REQUEST,
+            "'mac'",
+        )
+        .await;
+        t.expect(
+            Method::GET,
+            "/api/v1/wol/history/zz",
+            None,
+            StatusCode::BAD_REQUEST,
+            "'mac'",
+        )
+        .await;
+        t.expect(
+            Method::GET,
+            "/api/v1/wol/history?ok=maybe",
+            None,
+            StatusCode::BAD_REQUEST,
+            "ok",
+        )
+        .await;
+        let v = t
+            .expect(
+                Method::DELETE,
+                &format!("/api/v1/wol/history/{newest}"),
+                None,
+                StatusCode::OK,
+                "",
+            )
+            .await;
+        assert_eq!(v["data"]["id"].as_u64(), Some(newest));
+        t.expect(
+            Method::DELETE,
+            &format!("/api/v1/wol/history/{newest}"),
+            None,
+            StatusCode::NOT_FOUND,
+            "",
+        )
+        .await;
+        t.expect(
+            Method::DELETE,
+            "/api/v1/wol/history/abc",
+            None,
+            StatusCode::BAD_REQUEST,
+            "history record id",
+        )
+        .await;
+        let v = t
+            .expect(Method::DELETE, "/api/v1/wol/history", None, StatusCode::OK, "")
+            .await;
+        assert_eq!(v["data"]["deleted"], 2);
+        let v = t
+            .expect(Method::GET, "/api/v1/wol/history", None, StatusCode::OK, "")
+            .await;
+        assert_eq!(v["data"]["total"], 0);
+    }
+
+    #[tokio::test]
+    async fn interfaces_and_schedules() {
+        let (t, _net) = client().await;
+        let v = t
+            .expect(Method::GET, "/api/v1/wol/interfaces", None, StatusCode::OK, "")
+            .await;
+        assert_eq!(v["data"]["interfaces"][0]["name"], "eth0");
+        assert_eq!(v["data"]["interfaces"][0]["addresses"][0]["broadcast"], "10.0.0.255");
+        assert_eq!(v["data"]["ports"], json!([9]));
+        let id = host(&t, "s", "52:54:00:03:00:01", "10.0.0.41").await;
+        let v = t
+            .expect(
+                Method::POST,
+                "/api/v1/wol/schedule",
+                Some(
+                    json!({"name": "weekday mornings", "cron": "30 6 * * MON-FRI", "timezone": "Europe/Berlin",
+                    "host_ids": [id], "macs": ["aa-bb-cc-dd-ee-ff"]}),
+                ),
+                StatusCode::CREATED,
+                "",
+            )
+            .await;
+        let sid = v["data"]["id"].as_u64().unwrap();
+        assert_eq!(v["data"]["macs"], json!(["aa:bb:cc:dd:ee:ff"]));
+        assert!(v["data"]["next_run"].as_str().unwrap().contains("T06:30:00+0"));
+        let v = t
+            .expect(Method::GET, "/api/v1/wol/schedules", None, StatusCode::OK, "")
+            .await;
+        assert_eq!(v["data"]["schedules"][0]["id"].as_u64(), Some(sid));
+        assert_eq!(v["data"]["schedules"][0]["last_status"], json!(null));
+        for (body, field) in [
+            (
+                json!({"name": "x", "cron": "not cron", "macs": ["aa:bb:cc:dd:ee:ff"]}),
+                "'cron'",
+            ),
+            (
+                json!({"name": "x", "cron": "* * * * *", "timezone": "Nowhere", "macs": ["aa:bb:cc:dd:ee:ff"]}),
+                "'timezone'",
+            ),
+            (json!({"name": "x", "cron": "* * * * *"}), "'macs'"),
+            (
+                json!({"name": "x", "cron": "* * * * *", "host_ids": [999]}),
+                "'host_ids'",
+            ),
+            (json!({"cron": "* * * * *", "macs": ["aa:bb:cc:dd:ee:ff"]}), "name"),
+        ] {
+            t.expect(
+                Method::POST,
+                "/api/v1/wol/schedule",
+                Some(body),
+                StatusCode::BAD_REQUEST,
+                field,
+            )
+            .await;
+        }
+        t.expect(
+            Method::DELETE,
+            &format!("/api/v1/wol/schedule/{sid}"),
+            None,
+            StatusCode::OK,
+            "",
+        )
+        .await;
+        t.expect(
+            Method::DELETE,
+            &format!("/api/v1/wol/schedule/{sid}"),
+            None,
+            StatusCode::NOT_FOUND,
+            "",
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn routes_need_a_session() {
+        let t = setup().await;
+        for (m, p) in [
+            (Method::POST, "/api/v1/hosts/1/wake"),
+            (Method::POST, "/api/v1/hosts/batch/wake"),
+            (Method::GET, "/api/v1/wol/history"),
+            (Method::GET, "/api/v1/wol/interfaces"),
+            (Method::GET, "/api/v1/wol/schedules"),
+        ] {
+            t.expect(m, p, None, StatusCode::UNAUTHORIZED, "").await;
+        }
+    }
+}

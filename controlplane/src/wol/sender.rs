@@ -138,6 +138,75 @@ impl Network for SystemNetwork {
     }
 }
 
+/// A recording network for tests: fixed interfaces, every send kept (nothing leaves).
+#[cfg(test)]
+pub(crate) mod fake {
+    use std::{io, net::SocketAddrV4, sync::Mutex, time::Instant};
+
+    use super::{broadcast_of, BroadcastAddr, BroadcastIface, Network};
+
+    /// One recorded datagram.
+    #[derive(Debug, Clone)]
+    pub(crate) struct Sent {
+        pub(crate) iface: String,
+        pub(crate) dest: SocketAddrV4,
+        pub(crate) payload: Vec<u8>,
+        pub(crate) at: Instant,
+    }
+
+    /// `eth0` 10.0.0.5/24 and `eth1` 192.168.7.1/24 unless built otherwise; sends out of
+    /// an interface named in `failing` fail with `EPERM`.
+    pub(crate) struct FakeNetwork {
+        pub(crate) ifaces: Vec<BroadcastIface>,
+        pub(crate) failing: Vec<String>,
+        pub(crate) sent: Mutex<Vec<Sent>>,
+    }
+
+    impl FakeNetwork {
+        pub(crate) fn new() -> Self {
+            let i = |name: &str, a: &str, p: u8| {
+                let address = a.parse().unwrap();
+                BroadcastIface {
+                    name: name.into(),
+                    addresses: vec![BroadcastAddr {
+                        address,
+                        prefix: p,
+                        broadcast: broadcast_of(address, p).unwrap(),
+                    }],
+                }
+            };
+            Self {
+                ifaces: vec![i("eth0", "10.0.0.5", 24), i("eth1", "192.168.7.1", 24)],
+                failing: Vec::new(),
+                sent: Mutex::new(Vec::new()),
+            }
+        }
+
+        pub(crate) fn sent(&self) -> Vec<Sent> {
+            self.sent.lock().unwrap().clone()
+        }
+    }
+
+    impl Network for FakeNetwork {
+        fn interfaces(&self) -> Vec<BroadcastIface> {
+            self.ifaces.clone()
+        }
+
+        fn send(&self, iface: &str, dest: SocketAddrV4, payload: &[u8]) -> io::Result<()> {
+            if self.failing.iter().any(|f| f == iface) {
+                return Err(io::Error::from_raw_os_error(libc::EPERM));
+            }
+            self.sent.lock().unwrap().push(Sent {
+                iface: iface.into(),
+                dest,
+                payload: payload.to_vec(),
+                at: Instant::now(),
+            });
+            Ok(())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

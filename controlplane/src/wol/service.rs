@@ -655,3 +655,316 @@ impl WolService {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::{
+        dhcp::leases::{now_secs, Lease},
+        inventory::model::HostInput,
+        wol::{packet::MAGIC_LEN, sender::fake::FakeNetwork},
+    };
+
+    struct Lab {
+        wol: Arc<WolService>,
+        net: Arc<FakeNetwork>,
+        hosts: Arc<HostService>,
+        dhcp: Arc<DhcpControl>,
+        events: Arc<EventBus>,
+        store: Store,
+        now: Arc<Mutex<Timestamp>>,
+    }
+
+    fn ts(s: &str) -> Timestamp {
+        s.parse().unwrap()
+    }
+
+    async fn lab_with(config: WolConfig, net: FakeNetwork, start: &str) -> Lab {
+        let store = Store::temporary();
+        let events = EventBus::in_memory();
+        let hosts = HostService::open(&store, Arc::new(|_| Ok(false)), events.clone()).unwrap();
+        let dhcp = DhcpControl::open(&store, &Default::default(), events.clone())
+            .await
+            .unwrap();
+        let net = Arc::new(net);
+        let now = Arc::new(Mutex::new(ts(start)));
+        let clock_now = now.clone();
+        let wol = WolService::with_parts(
+            &config,
+            &store,
+            hosts.clone(),
+            dhcp.clone(),
+            events.clone(),
+            net.clone(),
+            Arc::new(move || *clock_now.lock().unwrap()),
+        )
+        .unwrap();
+        Lab {
+            wol,
+            net,
+            hosts,
+            dhcp,
+            events,
+            store,
+            now,
+        }
+    }
+
+    fn quick() -> WolConfig {
+        WolConfig {
+            repeat: 1,
+            stagger_ms: 0,
+            ..WolConfig::default()
+        }
+    }
+
+    async fn host(l: &Lab, name: &str, mac: &str, ip: Option<&str>) -> Host {
+        l.hosts
+            .create(HostInput {
+                name: Some(name.into()),
+                mac: Some(mac.into()),
+                ip: ip.map(|i| Some(i.to_string())),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn wake_goes_out_of_the_interface_holding_the_host_address() {
+        let l = lab_with(quick(), FakeNetwork::new(), "2026-01-10T00:00:00Z").await;
+        let mut sub = l.events.subscribe();
+        let h = host(&l, "node1", "52:54:00:aa:bb:01", Some("192.168.7.40")).await;
+        let opts = WakeOptions {
+            repeat: Some(2),
+            ..Default::default()
+        };
+        let rec = l.wol.wake_host(h.id, &opts, "api").await.unwrap();
+        assert!(rec.ok);
+        assert_eq!(rec.interfaces, ["eth1"]);
+        assert_eq!(rec.broadcasts, ["eth1:192.168.7.255:9", "eth1:255.255.255.255:9"]);
+        assert_eq!(rec.packets_sent, 4, "two destinations, twice");
+        assert_eq!((rec.host_id, rec.host_name.as_deref()), (Some(h.id), Some("node1")));
+        let sent = l.net.sent();
+        assert_eq!(sent.len(), 4);
+        assert!(sent.iter().all(|s| s.iface == "eth1" && s.payload.len() == MAGIC_LEN));
+        assert_eq!(sent[0].payload, magic_packet(normalise_mac(&h.mac).unwrap(), None));
+        assert_eq!(l.wol.history().unwrap(), std::slice::from_ref(&rec));
+        let e = std::iter::from_fn(|| sub.rx.try_recv().ok())
+            .find(|e| e.kind == "wol.sent")
+            .expect("a wol.sent event");
+        assert_eq!(
+            (e.resource.as_deref(), e.resource_id.clone()),
+            (Some("host"), Some(h.id.to_string()))
+        );
+        assert_eq!(e.data["mac"], "52:54:00:aa:bb:01");
+    }
+
+    #[tokio::test]
+    async fn lease_address_then_all_interfaces_then_the_named_one() {
+        let l = lab_with(quick(), FakeNetwork::new(), "2026-01-10T00:00:00Z").await;
+        // No ip on the host: its DHCP lease (10.0.0.77) picks eth0.
+        let h = host(&l, "node2", "52:54:00:aa:bb:02", None).await;
+        let mac = normalise_mac(&h.mac).unwrap();
+        let lease = Lease {
+            id: 0,
+            mac: h.mac.clone(),
+            ip: "10.0.0.77".parse().unwrap(),
+            subnet: "10.0.0.0/24".into(),
+            hostname: None,
+            arch: None,
+            expires_at: now_secs() + 600,
+            declined: false,
+        };
+        l.dhcp.leases().lock().await.bind(lease, mac).await.unwrap();
+        let rec = l.wol.wake_host(h.id, &WakeOptions::default(), "api").await.unwrap();
+        assert_eq!(rec.interfaces, ["eth0"]);
+        // A bare MAC nobody knows: every interface.
+        let other = normalise_mac("52:54:00:aa:bb:99").unwrap();
+        let rec = l.wol.wake_mac(other, &WakeOptions::default(), "api").await.unwrap();
+        assert_eq!(rec.interfaces, ["eth0", "eth1"]);
+        assert_eq!(rec.host_id, None);
+        // A named interface wins; an unknown one is a 400 naming the field.
+        let opts = WakeOptions {
+            interface: Some("eth1".into()),
+            password: Some(SecureOn([1, 2, 3, 4, 5, 6])),
+            ..Default::default()
+        };
+        let rec = l.wol.wake_host(h.id, &opts, "api").await.unwrap();
+        assert_eq!(rec.interfaces, ["eth1"]);
+        assert!(rec.secureon);
+        assert_eq!(&l.net.sent().last().unwrap().payload[102..], &[1, 2, 3, 4, 5, 6]);
+        let bad = WakeOptions {
+            interface: Some("wlan9".into()),
+            ..Default::default()
+        };
+        match l.wol.wake_host(h.id, &bad, "api").await {
+            Err(ServiceError::Invalid(m)) => assert!(m.contains("'interface'"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            l.wol.wake_host(9999, &WakeOptions::default(), "api").await,
+            Err(ServiceError::NotFound(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn allow_list_ports_and_failures() {
+        let mut net = FakeNetwork::new();
+        net.failing = vec!["eth0".into()];
+        let config = WolConfig {
+            ports: vec![9, 7],
+            interfaces: vec!["eth0".into()],
+            ..quick()
+        };
+        let l = lab_with(config, net, "2026-01-10T00:00:00Z").await;
+        assert_eq!(
+            l.wol.interfaces().iter().map(|i| i.name.as_str()).collect::<Vec<_>>(),
+            ["eth0"]
+        );
+        let mut sub = l.events.subscribe();
+        let mac = normalise_mac("52:54:00:aa:bb:03").unwrap();
+        match l.wol.wake_mac(mac, &WakeOptions::default(), "api").await {
+            Err(ServiceError::Conflict(m)) => assert!(m.contains("Operation not permitted"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        // The failure is in the history with the four destinations it tried.
+        let h = l.wol.history().unwrap();
+        assert_eq!(h.len(), 1);
+        assert!(!h[0].ok);
+        assert_eq!(h[0].broadcasts.len(), 4);
+        assert!(std::iter::from_fn(|| sub.rx.try_recv().ok()).any(|e| e.kind == "wol.failed"));
+        assert_eq!(l.wol.clear_history().await.unwrap(), 1);
+        assert!(l.wol.history().unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn batch_wakes_in_order_with_the_stagger() {
+        let l = lab_with(quick(), FakeNetwork::new(), "2026-01-10T00:00:00Z").await;
+        let a = host(&l, "a", "52:54:00:00:0a:01", Some("10.0.0.11")).await;
+        let b = host(&l, "b", "52:54:00:00:0a:02", Some("10.0.0.12")).await;
+        let t0 = std::time::Instant::now();
+        let r = l
+            .wol
+            .wake_batch(&[b.id, 4242, a.id], Some(120), &WakeOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            r.iter().map(|i| (i.id, i.ok)).collect::<Vec<_>>(),
+            [(b.id, true), (4242, false), (a.id, true)]
+        );
+        assert!(r[1].error.as_deref().unwrap().contains("no host with id 4242"));
+        assert!(t0.elapsed() >= Duration::from_millis(120));
+        let sent = l.net.sent();
+        let first_b = sent
+            .iter()
+            .find(|s| s.payload[6..12] == [0x52, 0x54, 0, 0, 0x0a, 2])
+            .unwrap();
+        let first_a = sent
+            .iter()
+            .find(|s| s.payload[6..12] == [0x52, 0x54, 0, 0, 0x0a, 1])
+            .unwrap();
+        assert!(first_a.at.duration_since(first_b.at) >= Duration::from_millis(120));
+        for (ids, st, field) in [
+            (&[][..], None, "'ids'"),
+            (&[1, 1][..], None, "'ids'"),
+            (&[1][..], Some(60_001), "'stagger_ms'"),
+        ] {
+            match l.wol.wake_batch(ids, st, &WakeOptions::default()).await {
+                Err(ServiceError::Invalid(m)) => assert!(m.contains(field), "{m}"),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn schedule_fires_once_per_slot_and_reports_missed_runs_after_a_restart() {
+        let l = lab_with(quick(), FakeNetwork::new(), "2026-01-10T10:00:00Z").await;
+        let h = host(&l, "sched", "52:54:00:00:0b:01", Some("10.0.0.30")).await;
+        let v = l
+            .wol
+            .create_schedule(ScheduleInput {
+                name: "morning".into(),
+                cron: "0 * * * * *".into(),
+                timezone: Some("UTC".into()),
+                host_ids: vec![h.id],
+                macs: vec!["52:54:00:00:0b:02".into()],
+                enabled: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(v.next_run.as_deref(), Some("2026-01-10T10:01:00+00:00"));
+        let set = |t: &str| *l.now.lock().unwrap() = ts(t);
+        set("2026-01-10T10:00:59Z");
+        assert_eq!(l.wol.tick().await.unwrap(), 0);
+        set("2026-01-10T10:01:00Z");
+        assert_eq!(l.wol.tick().await.unwrap(), 1);
+        set("2026-01-10T10:01:01Z");
+        assert_eq!(l.wol.tick().await.unwrap(), 0, "never twice for one slot");
+        let hist = l.wol.history().unwrap();
+        assert_eq!(hist.len(), 2, "the host and the MAC");
+        assert!(hist
+            .iter()
+            .all(|r| r.source == format!("schedule:{}", v.id) && r.actor == "system"));
+        let s = &l.wol.schedules().unwrap()[0];
+        assert_eq!(s.last_status.as_deref(), Some("ok"));
+        assert_eq!(s.next_run.as_deref(), Some("2026-01-10T10:02:00+00:00"));
+
+        // "Restart" at 10:05:30 on the same store: 10:02-10:05 were missed, not fired.
+        let now = Arc::new(Mutex::new(ts("2026-01-10T10:05:30Z")));
+        let clock_now = now.clone();
+        let wol2 = WolService::with_parts(
+            &quick(),
+            &l.store,
+            l.hosts.clone(),
+            l.dhcp.clone(),
+            l.events.clone(),
+            l.net.clone(),
+            Arc::new(move || *clock_now.lock().unwrap()),
+        )
+        .unwrap();
+        let before = l.net.sent().len();
+        assert_eq!(wol2.tick().await.unwrap(), 0);
+        assert_eq!(l.net.sent().len(), before, "nothing fired late");
+        let s = &wol2.schedules().unwrap()[0];
+        assert_eq!(s.last_status.as_deref(), Some("missed"));
+        assert_eq!(s.missed, 4);
+        assert!(s.last_error.as_deref().unwrap().contains("4 run(s) missed"));
+        *now.lock().unwrap() = ts("2026-01-10T10:06:00Z");
+        assert_eq!(wol2.tick().await.unwrap(), 1);
+        assert_eq!(wol2.schedules().unwrap()[0].last_status.as_deref(), Some("ok"));
+        // Deleted schedules stop firing.
+        wol2.delete_schedule(v.id).await.unwrap();
+        *now.lock().unwrap() = ts("2026-01-10T10:07:00Z");
+        assert_eq!(wol2.tick().await.unwrap(), 0);
+        assert!(matches!(
+            wol2.delete_schedule(v.id).await,
+            Err(ServiceError::NotFound(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn schedule_checks_host_ids_and_the_limit() {
+        let l = lab_with(quick(), FakeNetwork::new(), "2026-01-10T10:00:00Z").await;
+        let input = |host_ids: Vec<u64>| ScheduleInput {
+            name: "x".into(),
+            cron: "0 6 * * *".into(),
+            host_ids,
+            macs: vec!["52:54:00:00:0c:01".into()],
+            ..Default::default()
+        };
+        match l.wol.create_schedule(input(vec![77])).await {
+            Err(ServiceError::Invalid(m)) => assert!(m.contains("'host_ids'"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        for _ in 0..MAX_SCHEDULES {
+            l.wol.create_schedule(input(vec![])).await.unwrap();
+        }
+        assert!(matches!(
+            l.wol.create_schedule(input(vec![])).await,
+            Err(ServiceError::Conflict(_))
+        ));
+    }
+}
