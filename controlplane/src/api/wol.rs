@@ -34,7 +34,7 @@ use crate::{
         packet::SecureOn,
         schedules::{ScheduleInput, ScheduleView},
         sender::BroadcastIface,
-        service::{BatchItem, WakeOptions, WolService},
+        service::{WakeOptions, WakeResult, WolService},
         MAX_REPEAT,
     },
 };
@@ -97,7 +97,7 @@ pub struct BatchWakeRequest {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct BatchWakeAnswer {
     /// One result per id, in the order asked.
-    pub results: Vec<BatchItem>,
+    pub results: Vec<WakeResult>,
     /// How many went out everywhere.
     pub ok: usize,
     /// How many failed (unknown host, nothing sent, ...).
@@ -152,6 +152,12 @@ pub async fn batch_wake(
     State(config): State<Arc<Config>>,
     ApiJson(req): ApiJson<BatchWakeRequest>,
 ) -> Result<Envelope<BatchWakeAnswer>> {
+    // Ids are int64 in the OpenAPI document; larger numbers are not ids.
+    if req.ids.iter().any(|&i| i > i64::MAX as u64) {
+        return Err(ApiError::BadRequest(
+            "'ids' holds a number that is not a host id".into(),
+        ));
+    }
     let opts = options(req.interface, req.repeat, req.password.as_deref())?;
     let stagger = req.stagger_ms.unwrap_or(wol.config().stagger_ms);
     let budget_ms = config.api.request_timeout_secs.saturating_mul(1000);
@@ -196,6 +202,9 @@ pub struct HistoryList {
 }
 
 fn page(records: Vec<WolRecord>, lq: &ListQuery, f: &HistoryFilter) -> Result<HistoryList> {
+    if f.host_id.is_some_and(|h| h > i64::MAX as u64) {
+        return Err(ApiError::BadRequest("'host_id' is not a host id".into()));
+    }
     let mac = match &f.mac {
         Some(m) => Some(
             normalise_mac(m)
@@ -471,6 +480,7 @@ mod tests {
             (json!({"ids": []}), "'ids'"),
             (json!({"ids": [a, a]}), "'ids'"),
             (json!({"ids": [a], "stagger_ms": 60001}), "'stagger_ms'"),
+            (json!({"ids": [9_223_372_036_854_775_808u64]}), "'ids'"),
             // Two 60 s pauses do not fit in the 30 s request timeout.
             (json!({"ids": [a, b, 5], "stagger_ms": 60000}), "'stagger_ms'"),
             (json!({"ids": "1"}), "ids"),
@@ -565,6 +575,14 @@ mod tests {
             None,
             StatusCode::BAD_REQUEST,
             "ok",
+        )
+        .await;
+        t.expect(
+            Method::GET,
+            "/api/v1/wol/history?host_id=9223372036854775808",
+            None,
+            StatusCode::BAD_REQUEST,
+            "'host_id'",
         )
         .await;
         let v = t

@@ -83,7 +83,7 @@ pub struct WakeOptions {
 
 /// One host's outcome in a batch wake.
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
-pub struct BatchItem {
+pub struct WakeResult {
     /// The host id asked for.
     pub id: u64,
     /// True when the packet went out on every chosen interface.
@@ -347,7 +347,12 @@ impl WolService {
     /// # Errors
     /// Invalid: empty, more than 1000 or duplicate ids, a stagger above 60000 ms, a bad
     /// repeat. Per-host failures are in the results.
-    pub async fn wake_batch(&self, ids: &[u64], stagger_ms: Option<u64>, opts: &WakeOptions) -> Result<Vec<BatchItem>> {
+    pub async fn wake_batch(
+        &self,
+        ids: &[u64],
+        stagger_ms: Option<u64>,
+        opts: &WakeOptions,
+    ) -> Result<Vec<WakeResult>> {
         if ids.is_empty() || ids.len() > MAX_BATCH {
             return Err(ServiceError::Invalid(format!("'ids' must hold 1-{MAX_BATCH} host ids")));
         }
@@ -373,7 +378,7 @@ impl WolService {
             let host = match self.hosts.get(id) {
                 Ok(h) => h,
                 Err(e) => {
-                    out.push(BatchItem {
+                    out.push(WakeResult {
                         id,
                         ok: false,
                         record: None,
@@ -389,7 +394,7 @@ impl WolService {
             let mac = match normalise_mac(&host.mac) {
                 Ok(m) => m,
                 Err(e) => {
-                    out.push(BatchItem {
+                    out.push(WakeResult {
                         id,
                         ok: false,
                         record: None,
@@ -399,14 +404,14 @@ impl WolService {
                 }
             };
             out.push(match self.wake(mac, Some(&host), opts, "batch").await {
-                Ok(rec) => BatchItem {
+                Ok(rec) => WakeResult {
                     id,
                     ok: rec.ok,
                     error: rec.error.clone(),
                     record: Some(rec),
                 },
                 Err(ServiceError::Store(e)) => return Err(ServiceError::Store(e)),
-                Err(e) => BatchItem {
+                Err(e) => WakeResult {
                     id,
                     ok: false,
                     record: None,
