@@ -42,6 +42,11 @@ mode = "off"
 
 [tftp]
 enabled = false
+
+# Random schedules with MAC targets fire: keep magic packets off every real network
+# (lo cannot broadcast, so WOL has no interface and wakes fail harmlessly).
+[wol]
+interfaces = ["lo"]
 EOF
 mkdir -p "$work/data"
 

@@ -105,6 +105,8 @@ pub async fn build(
     let supervisor = Supervisor::new(&store, events.clone(), units)?;
     let stats_dns = dns.clone();
     let activity = crate::stats::Activity::new(Box::new(move || crate::stats::read_counters(&stats_dns)));
+    let wol = crate::wol::service::WolService::open(&config.wol, &store, hosts.clone(), dhcp.clone(), events.clone())?;
+    wol.spawn_scheduler(token.clone());
     activity.spawn(token);
     let files = crate::media::files::FileService::new(settings.boot_root_cell(), config.files.clone(), events.clone());
     let bootloaders = crate::media::bootloader::Bootloaders::new(dhcp.clone(), settings.clone());
@@ -126,5 +128,6 @@ pub async fn build(
         activity,
         files,
         bootloaders,
+        wol,
     })
 }

@@ -84,6 +84,8 @@ pub struct Config {
     pub metrics: crate::metrics::MetricsConfig,
     /// `[files]` section: limits of the file API (issue 9).
     pub files: crate::media::FilesConfig,
+    /// `[wol]` section: Wake-on-LAN ports, repeat, stagger, allowed interfaces.
+    pub wol: crate::wol::WolConfig,
 }
 
 impl Default for Config {
@@ -101,6 +103,7 @@ impl Default for Config {
             log: None,
             metrics: Default::default(),
             files: Default::default(),
+            wol: Default::default(),
         }
     }
 }
@@ -223,6 +226,7 @@ impl Config {
         self.logging.validate()?;
         self.metrics.validate()?;
         self.files.validate()?;
+        self.wol.validate()?;
         Ok(())
     }
 

@@ -21,6 +21,7 @@ pub mod stats;
 pub mod store;
 pub mod supervisor;
 pub mod tftp;
+pub mod wol;
 
 use std::sync::Arc;
 

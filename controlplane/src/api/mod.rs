@@ -45,6 +45,7 @@ mod tests_logs;
 #[cfg(test)]
 mod tests_media;
 pub mod ui;
+pub mod wol;
 
 use std::{sync::Arc, time::Instant};
 
@@ -110,6 +111,8 @@ pub struct AppState {
     pub files: Arc<crate::media::files::FileService>,
     /// Bootloader analysis over the arch map (issue 9 "Bootloaders").
     pub bootloaders: Arc<crate::media::bootloader::Bootloaders>,
+    /// Wake-on-LAN: wakes, history, schedules.
+    pub wol: Arc<crate::wol::service::WolService>,
 }
 
 /// `impl FromRef<AppState> for $ty` returning a clone of `$field`, one line per service.
@@ -142,6 +145,8 @@ sub_state!(
     Arc<Settings> => settings,
     /// The process start (uptime).
     Instant => started,
+    /// Wake-on-LAN.
+    Arc<crate::wol::service::WolService> => wol,
 );
 
 /// The OpenAPI document's header; paths and schemas come from the resource routers
@@ -235,7 +240,8 @@ pub fn resources() -> Resources {
             .merge(logs::router())
             .merge(stats::router())
             .merge(files::router())
-            .merge(bootloader::router()),
+            .merge(bootloader::router())
+            .merge(wol::router()),
         scraped: system::metrics_router(),
     }
 }

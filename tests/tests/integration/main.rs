@@ -19,3 +19,7 @@ mod boot_netns;
 // The operations backbone (issue 7): events over SSE with curl, Last-Event-ID resumption,
 // DHCP stop/start, and a DHCP interface moved through /settings/interfaces without a restart.
 mod backbone_netns;
+
+// Wake-on-LAN (issue 11): magic packets captured in a namespace (both broadcast forms,
+// ports 9 and 7, SecureOn), batch stagger, and a schedule that fires once.
+mod wol_netns;
