@@ -14,12 +14,16 @@ export class ApiError extends Error {
     super(message);
   }
   /**
-   * The form field the message names, if any of `fields`: first a quoted name or a JSON
+   * The form field the message names, if any of `fields`: first a keyed field
+   * (`dhcp@<cidr>`) whose key the message contains, then a quoted name or a JSON
    * path's last key (`'name' is required`, `subnets[0].router: invalid ...`), else the
    * first bare key with an underscore (`lease_time_secs must be at least 60`), else the
    * first bare field name (`router 10.1.1.1 is not inside ...`, `subnets[0].dns[1]`).
    */
   field(fields: string[]): string | undefined {
+    // Keyed fields (`dhcp@10.78.0.0/24`): the message names the key (the subnet).
+    const keyed = fields.find((f) => f.includes('@') && this.message.includes(f.slice(f.indexOf('@') + 1)));
+    if (keyed) return keyed;
     for (const m of this.message.matchAll(/'([a-z_]+)'|\b([a-z_]+):/g)) {
       const f = m[1] ?? m[2];
       if (fields.includes(f)) return f;

@@ -435,6 +435,19 @@ test('settings groups and TFTP as forms: a value the server refuses is shown bes
     const r = await fetch('/api/v1/settings/netboot');
     return (await r.json()).data.http_base_url === null;
   });
+  // Interfaces: a refused DHCP interface name is shown beside that subnet's field (the
+  // message names the subnet, not the form's field name).
+  if (server.dhcpIface) {
+    const ifs = page.getByTestId('settings-interfaces');
+    const field = ifs.getByLabel('DHCP interface of 10.213.0.0/24');
+    await field.fill('not valid');
+    await field.press('Enter'); // confirms the restart (dialog accepted)
+    const bad = ifs.locator('.field.bad');
+    await bad.waitFor();
+    assert.equal(await bad.locator('input').getAttribute('name'), 'dhcp@10.213.0.0/24');
+    assert.match(await bad.locator('.field-error').innerText(), /is not an interface name/);
+    assert.equal((await api('GET', '/settings/interfaces')).dhcp['10.213.0.0/24'], server.dhcpIface);
+  }
   // TFTP: the retries range, from the server, beside the field.
   await page.getByRole('link', { name: 'TFTP' }).click();
   const tftp = page.getByTestId('tftp-settings');
