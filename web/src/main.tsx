@@ -19,6 +19,7 @@ import { Services } from './pages/services';
 import { Settings } from './pages/settings';
 import { Events, Audit } from './pages/events';
 import { Logs } from './pages/logs';
+import { Wol } from './pages/wol';
 import './style.css';
 
 /** Navigation: label and UI path (the spec names "Service Config > DNS" = /services/dns). */
@@ -31,6 +32,7 @@ const NAV: [string, [string, string][]][] = [
       ['Profiles', '/profiles'],
       ['Leases', '/dhcp/leases'],
       ['Reservations', '/dhcp/reservations'],
+      ['Wake-on-LAN', '/wol'],
     ],
   ],
   ['DNS', [['Records', '/dns']]],
@@ -119,6 +121,7 @@ function Shell(props: { user: string; onLogout: () => void }) {
           <Route path="/events" component={Events} />
           <Route path="/audit" component={Audit} />
           <Route path="/logs" component={Logs} />
+          <Route path="/wol" component={Wol} />
           <Route default component={NotFound} />
         </Router>
       </main>

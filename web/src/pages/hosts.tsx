@@ -1,9 +1,11 @@
 // Hosts (issue 5): list with search and paging, create/edit/delete, and each host's
-// boot-config preview. Live on `host.*` events.
+// boot-config preview, and a Wake-on-LAN button per host (optionally through one
+// interface of `GET /wol/interfaces`). Live on `host.*` events.
 
 import { useState } from 'preact/hooks';
 import { api, qs } from '../api';
 import { Danger, Err, Form, Header, Pager, Table, useGet } from '../ui';
+import { WakeVia, wakeHost } from './wol';
 
 interface Host {
   id: number;
@@ -22,6 +24,8 @@ export function Hosts() {
   const [editing, setEditing] = useState<Host | 'new' | null>(null);
   const [preview, setPreview] = useState<{ id: number; text: string } | null>(null);
   const [err, setErr] = useState<string | null>(null);
+  const [via, setVia] = useState('');
+  const [woke, setWoke] = useState<{ ok: boolean; text: string } | null>(null);
   return (
     <section>
       <Header title="Hosts">
@@ -31,7 +35,13 @@ export function Hosts() {
       </Header>
       <div class="filters">
         <input type="search" placeholder="Search" aria-label="search" value={q} onInput={(e) => (setQ(e.currentTarget.value), setPage(1))} />
+        <WakeVia value={via} set={setVia} />
       </div>
+      {woke && (
+        <p class={woke.ok ? 'ok' : 'error'} role="status" data-testid="wake-result">
+          {woke.text}
+        </p>
+      )}
       {editing && (
         <div class="panel">
           <Form
@@ -90,6 +100,7 @@ export function Hosts() {
                 >
                   Boot config
                 </button>
+                <button onClick={() => (setWoke(null), wakeHost(h.id, via).then(setWoke))}>Wake</button>
                 <button onClick={() => setEditing(h)}>Edit</button>
                 <Danger label="Delete" question={`Delete host ${h.name}?`} action={() => api('DELETE', `/hosts/${h.id}`).then(reload, (e: Error) => setErr(e.message))} />
               </span>
