@@ -457,3 +457,85 @@ test('settings groups and TFTP as forms: a value the server refuses is shown bes
   assert.equal(await tftp.locator('.field.bad input').getAttribute('name'), 'retries');
   await ctx.close();
 });
+
+test('Wake-on-LAN: Wake on the hosts page, the wake in the /wol history (live); a schedule with a bad cron, then a good one, deleted', async (t) => {
+  const mac = '52:54:00:77:00:01';
+  const host = await api('POST', '/hosts', { name: 'wol-ui-1', mac });
+  // The test server may have no interface able to broadcast: then the wake is refused
+  // with a 409 before anything is sent, and the UI must show the server's message.
+  const ifs = (await api('GET', '/wol/interfaces')).interfaces;
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/hosts`);
+  await login(page);
+  await settled(page);
+  // The interface picker offers what the server lists.
+  const via = page.getByLabel('wake interface');
+  await until(async () => (await via.locator('option').count()) === ifs.length + 1, 'the interface picker lists GET /wol/interfaces');
+  const row = page.getByTestId('hosts').locator('tr', { hasText: 'wol-ui-1' });
+  await row.getByRole('button', { name: 'Wake', exact: true }).click();
+  const result = page.getByTestId('wake-result');
+  await result.waitFor();
+  const shown = await result.innerText();
+  if (!ifs.length) {
+    t.diagnostic('no interface can broadcast: the wake is refused (409) before anything is sent');
+    assert.match(shown, /Wake failed: no interface able to broadcast/);
+    await ctx.close();
+    return;
+  }
+  const recs = (await api('GET', `/wol/history?mac=${mac}`)).history;
+  assert.equal(recs.length, 1, 'one history record for the wake (failed ones too)');
+  const rec = recs[0];
+  t.diagnostic(`interfaces ${ifs.map((i) => i.name).join(', ')}; the wake ${rec.ok ? 'went out' : `failed: ${rec.error}`}`);
+  assert.equal(rec.host_id, host.id);
+  if (rec.ok) assert.match(shown, new RegExp(`Wake sent to ${mac}: ${rec.packets_sent} packets`));
+  else assert.match(shown, new RegExp(`Wake failed: .*history record ${rec.id}`));
+  // The history on /wol has the row, with the same outcome.
+  await page.getByRole('link', { name: 'Wake-on-LAN' }).click();
+  const history = page.getByTestId('wol-history');
+  const hrow = history.locator('tr', { hasText: mac });
+  await hrow.first().waitFor();
+  assert.match(await hrow.first().innerText(), rec.ok ? /\bsent\b/ : /failed/);
+  assert.match(await hrow.first().innerText(), /wol-ui-1/);
+  // A wake through the API appears without a reload (wol.* events on the shared stream).
+  await page.evaluate(() => (window.__noReload = true));
+  await api('POST', `/hosts/${host.id}/wake`).catch(() => undefined); // a 409 is recorded too
+  await until(async () => (await hrow.count()) === 2, 'the second wake appears live');
+  assert.equal(await page.evaluate(() => window.__noReload), true, 'the page was reloaded');
+  // Delete one record (confirmed): one row left.
+  await hrow.first().getByRole('button', { name: 'Delete' }).click();
+  await until(async () => (await hrow.count()) === 1, 'the deleted record leaves the table');
+  assert.equal((await api('GET', `/wol/history?mac=${mac}`)).total, 1);
+
+  // Schedules: a bad cron is refused beside the cron field, nothing stored.
+  await page.getByRole('button', { name: 'New schedule' }).click();
+  const form = page.getByTestId('schedule-form');
+  await form.getByLabel('Name').fill('weekday mornings');
+  await form.getByLabel('Cron').fill('61 6 * * MON-FRI');
+  await form.getByLabel('Time zone').fill('Europe/Berlin');
+  await form.getByLabel('Host ids').fill(String(host.id));
+  await form.getByLabel('MACs').fill('52-54-00-77-00-02');
+  await form.getByRole('button', { name: 'Create' }).click();
+  const bad = form.locator('.field.bad');
+  await bad.waitFor();
+  assert.equal(await bad.locator('input').getAttribute('name'), 'cron');
+  assert.match(await bad.locator('.field-error').innerText(), /'cron' is not a valid cron expression/);
+  assert.equal((await api('GET', '/wol/schedules')).schedules.length, 0);
+  // A good one: listed with its targets and a next run.
+  await form.getByLabel('Cron').fill('30 6 * * MON-FRI');
+  await form.getByLabel('Cron').press('Enter');
+  await form.waitFor({ state: 'detached' });
+  const srow = page.getByTestId('wol-schedules').locator('tr', { hasText: 'weekday mornings' });
+  await srow.waitFor();
+  const stored = (await api('GET', '/wol/schedules')).schedules;
+  assert.equal(stored.length, 1);
+  assert.deepEqual([stored[0].timezone, stored[0].host_ids, stored[0].macs, stored[0].enabled], ['Europe/Berlin', [host.id], ['52:54:00:77:00:02'], true]);
+  assert.ok(stored[0].next_run, 'the server computed a next run');
+  assert.notEqual(await srow.getByTestId('next-run').innerText(), '-');
+  assert.match(await srow.innerText(), /52:54:00:77:00:02/);
+  await page.screenshot({ path: join(SHOTS, 'wol.png'), fullPage: true });
+  // Delete it (confirmed).
+  await srow.getByRole('button', { name: 'Delete' }).click();
+  await srow.waitFor({ state: 'detached' });
+  assert.equal((await api('GET', '/wol/schedules')).schedules.length, 0);
+  await ctx.close();
+});
