@@ -530,7 +530,9 @@ test('Wake-on-LAN: Wake on the hosts page, the wake in the /wol history (live); 
   assert.equal(stored.length, 1);
   assert.deepEqual([stored[0].timezone, stored[0].host_ids, stored[0].macs, stored[0].enabled], ['Europe/Berlin', [host.id], ['52:54:00:77:00:02'], true]);
   assert.ok(stored[0].next_run, 'the server computed a next run');
-  assert.notEqual(await srow.getByTestId('next-run').innerText(), '-');
+  // Shown as wall-clock time in the schedule's zone, as the server wrote it.
+  const nr = stored[0].next_run;
+  assert.equal(await srow.getByTestId('next-run').innerText(), `${nr.slice(0, 10)} ${nr.slice(11, 19)} Europe/Berlin`);
   assert.match(await srow.innerText(), /52:54:00:77:00:02/);
   await page.screenshot({ path: join(SHOTS, 'wol.png'), fullPage: true });
   // Delete it (confirmed).

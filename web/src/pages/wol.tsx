@@ -47,6 +47,12 @@ interface Schedule {
   next_run?: string | null;
 }
 
+/** A time the server wrote in the schedule's zone, shown as wall-clock time there. */
+function zoned(t: string | null | undefined, tz: string): string {
+  const m = t?.match(/^(\d{4}-\d\d-\d\d)T(\d\d:\d\d(?::\d\d)?)/);
+  return m ? `${m[1]} ${m[2]} ${tz}` : (t ?? '-');
+}
+
 /** Splits a comma/space separated list, dropping empty items. */
 function items(v: string | boolean | undefined): string[] {
   return String(v ?? '')
@@ -142,7 +148,7 @@ export function Wol() {
           { h: 'Time zone', f: (s) => s.timezone },
           { h: 'Targets', f: (s) => [...s.host_ids.map((h) => `host ${h}`), ...s.macs].join(', ') },
           { h: 'Enabled', f: (s) => (s.enabled ? 'yes' : 'no') },
-          { h: 'Next run', f: (s) => <span data-testid="next-run">{s.next_run ? when(s.next_run) : '-'}</span> },
+          { h: 'Next run', f: (s) => <span data-testid="next-run">{zoned(s.next_run, s.timezone)}</span> },
           { h: 'Last run', f: (s) => when(s.last_run) },
           {
             h: 'Last status',
