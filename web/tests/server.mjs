@@ -114,6 +114,9 @@ async function startWith(dhcpIface, dropIface) {
       `[dns]\nport = ${dns}\nlisten = ["127.0.0.1"]\nlocal_domain = "ui.test"\n` +
       `[dns.xdp]\nmode = "off"\n` +
       `[tftp]\nport = ${tftp}\n` +
+      // Wake-on-LAN broadcasts only on the test's own interface (nothing leaves the
+      // machine); without one, on none (loopback cannot broadcast).
+      `[wol]\ninterfaces = ["${dhcpIface ?? 'lo'}"]\n` +
       (dhcpIface ? DHCP_SUBNET(dhcpIface) : ''),
   );
   const logPath = join(dir, 'server.log');
