@@ -81,7 +81,11 @@ trap cleanup EXIT INT TERM
 
 in_srv() { ip netns exec "$SRV" "$@"; }
 # The Bootlane log without ANSI colour codes.
-plainlog() { sed 's/\x1b\[[0-9;]*m//g' "$WORK/bootlane.log"; }
+# Readers piped into `grep -q`: grep exits at the first match and the reader may then die
+# of SIGPIPE, which `pipefail` would count as a failed pipeline (a false "not found" that
+# grows likelier as the log grows). `|| true` keeps the reader's status out of it.
+plainlog() { sed 's/\x1b\[[0-9;]*m//g' "$WORK/bootlane.log" || true; }
+serial() { tr -d '\r' <"$1" || true; }
 in_cli() { ip netns exec "$CLI" "$@"; }
 
 log "namespaces $SRV / $CLI, work dir $WORK"
@@ -269,14 +273,14 @@ if [[ $QEMU -eq 1 ]]; then
     Q_PID=$!
     T0=$(date +%s)
     while :; do
-        if tr -d '\r' <"$WORK/serial.log" | grep -qF "$PROFILE_MARK"; then
+        if serial "$WORK/serial.log" | grep -qF "$PROFILE_MARK"; then
             log "profile marker seen on serial after $(($(date +%s) - T0)) s"
             break
         fi
         # The profile's script ends with `reboot`, which ends QEMU (-no-reboot): look once
         # more after it is gone.
         if ! kill -0 "$Q_PID" 2>/dev/null; then
-            tr -d '\r' <"$WORK/serial.log" | grep -qF "$PROFILE_MARK" && continue
+            serial "$WORK/serial.log" | grep -qF "$PROFILE_MARK" && continue
             fail "QEMU ended without the profile marker; see $WORK/serial.log"
         fi
         sleep 1
@@ -312,7 +316,7 @@ if [[ $QEMU -eq 1 && $UEFI -eq 1 ]]; then
     Q_PID=$!
     T0=$(date +%s)
     while :; do
-        if tr -d '\r' <"$WORK/serial-uefi.log" | grep -qF "Bootlane: booting $UMAC"; then
+        if serial "$WORK/serial-uefi.log" | grep -qF "Bootlane: booting $UMAC"; then
             log "UEFI marker seen on serial after $(($(date +%s) - T0)) s"
             break
         fi
