@@ -8,7 +8,10 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let Command::Serve(args) = cli.command;
+    let args = match cli.command {
+        Command::Serve(args) => args,
+        Command::Config(cmd) => return bootlane::cli::config(&cmd),
+    };
     let config = match Config::load(&args) {
         Ok(c) => c,
         Err(e) => {
