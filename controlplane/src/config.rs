@@ -36,6 +36,8 @@ pub enum Command {
     /// Check the configuration file (issue 15 "Admin CLI").
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Manage the users in the data directory while the server is stopped (issue 15).
+    User(crate::cli::UserArgs),
 }
 
 /// `bootlane config ...` subcommands.

@@ -11,6 +11,7 @@ fn main() -> ExitCode {
     let args = match cli.command {
         Command::Serve(args) => args,
         Command::Config(cmd) => return bootlane::cli::config(&cmd),
+        Command::User(args) => return bootlane::cli::user(&args),
     };
     let config = match Config::load(&args) {
         Ok(c) => c,
