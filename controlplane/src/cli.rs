@@ -1,6 +1,7 @@
 //! The admin subcommands of the `bootlane` binary besides `serve` (issue 15 "Admin CLI"):
 //! `config check`, and `user list|add|passwd|delete` on the data directory while the
-//! server is stopped (so a lost admin password is recoverable). Each subcommand is a function returning what it prints and its exit
+//! server is stopped (so a lost admin password is recoverable), and `status` (asks a
+//! running server's public `GET /api/v1/status`). Each subcommand is a function returning what it prints and its exit
 //! status, so it is tested without spawning the binary; `main.rs` only dispatches.
 //! Holds no global state.
 
@@ -303,13 +304,166 @@ pub fn user(args: &UserArgs) -> ExitCode {
     }
 }
 
+/// Arguments of `bootlane status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Base URL of the running server's API (plain `http://` only). Default: from
+    /// `--config`'s `[api] listen` (an unspecified address becomes loopback), else
+    /// `http://127.0.0.1:8080`.
+    #[arg(long, env = "BOOTLANE_API")]
+    pub api: Option<String>,
+    /// Configuration file to take `[api] listen` from when `--api` is not given.
+    #[arg(long, env = "BOOTLANE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Seconds to wait for the answer before reporting the server unreachable.
+    #[arg(long, default_value_t = 5)]
+    pub timeout_secs: u64,
+}
+
+/// Fetches `<api>/api/v1/status` and returns its `data` object.
+///
+/// # Errors
+/// A URL that is not `http://host[:port]`, no connection, a timeout, a non-200 answer
+/// or a body that is not the API's success envelope; each message names the URL.
+pub async fn fetch_status(api: &str, timeout: std::time::Duration) -> anyhow::Result<serde_json::Value> {
+    use http_body_util::BodyExt;
+    let url = format!("{}/api/v1/status", api.trim_end_matches('/'));
+    let uri: hyper::Uri = url.parse().with_context(|| format!("{api:?} is not a URL"))?;
+    if uri.scheme_str() != Some("http") {
+        bail!("--api {api:?} must start with http:// (https is not supported by this command)");
+    }
+    let host = uri.host().context("the --api URL has no host")?.to_string();
+    let port = uri.port_u16().unwrap_or(80);
+    let fetch = async {
+        let host_port = format!("{}:{port}", host.trim_start_matches('[').trim_end_matches(']'));
+        let tcp = tokio::net::TcpStream::connect(&host_port)
+            .await
+            .with_context(|| format!("cannot connect to {host_port}"))?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp)).await?;
+        tokio::spawn(conn);
+        let req = hyper::Request::get(uri.path())
+            .header(hyper::header::HOST, format!("{host}:{port}"))
+            .body(http_body_util::Empty::<hyper::body::Bytes>::new())?;
+        let resp = sender.send_request(req).await?;
+        let code = resp.status();
+        let body = resp.into_body().collect().await?.to_bytes();
+        anyhow::Ok((code, body))
+    };
+    let (code, body) = tokio::time::timeout(timeout, fetch)
+        .await
+        .map_err(|_| anyhow::anyhow!("no answer within {} s", timeout.as_secs()))
+        .and_then(|r| r)
+        .with_context(|| format!("server at {api} unreachable"))?;
+    if !code.is_success() {
+        bail!("{url} answered {code}: {}", String::from_utf8_lossy(&body));
+    }
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&body).with_context(|| format!("{url} did not answer JSON"))?;
+    let ok = v.get("success") == Some(&serde_json::Value::Bool(true));
+    match v.get_mut("data") {
+        Some(d) if ok => Ok(d.take()),
+        _ => bail!("{url} did not answer a success envelope: {v}"),
+    }
+}
+
+/// Renders a status `data` object compactly: the version and uptime line, the DNS and XDP
+/// line, then every other field as `key: value` (so fields added to the status later show
+/// without a change here).
+pub fn format_status(api: &str, v: &serde_json::Value) -> String {
+    let s = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("?").to_string();
+    let mut out = format!(
+        "bootlane {} at {api}: {}, up {} s\n",
+        s("version"),
+        s("status"),
+        v.get("uptime_secs").and_then(serde_json::Value::as_u64).unwrap_or(0)
+    );
+    let dns = match v.get("dns_running").and_then(serde_json::Value::as_bool) {
+        Some(true) => "running",
+        Some(false) => "NOT running",
+        None => "?",
+    };
+    let xdp = match (
+        v.get("dns_xdp_active").and_then(serde_json::Value::as_bool),
+        v.get("dns_xdp_reason").and_then(|x| x.as_str()),
+    ) {
+        (Some(true), _) => "XDP fast path active".to_string(),
+        (_, Some(why)) => format!("XDP fast path off: {why}"),
+        _ => "XDP fast path off".to_string(),
+    };
+    out.push_str(&format!("dns: {dns}; {xdp}\n"));
+    const SHOWN: [&str; 6] = [
+        "version",
+        "status",
+        "uptime_secs",
+        "dns_running",
+        "dns_xdp_active",
+        "dns_xdp_reason",
+    ];
+    if let Some(obj) = v.as_object() {
+        for (k, x) in obj.iter().filter(|(k, _)| !SHOWN.contains(&k.as_str())) {
+            out.push_str(&format!("{k}: {x}\n"));
+        }
+    }
+    out
+}
+
+/// The API base URL `bootlane status` asks: `--api`, else `http://<[api] listen>` of
+/// `--config` (an unspecified address asked on loopback), else `http://127.0.0.1:8080`.
+///
+/// # Errors
+/// An unreadable or invalid `--config` file.
+pub fn status_url(args: &StatusArgs) -> anyhow::Result<String> {
+    if let Some(a) = &args.api {
+        return Ok(a.clone());
+    }
+    let mut listen = match &args.config {
+        Some(c) => Config::from_file(c)?.api.listen,
+        None => Config::default().api.listen,
+    };
+    if listen.ip().is_unspecified() {
+        listen.set_ip(match listen {
+            std::net::SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            std::net::SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    Ok(format!("http://{listen}"))
+}
+
+/// Runs `bootlane status`: prints the server's status (exit 0), or why it could not be
+/// asked (exit 1).
+pub fn status(args: &StatusArgs) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("bootlane: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let res = status_url(args).and_then(|url| {
+        let v = rt.block_on(fetch_status(&url, std::time::Duration::from_secs(args.timeout_secs)))?;
+        Ok(format_status(&url, &v))
+    });
+    match res {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("bootlane: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::io::Write;
 
     use argon2::{Argon2, PasswordHash, PasswordVerifier};
 
-    use super::{add_user, config_problems, delete_user, list_users, open_store, set_password};
+    use super::{
+        add_user, config_problems, delete_user, fetch_status, format_status, list_users, open_store, set_password,
+    };
     use crate::{
         api::auth::{Session, User, SESSIONS_KV, USERS_KV},
         store::Store,
@@ -401,5 +555,45 @@ mod tests {
         assert_eq!(check("[api\n").len(), 1);
         let p = config_problems(Some(std::path::Path::new("/nonexistent/bootlane.toml")));
         assert!(p[0].contains("/nonexistent/bootlane.toml"), "{p:?}");
+    }
+
+    #[tokio::test]
+    async fn status_is_fetched_from_a_server_and_unreachable_is_an_error() {
+        let app = axum::Router::new().route(
+            "/api/v1/status",
+            axum::routing::get(|| async {
+                axum::Json(serde_json::json!({"success": true, "data": {
+                    "status": "ok", "version": "9.9.9", "uptime_secs": 42, "dns_running": true,
+                    "dns_xdp_active": false, "dns_xdp_reason": "no CAP_BPF", "leases": 3}}))
+            }),
+        );
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(l, app).await });
+        let api = format!("http://{addr}/");
+        let v = fetch_status(&api, std::time::Duration::from_secs(5)).await.unwrap();
+        let text = format_status(&api, &v);
+        assert!(
+            text.starts_with(&format!("bootlane 9.9.9 at {api}: ok, up 42 s\n")),
+            "{text}"
+        );
+        assert!(text.contains("dns: running; XDP fast path off: no CAP_BPF\n"), "{text}");
+        assert!(text.contains("leases: 3\n"), "{text}");
+
+        // A port nobody listens on (bound, then released).
+        let free = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let err = format!(
+            "{:#}",
+            fetch_status(&format!("http://{free}"), std::time::Duration::from_secs(5))
+                .await
+                .unwrap_err()
+        );
+        assert!(err.contains("unreachable"), "{err}");
+        assert!(fetch_status("https://x", std::time::Duration::from_secs(1))
+            .await
+            .is_err());
     }
 }

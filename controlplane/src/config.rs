@@ -38,6 +38,8 @@ pub enum Command {
     Config(ConfigCommand),
     /// Manage the users in the data directory while the server is stopped (issue 15).
     User(crate::cli::UserArgs),
+    /// Ask the running server's `GET /api/v1/status` and print it (exit 1 if unreachable).
+    Status(crate::cli::StatusArgs),
 }
 
 /// `bootlane config ...` subcommands.

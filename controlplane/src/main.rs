@@ -12,6 +12,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => args,
         Command::Config(cmd) => return bootlane::cli::config(&cmd),
         Command::User(args) => return bootlane::cli::user(&args),
+        Command::Status(args) => return bootlane::cli::status(&args),
     };
     let config = match Config::load(&args) {
         Ok(c) => c,
