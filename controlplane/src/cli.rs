@@ -1,5 +1,5 @@
 //! The admin subcommands of the `bootlane` binary besides `serve` (issue 15 "Admin CLI"):
-//! `config check`, and `user list|add|passwd|delete` on the data directory while the
+//! `config check` and `config show`, and `user list|add|passwd|delete` on the data directory while the
 //! server is stopped (so a lost admin password is recoverable), and `status` (asks a
 //! running server's public `GET /api/v1/status`). Each subcommand is a function returning what it prints and its exit
 //! status, so it is tested without spawning the binary; `main.rs` only dispatches.
@@ -40,9 +40,45 @@ pub fn config_problems(path: Option<&Path>) -> Vec<String> {
     cfg.problems().iter().map(|e| format!("{e:#}")).collect()
 }
 
-/// Runs `bootlane config ...`: prints the problems to stderr (exit 1) or `ok` (exit 0).
+/// The effective configuration of `path` (the defaults when `None`) as TOML, every key
+/// present, secrets (`[metrics] bearer_token`) replaced by `"<hidden>"`.
+///
+/// # Errors
+/// The file's first problem ([`config_problems`] lists them all), or a value TOML cannot
+/// represent.
+pub fn config_show(path: Option<&Path>) -> anyhow::Result<String> {
+    if let Some(p) = config_problems(path).into_iter().next() {
+        bail!("{p} (bootlane config check lists every problem)");
+    }
+    let mut cfg = match path {
+        Some(p) => Config::from_file(p)?,
+        None => Config::default(),
+    };
+    if cfg.metrics.bearer_token.is_some() {
+        cfg.metrics.bearer_token = Some("<hidden>".into());
+    }
+    let body = toml::to_string_pretty(&cfg).context("rendering the configuration as TOML")?;
+    Ok(format!(
+        "# Effective configuration of {}: the file plus defaults, secrets hidden.\n\
+         # Settings changed through the API are kept in the store and not shown here.\n{body}",
+        path.map_or_else(|| "the defaults".to_string(), |p| p.display().to_string())
+    ))
+}
+
+/// Runs `bootlane config ...`: `check` prints the problems to stderr (exit 1) or `ok`
+/// (exit 0); `show` prints the effective TOML (exit 1 on a problem).
 pub fn config(cmd: &ConfigCommand) -> ExitCode {
     match cmd {
+        ConfigCommand::Show { config } => match config_show(config.as_deref()) {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("bootlane: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
         ConfigCommand::Check { config } => {
             let problems = config_problems(config.as_deref());
             let name = config
@@ -462,7 +498,8 @@ mod tests {
     use argon2::{Argon2, PasswordHash, PasswordVerifier};
 
     use super::{
-        add_user, config_problems, delete_user, fetch_status, format_status, list_users, open_store, set_password,
+        add_user, config_problems, config_show, delete_user, fetch_status, format_status, list_users, open_store,
+        set_password,
     };
     use crate::{
         api::auth::{Session, User, SESSIONS_KV, USERS_KV},
@@ -595,5 +632,25 @@ mod tests {
         assert!(fetch_status("https://x", std::time::Duration::from_secs(1))
             .await
             .is_err());
+    }
+
+    #[test]
+    fn show_prints_a_file_that_loads_back_the_same_with_the_secret_hidden() {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(
+            b"[server]\nname = \"pxe\"\n[metrics]\nbearer_token = \"s3cret\"\n[dhcp.arch_map]\n7 = \"snponly.efi\"\n",
+        )
+        .unwrap();
+        let text = config_show(Some(f.path())).unwrap();
+        assert!(!text.contains("s3cret"), "{text}");
+        assert!(text.contains("bearer_token = \"<hidden>\""), "{text}");
+        let back: crate::config::Config = toml::from_str(&text).unwrap();
+        assert_eq!(back.server.name, "pxe");
+        assert_eq!(back.api.listen, crate::config::Config::default().api.listen);
+        assert!(text.contains("snponly.efi"), "{text}");
+        assert!(config_show(None).unwrap().contains("[api]"));
+        let mut bad = tempfile::NamedTempFile::new().unwrap();
+        bad.write_all(b"[api]\nsession_ttl_secs = 0\n").unwrap();
+        assert!(config_show(Some(bad.path())).is_err());
     }
 }

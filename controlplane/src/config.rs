@@ -52,6 +52,14 @@ pub enum ConfigCommand {
         #[arg(long, env = "BOOTLANE_CONFIG")]
         config: Option<PathBuf>,
     },
+    /// Print the effective configuration file (the file plus every default) as TOML,
+    /// secrets hidden. Settings changed later through the API live in the store and are
+    /// not shown (the API's settings endpoints show them).
+    Show {
+        /// Path of the TOML configuration file. Without it the defaults are shown.
+        #[arg(long, env = "BOOTLANE_CONFIG")]
+        config: Option<PathBuf>,
+    },
 }
 
 /// Arguments of `bootlane serve`.
