@@ -268,7 +268,8 @@ fn open_store(data_dir: &Path) -> anyhow::Result<Store> {
         if e.is_locked() {
             anyhow::anyhow!(
                 "the database in {} is in use: bootlane serve is running. Stop it first \
-                 (systemctl stop bootlane), or change users through the API / web UI while it runs",
+                 (systemctl stop bootlane) and run this again; the API has no user \
+                 endpoints yet, so users can only be changed with the server stopped",
                 data_dir.display()
             )
         } else {
