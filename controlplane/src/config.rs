@@ -11,7 +11,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +33,33 @@ pub struct Cli {
 pub enum Command {
     /// Run the server (DNS, REST API and the other services) until SIGINT/SIGTERM.
     Serve(ServeArgs),
+    /// Check the configuration file (issue 15 "Admin CLI").
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Manage the users in the data directory while the server is stopped (issue 15).
+    User(crate::cli::UserArgs),
+    /// Ask the running server's `GET /api/v1/status` and print it (exit 1 if unreachable).
+    Status(crate::cli::StatusArgs),
+}
+
+/// `bootlane config ...` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Load and validate a configuration file; print every problem with its key. Exit 1 on
+    /// any problem, 0 (printing "ok") otherwise.
+    Check {
+        /// Path of the TOML configuration file to check. Without it the defaults are checked.
+        #[arg(long, env = "BOOTLANE_CONFIG")]
+        config: Option<PathBuf>,
+    },
+    /// Print the effective configuration file (the file plus every default) as TOML,
+    /// secrets hidden. Settings changed later through the API live in the store and are
+    /// not shown (the API's settings endpoints show them).
+    Show {
+        /// Path of the TOML configuration file. Without it the defaults are shown.
+        #[arg(long, env = "BOOTLANE_CONFIG")]
+        config: Option<PathBuf>,
+    },
 }
 
 /// Arguments of `bootlane serve`.
@@ -202,32 +229,51 @@ impl Config {
 
     /// Checks every section through its own `validate`, plus the rules that span
     /// sections (the server name, the default local domain derived from it) and the API's.
+    /// Returns the first problem of [`Config::problems`].
     fn validate(&self) -> anyhow::Result<()> {
-        crate::net::types::validate_host_label(&self.server.name).with_context(|| {
-            format!(
+        match self.problems().into_iter().next() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Every validation problem, one per failing rule or section (a section's own
+    /// `validate` stops at its first problem); empty when the
+    /// configuration is valid. Each message names the key (`[section] key`).
+    /// Used by `bootlane config check` (issue 15).
+    pub fn problems(&self) -> Vec<anyhow::Error> {
+        let mut out = Vec::new();
+        if let Err(e) = crate::net::types::validate_host_label(&self.server.name) {
+            out.push(anyhow::Error::new(e).context(format!(
                 "[server] name = {:?} must be a single DNS label valid as a host name",
                 self.server.name
-            )
-        })?;
-        crate::dns::names::parse_domain(&self.local_domain()).with_context(|| {
-            format!(
+            )));
+        }
+        if let Err(e) = crate::dns::names::parse_domain(&self.local_domain()) {
+            out.push(anyhow::Error::new(e).context(format!(
                 "[dns] local_domain = {:?} is not a valid domain name",
                 self.local_domain()
-            )
-        })?;
-        self.dns.validate()?;
-        if self.api.session_ttl_secs == 0 {
-            bail!("[api] session_ttl_secs must be > 0");
+            )));
         }
-        self.dhcp.validate()?;
-        self.boot.validate()?;
-        self.events.validate()?;
-        self.tftp.validate()?;
-        self.logging.validate()?;
-        self.metrics.validate()?;
-        self.files.validate()?;
-        self.wol.validate()?;
-        Ok(())
+        if self.api.session_ttl_secs == 0 {
+            out.push(anyhow::anyhow!("[api] session_ttl_secs must be > 0"));
+        }
+        for r in [
+            self.dns.validate(),
+            self.dhcp.validate(),
+            self.boot.validate(),
+            self.events.validate(),
+            self.tftp.validate(),
+            self.logging.validate(),
+            self.metrics.validate(),
+            self.files.validate(),
+            self.wol.validate(),
+        ] {
+            if let Err(e) = r {
+                out.push(e);
+            }
+        }
+        out
     }
 
     /// The boot directory served by TFTP and `GET /boot/...`: `[boot] root`, or

@@ -8,7 +8,12 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let Command::Serve(args) = cli.command;
+    let args = match cli.command {
+        Command::Serve(args) => args,
+        Command::Config(cmd) => return bootlane::cli::config(&cmd),
+        Command::User(args) => return bootlane::cli::user(&args),
+        Command::Status(args) => return bootlane::cli::status(&args),
+    };
     let config = match Config::load(&args) {
         Ok(c) => c,
         Err(e) => {

@@ -32,6 +32,14 @@ pub enum StoreError {
     Undeclared(&'static str),
 }
 
+impl StoreError {
+    /// True when [`Store::open`] failed because another process holds the database's
+    /// lock (normally a running `bootlane serve`).
+    pub fn is_locked(&self) -> bool {
+        matches!(self, Self::Sled(sled::Error::Io(e)) if e.to_string().contains("could not acquire lock"))
+    }
+}
+
 /// Result with [`StoreError`].
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 

@@ -38,6 +38,10 @@ use crate::{
 
 /// Session cookie name.
 pub const COOKIE: &str = "bootlane_session";
+/// Store key-value table holding the [`User`]s, keyed by user name.
+pub const USERS_KV: &str = "users";
+/// Store key-value table holding the [`Session`]s, keyed by the SHA-256 of the token.
+pub const SESSIONS_KV: &str = "sessions";
 /// Failed logins from one address allowed per window before 429.
 pub const MAX_FAILURES: u32 = 5;
 /// Throttle window.
@@ -141,8 +145,8 @@ impl Auth {
         events: Arc<EventBus>,
     ) -> anyhow::Result<Self> {
         let auth = Self {
-            users: store.kv("users")?,
-            sessions: store.kv("sessions")?,
+            users: store.kv(USERS_KV)?,
+            sessions: store.kv(SESSIONS_KV)?,
             ttl_secs: std::sync::atomic::AtomicU64::new(ttl.as_secs()),
             failures: Mutex::new(HashMap::new()),
             events,

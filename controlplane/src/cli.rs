@@ -1,0 +1,657 @@
+//! The admin subcommands of the `bootlane` binary besides `serve` (issue 15 "Admin CLI"):
+//! `config check` and `config show`, and `user list|add|passwd|delete` on the data directory while the
+//! server is stopped (so a lost admin password is recoverable), and `status` (asks a
+//! running server's public `GET /api/v1/status`). Each subcommand is a function returning what it prints and its exit
+//! status, so it is tested without spawning the binary; `main.rs` only dispatches.
+//! Holds no global state.
+
+use std::{
+    io::BufRead,
+    path::{Path, PathBuf},
+    process::ExitCode,
+};
+
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand};
+use time::OffsetDateTime;
+
+use crate::{
+    api::auth::{hash_password, Session, User, SESSIONS_KV, USERS_KV},
+    config::{Config, ConfigCommand},
+    store::Store,
+};
+
+/// The problems of the configuration file at `path` (the defaults when `None`), each a
+/// one-line message naming the key; empty when the file loads and validates. An
+/// unreadable file or invalid TOML (including an unknown key) is a single problem, since
+/// nothing after it can be checked.
+pub fn config_problems(path: Option<&Path>) -> Vec<String> {
+    let mut cfg = match path {
+        Some(p) => match Config::from_file(p) {
+            Ok(c) => c,
+            Err(e) => return vec![format!("{e:#}")],
+        },
+        None => Config::default(),
+    };
+    // Same precedence as `Config::load`: the old top-level `log` key wins.
+    if let Some(l) = &cfg.log {
+        cfg.logging.level.clone_from(l);
+    }
+    cfg.problems().iter().map(|e| format!("{e:#}")).collect()
+}
+
+/// The effective configuration of `path` (the defaults when `None`) as TOML, every key
+/// present, secrets (`[metrics] bearer_token`) replaced by `"<hidden>"`.
+///
+/// # Errors
+/// The file's first problem ([`config_problems`] lists them all), or a value TOML cannot
+/// represent.
+pub fn config_show(path: Option<&Path>) -> anyhow::Result<String> {
+    if let Some(p) = config_problems(path).into_iter().next() {
+        bail!("{p} (bootlane config check lists every problem)");
+    }
+    let mut cfg = match path {
+        Some(p) => Config::from_file(p)?,
+        None => Config::default(),
+    };
+    if cfg.metrics.bearer_token.is_some() {
+        cfg.metrics.bearer_token = Some("<hidden>".into());
+    }
+    let body = toml::to_string_pretty(&cfg).context("rendering the configuration as TOML")?;
+    Ok(format!(
+        "# Effective configuration of {}: the file plus defaults, secrets hidden.\n\
+         # Settings changed through the API are kept in the store and not shown here.\n{body}",
+        path.map_or_else(|| "the defaults".to_string(), |p| p.display().to_string())
+    ))
+}
+
+/// Runs `bootlane config ...`: `check` prints the problems to stderr (exit 1) or `ok`
+/// (exit 0); `show` prints the effective TOML (exit 1 on a problem).
+pub fn config(cmd: &ConfigCommand) -> ExitCode {
+    match cmd {
+        ConfigCommand::Show { config } => match config_show(config.as_deref()) {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("bootlane: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
+        ConfigCommand::Check { config } => {
+            let problems = config_problems(config.as_deref());
+            let name = config
+                .as_deref()
+                .map_or_else(|| "the default configuration".to_string(), |p| p.display().to_string());
+            if problems.is_empty() {
+                println!("{name}: ok");
+                ExitCode::SUCCESS
+            } else {
+                for p in &problems {
+                    eprintln!("{name}: {p}");
+                }
+                eprintln!("{name}: {} problem(s)", problems.len());
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+/// Arguments of `bootlane user ...`.
+#[derive(Debug, Args)]
+pub struct UserArgs {
+    /// Data directory holding the database. Default: `data_dir` from `--config`, else
+    /// `/var/lib/bootlane`. The server must be stopped (it holds the database lock).
+    #[arg(long, env = "BOOTLANE_DATA_DIR", global = true)]
+    pub data_dir: Option<PathBuf>,
+    /// Configuration file to take `data_dir` from when `--data-dir` is not given.
+    #[arg(long, env = "BOOTLANE_CONFIG", global = true)]
+    pub config: Option<PathBuf>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: UserCommand,
+}
+
+/// `bootlane user ...` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// List the users and when each was created.
+    List,
+    /// Add a user. The password is read from the terminal (asked twice, not echoed) or,
+    /// when standard input is not a terminal, as its first line; never from the command line.
+    Add {
+        /// Login name: 1 to 64 letters, digits, '.', '_', '-' or '@'.
+        username: String,
+        /// Read the password as the first line of standard input even on a terminal.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Set a user's password (ends that user's sessions). Read like `add`'s.
+    Passwd {
+        /// Login name of an existing user.
+        username: String,
+        /// Read the password as the first line of standard input even on a terminal.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Delete a user and end their sessions. The last user cannot be deleted.
+    Delete {
+        /// Login name of an existing user.
+        username: String,
+    },
+}
+
+fn check_username(name: &str) -> anyhow::Result<()> {
+    if name.is_empty()
+        || name.len() > 64
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@'))
+    {
+        bail!("user name {name:?} must be 1 to 64 letters, digits, '.', '_', '-' or '@'");
+    }
+    Ok(())
+}
+
+fn check_password(pw: &str) -> anyhow::Result<()> {
+    if pw.is_empty() {
+        bail!("the password must not be empty");
+    }
+    Ok(())
+}
+
+/// Every user as `(name, created_at)`, in name order.
+///
+/// # Errors
+/// Store errors.
+pub fn list_users(store: &Store) -> anyhow::Result<Vec<(String, OffsetDateTime)>> {
+    Ok(store
+        .kv(USERS_KV)?
+        .iter::<User>()?
+        .into_iter()
+        .map(|(name, u)| (name, u.created_at))
+        .collect())
+}
+
+/// Creates `username` with `password` (argon2id-hashed, as `Auth` expects).
+///
+/// # Errors
+/// A bad or taken user name, an empty password, store errors.
+pub async fn add_user(store: &Store, username: &str, password: &str) -> anyhow::Result<()> {
+    check_username(username)?;
+    check_password(password)?;
+    let users = store.kv(USERS_KV)?;
+    if users.get::<User>(username)?.is_some() {
+        bail!("user {username:?} already exists; use 'bootlane user passwd {username}' to change its password");
+    }
+    let user = User {
+        username: username.into(),
+        password_hash: hash_password(password)?,
+        created_at: OffsetDateTime::now_utc(),
+    };
+    users.put(username, &user).await?;
+    Ok(())
+}
+
+/// Replaces the password of `username` and ends their sessions.
+///
+/// # Errors
+/// An unknown user, an empty password, store errors.
+pub async fn set_password(store: &Store, username: &str, password: &str) -> anyhow::Result<()> {
+    check_password(password)?;
+    let users = store.kv(USERS_KV)?;
+    let Some(mut user) = users.get::<User>(username)? else {
+        bail!("no user {username:?}; 'bootlane user list' shows the users");
+    };
+    user.password_hash = hash_password(password)?;
+    users.put(username, &user).await?;
+    end_sessions(store, username).await
+}
+
+/// Deletes `username` and ends their sessions; refuses to delete the last user (nobody
+/// could log in any more).
+///
+/// # Errors
+/// An unknown user, the last user, store errors.
+pub async fn delete_user(store: &Store, username: &str) -> anyhow::Result<()> {
+    let users = store.kv(USERS_KV)?;
+    if users.get::<User>(username)?.is_none() {
+        bail!("no user {username:?}; 'bootlane user list' shows the users");
+    }
+    if users.iter::<User>()?.len() <= 1 {
+        bail!("refusing to delete {username:?}, the last user: add another user first");
+    }
+    users.remove(username).await?;
+    end_sessions(store, username).await
+}
+
+async fn end_sessions(store: &Store, username: &str) -> anyhow::Result<()> {
+    let sessions = store.kv(SESSIONS_KV)?;
+    for (key, s) in sessions.iter::<Session>()? {
+        if s.username == username {
+            sessions.remove(&key).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Reads a password: from the terminal without echo, asked twice, unless `from_stdin`
+/// or standard input is not a terminal, then its first line (without the line end).
+fn read_password(username: &str, from_stdin: bool) -> anyhow::Result<String> {
+    use std::io::IsTerminal;
+    if !from_stdin && std::io::stdin().is_terminal() {
+        let a = rpassword::prompt_password(format!("New password for {username}: "))?;
+        let b = rpassword::prompt_password("Repeat it: ")?;
+        if a != b {
+            bail!("the two passwords differ");
+        }
+        return Ok(a);
+    }
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .context("reading the password from standard input")?;
+    Ok(line.trim_end_matches(['\r', '\n']).to_string())
+}
+
+/// Opens the store of `data_dir`, explaining a lock held by a running server.
+fn open_store(data_dir: &Path) -> anyhow::Result<Store> {
+    if !data_dir.join("db").exists() {
+        bail!(
+            "no database in {} (wrong --data-dir? the server creates it on first start)",
+            data_dir.display()
+        );
+    }
+    Store::open(data_dir).map_err(|e| {
+        if e.is_locked() {
+            anyhow::anyhow!(
+                "the database in {} is in use: bootlane serve is running. Stop it first \
+                 (systemctl stop bootlane) and run this again; the API has no user \
+                 endpoints yet, so users can only be changed with the server stopped",
+                data_dir.display()
+            )
+        } else {
+            anyhow::Error::new(e).context(format!("opening the database in {}", data_dir.display()))
+        }
+    })
+}
+
+async fn user_inner(args: &UserArgs) -> anyhow::Result<()> {
+    let data_dir = match (&args.data_dir, &args.config) {
+        (Some(d), _) => d.clone(),
+        (None, Some(c)) => Config::from_file(c)?.data_dir,
+        (None, None) => Config::default().data_dir,
+    };
+    // Read the password before opening the store, so a typo at the prompt holds no lock.
+    let password = match &args.command {
+        UserCommand::Add {
+            username,
+            password_stdin,
+        }
+        | UserCommand::Passwd {
+            username,
+            password_stdin,
+        } => Some(read_password(username, *password_stdin)?),
+        _ => None,
+    };
+    let store = open_store(&data_dir)?;
+    let password = password.unwrap_or_default();
+    match &args.command {
+        UserCommand::List => {
+            for (name, created) in list_users(&store)? {
+                let created = created
+                    .format(&time::format_description::well_known::Rfc3339)
+                    .unwrap_or_default();
+                println!("{name}\tcreated {created}");
+            }
+        }
+        UserCommand::Add { username, .. } => {
+            add_user(&store, username, &password).await?;
+            println!("added user {username}");
+        }
+        UserCommand::Passwd { username, .. } => {
+            set_password(&store, username, &password).await?;
+            println!("password of {username} changed; their sessions were ended");
+        }
+        UserCommand::Delete { username } => {
+            delete_user(&store, username).await?;
+            println!("deleted user {username}");
+        }
+    }
+    Ok(())
+}
+
+/// Runs `bootlane user ...`: exit 0, or 1 with the error on stderr.
+pub fn user(args: &UserArgs) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("bootlane: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(user_inner(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bootlane: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Arguments of `bootlane status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Base URL of the running server's API (plain `http://` only). Default: from
+    /// `--config`'s `[api] listen` (an unspecified address becomes loopback), else
+    /// `http://127.0.0.1:8080`.
+    #[arg(long, env = "BOOTLANE_API")]
+    pub api: Option<String>,
+    /// Configuration file to take `[api] listen` from when `--api` is not given.
+    #[arg(long, env = "BOOTLANE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Seconds to wait for the answer before reporting the server unreachable.
+    #[arg(long, default_value_t = 5)]
+    pub timeout_secs: u64,
+}
+
+/// Fetches `<api>/api/v1/status` and returns its `data` object.
+///
+/// # Errors
+/// A URL that is not `http://host[:port]`, no connection, a timeout, a non-200 answer
+/// or a body that is not the API's success envelope; each message names the URL.
+pub async fn fetch_status(api: &str, timeout: std::time::Duration) -> anyhow::Result<serde_json::Value> {
+    use http_body_util::BodyExt;
+    let url = format!("{}/api/v1/status", api.trim_end_matches('/'));
+    let uri: hyper::Uri = url.parse().with_context(|| format!("{api:?} is not a URL"))?;
+    if uri.scheme_str() != Some("http") {
+        bail!("--api {api:?} must start with http:// (https is not supported by this command)");
+    }
+    let host = uri.host().context("the --api URL has no host")?.to_string();
+    let port = uri.port_u16().unwrap_or(80);
+    let fetch = async {
+        let host_port = format!("{}:{port}", host.trim_start_matches('[').trim_end_matches(']'));
+        let tcp = tokio::net::TcpStream::connect(&host_port)
+            .await
+            .with_context(|| format!("cannot connect to {host_port}"))?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp)).await?;
+        tokio::spawn(conn);
+        let req = hyper::Request::get(uri.path())
+            .header(hyper::header::HOST, format!("{host}:{port}"))
+            .body(http_body_util::Empty::<hyper::body::Bytes>::new())?;
+        let resp = sender.send_request(req).await?;
+        let code = resp.status();
+        let body = resp.into_body().collect().await?.to_bytes();
+        anyhow::Ok((code, body))
+    };
+    let (code, body) = tokio::time::timeout(timeout, fetch)
+        .await
+        .map_err(|_| anyhow::anyhow!("no answer within {} s", timeout.as_secs()))
+        .and_then(|r| r)
+        .with_context(|| format!("server at {api} unreachable"))?;
+    if !code.is_success() {
+        bail!("{url} answered {code}: {}", String::from_utf8_lossy(&body));
+    }
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&body).with_context(|| format!("{url} did not answer JSON"))?;
+    let ok = v.get("success") == Some(&serde_json::Value::Bool(true));
+    match v.get_mut("data") {
+        Some(d) if ok => Ok(d.take()),
+        _ => bail!("{url} did not answer a success envelope: {v}"),
+    }
+}
+
+/// Renders a status `data` object compactly: the version and uptime line, the DNS and XDP
+/// line, then every other field as `key: value` (so fields added to the status later show
+/// without a change here).
+pub fn format_status(api: &str, v: &serde_json::Value) -> String {
+    let s = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("?").to_string();
+    let mut out = format!(
+        "bootlane {} at {api}: {}, up {} s\n",
+        s("version"),
+        s("status"),
+        v.get("uptime_secs").and_then(serde_json::Value::as_u64).unwrap_or(0)
+    );
+    let dns = match v.get("dns_running").and_then(serde_json::Value::as_bool) {
+        Some(true) => "running",
+        Some(false) => "NOT running",
+        None => "?",
+    };
+    let xdp = match (
+        v.get("dns_xdp_active").and_then(serde_json::Value::as_bool),
+        v.get("dns_xdp_reason").and_then(|x| x.as_str()),
+    ) {
+        (Some(true), _) => "XDP fast path active".to_string(),
+        (_, Some(why)) => format!("XDP fast path off: {why}"),
+        _ => "XDP fast path off".to_string(),
+    };
+    out.push_str(&format!("dns: {dns}; {xdp}\n"));
+    const SHOWN: [&str; 6] = [
+        "version",
+        "status",
+        "uptime_secs",
+        "dns_running",
+        "dns_xdp_active",
+        "dns_xdp_reason",
+    ];
+    if let Some(obj) = v.as_object() {
+        for (k, x) in obj.iter().filter(|(k, _)| !SHOWN.contains(&k.as_str())) {
+            out.push_str(&format!("{k}: {x}\n"));
+        }
+    }
+    out
+}
+
+/// The API base URL `bootlane status` asks: `--api`, else `http://<[api] listen>` of
+/// `--config` (an unspecified address asked on loopback), else `http://127.0.0.1:8080`.
+///
+/// # Errors
+/// An unreadable or invalid `--config` file.
+pub fn status_url(args: &StatusArgs) -> anyhow::Result<String> {
+    if let Some(a) = &args.api {
+        return Ok(a.clone());
+    }
+    let mut listen = match &args.config {
+        Some(c) => Config::from_file(c)?.api.listen,
+        None => Config::default().api.listen,
+    };
+    if listen.ip().is_unspecified() {
+        listen.set_ip(match listen {
+            std::net::SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            std::net::SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    Ok(format!("http://{listen}"))
+}
+
+/// Runs `bootlane status`: prints the server's status (exit 0), or why it could not be
+/// asked (exit 1).
+pub fn status(args: &StatusArgs) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("bootlane: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let res = status_url(args).and_then(|url| {
+        let v = rt.block_on(fetch_status(&url, std::time::Duration::from_secs(args.timeout_secs)))?;
+        Ok(format_status(&url, &v))
+    });
+    match res {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("bootlane: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use argon2::{Argon2, PasswordHash, PasswordVerifier};
+
+    use super::{
+        add_user, config_problems, config_show, delete_user, fetch_status, format_status, list_users, open_store,
+        set_password,
+    };
+    use crate::{
+        api::auth::{Session, User, SESSIONS_KV, USERS_KV},
+        store::Store,
+    };
+
+    fn password_ok(store: &Store, name: &str, pw: &str) -> bool {
+        let u: User = store.kv(USERS_KV).unwrap().get(name).unwrap().unwrap();
+        Argon2::default()
+            .verify_password(pw.as_bytes(), &PasswordHash::new(&u.password_hash).unwrap())
+            .is_ok()
+    }
+
+    #[tokio::test]
+    async fn users_are_added_listed_repassworded_and_deleted() {
+        let store = Store::temporary();
+        add_user(&store, "admin", "old-secret").await.unwrap();
+        add_user(&store, "ops", "x").await.unwrap();
+        assert!(add_user(&store, "ops", "y").await.is_err(), "taken name");
+        assert!(add_user(&store, "bad name", "y").await.is_err(), "bad name");
+        assert!(add_user(&store, "carol", "").await.is_err(), "empty password");
+        let names: Vec<String> = list_users(&store).unwrap().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["admin", "ops"]);
+
+        // A session of admin's and one of ops'; passwd ends only admin's.
+        let sessions = store.kv(SESSIONS_KV).unwrap();
+        let exp = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
+        for (key, who) in [("s1", "admin"), ("s2", "ops")] {
+            let s = Session {
+                username: who.into(),
+                expires_at: exp,
+            };
+            sessions.put(key, &s).await.unwrap();
+        }
+        set_password(&store, "admin", "new-secret").await.unwrap();
+        assert!(password_ok(&store, "admin", "new-secret"));
+        assert!(!password_ok(&store, "admin", "old-secret"));
+        assert!(sessions.get::<Session>("s1").unwrap().is_none());
+        assert!(sessions.get::<Session>("s2").unwrap().is_some());
+        assert!(set_password(&store, "nobody", "x").await.is_err());
+
+        delete_user(&store, "ops").await.unwrap();
+        assert!(sessions.get::<Session>("s2").unwrap().is_none());
+        assert!(delete_user(&store, "ops").await.is_err(), "already gone");
+        let err = delete_user(&store, "admin").await.unwrap_err().to_string();
+        assert!(err.contains("last user"), "{err}");
+        assert_eq!(list_users(&store).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_store_held_by_a_running_server_is_reported_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = open_store(dir.path()).err().unwrap().to_string();
+        assert!(missing.contains("no database"), "{missing}");
+        let _server = Store::open(dir.path()).unwrap();
+        let err = format!("{:#}", open_store(dir.path()).err().unwrap());
+        assert!(err.contains("bootlane serve is running"), "{err}");
+    }
+
+    fn check(text: &str) -> Vec<String> {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        config_problems(Some(f.path()))
+    }
+
+    #[test]
+    fn a_good_file_and_the_defaults_have_no_problem() {
+        assert!(config_problems(None).is_empty());
+        assert_eq!(
+            check("[server]\nname = \"pxe\"\n[api]\nlisten = \"127.0.0.1:8081\"\n"),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn every_failing_section_is_reported_with_its_key() {
+        let p = check("[server]\nname = \"not a label\"\n[api]\nsession_ttl_secs = 0\n");
+        // The bad name also makes the derived local domain `not a label.local` invalid.
+        assert_eq!(p.len(), 3, "{p:?}");
+        assert!(p[0].contains("[server] name"), "{p:?}");
+        assert!(p[1].contains("[dns] local_domain"), "{p:?}");
+        assert!(p[2].contains("[api] session_ttl_secs"), "{p:?}");
+    }
+
+    #[test]
+    fn unknown_keys_bad_toml_and_missing_files_are_one_problem() {
+        let p = check("[api]\nbogus = 1\n");
+        assert_eq!(p.len(), 1);
+        assert!(p[0].contains("bogus"), "{p:?}");
+        assert_eq!(check("[api\n").len(), 1);
+        let p = config_problems(Some(std::path::Path::new("/nonexistent/bootlane.toml")));
+        assert!(p[0].contains("/nonexistent/bootlane.toml"), "{p:?}");
+    }
+
+    #[tokio::test]
+    async fn status_is_fetched_from_a_server_and_unreachable_is_an_error() {
+        let app = axum::Router::new().route(
+            "/api/v1/status",
+            axum::routing::get(|| async {
+                axum::Json(serde_json::json!({"success": true, "data": {
+                    "status": "ok", "version": "9.9.9", "uptime_secs": 42, "dns_running": true,
+                    "dns_xdp_active": false, "dns_xdp_reason": "no CAP_BPF", "leases": 3}}))
+            }),
+        );
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(l, app).await });
+        let api = format!("http://{addr}/");
+        let v = fetch_status(&api, std::time::Duration::from_secs(5)).await.unwrap();
+        let text = format_status(&api, &v);
+        assert!(
+            text.starts_with(&format!("bootlane 9.9.9 at {api}: ok, up 42 s\n")),
+            "{text}"
+        );
+        assert!(text.contains("dns: running; XDP fast path off: no CAP_BPF\n"), "{text}");
+        assert!(text.contains("leases: 3\n"), "{text}");
+
+        // A port nobody listens on (bound, then released).
+        let free = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let err = format!(
+            "{:#}",
+            fetch_status(&format!("http://{free}"), std::time::Duration::from_secs(5))
+                .await
+                .unwrap_err()
+        );
+        assert!(err.contains("unreachable"), "{err}");
+        assert!(fetch_status("https://x", std::time::Duration::from_secs(1))
+            .await
+            .is_err());
+    }
+
+    #[test]
+    fn show_prints_a_file_that_loads_back_the_same_with_the_secret_hidden() {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(
+            b"[server]\nname = \"pxe\"\n[metrics]\nbearer_token = \"s3cret\"\n[dhcp.arch_map]\n7 = \"snponly.efi\"\n",
+        )
+        .unwrap();
+        let text = config_show(Some(f.path())).unwrap();
+        assert!(!text.contains("s3cret"), "{text}");
+        assert!(text.contains("bearer_token = \"<hidden>\""), "{text}");
+        let back: crate::config::Config = toml::from_str(&text).unwrap();
+        assert_eq!(back.server.name, "pxe");
+        assert_eq!(back.api.listen, crate::config::Config::default().api.listen);
+        assert!(text.contains("snponly.efi"), "{text}");
+        assert!(config_show(None).unwrap().contains("[api]"));
+        let mut bad = tempfile::NamedTempFile::new().unwrap();
+        bad.write_all(b"[api]\nsession_ttl_secs = 0\n").unwrap();
+        assert!(config_show(Some(bad.path())).is_err());
+    }
+}
