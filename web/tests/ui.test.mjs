@@ -541,3 +541,27 @@ test('Wake-on-LAN: Wake on the hosts page, the wake in the /wol history (live); 
   assert.equal((await api('GET', '/wol/schedules')).schedules.length, 0);
   await ctx.close();
 });
+
+test('Service Config > DNS sends only what changed: nothing changed is said, a bad port or upstream is shown beside its field, nothing stored', async () => {
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/services/dns`);
+  await login(page);
+  await settled(page);
+  const before = await api('GET', '/services/dns');
+  const form = page.getByTestId('dns-settings');
+  await form.getByRole('button', { name: 'Save' }).click();
+  assert.match(await page.getByTestId('dns-settings-note').innerText(), /Nothing changed/);
+  await form.getByLabel('Port').fill('-5');
+  await form.getByLabel('Port').press('Enter');
+  await form.locator('.field.bad').filter({ hasText: 'must be a whole number' }).waitFor();
+  assert.equal(await form.locator('.field.bad input').getAttribute('name'), 'port');
+  await form.getByLabel('Port').fill(String(before.port));
+  await form.getByLabel('Upstream servers').fill('not a server!');
+  await form.getByLabel('Upstream servers').press('Enter');
+  // The port's error stays until this answer arrives: wait for the upstream's own.
+  await form.locator('.field.bad input[name="upstream"]').waitFor();
+  assert.equal(await form.locator('.field.bad').count(), 1);
+  const after = await api('GET', '/services/dns');
+  assert.deepEqual([after.port, after.upstream, after.listen], [before.port, before.upstream, before.listen]);
+  await ctx.close();
+});

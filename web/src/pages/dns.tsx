@@ -7,6 +7,7 @@ import { useState } from 'preact/hooks';
 import { api, qs } from '../api';
 import { Danger, Err, Facts, Form, Header, Pager, Table, useGet } from '../ui';
 import type { Field } from '../ui';
+import { SettingsForm } from './settings';
 
 /** `crate::dns::records::DnsRecord`. */
 interface DnsRecord {
@@ -154,7 +155,6 @@ interface DnsView {
 
 export function DnsSettings() {
   const { data, error, reload } = useGet<DnsView>('/services/dns', ['dns.settings', 'service.', 'dataplane.']);
-  const [saved, setSaved] = useState(false);
   return (
     <section>
       <Header title="Service Config › DNS" />
@@ -165,9 +165,8 @@ export function DnsSettings() {
             {data.running ? 'Running' : 'Not running'}; bound: {data.bound.join(', ') || '-'}
           </p>
           <div class="panel">
-            <Form
+            <SettingsForm
               testid="dns-settings"
-              key={JSON.stringify([data.enabled, data.port, data.listen, data.local_domain, data.upstream])}
               fields={[
                 { name: 'enabled', label: 'Enabled', type: 'checkbox' },
                 { name: 'port', label: 'Port', type: 'number' },
@@ -175,29 +174,26 @@ export function DnsSettings() {
                 { name: 'local_domain', label: 'Local domain' },
                 { name: 'upstream', label: 'Upstream servers' },
               ]}
-              initial={{
+              values={{
                 enabled: data.enabled,
                 port: String(data.port),
                 listen: data.listen.join(', '),
                 local_domain: data.local_domain,
                 upstream: data.upstream,
               }}
-              submitLabel="Save"
-              submit={async (v) => {
-                await api('PUT', '/services/dns', {
-                  enabled: v.enabled,
-                  port: Number(v.port),
-                  listen: String(v.listen)
-                    .split(/[,\s]+/)
-                    .filter(Boolean),
-                  local_domain: v.local_domain,
-                  upstream: v.upstream,
-                });
-                setSaved(true);
+              kinds={{ enabled: 'bool', port: 'int', listen: 'list', local_domain: 'text', upstream: 'clear' }}
+              // Only keys that change are sent; a change of the sockets asks first.
+              confirm={(p) =>
+                'enabled' in p || 'port' in p || 'listen' in p
+                  ? 'This rebinds (or stops) the DNS server; queries in flight may be dropped. Continue?'
+                  : null
+              }
+              put={async (p) => {
+                await api('PUT', '/services/dns', p);
                 reload();
+                return 'applied live';
               }}
             />
-            {saved && <p class="ok">Saved.</p>}
           </div>
           <div class="two-col">
             <div>
