@@ -110,6 +110,7 @@ pub async fn build(
     activity.spawn(token);
     let files = crate::media::files::FileService::new(settings.boot_root_cell(), config.files.clone(), events.clone());
     let bootloaders = crate::media::bootloader::Bootloaders::new(dhcp.clone(), settings.clone());
+    let netdiag = Arc::new(crate::netdiag::NetDiag::system(config.diagnostics.clone()));
     Ok(AppState {
         config,
         store,
@@ -129,5 +130,6 @@ pub async fn build(
         files,
         bootloaders,
         wol,
+        netdiag,
     })
 }

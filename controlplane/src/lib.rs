@@ -16,6 +16,7 @@ pub mod logging;
 pub mod media;
 pub mod metrics;
 pub mod net;
+pub mod netdiag;
 pub mod service_error;
 pub mod settings;
 pub mod stats;

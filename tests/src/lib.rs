@@ -217,15 +217,32 @@ impl Server {
     /// server's namespace, authenticated with the session cookie; `last_event_id` is sent
     /// as the `Last-Event-ID` header.
     pub fn sse(&self, path: &str, last_event_id: Option<u64>) -> SseStream {
+        let mut cmd = self.sse_curl();
+        if let Some(id) = last_event_id {
+            cmd.args(["-H", &format!("Last-Event-ID: {id}")]);
+        }
+        Self::sse_stream(cmd.arg(format!("{}{path}", self.base)))
+    }
+
+    /// Opens `POST <base><path>` with the JSON `body` as a server-sent-events stream
+    /// (streamed diagnostics), as [`Server::sse`] does for GET.
+    pub fn sse_post(&self, path: &str, body: &Value) -> SseStream {
+        let mut cmd = self.sse_curl();
+        cmd.args(["-X", "POST", "-H", "Content-Type: application/json", "--data-binary"])
+            .arg(body.to_string());
+        Self::sse_stream(cmd.arg(format!("{}{path}", self.base)))
+    }
+
+    fn sse_curl(&self) -> Command {
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &self.ns, "curl", "-sN", "-b"])
             .arg(&self.jar)
             .args(["-H", "Accept: text/event-stream"]);
-        if let Some(id) = last_event_id {
-            cmd.args(["-H", &format!("Last-Event-ID: {id}")]);
-        }
+        cmd
+    }
+
+    fn sse_stream(cmd: &mut Command) -> SseStream {
         let mut child = cmd
-            .arg(format!("{}{path}", self.base))
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

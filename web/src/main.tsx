@@ -20,6 +20,7 @@ import { Settings } from './pages/settings';
 import { Events, Audit } from './pages/events';
 import { Logs } from './pages/logs';
 import { Wol } from './pages/wol';
+import { Network } from './pages/network';
 import './style.css';
 
 /** Navigation: label and UI path (the spec names "Service Config > DNS" = /services/dns). */
@@ -36,6 +37,7 @@ const NAV: [string, [string, string][]][] = [
     ],
   ],
   ['DNS', [['Records', '/dns']]],
+  ['Tools', [['Diagnostics', '/network']]],
   [
     'Service Config',
     [
@@ -122,6 +124,7 @@ function Shell(props: { user: string; onLogout: () => void }) {
           <Route path="/audit" component={Audit} />
           <Route path="/logs" component={Logs} />
           <Route path="/wol" component={Wol} />
+          <Route path="/network" component={Network} />
           <Route default component={NotFound} />
         </Router>
       </main>

@@ -565,3 +565,28 @@ test('Service Config > DNS sends only what changed: nothing changed is said, a b
   assert.deepEqual([after.port, after.upstream, after.listen], [before.port, before.upstream, before.listen]);
   await ctx.close();
 });
+
+test('Network diagnostics: a ping streams its lines then the summary; a multicast target shows the 400', async (t) => {
+  if (process.getuid?.() !== 0) return t.skip('raw ICMP sockets need root');
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/network`);
+  await login(page);
+  await page.getByRole('heading', { name: 'Network diagnostics' }).waitFor();
+  await page.getByTestId('net-interfaces').getByText('lo', { exact: true }).waitFor();
+  await page.fill('input[name=target]', '224.0.0.1');
+  await page.click('form[aria-label=diagnostic] button[type=submit]');
+  await page.locator('main .error').filter({ hasText: 'multicast' }).waitFor();
+  await page.fill('input[name=target]', '127.0.0.1');
+  await page.fill('input[name=count]', '3');
+  await page.click('form[aria-label=diagnostic] button[type=submit]');
+  const out = page.getByTestId('diag-output');
+  // The first reply is on screen while the run goes on (the Stop button is still there).
+  await out.getByText('icmp_seq=0').waitFor();
+  assert.ok(await page.getByRole('button', { name: 'Stop' }).isVisible(), 'the first line came before the end of the run');
+  await out.getByText('3 sent, 3 received, 0% loss').waitFor();
+  const text = await out.innerText();
+  for (const seq of [0, 1, 2]) assert.match(text, new RegExp(`bytes from 127\\.0\\.0\\.1: icmp_seq=${seq} ttl=64`));
+  assert.equal(await page.locator('main .error').count(), 0);
+  await page.screenshot({ path: join(SHOTS, 'network.png') });
+  await ctx.close();
+});

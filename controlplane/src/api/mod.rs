@@ -26,6 +26,7 @@ pub mod files;
 pub mod hosts;
 pub mod list;
 pub mod logs;
+pub mod network;
 pub mod openapi;
 pub mod profiles;
 pub mod services;
@@ -113,6 +114,8 @@ pub struct AppState {
     pub bootloaders: Arc<crate::media::bootloader::Bootloaders>,
     /// Wake-on-LAN: wakes, history, schedules.
     pub wol: Arc<crate::wol::service::WolService>,
+    /// Ping and traceroute from the server.
+    pub netdiag: Arc<crate::netdiag::NetDiag>,
 }
 
 /// `impl FromRef<AppState> for $ty` returning a clone of `$field`, one line per service.
@@ -147,6 +150,8 @@ sub_state!(
     Instant => started,
     /// Wake-on-LAN.
     Arc<crate::wol::service::WolService> => wol,
+    /// Network diagnostics.
+    Arc<crate::netdiag::NetDiag> => netdiag,
 );
 
 /// The OpenAPI document's header; paths and schemas come from the resource routers
@@ -241,7 +246,8 @@ pub fn resources() -> Resources {
             .merge(stats::router())
             .merge(files::router())
             .merge(bootloader::router())
-            .merge(wol::router()),
+            .merge(wol::router())
+            .merge(network::router()),
         scraped: system::metrics_router(),
     }
 }

@@ -23,3 +23,7 @@ mod backbone_netns;
 // Wake-on-LAN (issue 11): magic packets captured in a namespace (both broadcast forms,
 // ports 9 and 7, SecureOn), batch stagger, and a schedule that fires once.
 mod wol_netns;
+
+// Network diagnostics (issue 11): real ICMP ping and traceroute through a router
+// namespace, plain and streamed over SSE, one run per user.
+mod netdiag_netns;
