@@ -256,6 +256,36 @@ fn read_password(username: &str, from_stdin: bool) -> anyhow::Result<String> {
     Ok(line.trim_end_matches(['\r', '\n']).to_string())
 }
 
+/// The data directory: `data_dir`, else `data_dir` of the `config` file, else the default.
+///
+/// # Errors
+/// An unreadable or invalid `config` file.
+pub(crate) fn data_dir_of(data_dir: Option<&Path>, config: Option<&Path>) -> anyhow::Result<PathBuf> {
+    Ok(match (data_dir, config) {
+        (Some(d), _) => d.to_path_buf(),
+        (None, Some(c)) => Config::from_file(c)?.data_dir,
+        (None, None) => Config::default().data_dir,
+    })
+}
+
+/// Reads an existing user's password once: from the terminal without echo, unless
+/// `from_stdin` or standard input is not a terminal, then its first line.
+///
+/// # Errors
+/// Terminal or standard-input errors.
+pub(crate) fn read_password_once(username: &str, from_stdin: bool) -> anyhow::Result<String> {
+    use std::io::IsTerminal;
+    if !from_stdin && std::io::stdin().is_terminal() {
+        return Ok(rpassword::prompt_password(format!("Password of {username}: "))?);
+    }
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .context("reading the password from standard input")?;
+    Ok(line.trim_end_matches(['\r', '\n']).to_string())
+}
+
 /// Opens the store of `data_dir`, explaining a lock held by a running server.
 fn open_store(data_dir: &Path) -> anyhow::Result<Store> {
     if !data_dir.join("db").exists() {
@@ -279,11 +309,7 @@ fn open_store(data_dir: &Path) -> anyhow::Result<Store> {
 }
 
 async fn user_inner(args: &UserArgs) -> anyhow::Result<()> {
-    let data_dir = match (&args.data_dir, &args.config) {
-        (Some(d), _) => d.clone(),
-        (None, Some(c)) => Config::from_file(c)?.data_dir,
-        (None, None) => Config::default().data_dir,
-    };
+    let data_dir = data_dir_of(args.data_dir.as_deref(), args.config.as_deref())?;
     // Read the password before opening the store, so a typo at the prompt holds no lock.
     let password = match &args.command {
         UserCommand::Add {
@@ -363,9 +389,37 @@ pub struct StatusArgs {
 /// A URL that is not `http://host[:port]`, no connection, a timeout, a non-200 answer
 /// or a body that is not the API's success envelope; each message names the URL.
 pub async fn fetch_status(api: &str, timeout: std::time::Duration) -> anyhow::Result<serde_json::Value> {
-    use http_body_util::BodyExt;
     let url = format!("{}/api/v1/status", api.trim_end_matches('/'));
-    let uri: hyper::Uri = url.parse().with_context(|| format!("{api:?} is not a URL"))?;
+    let (code, _, body) = http_request(api, "GET", "/api/v1/status", &[], Vec::new(), timeout).await?;
+    if !code.is_success() {
+        bail!("{url} answered {code}: {}", String::from_utf8_lossy(&body));
+    }
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&body).with_context(|| format!("{url} did not answer JSON"))?;
+    let ok = v.get("success") == Some(&serde_json::Value::Bool(true));
+    match v.get_mut("data") {
+        Some(d) if ok => Ok(d.take()),
+        _ => bail!("{url} did not answer a success envelope: {v}"),
+    }
+}
+
+/// One HTTP/1.1 request to the server at `api` (`http://host[:port]`): `method path` with
+/// `headers` and `body`; answers the status, headers and whole body. Used by `status`
+/// and by `backup` while the server runs.
+///
+/// # Errors
+/// A URL that is not `http://host[:port]`, no connection, or no answer within `timeout`;
+/// each message names the server.
+pub(crate) async fn http_request(
+    api: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, String)],
+    body: Vec<u8>,
+    timeout: std::time::Duration,
+) -> anyhow::Result<(hyper::StatusCode, hyper::HeaderMap, hyper::body::Bytes)> {
+    use http_body_util::BodyExt;
+    let uri: hyper::Uri = api.parse().with_context(|| format!("{api:?} is not a URL"))?;
     if uri.scheme_str() != Some("http") {
         bail!("--api {api:?} must start with http:// (https is not supported by this command)");
     }
@@ -378,29 +432,25 @@ pub async fn fetch_status(api: &str, timeout: std::time::Duration) -> anyhow::Re
             .with_context(|| format!("cannot connect to {host_port}"))?;
         let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp)).await?;
         tokio::spawn(conn);
-        let req = hyper::Request::get(uri.path())
-            .header(hyper::header::HOST, format!("{host}:{port}"))
-            .body(http_body_util::Empty::<hyper::body::Bytes>::new())?;
+        let mut req = hyper::Request::builder()
+            .method(method)
+            .uri(path)
+            .header(hyper::header::HOST, format!("{host}:{port}"));
+        for (k, v) in headers {
+            req = req.header(*k, v);
+        }
+        let req = req.body(http_body_util::Full::new(hyper::body::Bytes::from(body)))?;
         let resp = sender.send_request(req).await?;
         let code = resp.status();
+        let headers = resp.headers().clone();
         let body = resp.into_body().collect().await?.to_bytes();
-        anyhow::Ok((code, body))
+        anyhow::Ok((code, headers, body))
     };
-    let (code, body) = tokio::time::timeout(timeout, fetch)
+    tokio::time::timeout(timeout, fetch)
         .await
         .map_err(|_| anyhow::anyhow!("no answer within {} s", timeout.as_secs()))
         .and_then(|r| r)
-        .with_context(|| format!("server at {api} unreachable"))?;
-    if !code.is_success() {
-        bail!("{url} answered {code}: {}", String::from_utf8_lossy(&body));
-    }
-    let mut v: serde_json::Value =
-        serde_json::from_slice(&body).with_context(|| format!("{url} did not answer JSON"))?;
-    let ok = v.get("success") == Some(&serde_json::Value::Bool(true));
-    match v.get_mut("data") {
-        Some(d) if ok => Ok(d.take()),
-        _ => bail!("{url} did not answer a success envelope: {v}"),
-    }
+        .with_context(|| format!("server at {api} unreachable"))
 }
 
 /// Renders a status `data` object compactly: the version and uptime line, the DNS and XDP
@@ -450,10 +500,19 @@ pub fn format_status(api: &str, v: &serde_json::Value) -> String {
 /// # Errors
 /// An unreadable or invalid `--config` file.
 pub fn status_url(args: &StatusArgs) -> anyhow::Result<String> {
-    if let Some(a) = &args.api {
-        return Ok(a.clone());
+    api_url(args.api.as_deref(), args.config.as_deref())
+}
+
+/// `api`, else `http://<[api] listen>` of `config` (unspecified address: loopback), else
+/// `http://127.0.0.1:8080`.
+///
+/// # Errors
+/// An unreadable or invalid `config` file.
+pub(crate) fn api_url(api: Option<&str>, config: Option<&Path>) -> anyhow::Result<String> {
+    if let Some(a) = api {
+        return Ok(a.to_string());
     }
-    let mut listen = match &args.config {
+    let mut listen = match config {
         Some(c) => Config::from_file(c)?.api.listen,
         None => Config::default().api.listen,
     };

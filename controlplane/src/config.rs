@@ -40,6 +40,11 @@ pub enum Command {
     User(crate::cli::UserArgs),
     /// Ask the running server's `GET /api/v1/status` and print it (exit 1 if unreachable).
     Status(crate::cli::StatusArgs),
+    /// Write a consistent backup of the store (from the data directory when the server is
+    /// stopped, else through its API) to a file (issue 15).
+    Backup(crate::backup::BackupArgs),
+    /// Restore a backup into a data directory while the server is stopped (issue 15).
+    Restore(crate::backup::RestoreArgs),
 }
 
 /// `bootlane config ...` subcommands.

@@ -13,6 +13,8 @@ fn main() -> ExitCode {
         Command::Config(cmd) => return bootlane::cli::config(&cmd),
         Command::User(args) => return bootlane::cli::user(&args),
         Command::Status(args) => return bootlane::cli::status(&args),
+        Command::Backup(args) => return bootlane::backup::backup_command(&args),
+        Command::Restore(args) => return bootlane::backup::restore_command(&args),
     };
     let config = match Config::load(&args) {
         Ok(c) => c,

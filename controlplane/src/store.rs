@@ -30,6 +30,111 @@ pub enum StoreError {
     /// A transaction touched a table it did not declare (a programming error).
     #[error("table {0:?} was not declared for this transaction")]
     Undeclared(&'static str),
+    /// The data directory's store format is one this build cannot read (written by a
+    /// newer Bootlane, or unreadable); the message says which and what to do.
+    #[error("{0}")]
+    Format(String),
+    /// Reading or writing the format file failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The store format this build writes and reads (issue 15: "a store format version
+/// written in the data directory, checked at start"). Format 1: sled trees of serde-JSON
+/// values, `u64` big-endian ids (the layout since the first release). A change of layout
+/// bumps it and adds a migration step (run by [`Store::open`]).
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The file in the data directory holding the store format (one decimal number).
+pub const FORMAT_FILE: &str = "store-format";
+
+/// Migrations from format `n` to `n + 1`, in order (index 0 migrates format 1 to 2).
+/// Empty: there is only format 1.
+const MIGRATIONS: &[fn(&sled::Db) -> Result<()>] = &[];
+
+/// Checks `<data_dir>/store-format` before the database is opened: absent (a new data
+/// directory, or one from before the file existed, which is format 1) or at most
+/// [`FORMAT_VERSION`] is fine; a newer or unreadable one is refused, never misread.
+fn check_format(data_dir: &Path) -> Result<Option<u32>> {
+    let found = stored_format(data_dir)?;
+    match found {
+        Some(v) if v > FORMAT_VERSION => Err(StoreError::Format(format!(
+            "the data directory {} holds store format {v}, written by a newer Bootlane; this build reads \
+             format {FORMAT_VERSION} at most. Run the newer version, or restore a backup made for this one",
+            data_dir.display()
+        ))),
+        Some(0) => Err(StoreError::Format(format!(
+            "{} says store format 0, which does not exist; the file is damaged",
+            data_dir.join(FORMAT_FILE).display()
+        ))),
+        _ => Ok(found),
+    }
+}
+
+/// Runs the [`MIGRATIONS`] from format `from` (a directory without a format file is
+/// format 1) up to [`FORMAT_VERSION`].
+fn migrate(db: &sled::Db, from: Option<u32>) -> Result<()> {
+    let from = from.unwrap_or(1);
+    for step in MIGRATIONS.iter().skip(from.saturating_sub(1) as usize) {
+        step(db)?;
+    }
+    Ok(())
+}
+
+/// The format recorded in `data_dir`, `None` when there is no format file.
+///
+/// # Errors
+/// [`StoreError::Format`] for a file that does not hold a number; I/O errors.
+pub fn stored_format(data_dir: &Path) -> Result<Option<u32>> {
+    let path = data_dir.join(FORMAT_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(s) => {
+            s.trim().parse().map(Some).map_err(|_| {
+                StoreError::Format(format!("{} does not hold a store format number: {s:?}", path.display()))
+            })
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(StoreError::Io {
+            what: format!("reading {}", path.display()),
+            source,
+        }),
+    }
+}
+
+/// Migrates an opened older store up to [`FORMAT_VERSION`], then records it.
+fn write_format(data_dir: &Path) -> Result<()> {
+    let path = data_dir.join(FORMAT_FILE);
+    if stored_format(data_dir)? == Some(FORMAT_VERSION) {
+        return Ok(());
+    }
+    let tmp = data_dir.join(format!("{FORMAT_FILE}.tmp"));
+    std::fs::write(&tmp, format!("{FORMAT_VERSION}\n"))
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|source| StoreError::Io {
+            what: format!("writing {}", path.display()),
+            source,
+        })
+}
+
+/// Holds back writes while [`Store::snapshot`] reads: every write path takes it shared,
+/// the snapshot takes it exclusively, so a snapshot never sees half of a multi-record
+/// change.
+type Gate = Arc<tokio::sync::RwLock<()>>;
+
+/// A tree's raw `(key, value)` pairs, in key order.
+pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Every tree of a store with its raw `(key, value)` pairs: what a backup holds.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Snapshot {
+    /// `(tree name, pairs in key order)`, trees in name order.
+    pub trees: Vec<(String, Pairs)>,
 }
 
 impl StoreError {
@@ -74,6 +179,7 @@ pub(crate) use entity;
 #[derive(Clone)]
 pub struct Store {
     db: sled::Db,
+    gate: Gate,
     // Keeps a temporary directory alive for the life of a test store.
     _temp: Option<Arc<TempDirGuard>>,
 }
@@ -91,11 +197,18 @@ impl Store {
     /// # Errors
     /// sled errors, e.g. the directory is not writable or another process holds the lock.
     pub fn open(data_dir: &Path) -> Result<Self> {
+        let from = check_format(data_dir)?;
         let db = sled::Config::new()
             .path(data_dir.join("db"))
             .mode(sled::Mode::HighThroughput)
             .open()?;
-        Ok(Self { db, _temp: None })
+        migrate(&db, from)?;
+        write_format(data_dir)?;
+        Ok(Self {
+            db,
+            gate: Gate::default(),
+            _temp: None,
+        })
     }
 
     /// A store in a fresh temporary directory, removed when the last clone drops. For tests.
@@ -111,6 +224,7 @@ impl Store {
         let db = sled::Config::new().path(&dir).open().expect("temporary sled database");
         Self {
             db,
+            gate: Gate::default(),
             _temp: Some(Arc::new(TempDirGuard(dir))),
         }
     }
@@ -123,6 +237,7 @@ impl Store {
         Ok(Table {
             tree: self.db.open_tree(T::TREE)?,
             db: self.db.clone(),
+            gate: self.gate.clone(),
             _t: PhantomData,
         })
     }
@@ -135,6 +250,7 @@ impl Store {
         Ok(Kv {
             tree: self.db.open_tree(name)?,
             db: self.db.clone(),
+            gate: self.gate.clone(),
         })
     }
 
@@ -168,9 +284,71 @@ impl Store {
     where
         F: Fn(&Tx<'_>) -> Result<R, TxError>,
     {
+        let _w = self.gate.read().await;
         let r = run_transaction(&self.db, tables, f)?;
         self.db.flush_async().await?;
         Ok(r)
+    }
+
+    /// A consistent copy of every tree (writes wait while it is taken; reads do not).
+    ///
+    /// # Errors
+    /// sled errors.
+    pub async fn snapshot(&self) -> Result<Snapshot> {
+        let _all = self.gate.write().await;
+        let mut names: Vec<Vec<u8>> = self.db.tree_names().into_iter().map(|n| n.to_vec()).collect();
+        names.sort();
+        let mut trees = Vec::new();
+        for name in names {
+            let tree = self.db.open_tree(&name)?;
+            let pairs = tree
+                .iter()
+                .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())))
+                .collect::<Result<Vec<_>, _>>()?;
+            trees.push((String::from_utf8_lossy(&name).into_owned(), pairs));
+        }
+        // The id generator is not a tree: keep it ahead of every restored id.
+        trees.push((
+            ID_TREE.into(),
+            vec![(b"next".to_vec(), self.db.generate_id()?.to_be_bytes().to_vec())],
+        ));
+        Ok(Snapshot { trees })
+    }
+
+    /// Writes `snapshot` into this (empty) store, then flushes. The id generator is moved
+    /// past the snapshot's, so new ids never reuse restored ones.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when the store already holds data; sled errors.
+    pub async fn load(&self, snapshot: &Snapshot) -> Result<()> {
+        let _all = self.gate.write().await;
+        let holds_data = self
+            .db
+            .tree_names()
+            .iter()
+            .any(|n| self.db.open_tree(n).map(|t| !t.is_empty()).unwrap_or(true));
+        if holds_data {
+            return Err(StoreError::Conflict("the store is not empty".into()));
+        }
+        for (name, pairs) in &snapshot.trees {
+            if name == ID_TREE {
+                let next = pairs
+                    .iter()
+                    .find(|(k, _)| k == b"next")
+                    .and_then(|(_, v)| <[u8; 8]>::try_from(v.as_slice()).ok())
+                    .map_or(0, u64::from_be_bytes);
+                while self.db.generate_id()? < next {}
+                continue;
+            }
+            let tree = self.db.open_tree(name)?;
+            let mut batch = sled::Batch::default();
+            for (k, v) in pairs {
+                batch.insert(k.as_slice(), v.as_slice());
+            }
+            tree.apply_batch(batch)?;
+        }
+        self.db.flush_async().await?;
+        Ok(())
     }
 
     /// A new unique id (monotonic across restarts).
@@ -210,11 +388,15 @@ where
     }
 }
 
+/// Pseudo-tree name under which a [`Snapshot`] carries the id generator's position.
+pub const ID_TREE: &str = "__id_generator";
+
 /// A typed, id-keyed table.
 #[derive(Clone)]
 pub struct Table<T> {
     tree: sled::Tree,
     db: sled::Db,
+    gate: Gate,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -224,6 +406,7 @@ impl<T: Entity> Table<T> {
     /// # Errors
     /// sled or codec errors.
     pub async fn insert(&self, mut value: T) -> Result<T> {
+        let _w = self.gate.read().await;
         value.set_id(self.db.generate_id()? + 1);
         self.tree
             .insert(value.id().to_be_bytes(), serde_json::to_vec(&value)?)?;
@@ -236,6 +419,7 @@ impl<T: Entity> Table<T> {
     /// # Errors
     /// sled or codec errors.
     pub async fn put(&self, value: &T) -> Result<()> {
+        let _w = self.gate.read().await;
         self.tree.insert(value.id().to_be_bytes(), serde_json::to_vec(value)?)?;
         self.db.flush_async().await?;
         Ok(())
@@ -258,6 +442,7 @@ impl<T: Entity> Table<T> {
     /// # Errors
     /// sled or codec errors.
     pub async fn remove(&self, id: u64) -> Result<Option<T>> {
+        let _w = self.gate.read().await;
         let old = self.tree.remove(id.to_be_bytes())?;
         self.db.flush_async().await?;
         old.map(|v| serde_json::from_slice(&v)).transpose().map_err(Into::into)
@@ -272,6 +457,7 @@ impl<T: Entity> Table<T> {
     where
         F: Fn(&Tx<'_>) -> Result<R, TxError>,
     {
+        let _w = self.gate.read().await;
         let r = run_transaction(&self.db, &[T::TREE], f)?;
         self.db.flush_async().await?;
         Ok(r)
@@ -295,6 +481,7 @@ impl<T: Entity> Table<T> {
     /// # Errors
     /// sled or codec errors; on error nothing of the batch is stored.
     pub async fn put_many(&self, values: &[T]) -> Result<()> {
+        let _w = self.gate.read().await;
         let mut batch = sled::Batch::default();
         for v in values {
             batch.insert(&v.id().to_be_bytes(), serde_json::to_vec(v)?);
@@ -337,6 +524,7 @@ impl<T: Entity> Table<T> {
     /// # Errors
     /// sled errors.
     pub async fn remove_below(&self, id: u64) -> Result<usize> {
+        let _w = self.gate.read().await;
         let mut batch = sled::Batch::default();
         let mut n = 0;
         for k in self.tree.range(..id.to_be_bytes()).keys() {
@@ -473,6 +661,7 @@ impl Tx<'_> {
 pub struct Kv {
     tree: sled::Tree,
     db: sled::Db,
+    gate: Gate,
 }
 
 impl Kv {
@@ -493,6 +682,7 @@ impl Kv {
     /// # Errors
     /// sled or codec errors.
     pub async fn put<V: Serialize>(&self, key: &str, value: &V) -> Result<()> {
+        let _w = self.gate.read().await;
         self.tree.insert(key, serde_json::to_vec(value)?)?;
         self.db.flush_async().await?;
         Ok(())
@@ -503,6 +693,7 @@ impl Kv {
     /// # Errors
     /// sled errors.
     pub async fn remove(&self, key: &str) -> Result<()> {
+        let _w = self.gate.read().await;
         self.tree.remove(key)?;
         self.db.flush_async().await?;
         Ok(())

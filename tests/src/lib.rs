@@ -7,8 +7,9 @@
 //! by name pattern (test-lab.md safety rule). Traffic stays inside the namespaces.
 
 use std::{
+    collections::BTreeMap,
     io::{BufRead, BufReader},
-    path::PathBuf,
+    path::{Path, PathBuf},
     process::{Child, Command, Output, Stdio},
     sync::{
         atomic::{AtomicU32, Ordering},
@@ -418,4 +419,42 @@ pub fn lines(s: &str) -> Vec<String> {
         .collect();
     v.sort();
     v
+}
+
+/// Records what udhcpc got (`bound` only) into `$OUT` and configures the address, so the
+/// client can fetch over TFTP afterwards.
+pub const UDHCPC_SCRIPT: &str = "#!/bin/sh\n[ \"$1\" = bound ] || exit 0\n\
+env | grep -E '^(ip|mask|subnet|router|serverid|lease)=' | sort >\"$OUT\"\n\
+ip addr flush dev \"$interface\"\nip addr add \"$ip/$mask\" dev \"$interface\"\n";
+
+/// Runs `udhcpc` once on `ifc` inside `ns` (3 discovers, 1 s apart, then give up) and
+/// returns what it was bound with, or `None` when it got no lease.
+pub fn udhcpc(ns: &NetNs, ifc: &str, dir: &Path) -> Option<BTreeMap<String, String>> {
+    let script = dir.join("udhcpc.sh");
+    if !script.exists() {
+        std::fs::write(&script, UDHCPC_SCRIPT).expect("udhcpc script");
+        sh(&format!("chmod +x {}", script.display()));
+    }
+    let out = dir.join(format!("lease-{ifc}.env"));
+    let _ = std::fs::remove_file(&out);
+    let run = ns.sh_out(&format!(
+        "OUT={} udhcpc -i {ifc} -f -q -n -t 3 -T 1 -s {}",
+        out.display(),
+        script.display()
+    ));
+    let text = std::fs::read_to_string(&out).ok();
+    eprintln!(
+        "udhcpc on {ifc}: {} {}",
+        run.status,
+        text.as_deref().unwrap_or("no lease").replace('\n', " ")
+    );
+    if !run.status.success() {
+        return None;
+    }
+    let lease: BTreeMap<String, String> = text?
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Some(lease)
 }

@@ -34,7 +34,7 @@ pub mod settings_api;
 pub mod stats;
 pub mod system;
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -170,9 +170,40 @@ pub fn public_router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(status))
 }
 
+/// A consistent backup of the whole store, taken while the server runs (issue 15; the
+/// file format is in [`crate::backup`]): JSON Lines, a manifest line with per-tree counts
+/// and a SHA-256, then one line per record. Writes wait while it is taken. It holds
+/// password hashes and sessions: keep it like the data directory. `bootlane restore`
+/// restores it with the server stopped. Publishes `system.backup.created`.
+#[utoipa::path(get, path = "/api/v1/system/backup", tag = "system",
+    responses((status = 200, content_type = "application/x-ndjson", body = String,
+        description = "The backup file (Content-Disposition: attachment)"), (status = 401)))]
+pub async fn backup(
+    State(store): State<Store>,
+    State(events): State<Arc<crate::events::EventBus>>,
+) -> Result<Response, ApiError> {
+    let bytes = crate::backup::backup(&store)
+        .await
+        .map_err(|e| ApiError::Internal(e.into()))?;
+    let name = format!("bootlane-backup-{}.jsonl", OffsetDateTime::now_utc().unix_timestamp());
+    events.publish(
+        crate::events::NewEvent::new("system.backup.created", format!("backup taken: {} bytes", bytes.len()))
+            .data(serde_json::json!({ "bytes": bytes.len() })),
+    );
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/x-ndjson".to_string()),
+            (header::CONTENT_DISPOSITION, format!("attachment; filename=\"{name}\"")),
+        ],
+        bytes,
+    )
+        .into_response())
+}
+
 /// Protected system routes, each with its OpenAPI path (utoipa-axum `routes!`).
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(version))
         .routes(routes!(version_check))
+        .routes(routes!(backup))
 }

@@ -5,8 +5,8 @@
 //! target that is not a unicast address is refused), the one-run-per-user rule
 //! ([`NetDiag::begin`]), the per-reply and per-hop lines both the plain and the streamed
 //! endpoints produce, and the summaries computed from them. The probing itself is behind
-//! [`Prober`]: [`ping::SurgePinger`] (the `surge-ping` crate) and [`trace::TrippyTracer`]
-//! (the `trippy-core` crate) on the wire, a fake in router tests.
+//! [`Prober`]: [`ping::run`] (the `surge-ping` crate) and [`trace::run`] (the
+//! `trippy-core` crate) on the wire, a fake in router tests.
 //!
 //! No state survives a run: nothing is stored, nothing is published on the event bus
 //! (diagnostics change nothing). Both need `CAP_NET_RAW` (raw ICMP sockets); without it

@@ -19,18 +19,11 @@
 
 use std::{
     collections::BTreeMap,
-    path::Path,
     time::{Duration, Instant},
 };
 
-use bootlane_tests::{veth, NetNs, Server, SseMessage};
+use bootlane_tests::{udhcpc, veth, NetNs, Server, SseMessage};
 use serde_json::json;
-
-/// Records what udhcpc got (`bound` only) into `$OUT` and configures the address, so the
-/// client can fetch over TFTP afterwards.
-const UDHCPC_SCRIPT: &str = "#!/bin/sh\n[ \"$1\" = bound ] || exit 0\n\
-env | grep -E '^(ip|mask|subnet|router|serverid|lease)=' | sort >\"$OUT\"\n\
-ip addr flush dev \"$interface\"\nip addr add \"$ip/$mask\" dev \"$interface\"\n";
 
 struct Lab {
     srv: NetNs,
@@ -73,38 +66,6 @@ fn config(lab: &Lab) -> String {
         // Parked on the first link on purpose: the test moves it to the second one.
         subnet("10.78.0.0/24", "10.78.0"),
     )
-}
-
-/// Runs `udhcpc` once on `ifc` inside `ns` (3 discovers, 1 s apart, then give up) and
-/// returns what it was bound with, or `None` when it got no lease.
-fn udhcpc(ns: &NetNs, ifc: &str, dir: &Path) -> Option<BTreeMap<String, String>> {
-    let script = dir.join("udhcpc.sh");
-    if !script.exists() {
-        std::fs::write(&script, UDHCPC_SCRIPT).expect("udhcpc script");
-        bootlane_tests::sh(&format!("chmod +x {}", script.display()));
-    }
-    let out = dir.join(format!("lease-{ifc}.env"));
-    let _ = std::fs::remove_file(&out);
-    let run = ns.sh_out(&format!(
-        "OUT={} udhcpc -i {ifc} -f -q -n -t 3 -T 1 -s {}",
-        out.display(),
-        script.display()
-    ));
-    let text = std::fs::read_to_string(&out).ok();
-    eprintln!(
-        "udhcpc on {ifc}: {} {}",
-        run.status,
-        text.as_deref().unwrap_or("no lease").replace('\n', " ")
-    );
-    if !run.status.success() {
-        return None;
-    }
-    let lease: BTreeMap<String, String> = text?
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    Some(lease)
 }
 
 /// Waits until `f` holds, panicking with `what` after `timeout`.

@@ -27,3 +27,7 @@ mod wol_netns;
 // Network diagnostics (issue 11): real ICMP ping and traceroute through a router
 // namespace, plain and streamed over SSE, one run per user.
 mod netdiag_netns;
+
+// Backup and restore (issue 15): `bootlane backup` through the running server's API, a
+// refused damaged file, `restore --force`, and every host, profile, record, lease and user back.
+mod backup_roundtrip;
