@@ -113,6 +113,8 @@ pub struct Config {
     pub files: crate::media::FilesConfig,
     /// `[wol]` section: Wake-on-LAN ports, repeat, stagger, allowed interfaces.
     pub wol: crate::wol::WolConfig,
+    /// `[access]` section: the access-control mode (issue 11).
+    pub access: crate::access::AccessConfig,
 }
 
 impl Default for Config {
@@ -131,6 +133,7 @@ impl Default for Config {
             metrics: Default::default(),
             files: Default::default(),
             wol: Default::default(),
+            access: Default::default(),
         }
     }
 }
@@ -268,6 +271,7 @@ impl Config {
             self.metrics.validate(),
             self.files.validate(),
             self.wol.validate(),
+            self.access.validate(),
         ] {
             if let Err(e) = r {
                 out.push(e);

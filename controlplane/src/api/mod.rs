@@ -14,6 +14,7 @@
 //! [`resources`], to the public or the protected group. The route and its OpenAPI path
 //! cannot drift: both come from the annotation.
 
+pub mod access;
 pub mod auth;
 pub mod boot;
 pub mod bootloader;
@@ -113,6 +114,8 @@ pub struct AppState {
     pub bootloaders: Arc<crate::media::bootloader::Bootloaders>,
     /// Wake-on-LAN: wakes, history, schedules.
     pub wol: Arc<crate::wol::service::WolService>,
+    /// Access control: mode, lists, unauthorized devices, and the gate the protocols call.
+    pub access: Arc<crate::access::service::AccessService>,
 }
 
 /// `impl FromRef<AppState> for $ty` returning a clone of `$field`, one line per service.
@@ -147,6 +150,8 @@ sub_state!(
     Instant => started,
     /// Wake-on-LAN.
     Arc<crate::wol::service::WolService> => wol,
+    /// Access control.
+    Arc<crate::access::service::AccessService> => access,
 );
 
 /// The OpenAPI document's header; paths and schemas come from the resource routers
@@ -241,7 +246,8 @@ pub fn resources() -> Resources {
             .merge(stats::router())
             .merge(files::router())
             .merge(bootloader::router())
-            .merge(wol::router()),
+            .merge(wol::router())
+            .merge(access::router()),
         scraped: system::metrics_router(),
     }
 }
@@ -296,6 +302,7 @@ pub fn router(state: AppState) -> Router {
         serving: state.boot_serving.clone(),
         http_base: state.settings.http_base_cell(),
         limiter: boot::rate_limiter(state.config.boot.rate_per_client, state.config.boot.rate_burst),
+        access: state.access.gate(),
     });
     // Layer order matters: the envelope rewrite sits outside the body limit and the
     // timeout, whose own answers (413 `length limit exceeded`, bare 408) it rewrites.
