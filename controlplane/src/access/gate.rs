@@ -421,6 +421,31 @@ impl RefusalLimiter {
     }
 }
 
+/// A gate for protocol tests: `mode` with the given blacklist and whitelist patterns, and
+/// the receiving end of its refusal queue.
+#[cfg(test)]
+pub(crate) fn test_gate(mode: Mode, black: &[&str], white: &[&str]) -> (Arc<AccessGate>, mpsc::Receiver<Sighting>) {
+    let entries: Vec<AccessEntry> = black
+        .iter()
+        .map(|p| (ListKind::Blacklist, p))
+        .chain(white.iter().map(|p| (ListKind::Whitelist, p)))
+        .enumerate()
+        .map(|(i, (list, p))| {
+            let p = MacPattern::parse(p).expect("test pattern");
+            AccessEntry {
+                id: i as u64 + 1,
+                list,
+                mac: p.to_string(),
+                prefix: !p.is_full(),
+                note: String::new(),
+                created: OffsetDateTime::UNIX_EPOCH,
+            }
+        })
+        .collect();
+    let (tx, rx) = mpsc::channel(QUEUE);
+    (Arc::new(AccessGate::new(Snapshot::build(mode, &entries), None, tx)), rx)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
