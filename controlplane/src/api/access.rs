@@ -271,3 +271,397 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(add_to_whitelist))
         .routes(routes!(add_to_blacklist))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use axum::http::{Method, StatusCode};
+    use serde_json::{json, Value};
+
+    use super::super::test_support::{setup, T};
+
+    async fn client() -> T {
+        let mut t = setup().await;
+        t.login().await;
+        t.host = Some("10.77.0.1:8080");
+        t
+    }
+
+    async fn script(t: &T, mac: &str) -> String {
+        let (s, _, v) = t.call(Method::GET, &format!("/boot/ipxe?mac={mac}"), None).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        v.as_str().unwrap().to_string()
+    }
+
+    /// Polls `GET /access/unauthorized` until `pred` holds (the recorder runs off the
+    /// request path), 5 s at most.
+    async fn unauthorized_until(t: &T, pred: impl Fn(&Value) -> bool) -> Value {
+        for _ in 0..250 {
+            let v = t
+                .expect(Method::GET, "/api/v1/access/unauthorized", None, StatusCode::OK, "")
+                .await;
+            if pred(&v["data"]) {
+                return v["data"].clone();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("unauthorized list never matched");
+    }
+
+    #[tokio::test]
+    async fn lists_add_validate_refuse_duplicates_and_delete() {
+        let t = client().await;
+        for list in ["blacklist", "whitelist"] {
+            let path = format!("/api/v1/access/{list}");
+            let v = t
+                .expect(
+                    Method::POST,
+                    &path,
+                    Some(json!({"mac": "52-54-00", "note": "QEMU"})),
+                    StatusCode::CREATED,
+                    "",
+                )
+                .await;
+            let d = &v["data"];
+            assert_eq!(
+                (d["mac"].as_str(), d["prefix"].as_bool(), d["list"].as_str()),
+                (Some("52:54:00"), Some(true), Some(list))
+            );
+            let id = d["id"].as_u64().unwrap();
+            t.expect(
+                Method::POST,
+                &path,
+                Some(json!({"mac": "AABBCCDDEEFF"})),
+                StatusCode::CREATED,
+                "",
+            )
+            .await;
+            t.expect(
+                Method::POST,
+                &path,
+                Some(json!({"mac": "525400"})),
+                StatusCode::CONFLICT,
+                "already on the",
+            )
+            .await;
+            for (body, needle) in [
+                (json!({"mac": "52:54"}), "'mac'"),
+                (json!({"mac": "52:54:00:77:00:42:01"}), "OUI 52:54:00"),
+                (json!({"mac": "zz:zz:zz"}), "'mac'"),
+                (json!({"mac": "02:00:00:00:00:01", "note": "x".repeat(300)}), "'note'"),
+                (json!({"mac": "02:00:00:00:00:01", "bogus": 1}), "bogus"),
+                (json!({"note": "no mac"}), "mac"),
+            ] {
+                t.expect(Method::POST, &path, Some(body), StatusCode::BAD_REQUEST, needle)
+                    .await;
+            }
+            let v = t
+                .expect(Method::GET, &format!("{path}?q=qemu"), None, StatusCode::OK, "")
+                .await;
+            assert_eq!(v["data"]["total"], 1, "{v}");
+            assert_eq!(v["data"]["entries"][0]["note"], "QEMU");
+            let v = t.expect(Method::GET, &path, None, StatusCode::OK, "").await;
+            assert_eq!(v["data"]["total"], 2);
+            assert_eq!(v["data"]["entries"][1]["mac"], "aa:bb:cc:dd:ee:ff");
+            t.expect(Method::DELETE, &format!("{path}/{id}"), None, StatusCode::OK, "")
+                .await;
+            t.expect(
+                Method::DELETE,
+                &format!("{path}/{id}"),
+                None,
+                StatusCode::NOT_FOUND,
+                "no ",
+            )
+            .await;
+            t.expect(
+                Method::DELETE,
+                &format!("{path}/abc"),
+                None,
+                StatusCode::BAD_REQUEST,
+                "",
+            )
+            .await;
+        }
+        // An id of one list is not found on the other.
+        let v = t
+            .expect(Method::GET, "/api/v1/access/blacklist", None, StatusCode::OK, "")
+            .await;
+        let black = v["data"]["entries"][0]["id"].as_u64().unwrap();
+        t.expect(
+            Method::DELETE,
+            &format!("/api/v1/access/whitelist/{black}"),
+            None,
+            StatusCode::NOT_FOUND,
+            "no whitelist entry",
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn mode_get_put_and_events() {
+        let t = client().await;
+        let v = t
+            .expect(Method::GET, "/api/v1/access/mode", None, StatusCode::OK, "")
+            .await;
+        assert_eq!(
+            v["data"],
+            json!({"mode": "off", "file_default": "off", "stored": false})
+        );
+        let v = t
+            .expect(
+                Method::PUT,
+                "/api/v1/access/mode",
+                Some(json!({"mode": "whitelist"})),
+                StatusCode::OK,
+                "",
+            )
+            .await;
+        assert_eq!(
+            v["data"],
+            json!({"mode": "whitelist", "file_default": "off", "stored": true})
+        );
+        for body in [
+            json!({"mode": "deny"}),
+            json!({"mode": "off", "x": 1}),
+            json!({}),
+            json!("off"),
+        ] {
+            t.expect(
+                Method::PUT,
+                "/api/v1/access/mode",
+                Some(body),
+                StatusCode::BAD_REQUEST,
+                "",
+            )
+            .await;
+        }
+        t.state.events.settle().await;
+        let v = t
+            .expect(
+                Method::GET,
+                "/api/v1/events?kind=access.mode.changed",
+                None,
+                StatusCode::OK,
+                "",
+            )
+            .await;
+        assert!(
+            v.to_string().contains("access mode changed from off to whitelist"),
+            "{v}"
+        );
+    }
+
+    /// The iPXE script and boot files under each mode, the unauthorized record of a
+    /// refused machine, and its move to the whitelist, after which it boots.
+    #[tokio::test]
+    async fn boot_routes_obey_the_mode_and_a_moved_device_boots() {
+        let t = client().await;
+        let root = t.state.settings.boot_root();
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("k.bin"), b"kernel").unwrap();
+        let m = "52:54:00:77:00:42";
+        assert!(script(&t, m).await.contains(&format!("echo Bootlane: booting {m}")));
+        t.expect(
+            Method::POST,
+            "/api/v1/access/blacklist",
+            Some(json!({"mac": "52:54:00"})),
+            StatusCode::CREATED,
+            "",
+        )
+        .await;
+        assert!(
+            script(&t, m).await.contains("booting"),
+            "mode off: lists are not enforced"
+        );
+        t.expect(
+            Method::PUT,
+            "/api/v1/access/mode",
+            Some(json!({"mode": "blacklist"})),
+            StatusCode::OK,
+            "",
+        )
+        .await;
+        let s = script(&t, m).await;
+        assert!(
+            s.starts_with("#!ipxe\n") && s.contains("not authorised") && s.trim_end().ends_with("exit"),
+            "{s}"
+        );
+        assert!(script(&t, "02:00:00:00:00:01").await.contains("booting"), "not listed");
+        // Files are judged by the client's address: the allowed script request just taught
+        // the gate that 10.9.9.9 is 02:00:00:00:00:01, which is not blacklisted...
+        let (s, _, v) = t.call(Method::GET, "/boot/k.bin", None).await;
+        assert_eq!((s, v.as_str()), (StatusCode::OK, Some("kernel")));
+        // ...nor whitelisted: refused in whitelist mode.
+        t.expect(
+            Method::PUT,
+            "/api/v1/access/mode",
+            Some(json!({"mode": "whitelist"})),
+            StatusCode::OK,
+            "",
+        )
+        .await;
+        let (s, _, _) = t.call(Method::GET, "/boot/k.bin", None).await;
+        assert_eq!(s, StatusCode::FORBIDDEN);
+        assert!(script(&t, m).await.contains("not authorised"));
+        script(&t, m).await;
+        let d = unauthorized_until(&t, |d| d["devices"][0]["count"] == 2).await;
+        let dev = &d["devices"][0];
+        assert_eq!(
+            (dev["mac"].as_str(), dev["last_protocol"].as_str()),
+            (Some(m), Some("ipxe"))
+        );
+        assert_eq!(dev["last_ip"], "10.9.9.9");
+        let id = dev["id"].as_u64().unwrap();
+        let v = t
+            .expect(
+                Method::POST,
+                "/api/v1/access/unauthorized/add-to-whitelist",
+                Some(json!({"ids": [id, 4242]})),
+                StatusCode::OK,
+                "",
+            )
+            .await;
+        assert_eq!(
+            (v["data"]["moved"].as_u64(), v["data"]["failed"].as_u64()),
+            (Some(1), Some(1)),
+            "{v}"
+        );
+        assert_eq!(v["data"]["results"][0]["entry"]["mac"], m);
+        assert!(
+            script(&t, m).await.contains(&format!("echo Bootlane: booting {m}")),
+            "whitelisted: boots"
+        );
+        // The script taught the gate who 10.9.9.9 is: its files are served now.
+        let (s, _, _) = t.call(Method::GET, "/boot/k.bin", None).await;
+        assert_eq!(s, StatusCode::OK);
+        let v = t
+            .expect(Method::GET, "/api/v1/access/unauthorized", None, StatusCode::OK, "")
+            .await;
+        // Left: the machine whose file request was refused (known by its address).
+        assert_eq!(v["data"]["total"], 1, "{v}");
+        let other = &v["data"]["devices"][0];
+        assert_eq!(
+            (other["mac"].as_str(), other["last_protocol"].as_str()),
+            (Some("02:00:00:00:00:01"), Some("http"))
+        );
+        t.state.events.settle().await;
+        let v = t
+            .expect(Method::GET, "/api/v1/events?size=1000", None, StatusCode::OK, "")
+            .await;
+        let kinds: Vec<&str> = v["data"]["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["kind"].as_str())
+            .filter(|k| k.starts_with("access."))
+            .collect();
+        for want in [
+            "access.entry.created",
+            "access.mode.changed",
+            "access.refused",
+            "access.unauthorized.deleted",
+        ] {
+            assert!(kinds.contains(&want), "{want} missing: {kinds:?}");
+        }
+        // One refused event per device per minute (three refusals of the same MAC).
+        assert_eq!(
+            kinds.iter().filter(|k| **k == "access.refused").count(),
+            2,
+            "one per device (02:00:00:00:00:01 once, {m} once for its three refusals): {kinds:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn unauthorized_delete_and_move_validation() {
+        let t = client().await;
+        t.expect(
+            Method::PUT,
+            "/api/v1/access/mode",
+            Some(json!({"mode": "whitelist"})),
+            StatusCode::OK,
+            "",
+        )
+        .await;
+        script(&t, "02:00:00:00:00:07").await;
+        let d = unauthorized_until(&t, |d| d["total"] == 1).await;
+        let id = d["devices"][0]["id"].as_u64().unwrap();
+        for (body, needle) in [
+            (json!({"ids": []}), "'ids'"),
+            (json!({"ids": [id, id]}), "'ids'"),
+            (json!({"ids": [9_223_372_036_854_775_808u64]}), "'ids'"),
+            (json!({"ids": [id], "note": "x".repeat(300)}), "'note'"),
+            (json!({"ids": "1"}), "ids"),
+        ] {
+            t.expect(
+                Method::POST,
+                "/api/v1/access/unauthorized/add-to-blacklist",
+                Some(body),
+                StatusCode::BAD_REQUEST,
+                needle,
+            )
+            .await;
+        }
+        let v = t
+            .expect(
+                Method::GET,
+                "/api/v1/access/unauthorized?q=ipxe",
+                None,
+                StatusCode::OK,
+                "",
+            )
+            .await;
+        assert_eq!(v["data"]["total"], 1);
+        t.expect(
+            Method::DELETE,
+            &format!("/api/v1/access/unauthorized/{id}"),
+            None,
+            StatusCode::OK,
+            "",
+        )
+        .await;
+        t.expect(
+            Method::DELETE,
+            &format!("/api/v1/access/unauthorized/{id}"),
+            None,
+            StatusCode::NOT_FOUND,
+            "no unauthorized device",
+        )
+        .await;
+        // Moved to the blacklist: the device is an entry there now.
+        script(&t, "02:00:00:00:00:08").await;
+        let d = unauthorized_until(&t, |d| d["total"] == 1).await;
+        let id = d["devices"][0]["id"].as_u64().unwrap();
+        let v = t
+            .expect(
+                Method::POST,
+                "/api/v1/access/unauthorized/add-to-blacklist",
+                Some(json!({"ids": [id], "note": "lab"})),
+                StatusCode::OK,
+                "",
+            )
+            .await;
+        assert_eq!(v["data"]["results"][0]["entry"]["note"], "lab");
+        let v = t
+            .expect(Method::GET, "/api/v1/access/blacklist", None, StatusCode::OK, "")
+            .await;
+        assert_eq!(v["data"]["entries"][0]["mac"], "02:00:00:00:00:08");
+    }
+
+    #[tokio::test]
+    async fn routes_need_a_session() {
+        let t = setup().await;
+        for (m, p) in [
+            (Method::GET, "/api/v1/access/mode"),
+            (Method::PUT, "/api/v1/access/mode"),
+            (Method::GET, "/api/v1/access/blacklist"),
+            (Method::POST, "/api/v1/access/whitelist"),
+            (Method::DELETE, "/api/v1/access/whitelist/1"),
+            (Method::GET, "/api/v1/access/unauthorized"),
+            (Method::DELETE, "/api/v1/access/unauthorized/1"),
+            (Method::POST, "/api/v1/access/unauthorized/add-to-whitelist"),
+        ] {
+            t.expect(m, p, None, StatusCode::UNAUTHORIZED, "").await;
+        }
+    }
+}
