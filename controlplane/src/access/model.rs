@@ -61,7 +61,7 @@ impl MacPattern {
         } else {
             t.to_string()
         };
-        if hex.len() % 2 != 0 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if !hex.len().is_multiple_of(2) || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(bad());
         }
         let n = hex.len() / 2;

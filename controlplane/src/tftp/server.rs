@@ -184,6 +184,10 @@ impl<H: TftpHandler> Server<H> {
     }
 }
 
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the request loop's shared parts, each handed to every transfer task"
+)]
 async fn listen<H: TftpHandler>(
     sock: UdpSocket,
     handler: Arc<H>,
