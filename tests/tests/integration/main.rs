@@ -23,3 +23,7 @@ mod backbone_netns;
 // Wake-on-LAN (issue 11): magic packets captured in a namespace (both broadcast forms,
 // ports 9 and 7, SecureOn), batch stagger, and a schedule that fires once.
 mod wol_netns;
+
+// Access control (issue 11): a blacklisted udhcpc gets no lease, TFTP and HTTP boot refuse
+// by lease; a QEMU machine not on the whitelist is recorded, then boots once whitelisted.
+mod access_netns;
