@@ -95,6 +95,26 @@ fn udhcpc(lab: &Lab, dir: &Path) -> Option<String> {
     text?.lines().find_map(|l| l.strip_prefix("ip=").map(str::to_string))
 }
 
+/// The server's log without ANSI colour codes.
+fn plain_log(s: &Server) -> String {
+    let text = s.log_text();
+    let mut out = String::with_capacity(text.len());
+    let mut it = text.chars();
+    while let Some(c) = it.next() {
+        if c == '\x1b' {
+            // CSI: ESC [ parameters final-byte (a letter).
+            for d in it.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     let end = Instant::now() + timeout;
     while !f() {
@@ -122,7 +142,7 @@ fn blacklist_udhcpc_tftp_and_http() {
     assert_eq!(m, json!({"mode": "blacklist", "file_default": "off", "stored": true}));
     set_mac(&lab, listed);
     assert_eq!(udhcpc(&lab, &dir), None, "a blacklisted client must get no lease");
-    let log = s.log_text();
+    let log = plain_log(&s);
     assert!(
         !log.contains(&format!("DHCPOFFER mac={listed}")),
         "an offer went to the blacklisted client"
@@ -154,7 +174,7 @@ fn blacklist_udhcpc_tftp_and_http() {
     );
     assert!(!tftp(), "TFTP must refuse a blacklisted client");
     assert!(
-        s.log_text().contains("TFTP refused: access control"),
+        plain_log(&s).contains("TFTP refused: access control"),
         "the refusal was not by access control"
     );
     assert_eq!(http("/boot/undionly.kpxe"), "403");
@@ -269,7 +289,7 @@ fn whitelist_qemu_recorded_then_boots() {
         "{dev}"
     );
     assert_eq!(dev["last_protocol"], "dhcp");
-    let log = s.log_text();
+    let log = plain_log(&s);
     assert!(
         !log.contains(&format!("DHCPOFFER mac={mac}")),
         "an offer went to the refused machine"
@@ -294,7 +314,7 @@ fn whitelist_qemu_recorded_then_boots() {
         Duration::from_secs(170),
         || serial_text(&serial).contains(&marker),
     );
-    let log = s.log_text();
+    let log = plain_log(&s);
     assert!(log.contains(&format!("DHCPACK mac={mac}")), "no DHCPACK");
     assert!(log.contains(&format!("serving the iPXE script mac={mac}")));
     assert!(log.lines().all(|l| !l.contains("panicked")));
