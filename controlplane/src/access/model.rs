@@ -19,8 +19,8 @@ pub const MIN_PREFIX: usize = 3;
 ///
 /// Parsed from hex octets separated by `:` or `-` (one separator style, every octet two
 /// hex digits), or from bare hex digits (`525400`, `525400770042`), or the
-/// Cisco dotted form of a full MAC (`5254.0077.0042`); any case, surrounding white space
-/// ignored. 3, 4 or 5 octets make a prefix (3 is the OUI; 4 and 5 cover the longer IEEE
+/// Cisco dotted form of a full MAC (`5254.0077.0042`); any case, surrounding ASCII white
+/// space ignored. 3, 4 or 5 octets make a prefix (3 is the OUI; 4 and 5 cover the longer IEEE
 /// MA-M / MA-S blocks rounded to whole octets), 6 octets a full MAC. Displayed lower case
 /// and colon separated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -44,7 +44,9 @@ impl MacPattern {
     /// [`BadPattern`] holding the input.
     pub fn parse(s: &str) -> Result<Self, BadPattern> {
         let bad = || BadPattern(s.to_string());
-        let t = s.trim();
+        // ASCII white space only, as the OpenAPI pattern says (`char::is_whitespace` would
+        // also take U+0085, which a JSON Schema `\s` does not).
+        let t = s.trim_matches(|c: char| c.is_ascii_whitespace());
         let hex: String = if t.contains([':', '-']) {
             let parts: Vec<&str> = t.split([':', '-']).collect();
             // One separator style per pattern, and every octet two digits.

@@ -60,9 +60,14 @@ const MODE_KEY: &str = "mode";
 pub struct EntryInput {
     /// A full MAC (`52:54:00:77:00:42`, `52-54-00-77-00-42`, `525400770042`) or a prefix
     /// of 3-5 octets, usually the OUI (`52:54:00`, `52-54-00`, `525400`).
+    #[schema(
+        pattern = r"^[ \t\n\f\r]*([0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){2,5}|[0-9A-Fa-f]{2}(-[0-9A-Fa-f]{2}){2,5}|([0-9A-Fa-f]{2}){3,6}|[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4})[ \t\n\f\r]*$",
+        example = "52:54:00"
+    )]
     pub mac: String,
-    /// Free text, at most 256 bytes. Default empty.
+    /// Free text, at most 256 bytes, no control characters. Default empty.
     #[serde(default)]
+    #[schema(max_length = 256)]
     pub note: String,
 }
 

@@ -177,7 +177,9 @@ pub struct MoveRequest {
     /// Unauthorized device ids (1-1000, no repeats).
     #[schema(min_items = 1, max_items = 1000)]
     pub ids: Vec<u64>,
-    /// Note of the new entries (at most 256 bytes). Default: where they came from.
+    /// Note of the new entries (at most 256 bytes, no control characters). Default: where
+    /// they came from.
+    #[schema(max_length = 256)]
     pub note: Option<String>,
 }
 
