@@ -4,7 +4,8 @@
 //! atomic load; otherwise a read lock, an `Arc` clone and at most four hash lookups (the
 //! full MAC, then its 5-, 4- and 3-octet prefixes). Refusals are handed to the service's
 //! recorder through a bounded queue ([`QUEUE`]; when it is full the sighting is dropped,
-//! never waited for), so the hot path never touches the store.
+//! never waited for), so the hot path never touches the store; each refusal is counted in
+//! [`crate::metrics::ACCESS_REFUSED`].
 //!
 //! TFTP and HTTP boot know a client by its IP address only: [`AccessGate::mac_for_ip`]
 //! answers the MAC from the addresses DHCP clients announced (option 50 or `ciaddr` of any
@@ -97,6 +98,15 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// The metrics label (`blacklisted`, `not_whitelisted`, `unknown_client`).
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Blacklisted { .. } => "blacklisted",
+            Self::NotWhitelisted => "not_whitelisted",
+            Self::UnknownClient => "unknown_client",
+        }
+    }
+
     /// A short phrase for logs and event summaries.
     pub fn describe(&self) -> String {
         match self {
@@ -318,6 +328,8 @@ impl AccessGate {
     }
 
     fn report(&self, seen: &Seen<'_>, reason: Reason) {
+        metrics::counter!(crate::metrics::ACCESS_REFUSED, "protocol" => seen.protocol.as_str(), "reason" => reason.label())
+            .increment(1);
         let vendor_class = seen.vendor_class.map(|v| {
             let v = &v[..v.len().min(255)];
             String::from_utf8_lossy(v).into_owned()
@@ -549,7 +561,12 @@ mod tests {
         assert!(!g.enforcing());
         assert_eq!(g.check(&seen), Decision::Allow);
         g.swap(Snapshot::build(Mode::Blacklist, &lists()));
+        use crate::metrics::{install, render, test_support::value};
+        install();
+        let series = r#"bootlane_access_refused_total{protocol="dhcp",reason="blacklisted"}"#;
+        let before = value(&render(), series);
         assert!(g.check(&seen).refused());
+        assert!(value(&render(), series) >= before + 1.0, "the refusal is counted");
         let s = rx.try_recv().unwrap();
         assert_eq!((s.mac, s.arch, s.protocol), (Some(m), Some(7), Protocol::Dhcp));
         assert_eq!(s.vendor_class.as_deref(), Some("PXEClient:Arch:00007"));
