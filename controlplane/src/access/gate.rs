@@ -8,10 +8,11 @@
 //! [`crate::metrics::ACCESS_REFUSED`].
 //!
 //! TFTP and HTTP boot know a client by its IP address only: [`AccessGate::mac_for_ip`]
-//! answers the MAC from the addresses DHCP clients announced (option 50 or `ciaddr` of any
-//! request Bootlane saw, its own or, in proxy mode, the real server's; learned only while
-//! the mode is not `off`, at most [`LEARNED_MAX`] addresses), else from the DHCP lease
-//! table. A client whose MAC cannot be found is refused in whitelist mode (it is not known
+//! answers the MAC from the DHCP lease table while the address's lease is in force, else
+//! from the addresses DHCP clients announced (option 50 or `ciaddr` of any request
+//! Bootlane saw, its own or, in proxy mode, the real server's; learned only while the mode
+//! is not `off`, at most [`LEARNED_MAX`] addresses) or that an allowed iPXE script request
+//! came from. A client whose MAC cannot be found is refused in whitelist mode (it is not known
 //! to be listed) and served in blacklist mode (it is not known to be listed either).
 //! MAC-based access control stops honest machines, not a spoofer: a MAC is whatever the
 //! client sends.
@@ -371,21 +372,32 @@ impl AccessGate {
         w.insert(ip, (mac, Instant::now()));
     }
 
-    /// The MAC of the client using `ip`: a learned pair, else the DHCP lease of that
-    /// address (unless declined). IPv6 clients are not known (DHCPv6 is not served).
+    /// The MAC of the client using `ip`: the DHCP lease of that address while it is in
+    /// force, else the pair learned from DHCP requests, else an expired lease (declined
+    /// addresses name nobody). IPv6 clients are not known (DHCPv6 is not served).
     pub async fn mac_for_ip(&self, ip: IpAddr) -> Option<MacAddr> {
         // An IPv4 client of a dual-stack listener shows up as `::ffff:a.b.c.d`.
         let IpAddr::V4(v4) = ip.to_canonical() else {
             return None;
         };
-        if let Some((m, _)) = self.learned.read().unwrap_or_else(|e| e.into_inner()).get(&v4) {
-            return Some(*m);
+        let learned = self
+            .learned
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&v4)
+            .map(|(m, _)| *m);
+        if let Some(leases) = &self.leases {
+            let db = leases.lock().await;
+            if let Some(l) = db.by_ip(v4).filter(|l| !l.declined) {
+                // A lease in force is Bootlane's own record of who holds the address (a
+                // client cannot change it by merely asking for the address); an expired
+                // one only when nothing newer was seen.
+                if l.active(crate::dhcp::leases::now_secs()) || learned.is_none() {
+                    return crate::net::types::normalise_mac(&l.mac).ok();
+                }
+            }
         }
-        let leases = self.leases.as_ref()?;
-        let db = leases.lock().await;
-        db.by_ip(v4)
-            .filter(|l| !l.declined)
-            .and_then(|l| crate::net::types::normalise_mac(&l.mac).ok())
+        learned
     }
 }
 
@@ -611,10 +623,14 @@ mod tests {
         leases.lock().await.bind(l, mac("52:54:00:77:00:42")).await.unwrap();
         assert_eq!(g.mac_for_ip(ip.into()).await, Some(mac("52:54:00:77:00:42")));
         assert_eq!(g.check_addr(Protocol::Tftp, ip.into(), None).await, Decision::Allow);
-        // A learned pair wins (the address moved to another machine).
+        // A lease in force wins over a client merely asking for its address...
         g.learn(ip, mac("02:00:00:01:00:01"));
-        assert_eq!(g.mac_for_ip(ip.into()).await, Some(mac("02:00:00:01:00:01")));
-        assert!(g.check_addr(Protocol::Http, ip.into(), None).await.refused());
+        assert_eq!(g.mac_for_ip(ip.into()).await, Some(mac("52:54:00:77:00:42")));
+        // ...and an address without a lease is known by what was learned.
+        let proxied: Ipv4Addr = "10.77.0.200".parse().unwrap();
+        g.learn(proxied, mac("02:00:00:01:00:01"));
+        assert_eq!(g.mac_for_ip(proxied.into()).await, Some(mac("02:00:00:01:00:01")));
+        assert!(g.check_addr(Protocol::Http, proxied.into(), None).await.refused());
         // A MAC given by the request is used as is.
         assert_eq!(
             g.check_addr(Protocol::Ipxe, ip.into(), Some(mac("52:54:00:77:00:42")))
