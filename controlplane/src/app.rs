@@ -85,18 +85,24 @@ pub async fn build(
         settings.boot_root_cell(),
         events.clone(),
     )?;
+    let access =
+        crate::access::service::AccessService::open(&config.access, &store, Some(dhcp.leases()), events.clone())?;
+    access.spawn_recorder(token.clone());
     let boot_serving = Arc::new(AtomicBool::new(false));
     let domain_src = dns.clone();
     let units: Vec<Arc<dyn Service>> = vec![
         Arc::new(DnsUnit(dns.clone())),
-        Arc::new(DhcpUnit::new(
-            dhcp.clone(),
-            config.api.listen.port(),
-            settings.http_base_cell(),
-            Arc::new(move || domain_src.settings().local_domain),
-            token.clone(),
-        )),
-        Arc::new(TftpUnit::new(tftp.clone(), token.clone())),
+        Arc::new(
+            DhcpUnit::new(
+                dhcp.clone(),
+                config.api.listen.port(),
+                settings.http_base_cell(),
+                Arc::new(move || domain_src.settings().local_domain),
+                token.clone(),
+            )
+            .with_access(access.gate()),
+        ),
+        Arc::new(TftpUnit::new(tftp.clone(), token.clone()).with_access(access.gate())),
         Arc::new(HttpBootUnit {
             serving: boot_serving.clone(),
             listen: config.api.listen.to_string(),
@@ -131,5 +137,6 @@ pub async fn build(
         bootloaders,
         wol,
         netdiag,
+        access,
     })
 }

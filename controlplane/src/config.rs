@@ -120,6 +120,8 @@ pub struct Config {
     pub wol: crate::wol::WolConfig,
     /// `[diagnostics]` section: which targets ping and traceroute may probe.
     pub diagnostics: crate::netdiag::DiagnosticsConfig,
+    /// `[access]` section: the access-control mode (issue 11).
+    pub access: crate::access::AccessConfig,
 }
 
 impl Default for Config {
@@ -139,6 +141,7 @@ impl Default for Config {
             files: Default::default(),
             wol: Default::default(),
             diagnostics: Default::default(),
+            access: Default::default(),
         }
     }
 }
@@ -277,6 +280,7 @@ impl Config {
             self.files.validate(),
             self.wol.validate(),
             self.diagnostics.validate(),
+            self.access.validate(),
         ] {
             if let Err(e) = r {
                 out.push(e);

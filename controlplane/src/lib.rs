@@ -2,6 +2,7 @@
 //! [`config::Config`] and stops them when the cancellation token fires. `main.rs` is a
 //! thin shim over it, and tests start the same code in-process.
 
+pub mod access;
 pub mod api;
 pub mod app;
 pub mod backup;

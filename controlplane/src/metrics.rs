@@ -99,6 +99,10 @@ pub const XDP_PASSED: &str = "bootlane_dns_xdp_passed_total";
 pub const XDP_ACTIVE: &str = "bootlane_dns_xdp_active";
 /// Gauge: entries in the XDP answer map.
 pub const XDP_MAP_ENTRIES: &str = "bootlane_dns_xdp_map_entries";
+/// Counter `{protocol, reason}`: requests refused by access control (issue 11); protocol
+/// `dhcp`, `proxydhcp`, `tftp`, `http`, `ipxe`; reason `blacklisted`, `not_whitelisted`,
+/// `unknown_client`.
+pub const ACCESS_REFUSED: &str = "bootlane_access_refused_total";
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
@@ -158,6 +162,10 @@ fn describe() {
         "Body bytes of HTTP boot file answers, by status."
     );
     describe_counter!(IPXE_SCRIPTS, "iPXE scripts served.");
+    describe_counter!(
+        ACCESS_REFUSED,
+        "Requests refused by access control, by protocol and reason."
+    );
     describe_counter!(API_REQUESTS, "HTTP requests, by method, matched route and status.");
     describe_histogram!(
         API_DURATION,

@@ -141,11 +141,18 @@ impl Server {
     /// Writes `config_toml` (with `data_dir` and `[api] listen` added) and starts the server
     /// in `ns`, waiting until the API answers and logging in.
     pub fn start(ns: &NetNs, config_toml: &str) -> Self {
+        Self::start_on(ns, config_toml, "127.0.0.1:8080")
+    }
+
+    /// As [`Server::start`] with the API (and HTTP boot) listening on `listen`, e.g.
+    /// `0.0.0.0:8080` for machines in the namespace that fetch iPXE scripts over HTTP; the
+    /// test still talks to it through `127.0.0.1:8080`, so `listen` must cover that.
+    pub fn start_on(ns: &NetNs, config_toml: &str, listen: &str) -> Self {
         let data_dir = std::env::temp_dir().join(unique("bootlane-lab-"));
         std::fs::create_dir_all(&data_dir).expect("data dir");
         let config = data_dir.join("bootlane.toml");
         let toml = format!(
-            "data_dir = \"{}\"\nlog = \"info,bootlane=debug\"\n{config_toml}\n[api]\nlisten = \"127.0.0.1:8080\"\n",
+            "data_dir = \"{}\"\nlog = \"info,bootlane=debug\"\n{config_toml}\n[api]\nlisten = \"{listen}\"\n",
             data_dir.display()
         );
         std::fs::write(&config, toml).expect("config");

@@ -21,6 +21,7 @@ import { Events, Audit } from './pages/events';
 import { Logs } from './pages/logs';
 import { Wol } from './pages/wol';
 import { Network } from './pages/network';
+import { Access } from './pages/access';
 import './style.css';
 
 /** Navigation: label and UI path (the spec names "Service Config > DNS" = /services/dns). */
@@ -34,6 +35,7 @@ const NAV: [string, [string, string][]][] = [
       ['Leases', '/dhcp/leases'],
       ['Reservations', '/dhcp/reservations'],
       ['Wake-on-LAN', '/wol'],
+      ['Access control', '/access'],
     ],
   ],
   ['DNS', [['Records', '/dns']]],
@@ -125,6 +127,7 @@ function Shell(props: { user: string; onLogout: () => void }) {
           <Route path="/logs" component={Logs} />
           <Route path="/wol" component={Wol} />
           <Route path="/network" component={Network} />
+          <Route path="/access" component={Access} />
           <Route default component={NotFound} />
         </Router>
       </main>

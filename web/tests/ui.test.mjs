@@ -590,3 +590,46 @@ test('Network diagnostics: a ping streams its lines then the summary; a multicas
   await page.screenshot({ path: join(SHOTS, 'network.png') });
   await ctx.close();
 });
+
+test('Access control: a bad MAC beside its field; whitelist mode records a refused machine live; Add to whitelist lets it boot', async (t) => {
+  const { ctx, page } = await newPage();
+  t.after(() => api('PUT', '/access/mode', { mode: 'off' }).catch(() => undefined));
+  await page.goto(`${server.base}/access`);
+  await login(page);
+  await page.getByRole('heading', { name: 'Access control' }).waitFor();
+  await settled(page);
+  const mode = page.getByTestId('access-mode');
+  await until(async () => (await mode.locator('input[value=off]').isChecked()), 'mode off shown');
+
+  // A bad MAC is shown beside the field; an OUI prefix is accepted.
+  const wl = page.getByTestId('access-whitelist');
+  await wl.getByRole('button', { name: 'Add' }).click();
+  await page.fill('[data-testid=whitelist-form] input[name=mac]', '52:54:zz');
+  await page.click('[data-testid=whitelist-form] button[type=submit]');
+  await page.getByTestId('whitelist-form').locator('.field.bad .field-error').filter({ hasText: 'mac' }).waitFor();
+  await page.fill('[data-testid=whitelist-form] input[name=mac]', '02:aa:bb');
+  await page.fill('[data-testid=whitelist-form] input[name=note]', 'lab vendor');
+  await page.click('[data-testid=whitelist-form] button[type=submit]');
+  await wl.getByText('02:aa:bb').waitFor();
+  assert.ok(await wl.getByText('prefix (OUI)').isVisible());
+
+  // Whitelist mode (the confirmation is accepted); a machine not listed asks for its script.
+  await mode.locator('input[value=whitelist]').check();
+  await until(async () => (await api('GET', '/access/mode')).mode === 'whitelist', 'mode stored');
+  const mac = '52:54:00:9a:00:01';
+  const refused = await fetch(`${server.base}/boot/ipxe?mac=${mac}`).then((r) => r.text());
+  assert.match(refused, /not authori[sz]ed/i);
+  const un = page.getByTestId('access-unauthorized');
+  await un.getByText(mac).waitFor(); // live: no reload
+  await un.getByRole('checkbox', { name: `select ${mac}` }).check();
+  await un.getByRole('button', { name: 'Add to whitelist' }).click();
+  await page.getByText('1 moved to the whitelist').waitFor();
+  await wl.getByText(mac).waitFor();
+  const script = await fetch(`${server.base}/boot/ipxe?mac=${mac}`).then((r) => r.text());
+  assert.match(script, /^#!ipxe/);
+  assert.doesNotMatch(script, /not authori[sz]ed/i);
+  await page.screenshot({ path: join(SHOTS, 'access.png') });
+  await mode.locator('input[value=off]').check();
+  await until(async () => (await api('GET', '/access/mode')).mode === 'off', 'mode back to off');
+  await ctx.close();
+});

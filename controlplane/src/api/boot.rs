@@ -11,6 +11,12 @@
 //!   ([`crate::boot::resolve_in_root`]): 404 when missing, 403 when the path leaves the
 //!   root.
 //!
+//! Access control (issue 11, [`crate::access`]): while the mode is not `off`, the script
+//! route judges the client by its `mac` (else by its address's DHCP lease) and answers a
+//! refused machine, still `200 text/plain` so that iPXE runs it, a short script that says
+//! it is not authorised and `exit`s to the firmware (which goes on to the local disk);
+//! a file route judges the client by its address's lease and answers a refused one 403.
+//!
 //! These answers are plain text or files, not the JSON envelope: their clients are iPXE
 //! and firmware. Nothing else is exposed here. Holds no state besides [`BootState`].
 
@@ -34,6 +40,10 @@ use tower::ServiceExt;
 use tower_http::services::ServeFile;
 
 use crate::{
+    access::{
+        gate::{AccessGate, Decision, Reason, Seen},
+        model::Protocol,
+    },
     boot::{catalog::BootCatalog, resolve_in_root, PathError},
     events::{EventBus, NewEvent},
     net::types::normalise_mac,
@@ -55,6 +65,8 @@ pub struct BootState {
     /// Per-client-address rate limit of every boot route (`None`: unlimited); see
     /// [`rate_limiter`].
     pub limiter: Option<Arc<ClientLimiter>>,
+    /// Access control (issue 11): who may fetch scripts and files.
+    pub access: Arc<AccessGate>,
 }
 
 /// A token bucket per client address (governor's keyed GCRA limiter).
@@ -136,6 +148,48 @@ fn stopped() -> Response {
     )
 }
 
+/// The access-control verdict for a boot request from `peer` (tests have none) naming
+/// `mac` (the script's query), or `None` when it may be served. Nothing is looked up
+/// while the mode is `off`.
+async fn refusal(
+    st: &BootState,
+    protocol: Protocol,
+    peer: Option<std::net::IpAddr>,
+    mac: Option<crate::net::types::MacAddr>,
+) -> Option<Reason> {
+    if !st.access.enforcing() {
+        return None;
+    }
+    let d = match peer {
+        Some(ip) => st.access.check_addr(protocol, ip, mac).await,
+        None => st.access.check(&Seen {
+            mac,
+            ..Seen::new(protocol)
+        }),
+    };
+    match d {
+        Decision::Refuse(r) => Some(r),
+        Decision::Allow => {
+            // Remember who uses this address, for the files the script fetches next
+            // (a proxyDHCP client's address is not in Bootlane's leases).
+            if let (Some(std::net::IpAddr::V4(ip)), Some(m)) = (peer, mac) {
+                st.access.learn(ip, m);
+            }
+            None
+        }
+    }
+}
+
+/// The script a refused machine gets: it says why and exits to the firmware, which goes
+/// on with its next boot device (the local disk).
+pub fn refused_script(mac: Option<crate::net::types::MacAddr>) -> String {
+    let who = mac.map_or_else(|| "this machine".to_string(), |m| format!("this machine ({m})"));
+    format!(
+        "#!ipxe\necho Bootlane: {who} is not authorised to boot from the network here.\n\
+         echo Bootlane: ask an administrator to allow it. Booting from the local disk.\nsleep 5\nexit\n"
+    )
+}
+
 /// The boot routes, ready to merge into any router.
 pub fn router<S: Clone + Send + Sync + 'static>(state: BootState) -> Router<S> {
     Router::new()
@@ -210,6 +264,10 @@ async fn build_script(
             Err(e) => return text(StatusCode::BAD_REQUEST, format!("{e}\n")),
         },
     };
+    if let Some(reason) = refusal(&st, Protocol::Ipxe, peer.map(|p| p.0.ip().to_canonical()), mac).await {
+        tracing::info!(mac = ?mac, peer = ?peer.map(|p| p.0), "iPXE script refused: {}", reason.describe());
+        return text(StatusCode::OK, refused_script(mac));
+    }
     let Some(server) = safe_host(&headers) else {
         return text(StatusCode::BAD_REQUEST, "a valid Host header is required\n".into());
     };
@@ -260,6 +318,13 @@ async fn serve_file(st: BootState, path: String, req: Request) -> Response {
         .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
         .map(|c| c.0.ip());
     let is_get = req.method() == axum::http::Method::GET;
+    if let Some(reason) = refusal(&st, Protocol::Http, peer.map(|p| p.to_canonical()), None).await {
+        tracing::info!(?peer, file = %path, "HTTP boot file refused: {}", reason.describe());
+        return text(
+            StatusCode::FORBIDDEN,
+            "this machine is not authorised to boot from this server\n".into(),
+        );
+    }
     let root = st.root.read().map(|g| g.clone()).unwrap_or_default();
     let name = path.clone();
     let resolved = tokio::task::spawn_blocking(move || resolve_in_root(&root, &path)).await;
@@ -311,6 +376,7 @@ mod tests {
             serving: Arc::new(AtomicBool::new(true)),
             http_base: Arc::default(),
             limiter: None,
+            access: AccessGate::open_to_all(),
         })
     }
 
@@ -337,6 +403,7 @@ mod tests {
             serving: Arc::new(AtomicBool::new(true)),
             http_base: Arc::default(),
             limiter: rate_limiter(1, 3),
+            access: AccessGate::open_to_all(),
         });
         let from = |ip: &str| {
             let mut r = Request::builder()

@@ -14,6 +14,7 @@
 //! [`resources`], to the public or the protected group. The route and its OpenAPI path
 //! cannot drift: both come from the annotation.
 
+pub mod access;
 pub mod auth;
 pub mod boot;
 pub mod bootloader;
@@ -116,6 +117,8 @@ pub struct AppState {
     pub wol: Arc<crate::wol::service::WolService>,
     /// Ping and traceroute from the server.
     pub netdiag: Arc<crate::netdiag::NetDiag>,
+    /// Access control: mode, lists, unauthorized devices, and the gate the protocols call.
+    pub access: Arc<crate::access::service::AccessService>,
 }
 
 /// `impl FromRef<AppState> for $ty` returning a clone of `$field`, one line per service.
@@ -152,6 +155,8 @@ sub_state!(
     Arc<crate::wol::service::WolService> => wol,
     /// Network diagnostics.
     Arc<crate::netdiag::NetDiag> => netdiag,
+    /// Access control.
+    Arc<crate::access::service::AccessService> => access,
 );
 
 /// The OpenAPI document's header; paths and schemas come from the resource routers
@@ -247,7 +252,8 @@ pub fn resources() -> Resources {
             .merge(files::router())
             .merge(bootloader::router())
             .merge(wol::router())
-            .merge(network::router()),
+            .merge(network::router())
+            .merge(access::router()),
         scraped: system::metrics_router(),
     }
 }
@@ -302,6 +308,7 @@ pub fn router(state: AppState) -> Router {
         serving: state.boot_serving.clone(),
         http_base: state.settings.http_base_cell(),
         limiter: boot::rate_limiter(state.config.boot.rate_per_client, state.config.boot.rate_burst),
+        access: state.access.gate(),
     });
     // Layer order matters: the envelope rewrite sits outside the body limit and the
     // timeout, whose own answers (413 `length limit exceeded`, bare 408) it rewrites.

@@ -183,6 +183,7 @@ pub struct BootHandler {
     leases: Arc<tokio::sync::Mutex<LeaseDb>>,
     events: Option<Arc<crate::events::EventBus>>,
     http_base: Option<HttpBaseUrl>,
+    access: Option<Arc<crate::access::gate::AccessGate>>,
 }
 
 /// The HTTP base URL clients should use (`/settings/netboot` `http_base_url`, e.g.
@@ -232,7 +233,60 @@ impl BootHandler {
             leases,
             events: None,
             http_base: None,
+            access: None,
         }
+    }
+
+    /// Enforces access control through `gate` (issue 11): a refused client gets no answer.
+    pub fn with_access(mut self, gate: Arc<crate::access::gate::AccessGate>) -> Self {
+        self.access = Some(gate);
+        self
+    }
+
+    /// The access-control hook, called only while the gate enforces: learns the client's
+    /// address for TFTP and HTTP boot, then asks the gate about DISCOVER, REQUEST and
+    /// INFORM that this server would answer (RELEASE and DECLINE only free state; a
+    /// non-PXE client in a proxy subnet is never answered, so it is not judged or recorded).
+    /// True when the request may be handled.
+    fn admitted(&self, gate: &crate::access::gate::AccessGate, req: &DhcpRequest, ctx: &RecvContext) -> bool {
+        use crate::access::{gate::Seen, model::Protocol};
+        let m = &req.msg;
+        let relayed = !m.giaddr().is_unspecified();
+        let ip = [Some(m.ciaddr()), req.requested_ip, (!relayed).then_some(*ctx.src.ip())]
+            .into_iter()
+            .flatten()
+            .find(|a| !a.is_unspecified());
+        if let Some(ip) = ip {
+            gate.learn(ip, req.mac);
+        }
+        if !matches!(
+            req.kind,
+            MessageType::Discover | MessageType::Request | MessageType::Inform
+        ) {
+            return true;
+        }
+        let subnets = self.subnets();
+        let protocol = match Self::select_subnet(&subnets, req, ctx).map(|s| s.cfg.mode) {
+            Some(SubnetMode::Proxy) if req.class.pxe => Protocol::ProxyDhcp,
+            Some(SubnetMode::Server) if ctx.port == 67 => Protocol::Dhcp,
+            _ => return true,
+        };
+        let vendor_class = match m.opts().get(OptionCode::ClassIdentifier) {
+            Some(DhcpOption::ClassIdentifier(v)) => Some(v.as_slice()),
+            _ => None,
+        };
+        let seen = Seen {
+            protocol,
+            mac: Some(req.mac),
+            ip: ip.map(Into::into),
+            arch: req.class.arch,
+            vendor_class,
+        };
+        if gate.check(&seen).refused() {
+            tracing::info!(mac = %req.mac, kind = type_label(req.kind), "DHCP request ignored: access control refuses this client");
+            return false;
+        }
+        true
     }
 
     /// Names the iPXE script URL from `base` when it holds a URL (see [`HttpBaseUrl`]).
@@ -654,6 +708,12 @@ impl BootHandler {
 
 impl DhcpHandler for BootHandler {
     async fn handle(&self, req: DhcpRequest, ctx: RecvContext) -> Option<DhcpReply> {
+        if let Some(gate) = self.access.as_ref().filter(|g| g.enforcing()) {
+            if !self.admitted(gate, &req, &ctx) {
+                count(req.kind, None);
+                return None;
+            }
+        }
         let reply = self.dispatch(&req, &ctx).await;
         count(req.kind, reply.as_ref());
         reply

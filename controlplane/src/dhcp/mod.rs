@@ -59,6 +59,7 @@ impl DhcpService {
         http_base: HttpBaseUrl,
         domain: DomainFn,
         token: CancellationToken,
+        access: Arc<crate::access::gate::AccessGate>,
     ) -> anyhow::Result<Option<Self>> {
         if !control.any_active()? {
             tracing::info!("DHCP off (no [[dhcp.subnets]] in server or proxy mode)");
@@ -80,7 +81,8 @@ impl DhcpService {
                 control.leases(),
             )
             .with_events(control.events().clone())
-            .with_http_base(http_base),
+            .with_http_base(http_base)
+            .with_access(access),
         );
         let expiry = tokio::spawn(watch_expiry(control.clone(), token.clone()));
         let mut server = Server::new(handler.clone(), token);
@@ -163,9 +165,16 @@ pub struct DhcpUnit {
     root: CancellationToken,
     running: tokio::sync::Mutex<Option<DhcpService>>,
     listen: std::sync::Mutex<Option<Vec<String>>>,
+    access: Arc<crate::access::gate::AccessGate>,
 }
 
 impl DhcpUnit {
+    /// Enforces access control through `gate` (default: a gate that allows everyone).
+    pub fn with_access(mut self, gate: Arc<crate::access::gate::AccessGate>) -> Self {
+        self.access = gate;
+        self
+    }
+
     /// A stopped unit. `http_port` is the API/HTTP-boot port put in iPXE script URLs
     /// unless `http_base` holds a base URL.
     pub fn new(
@@ -183,6 +192,7 @@ impl DhcpUnit {
             root,
             running: tokio::sync::Mutex::new(None),
             listen: std::sync::Mutex::new(None),
+            access: crate::access::gate::AccessGate::open_to_all(),
         }
     }
 }
@@ -203,6 +213,7 @@ impl crate::supervisor::Service for DhcpUnit {
                 self.http_base.clone(),
                 self.domain.clone(),
                 self.root.child_token(),
+                self.access.clone(),
             )
             .await?
             .ok_or_else(|| {

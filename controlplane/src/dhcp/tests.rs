@@ -782,3 +782,64 @@ async fn ipxe_script_url_follows_the_http_base_url() {
     let offer = ask(&h, req(MessageType::Discover, MAC_A, ipxe_bare)).await.unwrap();
     assert_eq!(file(&offer).as_deref(), Some(IPXE_URL));
 }
+
+/// Issue 11 "Access control": a refused client gets no answer at all, in server and proxy
+/// mode; its refusal is queued with option 93 and option 60; the mode and lists apply to
+/// the very next packet; a plain client in a proxy subnet is never judged.
+#[tokio::test]
+async fn access_control_silences_refused_clients() {
+    use crate::access::{gate::test_gate, model::Protocol, Mode};
+    let pxe = |m: &mut Message| {
+        m.opts_mut().insert(DhcpOption::ClassIdentifier(
+            b"PXEClient:Arch:00000:UNDI:002001".to_vec(),
+        ));
+        m.opts_mut()
+            .insert(DhcpOption::ClientSystemArchitecture(Architecture(0)));
+    };
+    let (gate, mut rx) = test_gate(Mode::Blacklist, &["52:54:00:77:00:42"], &["52:54:00:77:00:43"]);
+    let h = handler(SubnetMode::Server).with_access(gate.clone());
+    assert!(
+        ask(&h, req(MessageType::Discover, MAC_A, pxe)).await.is_none(),
+        "blacklisted"
+    );
+    let s = rx.try_recv().expect("the refusal is queued");
+    assert_eq!((s.protocol, s.arch), (Protocol::Dhcp, Some(0)));
+    assert_eq!(s.vendor_class.as_deref(), Some("PXEClient:Arch:00000:UNDI:002001"));
+    let offer = ask(&h, req(MessageType::Discover, MAC_B, |_| {}))
+        .await
+        .expect("not listed: served");
+    assert_eq!(kind(&offer), MessageType::Offer);
+    // Whitelist: only MAC_B is served; a REQUEST for an address is silenced too.
+    let (gate, mut rx) = test_gate(Mode::Whitelist, &[], &["52:54:00:77:00:43"]);
+    let h = handler(SubnetMode::Server).with_access(gate.clone());
+    assert!(ask(&h, req(MessageType::Discover, MAC_A, |_| {})).await.is_none());
+    let asked = |m: &mut Message| {
+        m.opts_mut()
+            .insert(DhcpOption::RequestedIpAddress(Ipv4Addr::new(10, 77, 0, 105)));
+    };
+    assert!(ask(&h, req(MessageType::Request, MAC_A, asked)).await.is_none());
+    assert_eq!(rx.try_recv().unwrap().ip, None);
+    assert_eq!(
+        rx.try_recv().unwrap().ip,
+        Some(Ipv4Addr::new(10, 77, 0, 105).into()),
+        "the address asked for is recorded"
+    );
+    assert!(ask(&h, req(MessageType::Discover, MAC_B, |_| {})).await.is_some());
+    // The address a client asks for names it for TFTP and HTTP boot.
+    assert_eq!(
+        gate.mac_for_ip(Ipv4Addr::new(10, 77, 0, 105).into()).await,
+        Some(crate::net::types::MacAddr(MAC_A))
+    );
+    // proxyDHCP: a refused PXE client gets no offer; a plain client is not judged.
+    let (gate, mut rx) = test_gate(Mode::Whitelist, &[], &[]);
+    let h = handler(SubnetMode::Proxy).with_access(gate);
+    assert!(ask(&h, req(MessageType::Discover, MAC_A, pxe)).await.is_none());
+    assert_eq!(rx.try_recv().unwrap().protocol, Protocol::ProxyDhcp);
+    assert!(ask(&h, req(MessageType::Discover, MAC_B, |_| {})).await.is_none());
+    assert!(rx.try_recv().is_err(), "a non-PXE client in proxy mode is not recorded");
+    // Mode off: everyone is served, nothing is queued.
+    let (gate, mut rx) = test_gate(Mode::Off, &["52:54:00:77:00:42"], &[]);
+    let h = handler(SubnetMode::Server).with_access(gate);
+    assert!(ask(&h, req(MessageType::Discover, MAC_A, pxe)).await.is_some());
+    assert!(rx.try_recv().is_err());
+}

@@ -97,6 +97,7 @@ impl TftpService {
         root: PathBuf,
         events: Arc<crate::events::EventBus>,
         token: CancellationToken,
+        access: Arc<crate::access::gate::AccessGate>,
     ) -> anyhow::Result<Self> {
         let addr = SocketAddr::new(cfg.listen, cfg.port);
         let sock = std::net::UdpSocket::bind(addr).with_context(|| format!("binding the TFTP socket {addr}"))?;
@@ -106,7 +107,9 @@ impl TftpService {
             max_transfers: cfg.max_transfers,
             ..TftpLimits::default()
         };
-        let mut server = Server::new(Arc::new(FsHandler::new(root.clone())), limits, token).with_events(events);
+        let mut server = Server::new(Arc::new(FsHandler::new(root.clone())), limits, token)
+            .with_events(events)
+            .with_access(access);
         let addr = server.register_socket(sock)?;
         tracing::info!(%addr, root = %root.display(), "TFTP serving");
         Ok(Self { server, addr })
@@ -126,9 +129,16 @@ pub struct TftpUnit {
     root: CancellationToken,
     running: tokio::sync::Mutex<Option<TftpService>>,
     listen: std::sync::Mutex<Option<Vec<String>>>,
+    access: Arc<crate::access::gate::AccessGate>,
 }
 
 impl TftpUnit {
+    /// Enforces access control through `gate` (default: a gate that allows everyone).
+    pub fn with_access(mut self, gate: Arc<crate::access::gate::AccessGate>) -> Self {
+        self.access = gate;
+        self
+    }
+
     /// A stopped unit.
     pub fn new(control: Arc<control::TftpControl>, root: CancellationToken) -> Self {
         Self {
@@ -136,6 +146,7 @@ impl TftpUnit {
             root,
             running: tokio::sync::Mutex::new(None),
             listen: std::sync::Mutex::new(None),
+            access: crate::access::gate::AccessGate::open_to_all(),
         }
     }
 }
@@ -152,7 +163,13 @@ impl crate::supervisor::Service for TftpUnit {
             }
             let cfg = self.control.effective();
             let root = cfg.root.clone().context("the TFTP root is not resolved")?;
-            let t = TftpService::start(&cfg, root, self.control.events().clone(), self.root.child_token())?;
+            let t = TftpService::start(
+                &cfg,
+                root,
+                self.control.events().clone(),
+                self.root.child_token(),
+                self.access.clone(),
+            )?;
             self.control.attach(t.server.limits());
             let listen = vec![t.addr.to_string()];
             *self.listen.lock().expect("listen lock") = Some(listen.clone());

@@ -118,9 +118,17 @@ pub struct Server<H> {
     slots: Arc<Semaphore>,
     cache: Arc<FileCache>,
     events: Option<Arc<crate::events::EventBus>>,
+    access: Option<Arc<crate::access::gate::AccessGate>>,
 }
 
 impl<H: TftpHandler> Server<H> {
+    /// Enforces access control through `gate` (issue 11): a read request from a refused
+    /// client (known by its lease) gets ERROR 2, access violation (RFC 1350 §5).
+    pub fn with_access(mut self, gate: Arc<crate::access::gate::AccessGate>) -> Self {
+        self.access = Some(gate);
+        self
+    }
+
     /// Publishes `tftp.transfer.completed|aborted|failed` on `events` (issue 7 §2).
     pub fn with_events(mut self, events: Arc<crate::events::EventBus>) -> Self {
         self.events = Some(events);
@@ -137,6 +145,7 @@ impl<H: TftpHandler> Server<H> {
             tasks: JoinSet::new(),
             token,
             events: None,
+            access: None,
         }
     }
 
@@ -156,6 +165,7 @@ impl<H: TftpHandler> Server<H> {
             self.slots.clone(),
             self.cache.clone(),
             self.events.clone(),
+            self.access.clone(),
         ));
         Ok(local)
     }
@@ -174,6 +184,10 @@ impl<H: TftpHandler> Server<H> {
     }
 }
 
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the request loop's shared parts, each handed to every transfer task"
+)]
 async fn listen<H: TftpHandler>(
     sock: UdpSocket,
     handler: Arc<H>,
@@ -182,6 +196,7 @@ async fn listen<H: TftpHandler>(
     slots: Arc<Semaphore>,
     cache: Arc<FileCache>,
     events: Option<Arc<crate::events::EventBus>>,
+    access: Option<Arc<crate::access::gate::AccessGate>>,
 ) {
     let local_ip = sock.local_addr().map(|a| a.ip()).ok();
     let mut buf = vec![0u8; 2048];
@@ -199,6 +214,7 @@ async fn listen<H: TftpHandler>(
         };
         let Some(ip) = local_ip else { continue };
         let (handler, token, cache, events) = (handler.clone(), token.clone(), cache.clone(), events.clone());
+        let access = access.clone();
         let limits = *shared_limits.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         let permit = slots.clone().try_acquire_owned();
         tokio::spawn(async move {
@@ -217,6 +233,25 @@ async fn listen<H: TftpHandler>(
                     .await;
                 return;
             };
+            if let Some(gate) = access.as_ref().filter(|g| g.enforcing()) {
+                let d = gate
+                    .check_addr(crate::access::model::Protocol::Tftp, peer.ip(), None)
+                    .await;
+                if d.refused() {
+                    tracing::info!(%peer, file = %req.filename, "TFTP refused: access control");
+                    count_error("access");
+                    let _ = tid
+                        .send_to(
+                            &packet::error(
+                                errcode::ACCESS,
+                                "access denied: this machine may not boot from this server",
+                            ),
+                            peer,
+                        )
+                        .await;
+                    return;
+                }
+            }
             let plan = match handler.open(&req) {
                 Ok(p) => p,
                 Err(r) => {

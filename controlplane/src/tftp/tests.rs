@@ -325,3 +325,50 @@ async fn transfers_are_counted() {
     );
     assert!(text.contains("# TYPE bootlane_tftp_active_transfers gauge"), "{text}");
 }
+
+/// Issue 11 "Access control": a read request from a refused client (known by the address
+/// its DHCP request named) gets ERROR 2 (access violation); an allowed one is served;
+/// an unknown address is refused in whitelist mode, a blacklisted one in blacklist mode.
+#[tokio::test]
+async fn access_control_refuses_by_the_clients_address() {
+    use crate::access::{gate::test_gate, Mode};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.bin"), content(700)).unwrap();
+    let token = CancellationToken::new();
+    let (gate, _rx) = test_gate(Mode::Whitelist, &["52:54:00:77:00:42"], &["52:54:00:77:00:43"]);
+    let mut server = Server::new(
+        Arc::new(FsHandler::new(dir.path().to_path_buf())),
+        TftpLimits::default(),
+        token.clone(),
+    )
+    .with_access(gate.clone());
+    let addr = server
+        .register_socket(std::net::UdpSocket::bind("127.0.0.1:0").unwrap())
+        .unwrap();
+    let e = fetch(addr, "a.bin", &[]).await.unwrap_err();
+    assert_eq!(e.0, errcode::ACCESS, "unknown client in whitelist mode: {e:?}");
+    let lo = std::net::Ipv4Addr::LOCALHOST;
+    gate.learn(lo, crate::net::types::normalise_mac("52:54:00:77:00:43").unwrap());
+    assert_eq!(fetch(addr, "a.bin", &[]).await.unwrap().0, content(700), "whitelisted");
+    gate.learn(lo, crate::net::types::normalise_mac("52:54:00:77:00:44").unwrap());
+    assert_eq!(fetch(addr, "a.bin", &[]).await.unwrap_err().0, errcode::ACCESS);
+    let (black, _rx) = test_gate(Mode::Blacklist, &["52:54:00:77:00:42"], &[]);
+    gate.swap(crate::access::gate::Snapshot::default());
+    assert!(!gate.enforcing());
+    assert!(fetch(addr, "a.bin", &[]).await.is_ok(), "mode off");
+    // Blacklist mode: listed refused, unknown served.
+    black.learn(lo, crate::net::types::normalise_mac("52:54:00:77:00:42").unwrap());
+    let mut server2 = Server::new(
+        Arc::new(FsHandler::new(dir.path().to_path_buf())),
+        TftpLimits::default(),
+        token.clone(),
+    )
+    .with_access(black);
+    let addr2 = server2
+        .register_socket(std::net::UdpSocket::bind("127.0.0.1:0").unwrap())
+        .unwrap();
+    assert_eq!(fetch(addr2, "a.bin", &[]).await.unwrap_err().0, errcode::ACCESS);
+    token.cancel();
+    server.shutdown().await;
+    server2.shutdown().await;
+}

@@ -31,3 +31,7 @@ mod netdiag_netns;
 // Backup and restore (issue 15): `bootlane backup` through the running server's API, a
 // refused damaged file, `restore --force`, and every host, profile, record, lease and user back.
 mod backup_roundtrip;
+
+// Access control (issue 11): a blacklisted udhcpc gets no lease, TFTP and HTTP boot refuse
+// by lease; a QEMU machine not on the whitelist is recorded, then boots once whitelisted.
+mod access_netns;
