@@ -26,7 +26,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use bootlane_tests::{unique, veth, NetNs, Proc, Server};
+use bootlane_tests::{veth, NetNs, Proc, Server};
 use serde_json::{json, Value};
 
 const CONFIG: &str = "[dns]\nport = 53\nlocal_domain = \"lab.test\"\n[dns.xdp]\nmode = \"off\"\n\
