@@ -187,3 +187,89 @@ export async function launchBrowser() {
 }
 
 export { readFileSync };
+
+/** A free UDP port on loopback. */
+async function freeUdpPort() {
+  const { createSocket } = await import('node:dgram');
+  return new Promise((ok, fail) => {
+    const s = createSocket('udp4');
+    s.once('error', fail);
+    s.bind(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => ok(port));
+    });
+  });
+}
+
+/**
+ * OpenIPMI's `ipmi_sim` on 127.0.0.1 (recipe in shared/notes/test-doubles.md) with a
+ * chassis-control hook keeping the power and boot device in files and logging every
+ * `set`; user `admin`, password `secret`. Answers `{port, power(), log(), stop()}`, or
+ * null (with the reason on stderr) when `ipmi_sim` is not installed.
+ */
+export async function startIpmiSim() {
+  if (spawnSync('sh', ['-c', 'command -v ipmi_sim']).status !== 0) {
+    console.error('# ipmi_sim not installed (Debian openipmi): the BMC browser test is skipped');
+    return null;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'bootlane-ui-bmc-'));
+  const port = await freeUdpPort();
+  const hook = join(dir, 'chassis.sh');
+  writeFileSync(
+    hook,
+    `#!/bin/sh
+D=${dir}
+dev=$1; op=$2; shift 2
+case "$op" in
+get) for k in "$@"; do case $k in
+       power) echo "power:$(cat $D/power 2>/dev/null || echo 0)";;
+       boot) echo "boot:$(cat $D/boot 2>/dev/null || echo default)";;
+     esac; done;;
+set) while [ $# -gt 0 ]; do k=$1; v=$2; shift 2; echo "set $k $v" >> $D/log
+       case $k in power) echo $v > $D/power;; boot) echo $v > $D/boot;; reset) echo 1 > $D/power;; esac
+     done;;
+check) exit 1;;
+esac
+`,
+    { mode: 0o755 },
+  );
+  writeFileSync(
+    join(dir, 'lan.conf'),
+    `name "bootlane-ui-bmc"
+set_working_mc 0x20
+  startlan 1
+    addr 127.0.0.1 ${port}
+    priv_limit admin
+    allowed_auths_callback none md2 md5 straight
+    allowed_auths_user none md2 md5 straight
+    allowed_auths_operator none md2 md5 straight
+    allowed_auths_admin none md2 md5 straight
+    guid a123456789abcdefa123456789abcdef
+  endlan
+  chassis_control "${hook} 0x20"
+  user 2 true  "admin" "secret" admin 10 none md2 md5 straight
+`,
+  );
+  writeFileSync(
+    join(dir, 'bmc.emu'),
+    'mc_setbmc 0x20\nmc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr\nsel_enable 0x20 1000 0x0a\nmc_enable 0x20\n',
+  );
+  const state = join(dir, 'state');
+  spawnSync('mkdir', [state]);
+  const child = spawn('ipmi_sim', ['-c', join(dir, 'lan.conf'), '-f', join(dir, 'bmc.emu'), '-s', state, '-n'], { stdio: 'ignore' });
+  const stop = () => {
+    child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  process.once('exit', stop);
+  // Ready when ipmitool gets an answer.
+  for (let i = 0; i < 50; i++) {
+    const r = spawnSync('ipmitool', ['-I', 'lanplus', '-C', '3', '-H', '127.0.0.1', '-p', String(port), '-U', 'admin', '-P', 'secret', '-N', '1', '-R', '1', 'chassis', 'power', 'status'], {
+      encoding: 'utf8',
+    });
+    if (r.status === 0) break;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  const read = (f) => (existsSync(join(dir, f)) ? readFileSync(join(dir, f), 'utf8').trim() : '');
+  return { port, power: () => read('power') || '0', log: () => read('log').split('\n').filter(Boolean), stop };
+}

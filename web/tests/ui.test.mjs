@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer, apiClient, launchBrowser, ADMIN_PASSWORD } from './server.mjs';
+import { startServer, apiClient, launchBrowser, startIpmiSim, ADMIN_PASSWORD } from './server.mjs';
 
 const SHOTS = join(import.meta.dirname, '..', 'test-results');
 let server, browser, api;
@@ -631,5 +631,52 @@ test('Access control: a bad MAC beside its field; whitelist mode records a refus
   await page.screenshot({ path: join(SHOTS, 'access.png') });
   await mode.locator('input[value=off]').check();
   await until(async () => (await api('GET', '/access/mode')).mode === 'off', 'mode back to off');
+  await ctx.close();
+});
+
+test('Power (BMC): add an IPMI BMC by form; On, Off and On → PXE change the simulator and the live state; a CSV with a bad row', async (t) => {
+  const sim = await startIpmiSim();
+  if (!sim) return t.skip('ipmi_sim is not installed');
+  t.after(() => sim.stop());
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/power`);
+  await login(page);
+  await page.getByRole('heading', { name: 'Power (BMC)' }).waitFor();
+  await settled(page);
+  await page.getByRole('button', { name: 'Add BMC' }).click();
+  const form = page.getByTestId('bmc-form');
+  await form.locator('input[name=name]').fill('ui-bmc');
+  await form.locator('input[name=address]').fill('127.0.0.1');
+  await form.locator('input[name=port]').fill(String(sim.port));
+  await form.locator('input[name=user]').fill('admin');
+  await form.locator('input[name=password]').fill('secret');
+  await form.locator('button[type=submit]').click();
+  const row = page.getByTestId('bmc-table').locator('tr', { hasText: 'ui-bmc' });
+  await row.waitFor();
+
+  await row.getByRole('button', { name: 'On', exact: true }).click();
+  await page.getByTestId('power-msg').filter({ hasText: 'power on:' }).waitFor();
+  await until(async () => (await row.getByTestId('power-state').innerText()) === 'on', 'the row shows on');
+  assert.equal(sim.power(), '1', `simulator log: ${sim.log()}`);
+
+  await row.getByRole('button', { name: 'Off', exact: true }).click(); // confirmed by the dialog handler
+  await until(async () => (await row.getByTestId('power-state').innerText()) === 'off', 'the row shows off');
+  assert.equal(sim.power(), '0');
+
+  await row.getByRole('button', { name: 'On → PXE' }).click();
+  await until(async () => (await row.getByTestId('power-state').innerText()) === 'on', 'on again');
+  assert.ok(sim.log().includes('set boot pxe'), `boot override before power-on: ${sim.log()}`);
+  assert.equal(sim.power(), '1');
+
+  // CSV import: two good rows, one without an address.
+  await page.getByRole('button', { name: 'Import CSV' }).click();
+  await page.fill('[data-testid=bmc-import] textarea', `name,address,protocol,user,password,port\ncsv-a,127.0.0.1,ipmi,admin,secret,${sim.port}\ncsv-bad,,ipmi,admin,secret,\ncsv-c,127.0.0.2,redfish,root,pw,8000\n`);
+  await page.getByTestId('bmc-import').getByRole('button', { name: 'Import', exact: true }).click();
+  const report = page.getByTestId('import-report');
+  await report.getByText('2 imported, 1 refused.').waitFor();
+  assert.match(await report.innerText(), /line 3 \(csv-bad\): .*address/);
+  await page.getByTestId('bmc-table').locator('tr', { hasText: 'csv-c' }).waitFor();
+  await page.screenshot({ path: join(SHOTS, 'power.png') });
+  for (const b of (await api('GET', '/bmc/configs')).configs) await api('DELETE', `/bmc/configs/${b.id}`);
   await ctx.close();
 });
