@@ -113,6 +113,8 @@ pub struct Config {
     pub files: crate::media::FilesConfig,
     /// `[wol]` section: Wake-on-LAN ports, repeat, stagger, allowed interfaces.
     pub wol: crate::wol::WolConfig,
+    /// `[bmc]` section: BMC call timeouts, settle time, batch concurrency, allowed networks.
+    pub bmc: crate::bmc::BmcSection,
 }
 
 impl Default for Config {
@@ -131,6 +133,7 @@ impl Default for Config {
             metrics: Default::default(),
             files: Default::default(),
             wol: Default::default(),
+            bmc: Default::default(),
         }
     }
 }
@@ -268,6 +271,7 @@ impl Config {
             self.metrics.validate(),
             self.files.validate(),
             self.wol.validate(),
+            self.bmc.validate(),
         ] {
             if let Err(e) = r {
                 out.push(e);

@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod app;
+pub mod bmc;
 pub mod boot;
 pub mod cli;
 pub mod config;

@@ -15,6 +15,7 @@
 //! cannot drift: both come from the annotation.
 
 pub mod auth;
+pub mod bmc;
 pub mod boot;
 pub mod bootloader;
 pub mod dhcp;
@@ -113,6 +114,8 @@ pub struct AppState {
     pub bootloaders: Arc<crate::media::bootloader::Bootloaders>,
     /// Wake-on-LAN: wakes, history, schedules.
     pub wol: Arc<crate::wol::service::WolService>,
+    /// BMC configs and power (issue 11 "BMC").
+    pub bmc: Arc<crate::bmc::service::BmcService>,
 }
 
 /// `impl FromRef<AppState> for $ty` returning a clone of `$field`, one line per service.
@@ -147,6 +150,8 @@ sub_state!(
     Instant => started,
     /// Wake-on-LAN.
     Arc<crate::wol::service::WolService> => wol,
+    /// BMC configs and power.
+    Arc<crate::bmc::service::BmcService> => bmc,
 );
 
 /// The OpenAPI document's header; paths and schemas come from the resource routers
@@ -241,7 +246,8 @@ pub fn resources() -> Resources {
             .merge(stats::router())
             .merge(files::router())
             .merge(bootloader::router())
-            .merge(wol::router()),
+            .merge(wol::router())
+            .merge(bmc::router()),
         scraped: system::metrics_router(),
     }
 }
