@@ -23,3 +23,7 @@ mod backbone_netns;
 // Wake-on-LAN (issue 11): magic packets captured in a namespace (both broadcast forms,
 // ports 9 and 7, SecureOn), batch stagger, and a schedule that fires once.
 mod wol_netns;
+
+// BMC power (issue 11): ipmi_sim with a chassis-control hook and sushy-emulator on a
+// namespace's loopback, driven through the API (power, boot device, PXE, CSV import, errors).
+mod bmc_sim;
