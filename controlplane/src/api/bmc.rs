@@ -64,6 +64,10 @@ pub async fn list(
     ApiQuery(lq): ApiQuery<ListQuery>,
     ApiQuery(f): ApiQuery<BmcFilter>,
 ) -> Result<Envelope<BmcList>> {
+    // Ids are int64 in the OpenAPI document; larger numbers are not ids.
+    if f.host_id.is_some_and(|h| h > i64::MAX as u64) {
+        return Err(ApiError::BadRequest("'host_id' is not a host id".into()));
+    }
     let q = lq.needle();
     let page = lq.paginate(
         bmc.list()?.into_iter().filter(|c| {
