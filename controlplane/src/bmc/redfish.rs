@@ -63,9 +63,8 @@ fn send_error(t: &Target, e: &reqwest::Error) -> BmcError {
     }
 }
 
-/// Sends one request; returns the status, the ETag and the body. Non-2xx answers are
-/// errors: 401/403 [`BmcError::Auth`], others [`BmcError::Refused`] with the message.
-async fn call(
+/// Sends one request; returns the status, the ETag and the body, whatever the status.
+async fn send(
     c: &reqwest::Client,
     t: &Target,
     method: Method,
@@ -74,7 +73,7 @@ async fn call(
     if_match: Option<&str>,
 ) -> Result<(StatusCode, Option<String>, String), BmcError> {
     let mut req = c
-        .request(method.clone(), format!("{}{path}", base(t)))
+        .request(method, format!("{}{path}", base(t)))
         .basic_auth(&t.user, Some(&t.password))
         .header(header::ACCEPT, "application/json");
     if let Some(b) = body {
@@ -91,18 +90,37 @@ async fn call(
         .and_then(|v| v.to_str().ok())
         .map(String::from);
     let text = resp.text().await.map_err(|e| send_error(t, &e))?;
-    if status.is_success() {
-        return Ok((status, etag, text));
-    }
+    Ok((status, etag, text))
+}
+
+/// The error of a non-2xx answer: 401/403 [`BmcError::Auth`], others
+/// [`BmcError::Refused`] with the BMC's message.
+fn answer_error(t: &Target, method: &Method, path: &str, status: StatusCode, text: &str) -> BmcError {
     let l = t.label();
-    Err(match status {
+    match status {
         StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => BmcError::Auth(format!(
             "{l}: the BMC refused user {:?} ({status}: {}); check the user and password",
             t.user,
-            message(&text)
+            message(text)
         )),
-        _ => BmcError::Refused(format!("{l}: {method} {path} answered {status}: {}", message(&text))),
-    })
+        _ => BmcError::Refused(format!("{l}: {method} {path} answered {status}: {}", message(text))),
+    }
+}
+
+/// [`send`], with non-2xx answers turned into errors ([`answer_error`]).
+async fn call(
+    c: &reqwest::Client,
+    t: &Target,
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+    if_match: Option<&str>,
+) -> Result<(StatusCode, Option<String>, String), BmcError> {
+    let (status, etag, text) = send(c, t, method.clone(), path, body, if_match).await?;
+    if status.is_success() {
+        return Ok((status, etag, text));
+    }
+    Err(answer_error(t, &method, path, status, &text))
 }
 
 async fn get(c: &reqwest::Client, t: &Target, path: &str) -> Result<(Value, Option<String>), BmcError> {
@@ -197,16 +215,18 @@ pub async fn set_boot(t: &Target, b: BootRequest) -> Result<(), BmcError> {
         boot["BootSourceOverrideMode"] = json!(if uefi { "UEFI" } else { "Legacy" });
     }
     let body = json!({ "Boot": boot });
-    match call(&c, t, Method::PATCH, &path, Some(&body), etag.as_deref()).await {
-        Err(BmcError::Refused(m)) if m.contains("412") => {
-            // The system changed between our GET and PATCH: one retry with a fresh ETag.
-            let (_, etag) = get(&c, t, &path).await?;
-            call(&c, t, Method::PATCH, &path, Some(&body), etag.as_deref())
-                .await
-                .map(drop)
-        }
-        r => r.map(drop),
+    let (status, _, text) = send(&c, t, Method::PATCH, &path, Some(&body), etag.as_deref()).await?;
+    if status == StatusCode::PRECONDITION_FAILED {
+        // The system changed between our GET and PATCH: one retry with a fresh ETag.
+        let (_, etag) = get(&c, t, &path).await?;
+        return call(&c, t, Method::PATCH, &path, Some(&body), etag.as_deref())
+            .await
+            .map(drop);
     }
+    if status.is_success() {
+        return Ok(());
+    }
+    Err(answer_error(t, &Method::PATCH, &path, status, &text))
 }
 
 /// Reads `Boot` into a [`BootReport`].
@@ -285,7 +305,176 @@ pub async fn service_root(host: &str, port: u16, tls: bool, timeout: Duration) -
 
 #[cfg(test)]
 mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use axum::{
+        extract::State,
+        http::{HeaderMap, StatusCode as Code},
+        routing::{get, post},
+        Json, Router,
+    };
+
     use super::*;
+    use crate::bmc::model::Protocol;
+
+    /// What the fake Redfish service saw: `(method path, If-Match)`.
+    type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
+    /// A Redfish service on 127.0.0.1:0 with one system whose ETag changes on every PATCH,
+    /// that answers the first PATCH with 412 (as if someone else changed it in between)
+    /// and wants Basic `admin:secret`.
+    async fn fake_redfish() -> (Target, Seen) {
+        #[derive(Clone)]
+        struct S {
+            seen: Seen,
+            etag: Arc<Mutex<u32>>,
+            boot: Arc<Mutex<Value>>,
+        }
+        fn authed(h: &HeaderMap) -> bool {
+            // "admin:secret" in base64.
+            h.get("authorization").and_then(|v| v.to_str().ok()) == Some("Basic YWRtaW46c2VjcmV0")
+        }
+        async fn collection(h: HeaderMap) -> (Code, Json<Value>) {
+            if !authed(&h) {
+                return (
+                    Code::UNAUTHORIZED,
+                    Json(json!({"error": {"message": "Incorrect username or password"}})),
+                );
+            }
+            (
+                Code::OK,
+                Json(json!({"Members": [{"@odata.id": "/redfish/v1/Systems/sys1"}]})),
+            )
+        }
+        async fn system(State(s): State<S>, h: HeaderMap) -> (Code, HeaderMap, Json<Value>) {
+            s.seen.lock().unwrap().push(("GET system".into(), None));
+            let mut out = HeaderMap::new();
+            out.insert("etag", format!("\"e{}\"", s.etag.lock().unwrap()).parse().unwrap());
+            if !authed(&h) {
+                return (Code::UNAUTHORIZED, out, Json(json!({})));
+            }
+            let body = json!({"PowerState": "Off", "Manufacturer": "Acme", "Model": "X1", "SerialNumber": "S-1",
+                "Boot": s.boot.lock().unwrap().clone(),
+                "Actions": {"#ComputerSystem.Reset": {"target": "/redfish/v1/Systems/sys1/Actions/ComputerSystem.Reset",
+                    "ResetType@Redfish.AllowableValues": ["On", "ForceOff", "ForceRestart"]}}});
+            (Code::OK, out, Json(body))
+        }
+        async fn patch(State(s): State<S>, h: HeaderMap, Json(b): Json<Value>) -> Code {
+            let m = h.get("if-match").and_then(|v| v.to_str().ok()).map(String::from);
+            s.seen.lock().unwrap().push(("PATCH system".into(), m.clone()));
+            let mut e = s.etag.lock().unwrap();
+            let first = *e == 1;
+            *e += 1;
+            if first {
+                return Code::PRECONDITION_FAILED;
+            }
+            if m != Some(format!("\"e{}\"", *e - 1)) {
+                return Code::PRECONDITION_FAILED;
+            }
+            // A PATCH merges: the allowable values stay.
+            let mut boot = s.boot.lock().unwrap();
+            for (k, v) in b["Boot"].as_object().into_iter().flatten() {
+                boot[k] = v.clone();
+            }
+            Code::NO_CONTENT
+        }
+        async fn reset(State(s): State<S>, Json(b): Json<Value>) -> Code {
+            s.seen
+                .lock()
+                .unwrap()
+                .push((format!("POST reset {}", b["ResetType"]), None));
+            Code::NO_CONTENT
+        }
+        let s = S {
+            seen: Seen::default(),
+            etag: Arc::new(Mutex::new(1)),
+            boot: Arc::new(Mutex::new(
+                json!({"BootSourceOverrideTarget": "Hdd", "BootSourceOverrideEnabled": "Disabled",
+                "BootSourceOverrideTarget@Redfish.AllowableValues": ["Pxe", "Hdd", "Cd"]}),
+            )),
+        };
+        let app = Router::new()
+            .route("/redfish/v1/Systems", get(collection))
+            .route("/redfish/v1/Systems/sys1", get(system).patch(patch))
+            .route("/redfish/v1/Systems/sys1/Actions/ComputerSystem.Reset", post(reset))
+            .with_state(s.clone());
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = l.local_addr().unwrap().port();
+        tokio::spawn(async move { axum::serve(l, app).await });
+        let t = Target {
+            protocol: Protocol::Redfish,
+            host: "127.0.0.1".into(),
+            port,
+            tls: false,
+            user: "admin".into(),
+            password: "secret".into(),
+            cipher_suite: 3,
+            system_id: None,
+            verify_tls: true,
+            timeout: Duration::from_secs(5),
+        };
+        (t, s.seen)
+    }
+
+    #[tokio::test]
+    async fn boot_override_uses_if_match_and_retries_a_412_once() {
+        let (t, seen) = fake_redfish().await;
+        let b = BootRequest {
+            device: BootDevice::Pxe,
+            persistent: false,
+            uefi: Some(true),
+        };
+        set_boot(&t, b).await.unwrap();
+        let patches: Vec<_> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s.0 == "PATCH system")
+            .cloned()
+            .collect();
+        assert_eq!(
+            patches.iter().map(|p| p.1.as_deref()).collect::<Vec<_>>(),
+            [Some("\"e1\""), Some("\"e2\"")],
+            "the first PATCH carries the ETag read, the retry the fresh one"
+        );
+        let r = boot(&t).await.unwrap();
+        assert_eq!(
+            (r.device, r.persistent, r.uefi),
+            (Some(BootDevice::Pxe), Some(false), Some(true))
+        );
+        // A device the BMC does not offer, a reset type it does not list: 400-class, nothing sent.
+        let bios = BootRequest {
+            device: BootDevice::Bios,
+            ..b
+        };
+        assert!(matches!(set_boot(&t, bios).await, Err(BmcError::Unsupported(m)) if m.contains("Pxe, Hdd, Cd")));
+        assert!(
+            matches!(reset(&t, &Reset::Redfish("Nmi".into())).await, Err(BmcError::Unsupported(m)) if m.contains("On, ForceOff, ForceRestart"))
+        );
+        reset(&t, &Reset::ForceRestart).await.unwrap();
+        assert!(seen
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|s| s.0 == "POST reset \"ForceRestart\""));
+        let id = identity(&t).await.unwrap();
+        assert_eq!(
+            (id.manufacturer.as_deref(), id.serial.as_deref()),
+            (Some("Acme"), Some("S-1"))
+        );
+        assert_eq!(power_state(&t).await.unwrap(), PowerState::Off);
+        // Wrong password: an Auth error with the BMC's words; a closed port: Unreachable.
+        let wrong = Target {
+            password: "nope".into(),
+            ..t.clone()
+        };
+        assert!(
+            matches!(power_state(&wrong).await, Err(BmcError::Auth(m)) if m.contains("Incorrect username or password"))
+        );
+        let closed = Target { port: 1, ..t.clone() };
+        assert!(matches!(power_state(&closed).await, Err(BmcError::Unreachable(_))));
+        assert!(!service_root("127.0.0.1", 1, false, Duration::from_secs(1)).await);
+    }
 
     #[test]
     fn answers_are_parsed() {
