@@ -3,7 +3,7 @@
 //! detection), the connection details ([`Target`], whose `Debug` never shows the
 //! password) and the errors ([`BmcError`], each saying what went wrong in words an
 //! operator can act on). [`SystemBmc`] is the real client (IPMI through `ipmitool`,
-//! Redfish over HTTP); tests put a recording fake ([`fake::FakeBmc`]) in its place so no
+//! Redfish over HTTP); tests put a recording fake (`fake::FakeBmc`, test builds only) in its place so no
 //! request leaves the process. No state besides the `ipmitool` path.
 
 use std::{sync::Arc, time::Duration};
