@@ -258,6 +258,13 @@ impl Config {
                 self.local_domain()
             )));
         }
+        if self.bmc.settle_secs >= self.api.request_timeout_secs {
+            out.push(anyhow::anyhow!(
+                "[bmc] settle_secs ({}) must be below [api] request_timeout_secs ({}), or power actions are cut off before they settle",
+                self.bmc.settle_secs,
+                self.api.request_timeout_secs
+            ));
+        }
         if self.api.session_ttl_secs == 0 {
             out.push(anyhow::anyhow!("[api] session_ttl_secs must be > 0"));
         }
@@ -448,5 +455,14 @@ mod tests {
         };
         let e = format!("{:#}", Config::load(&bad).unwrap_err());
         assert!(e.contains("--log"), "{e}");
+    }
+
+    #[test]
+    fn bmc_settle_time_fits_in_the_request_timeout() {
+        let mut c = Config::default();
+        assert!(c.problems().is_empty());
+        c.bmc.settle_secs = 30;
+        let p = c.problems();
+        assert!(p.iter().any(|e| e.to_string().contains("[bmc] settle_secs")), "{p:?}");
     }
 }

@@ -307,8 +307,10 @@ impl BmcService {
             .ok_or_else(|| ServiceError::NotFound(format!("no BMC config with id {id}")))
     }
 
-    /// Name unique (case-insensitive), host exists and is linked to no other config.
-    fn check(&self, c: &BmcConfig) -> Result<()> {
+    /// Name unique (case-insensitive), host linked to no other config, and, when the link
+    /// is new (`old_host` differs), the host exists: a config whose host was deleted since
+    /// can still be edited.
+    fn check(&self, c: &BmcConfig, old_host: Option<u64>) -> Result<()> {
         let all = self.table.list()?;
         if all.iter().any(|o| o.id != c.id && o.name.eq_ignore_ascii_case(&c.name)) {
             return Err(ServiceError::Conflict(format!(
@@ -317,7 +319,7 @@ impl BmcService {
             )));
         }
         if let Some(h) = c.host_id {
-            if self.hosts.get(h).is_err() {
+            if c.host_id != old_host && self.hosts.get(h).is_err() {
                 return Err(ServiceError::Invalid(format!("'host_id': no host with id {h}")));
             }
             if let Some(o) = all.iter().find(|o| o.id != c.id && o.host_id == Some(h)) {
@@ -333,7 +335,7 @@ impl BmcService {
     async fn create_locked(&self, input: BmcInput) -> Result<BmcConfig> {
         let mut c = BmcConfig::blank(OffsetDateTime::now_utc());
         c.apply(input, true, &|p| self.secrets.seal(p))?;
-        self.check(&c)?;
+        self.check(&c, None)?;
         Ok(self.table.insert(c).await?)
     }
 
@@ -367,7 +369,7 @@ impl BmcService {
         let mut c = old.clone();
         c.apply(input, false, &|p| self.secrets.seal(p))?;
         c.updated_at = OffsetDateTime::now_utc();
-        self.check(&c)?;
+        self.check(&c, old.host_id)?;
         self.table.put(&c).await?;
         self.events.publish(NewEvent::write(
             "bmc.config.updated",
@@ -1259,6 +1261,26 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(c.host_id, Some(h.id));
+        // The host goes away: the config can still be edited (the stale link is kept).
+        l.hosts.delete(h.id).await.unwrap();
+        l.bmc
+            .update(c.id, input(serde_json::json!({"name": "r1b"})))
+            .await
+            .unwrap();
+        let h = l
+            .hosts
+            .create(HostInput {
+                name: Some("node2".into()),
+                mac: Some("52:54:00:00:00:02".into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let c = l
+            .bmc
+            .update(c.id, input(serde_json::json!({"host_id": h.id})))
+            .await
+            .unwrap();
         let mut second = ipmi("r2", "10.0.0.6");
         second.host_id = Some(Some(h.id));
         assert!(matches!(l.bmc.create(second).await, Err(ServiceError::Conflict(m)) if m.contains("one BMC per host")));
@@ -1271,7 +1293,16 @@ mod tests {
             .into_iter()
             .filter(|k| k.starts_with("bmc."))
             .collect();
-        assert_eq!(k, ["bmc.config.created", "bmc.config.updated", "bmc.config.deleted"]);
+        assert_eq!(
+            k,
+            [
+                "bmc.config.created",
+                "bmc.config.updated",
+                "bmc.config.updated",
+                "bmc.config.updated",
+                "bmc.config.deleted"
+            ]
+        );
         // No event or stored value carries the password.
         let all = serde_json::to_string(&l.events.after(0, 100).unwrap()).unwrap();
         assert!(!all.contains("secret"), "{all}");
