@@ -232,8 +232,8 @@ pub trait BmcClient: Send + Sync {
     /// Manufacturer, model, serial.
     fn identity<'a>(&'a self, t: &'a Target) -> BoxFuture<'a, Result<Identity, BmcError>>;
     /// Finds the protocol `t.host` speaks (`t.protocol` and `t.tls` are ignored; `port`
-    /// is the port asked for, if any): Redfish first (an HTTPS, then HTTP, service root at
-    /// `/redfish/v1`), then IPMI (an RMCP+ session; a refused password still proves IPMI).
+    /// is the port asked for, if any): Redfish (an HTTPS, else HTTP, service root at
+    /// `/redfish/v1`) before IPMI (an RMCP+ session; a refused password still proves IPMI).
     fn detect<'a>(&'a self, t: &'a Target, port: Option<u16>) -> BoxFuture<'a, Result<Detected, BmcError>>;
 }
 
@@ -304,22 +304,41 @@ impl BmcClient for SystemBmc {
                 Some(p) => vec![(true, p), (false, p)],
                 None => vec![(true, 443), (false, 80)],
             };
-            for (tls, p) in web_ports {
-                if super::redfish::service_root(&t.host, p, tls, t.timeout).await {
-                    return Ok(Detected {
-                        protocol: Protocol::Redfish,
-                        port: p,
-                        tls,
-                    });
-                }
-            }
             let ipmi_port = port.unwrap_or(623);
             let probe = Target {
                 protocol: Protocol::Ipmi,
                 port: ipmi_port,
                 ..t.clone()
             };
-            match super::ipmi::power_state(&self.ipmitool, &probe).await {
+            // Every candidate at once, so an address where nothing answers costs one
+            // timeout, not three. Redfish wins when both answer; once it has answered, the
+            // IPMI attempt is dropped (which kills its ipmitool).
+            let web = futures::future::join_all(
+                web_ports
+                    .iter()
+                    .map(|&(tls, p)| super::redfish::service_root(&t.host, p, tls, t.timeout)),
+            );
+            let ipmi = super::ipmi::power_state(&self.ipmitool, &probe);
+            tokio::pin!(web, ipmi);
+            let mut ipmi_first = None;
+            let web = loop {
+                tokio::select! {
+                    w = &mut web => break w,
+                    r = &mut ipmi, if ipmi_first.is_none() => ipmi_first = Some(r),
+                }
+            };
+            if let Some(&(tls, p)) = web_ports.iter().zip(web).find(|(_, ok)| *ok).map(|(c, _)| c) {
+                return Ok(Detected {
+                    protocol: Protocol::Redfish,
+                    port: p,
+                    tls,
+                });
+            }
+            let ipmi = match ipmi_first {
+                Some(r) => r,
+                None => ipmi.await,
+            };
+            match ipmi {
                 Ok(_) | Err(BmcError::Auth(_) | BmcError::Refused(_)) => Ok(Detected {
                     protocol: Protocol::Ipmi,
                     port: ipmi_port,
