@@ -175,9 +175,11 @@ fn start_sims(ns: &NetNs) -> Sims {
     }
 }
 
-/// Calls the API, asserting the status; returns `data` (or the whole error answer).
+/// Calls the API, asserting the status; returns `data` (or the whole error answer). The
+/// client waits up to 40 s: a power action polls the BMC for up to `settle_secs` (25 s
+/// here), and sushy-emulator flips its state up to 11 s after a reset.
 fn call(s: &Server, method: &str, path: &str, body: Option<Value>, status: u16) -> Value {
-    let (code, v) = s.api(method, path, body.as_ref());
+    let (code, v) = s.api_for(40, method, path, body.as_ref());
     assert_eq!(code, status, "{method} {path}: {v}");
     if status < 300 {
         v["data"].clone()
