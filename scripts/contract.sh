@@ -53,6 +53,14 @@ interfaces = ["lo"]
 [diagnostics]
 allowed_targets = ["127.0.0.0/8", "::1/128"]
 resolve_names = false
+
+# Random probes and BMC configs may name any address: only loopback may be contacted
+# (nothing listens there for IPMI or Redfish), each call gives up after 1 s, and power
+# actions do not poll for a change.
+[bmc]
+allowed_networks = ["127.0.0.0/8"]
+command_timeout_secs = 1
+settle_secs = 0
 EOF
 mkdir -p "$work/data"
 
@@ -79,6 +87,12 @@ token=$(curl -fsS -c - -H 'Content-Type: application/json' \
 cat >"$work/schemathesis.toml" <<EOF
 [auth.openapi.bearer]
 bearer = "\${BOOTLANE_CONTRACT_TOKEN}"
+
+# The BMC routes answer 502 when the BMC fails or does not answer (documented in each
+# operation); with no BMC on loopback that is the right answer, not a server bug.
+[[operations]]
+include-tag = "bmc"
+checks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", "502"]
 EOF
 
 echo "contract: schemathesis against $base/api/v1/openapi.json"

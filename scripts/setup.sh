@@ -36,6 +36,11 @@ python3 -c 'import ensurepip' >/dev/null 2>&1 || need_pkgs+=(python3-venv)
 check node nodejs
 check npm npm
 check /usr/bin/chromium chromium
+# BMC power (issue 11): ipmitool is the IPMI client Bootlane runs; the tests' counterparts
+# are OpenIPMI's ipmi_sim and sushy-emulator (below), with bcrypt htpasswd from apache2-utils.
+check ipmitool ipmitool
+check ipmi_sim openipmi
+check htpasswd apache2-utils
 
 if ((${#need_pkgs[@]})); then
   mapfile -t uniq < <(printf '%s\n' "${need_pkgs[@]}" | sort -u)
@@ -68,5 +73,14 @@ if [[ "$("$venv/bin/st" --version 2>/dev/null)" != *" $schemathesis_version" ]];
   echo "setup: installing schemathesis $schemathesis_version in $venv"
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "schemathesis==$schemathesis_version"
+fi
+# Redfish counterpart of the BMC tests (issue 11): sushy-emulator, pinned, in its own venv
+# (its Flask/requests pins stay apart from schemathesis').
+sushy_version=2.2.0
+sushy_venv=/opt/bootlane-sushy
+if [[ "$("$sushy_venv/bin/pip" show sushy-tools 2>/dev/null | sed -n 's/^Version: //p')" != "$sushy_version" ]]; then
+  echo "setup: installing sushy-tools $sushy_version in $sushy_venv"
+  python3 -m venv "$sushy_venv"
+  "$sushy_venv/bin/pip" install -q --disable-pip-version-check "sushy-tools==$sushy_version"
 fi
 echo "setup: ok"

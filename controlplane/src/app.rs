@@ -113,6 +113,8 @@ pub async fn build(
     let activity = crate::stats::Activity::new(Box::new(move || crate::stats::read_counters(&stats_dns)));
     let wol = crate::wol::service::WolService::open(&config.wol, &store, hosts.clone(), dhcp.clone(), events.clone())?;
     wol.spawn_scheduler(token.clone());
+    let bmc =
+        crate::bmc::service::BmcService::open(&config.bmc, &store, &config.data_dir, hosts.clone(), events.clone())?;
     activity.spawn(token);
     let files = crate::media::files::FileService::new(settings.boot_root_cell(), config.files.clone(), events.clone());
     let bootloaders = crate::media::bootloader::Bootloaders::new(dhcp.clone(), settings.clone());
@@ -138,5 +140,6 @@ pub async fn build(
         wol,
         netdiag,
         access,
+        bmc,
     })
 }

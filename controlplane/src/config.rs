@@ -122,6 +122,8 @@ pub struct Config {
     pub diagnostics: crate::netdiag::DiagnosticsConfig,
     /// `[access]` section: the access-control mode (issue 11).
     pub access: crate::access::AccessConfig,
+    /// `[bmc]` section: BMC call timeouts, settle time, batch concurrency, allowed networks.
+    pub bmc: crate::bmc::BmcSection,
 }
 
 impl Default for Config {
@@ -142,6 +144,7 @@ impl Default for Config {
             wol: Default::default(),
             diagnostics: Default::default(),
             access: Default::default(),
+            bmc: Default::default(),
         }
     }
 }
@@ -266,6 +269,13 @@ impl Config {
                 self.local_domain()
             )));
         }
+        if self.bmc.settle_secs >= self.api.request_timeout_secs {
+            out.push(anyhow::anyhow!(
+                "[bmc] settle_secs ({}) must be below [api] request_timeout_secs ({}), or power actions are cut off before they settle",
+                self.bmc.settle_secs,
+                self.api.request_timeout_secs
+            ));
+        }
         if self.api.session_ttl_secs == 0 {
             out.push(anyhow::anyhow!("[api] session_ttl_secs must be > 0"));
         }
@@ -281,6 +291,7 @@ impl Config {
             self.wol.validate(),
             self.diagnostics.validate(),
             self.access.validate(),
+            self.bmc.validate(),
         ] {
             if let Err(e) = r {
                 out.push(e);
@@ -457,5 +468,14 @@ mod tests {
         };
         let e = format!("{:#}", Config::load(&bad).unwrap_err());
         assert!(e.contains("--log"), "{e}");
+    }
+
+    #[test]
+    fn bmc_settle_time_fits_in_the_request_timeout() {
+        let mut c = Config::default();
+        assert!(c.problems().is_empty());
+        c.bmc.settle_secs = 30;
+        let p = c.problems();
+        assert!(p.iter().any(|e| e.to_string().contains("[bmc] settle_secs")), "{p:?}");
     }
 }

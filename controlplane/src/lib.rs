@@ -6,6 +6,7 @@ pub mod access;
 pub mod api;
 pub mod app;
 pub mod backup;
+pub mod bmc;
 pub mod boot;
 pub mod cli;
 pub mod config;

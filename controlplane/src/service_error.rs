@@ -29,6 +29,10 @@ pub enum ServiceError {
     /// Not enough free space on a volume, e.g. the boot root's (507).
     #[error("{0}")]
     NoSpace(String),
+    /// A device Bootlane drives (a BMC) failed, refused or did not answer (502); the
+    /// message names the device and the cause.
+    #[error("{0}")]
+    Upstream(String),
     /// A file-system operation failed (500); `what` says which, `source` why.
     #[error("{what}")]
     Io {

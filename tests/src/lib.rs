@@ -298,8 +298,12 @@ impl Server {
     }
 
     fn curl(&self, args: &str) -> String {
+        self.curl_for(10, args)
+    }
+
+    fn curl_for(&self, secs: u64, args: &str) -> String {
         let out = sh_out(&format!(
-            "ip netns exec {} curl -s -m 10 -b {} -c {} {args}",
+            "ip netns exec {} curl -s -m {secs} -b {} -c {} {args}",
             self.ns,
             self.jar.display(),
             self.jar.display()
@@ -309,6 +313,12 @@ impl Server {
 
     /// Calls the API; returns the status and the decoded JSON (or a JSON string).
     pub fn api(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        self.api_for(10, method, path, body)
+    }
+
+    /// As [`Server::api`], giving up after `secs` seconds instead of 10 (calls that wait
+    /// on a device, e.g. a BMC power action polling until the state changes).
+    pub fn api_for(&self, secs: u64, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
         let body_arg = match body {
             Some(b) => {
                 let f = self.data_dir.join(unique("body"));
@@ -317,10 +327,10 @@ impl Server {
             }
             None => String::new(),
         };
-        let out = self.curl(&format!(
-            "-X {method} {body_arg} -w '\\n%{{http_code}}' '{}{path}'",
-            self.base
-        ));
+        let out = self.curl_for(
+            secs,
+            &format!("-X {method} {body_arg} -w '\\n%{{http_code}}' '{}{path}'", self.base),
+        );
         let (body, code) = out.rsplit_once('\n').unwrap_or(("", "0"));
         let v = serde_json::from_str(body).unwrap_or(Value::String(body.to_string()));
         (code.trim().parse().unwrap_or(0), v)

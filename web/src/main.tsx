@@ -22,6 +22,7 @@ import { Logs } from './pages/logs';
 import { Wol } from './pages/wol';
 import { Network } from './pages/network';
 import { Access } from './pages/access';
+import { Power } from './pages/power';
 import './style.css';
 
 /** Navigation: label and UI path (the spec names "Service Config > DNS" = /services/dns). */
@@ -35,6 +36,7 @@ const NAV: [string, [string, string][]][] = [
       ['Leases', '/dhcp/leases'],
       ['Reservations', '/dhcp/reservations'],
       ['Wake-on-LAN', '/wol'],
+      ['Power (BMC)', '/power'],
       ['Access control', '/access'],
     ],
   ],
@@ -128,6 +130,7 @@ function Shell(props: { user: string; onLogout: () => void }) {
           <Route path="/wol" component={Wol} />
           <Route path="/network" component={Network} />
           <Route path="/access" component={Access} />
+          <Route path="/power" component={Power} />
           <Route default component={NotFound} />
         </Router>
       </main>

@@ -39,6 +39,10 @@ pub enum ApiError {
     /// 429: too many attempts; retry after the given number of seconds.
     #[error("{0}")]
     TooManyRequests(String, u64),
+    /// 502: a device Bootlane drives (a BMC) failed, refused the credentials or did not
+    /// answer; the message names it and the cause.
+    #[error("{0}")]
+    BadGateway(String),
     /// 507: not enough free space on the boot root's volume (uploads).
     #[error("{0}")]
     InsufficientStorage(String),
@@ -63,6 +67,7 @@ impl ApiError {
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::TooManyRequests(..) => StatusCode::TOO_MANY_REQUESTS,
             Self::InsufficientStorage(_) => StatusCode::INSUFFICIENT_STORAGE,
+            Self::BadGateway(_) => StatusCode::BAD_GATEWAY,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -103,6 +108,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::Store(s) => Self::Internal(s.into()),
             ServiceError::TooLarge(m) => Self::PayloadTooLarge(m),
             ServiceError::NoSpace(m) => Self::InsufficientStorage(m),
+            ServiceError::Upstream(m) => Self::BadGateway(m),
             e @ ServiceError::Io { .. } => Self::Internal(e.into()),
         }
     }

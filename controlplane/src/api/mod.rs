@@ -16,6 +16,7 @@
 
 pub mod access;
 pub mod auth;
+pub mod bmc;
 pub mod boot;
 pub mod bootloader;
 pub mod dhcp;
@@ -119,6 +120,8 @@ pub struct AppState {
     pub netdiag: Arc<crate::netdiag::NetDiag>,
     /// Access control: mode, lists, unauthorized devices, and the gate the protocols call.
     pub access: Arc<crate::access::service::AccessService>,
+    /// BMC configs and power (issue 11 "BMC").
+    pub bmc: Arc<crate::bmc::service::BmcService>,
 }
 
 /// `impl FromRef<AppState> for $ty` returning a clone of `$field`, one line per service.
@@ -157,6 +160,8 @@ sub_state!(
     Arc<crate::netdiag::NetDiag> => netdiag,
     /// Access control.
     Arc<crate::access::service::AccessService> => access,
+    /// BMC configs and power.
+    Arc<crate::bmc::service::BmcService> => bmc,
 );
 
 /// The OpenAPI document's header; paths and schemas come from the resource routers
@@ -253,7 +258,8 @@ pub fn resources() -> Resources {
             .merge(bootloader::router())
             .merge(wol::router())
             .merge(network::router())
-            .merge(access::router()),
+            .merge(access::router())
+            .merge(bmc::router()),
         scraped: system::metrics_router(),
     }
 }

@@ -123,6 +123,12 @@ fn error_statuses(op: &Operation) -> Vec<(&'static str, &'static str)> {
     if declared("429") {
         out.push(("429", "Too many failed attempts; see Retry-After"));
     }
+    if declared("502") {
+        out.push((
+            "502",
+            "A device Bootlane drives (a BMC) failed, refused the credentials or did not answer; `error` says which",
+        ));
+    }
     if declared("507") {
         out.push(("507", "Not enough free space on the boot root's volume"));
     }

@@ -35,3 +35,7 @@ mod backup_roundtrip;
 // Access control (issue 11): a blacklisted udhcpc gets no lease, TFTP and HTTP boot refuse
 // by lease; a QEMU machine not on the whitelist is recorded, then boots once whitelisted.
 mod access_netns;
+
+// BMC power (issue 11): ipmi_sim with a chassis-control hook and sushy-emulator on a
+// namespace's loopback, driven through the API (power, boot device, PXE, CSV import, errors).
+mod bmc_sim;
