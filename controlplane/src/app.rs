@@ -115,6 +115,16 @@ pub async fn build(
     wol.spawn_scheduler(token.clone());
     let bmc =
         crate::bmc::service::BmcService::open(&config.bmc, &store, &config.data_dir, hosts.clone(), events.clone())?;
+    // Hosts' own BMC passwords are sealed with the same key as the BMC configs'.
+    let sealed = hosts
+        .set_password_sealer(Arc::new(crate::bmc::secret::SecretBox::open(&config.data_dir)?))
+        .await?;
+    if sealed > 0 {
+        tracing::info!(
+            hosts = sealed,
+            "sealed BMC passwords stored in plain text by an earlier version"
+        );
+    }
     activity.spawn(token);
     let files = crate::media::files::FileService::new(settings.boot_root_cell(), config.files.clone(), events.clone());
     let bootloaders = crate::media::bootloader::Bootloaders::new(dhcp.clone(), settings.clone());

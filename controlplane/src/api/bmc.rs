@@ -849,6 +849,9 @@ mod tests {
             .calls()
             .iter()
             .any(|c| c.0 == "10.0.0.50:623" && c.1.starts_with("set_boot pxe")));
+        // The host's own password is stored sealed (and opened for the call above).
+        let stored = t.state.hosts.get(h).unwrap().bmc_password.unwrap();
+        assert!(stored.starts_with("v1:") && !stored.contains("pw"), "{stored}");
         let h2 = t
             .expect(
                 Method::POST,

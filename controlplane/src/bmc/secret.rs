@@ -120,6 +120,16 @@ impl SecretBox {
     }
 }
 
+impl crate::inventory::service::PasswordSealer for SecretBox {
+    fn seal(&self, plain: &str) -> String {
+        SecretBox::seal(self, plain)
+    }
+
+    fn is_sealed(&self, stored: &str) -> bool {
+        stored.starts_with(PREFIX)
+    }
+}
+
 /// `OpenOptions::mode(0o600)` under a name that says why.
 trait Mode0600 {
     fn mode_0600(&mut self) -> &mut Self;

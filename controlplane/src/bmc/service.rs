@@ -611,7 +611,14 @@ impl BmcService {
             port,
             tls,
             user: h.bmc_user.clone().unwrap_or_default(),
-            password: h.bmc_password.clone().unwrap_or_default(),
+            // Sealed by the host service; a plain one is from before sealing existed.
+            password: match h.bmc_password.as_deref() {
+                Some(p) if crate::inventory::service::PasswordSealer::is_sealed(&self.secrets, p) => {
+                    self.secrets.open_sealed(p)?
+                }
+                Some(p) => p.to_string(),
+                None => String::new(),
+            },
             cipher_suite: 3,
             system_id: None,
             verify_tls: true,

@@ -24,9 +24,21 @@ type Result<T, E = ServiceError> = std::result::Result<T, E>;
 /// Answers whether a boot profile with this id exists (checked when a host names one).
 pub type ProfileExists = Arc<dyn Fn(u64) -> Result<bool> + Send + Sync>;
 
+/// Seals a host's BMC password before it is stored (issue 11 "BMC": passwords stored
+/// encrypted with the data directory's key). Implemented by the BMC module's key box and
+/// handed in by the wiring, so inventory does not depend on it.
+pub trait PasswordSealer: Send + Sync {
+    /// The stored form of `plain`.
+    fn seal(&self, plain: &str) -> String;
+    /// True when `stored` is already a sealed value (not a plain password stored before
+    /// sealing existed).
+    fn is_sealed(&self, stored: &str) -> bool;
+}
+
 /// Hosts: reads and the one write path. Cheap to share behind an `Arc`.
 pub struct HostService {
     hosts: Table<Host>,
+    sealer: std::sync::OnceLock<Arc<dyn PasswordSealer>>,
     profile_exists: ProfileExists,
     write: tokio::sync::Mutex<()>,
     events: Arc<EventBus>,
@@ -40,10 +52,41 @@ impl HostService {
     pub fn open(store: &Store, profile_exists: ProfileExists, events: Arc<EventBus>) -> Result<Arc<Self>> {
         Ok(Arc::new(Self {
             hosts: store.table()?,
+            sealer: std::sync::OnceLock::new(),
             profile_exists,
             write: tokio::sync::Mutex::new(()),
             events,
         }))
+    }
+
+    /// Sets the sealer of BMC passwords (once, at wiring) and seals the passwords stored
+    /// in plain text before it existed; answers how many were sealed.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn set_password_sealer(&self, sealer: Arc<dyn PasswordSealer>) -> Result<usize> {
+        let sealer = self.sealer.get_or_init(|| sealer).clone();
+        let _w = self.write.lock().await;
+        let mut n = 0;
+        for mut h in self.hosts.list()? {
+            if let Some(p) = h
+                .bmc_password
+                .as_deref()
+                .filter(|p| !p.is_empty() && !sealer.is_sealed(p))
+            {
+                h.bmc_password = Some(sealer.seal(p));
+                self.hosts.put(&h).await?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Seals a password just set from the API input.
+    fn seal_new_password(&self, h: &mut Host) {
+        if let (Some(s), Some(p)) = (self.sealer.get(), h.bmc_password.as_deref().filter(|p| !p.is_empty())) {
+            h.bmc_password = Some(s.seal(p));
+        }
     }
 
     /// Every host, in id order.
@@ -112,7 +155,11 @@ impl HostService {
         }
         let _w = self.write.lock().await;
         let mut h = Host::blank(OffsetDateTime::now_utc());
+        let new_password = matches!(input.bmc_password, Some(Some(_)));
         h.apply(input, &*self.profile_exists)?;
+        if new_password {
+            self.seal_new_password(&mut h);
+        }
         self.check_unique(&h)?;
         let h = self.hosts.insert(h).await?;
         self.event("created", "create", None, Some(&h));
@@ -127,7 +174,11 @@ impl HostService {
         let _w = self.write.lock().await;
         let mut h = self.get(id)?;
         let before = h.clone();
+        let new_password = matches!(input.bmc_password, Some(Some(_)));
         h.apply(input, &*self.profile_exists)?;
+        if new_password {
+            self.seal_new_password(&mut h);
+        }
         self.check_unique(&h)?;
         h.updated_at = OffsetDateTime::now_utc();
         self.hosts.put(&h).await?;
@@ -179,6 +230,50 @@ mod tests {
 
     fn service(events: Arc<EventBus>) -> Arc<HostService> {
         HostService::open(&Store::temporary(), Arc::new(|id| Ok(id == 1)), events).unwrap()
+    }
+
+    /// Reverses the text behind a `sealed:` prefix: visibly not the plain password.
+    struct Rev;
+    impl PasswordSealer for Rev {
+        fn seal(&self, plain: &str) -> String {
+            format!("sealed:{}", plain.chars().rev().collect::<String>())
+        }
+        fn is_sealed(&self, stored: &str) -> bool {
+            stored.starts_with("sealed:")
+        }
+    }
+
+    #[tokio::test]
+    async fn bmc_passwords_are_sealed_on_write_and_legacy_ones_at_wiring() {
+        let s = service(EventBus::in_memory());
+        let with_pw = |pw: &str| HostInput {
+            bmc_password: Some(Some(pw.into())),
+            ..input("n1", "52:54:00:00:00:09")
+        };
+        // Before a sealer exists (an earlier version): stored as given.
+        let h = s.create(with_pw("old-pw")).await.unwrap();
+        assert_eq!(h.bmc_password.as_deref(), Some("old-pw"));
+        assert_eq!(s.set_password_sealer(Arc::new(Rev)).await.unwrap(), 1);
+        assert_eq!(s.get(h.id).unwrap().bmc_password.as_deref(), Some("sealed:wp-dlo"));
+        // Set again: nothing left to seal.
+        assert_eq!(s.set_password_sealer(Arc::new(Rev)).await.unwrap(), 0);
+        // New passwords are sealed on update; other updates leave the stored one alone.
+        let pw = HostInput {
+            bmc_password: Some(Some("new".into())),
+            ..Default::default()
+        };
+        assert_eq!(
+            s.update(h.id, pw).await.unwrap().bmc_password.as_deref(),
+            Some("sealed:wen")
+        );
+        let desc = HostInput {
+            description: Some("x".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            s.update(h.id, desc).await.unwrap().bmc_password.as_deref(),
+            Some("sealed:wen")
+        );
     }
 
     #[tokio::test]
