@@ -40,6 +40,9 @@ pub enum Command {
     User(crate::cli::UserArgs),
     /// Ask the running server's `GET /api/v1/status` and print it (exit 1 if unreachable).
     Status(crate::cli::StatusArgs),
+    /// Write the man pages or the shell completions (used by `cargo xtask package`; hidden).
+    #[command(hide = true)]
+    Generate(crate::packaging::GenerateArgs),
 }
 
 /// `bootlane config ...` subcommands.

@@ -13,6 +13,7 @@ fn main() -> ExitCode {
         Command::Config(cmd) => return bootlane::cli::config(&cmd),
         Command::User(args) => return bootlane::cli::user(&args),
         Command::Status(args) => return bootlane::cli::status(&args),
+        Command::Generate(args) => return bootlane::packaging::generate(&args),
     };
     let config = match Config::load(&args) {
         Ok(c) => c,
