@@ -233,6 +233,12 @@ fn test(unit_only: bool, no_browser: bool, filter: Option<String>) -> Result<()>
             run(Command::new("bash").arg(root().join("scripts/contract.sh")).arg(&bin))?;
         }
         std::env::set_var("BOOTLANE_BIN", &bin);
+        // The package test (tests/tests/integration/package_install.rs) installs the debug
+        // build's package: a release build here would double CI's build time.
+        const PACKAGE_TEST: &str = "package_install::package_installs_and_runs_unprivileged_with_only_its_capabilities";
+        if filter.as_deref().is_none_or(|f| PACKAGE_TEST.contains(f)) {
+            std::env::set_var("BOOTLANE_DEB", package(false)?);
+        }
         for exe in integration_binaries()? {
             let mut args = vec!["--test-threads=1".to_string()];
             args.extend(filter.clone());

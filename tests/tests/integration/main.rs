@@ -27,3 +27,7 @@ mod wol_netns;
 // Network diagnostics (issue 11): real ICMP ping and traceroute through a router
 // namespace, plain and streamed over SSE, one run per user.
 mod netdiag_netns;
+
+// The Debian package (issue 15): installed into a scratch root, its files, user and unit
+// checked, the installed binary run as the bootlane user with only the unit's capabilities.
+mod package_install;
