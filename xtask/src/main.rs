@@ -273,16 +273,24 @@ fn package(release: bool) -> Result<PathBuf> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .collect();
     run(Command::new("gzip").arg("-9nf").args(&pages))?;
-    let out_dir = if release { target_dir().join("debian") } else { target_dir().join("debian/dev") };
+    let out_dir = if release {
+        target_dir().join("debian")
+    } else {
+        target_dir().join("debian/dev")
+    };
     std::fs::create_dir_all(&out_dir)?;
     let mut c = cargo();
-    c.args(["deb", "-p", "bootlane", "--no-build", "--strip", "--output"]).arg(&out_dir);
+    c.args(["deb", "-p", "bootlane", "--no-build", "--strip", "--output"])
+        .arg(&out_dir);
     c.args(["--profile", if release { "release" } else { "dev" }]);
     if !release {
         c.arg("--fast");
     }
     eprintln!("xtask: {c:?}");
-    let out = c.stderr(std::process::Stdio::inherit()).output().context("starting cargo deb (cargo xtask setup installs it)")?;
+    let out = c
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("starting cargo deb (cargo xtask setup installs it)")?;
     if !out.status.success() {
         bail!("cargo deb failed: {}", out.status);
     }
@@ -350,7 +358,9 @@ fn main() -> ExitCode {
             no_browser,
             filter,
         } => test(unit_only, no_browser, filter),
-        Cmd::Package { debug } => setup().and_then(|_| package(!debug)).map(|deb| println!("{}", deb.display())),
+        Cmd::Package { debug } => setup()
+            .and_then(|_| package(!debug))
+            .map(|deb| println!("{}", deb.display())),
         Cmd::Bench { what } => bench(&what),
         Cmd::Lab { uefi, seconds } => setup().and_then(|_| build_server(false)).and_then(|bin| {
             let mut a = vec![

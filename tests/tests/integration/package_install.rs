@@ -138,15 +138,23 @@ fn package_installs_and_runs_unprivileged_with_only_its_capabilities() {
     std::fs::create_dir_all(&root).expect("scratch root");
     sh(&format!("dpkg-deb -e {} {}", deb.display(), control.display()));
     assert_eq!(
-        std::fs::read_to_string(control.join("conffiles")).expect("conffiles").trim(),
+        std::fs::read_to_string(control.join("conffiles"))
+            .expect("conffiles")
+            .trim(),
         "/etc/bootlane/bootlane.toml"
     );
     for script in ["postinst", "postrm", "prerm"] {
         sh(&format!("sh -n {}", control.join(script).display()));
     }
     let postinst = std::fs::read_to_string(control.join("postinst")).expect("postinst");
-    assert!(postinst.contains("systemd-sysusers ${DPKG_ROOT:+--root=\"$DPKG_ROOT\"} bootlane.conf"), "{postinst}");
-    assert!(!postinst.contains("deb-systemd-invoke start"), "not started on install: {postinst}");
+    assert!(
+        postinst.contains("systemd-sysusers ${DPKG_ROOT:+--root=\"$DPKG_ROOT\"} bootlane.conf"),
+        "{postinst}"
+    );
+    assert!(
+        !postinst.contains("deb-systemd-invoke start"),
+        "not started on install: {postinst}"
+    );
 
     // The files, extracted into the scratch root.
     sh(&format!("dpkg -x {} {}", deb.display(), root.display()));
@@ -173,15 +181,27 @@ fn package_installs_and_runs_unprivileged_with_only_its_capabilities() {
     assert!(!root.join("usr/lib/ipxe").exists(), "iPXE is a dependency, not copied");
     let mode = std::fs::metadata(&bin).expect("binary").permissions().mode();
     assert_eq!(mode & 0o777, 0o755);
-    let man = sh(&format!("zcat {}", root.join("usr/share/man/man1/bootlane-serve.1.gz").display()));
-    assert!(man.contains(".TH bootlane-serve 1") && man.contains("\\-\\-data\\-dir"), "{man}");
-    sh(&format!("bash -n {}", root.join("usr/share/bash-completion/completions/bootlane").display()));
+    let man = sh(&format!(
+        "zcat {}",
+        root.join("usr/share/man/man1/bootlane-serve.1.gz").display()
+    ));
+    assert!(
+        man.contains(".TH bootlane-serve 1") && man.contains("\\-\\-data\\-dir"),
+        "{man}"
+    );
+    sh(&format!(
+        "bash -n {}",
+        root.join("usr/share/bash-completion/completions/bootlane").display()
+    ));
     let check = sh(&format!(
         "{} config check --config {}",
         bin.display(),
         root.join("etc/bootlane/bootlane.toml").display()
     ));
-    assert!(check.trim().ends_with(": ok"), "the shipped config file is valid: {check}");
+    assert!(
+        check.trim().ends_with(": ok"),
+        "the shipped config file is valid: {check}"
+    );
 
     // The user, as the postinst creates it (systemd-sysusers with the package's file).
     std::fs::create_dir_all(root.join("etc")).expect("etc");
@@ -220,7 +240,10 @@ fn package_installs_and_runs_unprivileged_with_only_its_capabilities() {
         ("PrivateTmp", "yes"),
         ("NoNewPrivileges", "yes"),
         ("Restart", "on-failure"),
-        ("ExecStart", "/usr/bin/bootlane serve --config /etc/bootlane/bootlane.toml"),
+        (
+            "ExecStart",
+            "/usr/bin/bootlane serve --config /etc/bootlane/bootlane.toml",
+        ),
     ] {
         assert_eq!(unit_values(&unit, key), [want], "{key}=");
     }
@@ -231,8 +254,16 @@ fn package_installs_and_runs_unprivileged_with_only_its_capabilities() {
     let check_dir = scratch.0.join("unit");
     std::fs::create_dir_all(&check_dir).expect("unit dir");
     let unit_copy = check_dir.join("bootlane.service");
-    std::fs::write(&unit_copy, unit.replace("/usr/bin/bootlane", &bin.display().to_string())).expect("unit copy");
-    let (ok, out, err) = output(Command::new("systemd-analyze").args(["verify", "--man=no"]).arg(&unit_copy));
+    std::fs::write(
+        &unit_copy,
+        unit.replace("/usr/bin/bootlane", &bin.display().to_string()),
+    )
+    .expect("unit copy");
+    let (ok, out, err) = output(
+        Command::new("systemd-analyze")
+            .args(["verify", "--man=no"])
+            .arg(&unit_copy),
+    );
     assert!(ok && err.trim().is_empty(), "systemd-analyze verify: {out}{err}");
     let (ok, out, err) = output(
         Command::new("systemd-analyze")
@@ -265,7 +296,11 @@ fn package_installs_and_runs_unprivileged_with_only_its_capabilities() {
     let pid = s.pid().expect("running");
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
     let uids = status.lines().find(|l| l.starts_with("Uid:")).expect("Uid");
-    assert_eq!(uids.split_whitespace().skip(1).collect::<Vec<_>>(), [entry[2]; 4], "{uids}");
+    assert_eq!(
+        uids.split_whitespace().skip(1).collect::<Vec<_>>(),
+        [entry[2]; 4],
+        "{uids}"
+    );
     for field in ["CapEff:", "CapPrm:", "CapAmb:", "CapBnd:"] {
         assert_eq!(capability_mask(pid, field), CAP_MASK, "{field} of the server");
     }
@@ -288,12 +323,18 @@ fn package_installs_and_runs_unprivileged_with_only_its_capabilities() {
         v["data"]["xdp"]["counters"]["answered"].as_u64().expect("counter")
     };
     let before = answered(&s);
-    assert_eq!(lines(&dig(&cli, "@10.78.0.1 -p 53 +short pkg.lab.test A")), ["10.0.0.42"]);
+    assert_eq!(
+        lines(&dig(&cli, "@10.78.0.1 -p 53 +short pkg.lab.test A")),
+        ["10.0.0.42"]
+    );
     assert_eq!(answered(&s), before + 1, "answered by the XDP program");
     // The data directory is the service's own.
     let log_dir = s.data_dir.join("logs");
     assert!(log_dir.is_dir(), "the unprivileged server wrote its logs");
-    assert_eq!(std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&log_dir).unwrap()), uid);
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&log_dir).unwrap()),
+        uid
+    );
 
     let exit = s.terminate(Duration::from_secs(10)).expect("stopped on SIGTERM");
     notification(&notify, "STOPPING=1", Duration::from_secs(2));
