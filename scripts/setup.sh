@@ -30,6 +30,11 @@ check /usr/lib/ipxe/undionly.kpxe ipxe
 check /usr/lib/ipxe/ipxe.efi ipxe
 check ldns-testns ldnsutils
 check python3 python3
+# The Debian package (cargo xtask package) and its test: unit checks, running the
+# installed binary as an unprivileged user with chosen capabilities.
+check systemd-analyze systemd
+check setpriv util-linux
+check dpkg-deb dpkg
 python3 -c 'import ensurepip' >/dev/null 2>&1 || need_pkgs+=(python3-venv)
 # The web UI: its build (Node, npm) and its browser tests (Debian's Chromium, driven by
 # playwright-core; Playwright's own browser download cannot work here).
@@ -65,6 +70,13 @@ if ! bpf-linker --version >/dev/null 2>&1; then
   echo "setup: building bpf-linker (a few minutes, once)"
   LLVM_PREFIX=/usr/lib/llvm-22 cargo install --locked bpf-linker --no-default-features --features llvm-22 \
     || LLVM_PREFIX=/usr/lib/llvm-22 cargo install bpf-linker --no-default-features --features llvm-22
+fi
+# `cargo xtask package`: cargo-deb, pinned (3.8.0 builds on rustc 1.95). Built in cargo's
+# own temporary directory, never in the project's target dir.
+cargo_deb_version=3.8.0
+if [[ "$(cargo deb --version 2>/dev/null)" != *" $cargo_deb_version" ]]; then
+  echo "setup: installing cargo-deb $cargo_deb_version"
+  env -u CARGO_TARGET_DIR cargo install --locked "cargo-deb@$cargo_deb_version"
 fi
 # API contract test (scripts/contract.sh): schemathesis, pinned, in its own venv.
 schemathesis_version=4.32.5

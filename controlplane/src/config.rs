@@ -45,6 +45,9 @@ pub enum Command {
     Backup(crate::backup::BackupArgs),
     /// Restore a backup into a data directory while the server is stopped (issue 15).
     Restore(crate::backup::RestoreArgs),
+    /// Write the man pages or the shell completions (used by `cargo xtask package`; hidden).
+    #[command(hide = true)]
+    Generate(crate::packaging::GenerateArgs),
 }
 
 /// `bootlane config ...` subcommands.

@@ -20,11 +20,13 @@ pub mod media;
 pub mod metrics;
 pub mod net;
 pub mod netdiag;
+pub mod packaging;
 pub mod service_error;
 pub mod settings;
 pub mod stats;
 pub mod store;
 pub mod supervisor;
+pub mod systemd;
 pub mod tftp;
 pub mod wol;
 
@@ -112,6 +114,9 @@ pub async fn run(
         .with_context(|| format!("binding the API on {}", config.api.listen))?;
     let supervisor = state.supervisor.clone();
     supervisor.start_auto().await;
+    // Type=notify (issue 15): ready once the API is bound and every auto-start service started.
+    systemd::notify_ready(&supervisor.list());
+    systemd::stopping_on_cancel(token.clone());
     tracing::info!(addr = %config.api.listen, "REST API listening on /api/v1");
     let app = api::router(state);
     axum::serve(

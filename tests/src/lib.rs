@@ -119,8 +119,26 @@ pub fn bootlane_bin() -> PathBuf {
         .expect("target dir")
 }
 
+/// How [`Server::start_with`] runs the server: which binary (default [`bootlane_bin`]),
+/// behind which wrapper command (e.g. `setpriv --reuid ...` to drop privileges), with the
+/// data directory owned by which `(uid, gid)`, and with which extra environment.
+#[derive(Debug, Clone, Default)]
+pub struct Launch {
+    /// The binary; `None`: [`bootlane_bin`].
+    pub bin: Option<PathBuf>,
+    /// Command line put before the binary inside the namespace.
+    pub wrapper: Vec<String>,
+    /// Owner of the data directory (for a server that does not run as root).
+    pub owner: Option<(u32, u32)>,
+    /// Extra environment variables.
+    pub env: Vec<(String, String)>,
+    /// `[api] listen`; `None`: `127.0.0.1:8080`.
+    pub listen: Option<String>,
+}
+
 /// A running `bootlane serve` inside a namespace, killed on drop.
 pub struct Server {
+    launch: Launch,
     child: Option<Child>,
     /// Namespace it runs in.
     pub ns: String,
@@ -141,13 +159,23 @@ impl Server {
     /// Writes `config_toml` (with `data_dir` and `[api] listen` added) and starts the server
     /// in `ns`, waiting until the API answers and logging in.
     pub fn start(ns: &NetNs, config_toml: &str) -> Self {
-        Self::start_on(ns, config_toml, "127.0.0.1:8080")
+        Self::start_with(ns, config_toml, Launch::default())
     }
 
     /// As [`Server::start`] with the API (and HTTP boot) listening on `listen`, e.g.
     /// `0.0.0.0:8080` for machines in the namespace that fetch iPXE scripts over HTTP; the
     /// test still talks to it through `127.0.0.1:8080`, so `listen` must cover that.
     pub fn start_on(ns: &NetNs, config_toml: &str, listen: &str) -> Self {
+        let launch = Launch {
+            listen: Some(listen.to_string()),
+            ..Launch::default()
+        };
+        Self::start_with(ns, config_toml, launch)
+    }
+
+    /// As [`Server::start`], run as `launch` says.
+    pub fn start_with(ns: &NetNs, config_toml: &str, launch: Launch) -> Self {
+        let listen = launch.listen.clone().unwrap_or_else(|| "127.0.0.1:8080".into());
         let data_dir = std::env::temp_dir().join(unique("bootlane-lab-"));
         std::fs::create_dir_all(&data_dir).expect("data dir");
         let config = data_dir.join("bootlane.toml");
@@ -156,7 +184,11 @@ impl Server {
             data_dir.display()
         );
         std::fs::write(&config, toml).expect("config");
+        if let Some((uid, gid)) = launch.owner {
+            std::os::unix::fs::chown(&data_dir, Some(uid), Some(gid)).expect("chown data dir");
+        }
         let mut s = Self {
+            launch,
             child: None,
             ns: ns.name.clone(),
             jar: data_dir.join("cookies"),
@@ -178,10 +210,12 @@ impl Server {
             .expect("log");
         let child = Command::new("ip")
             .args(["netns", "exec", &self.ns])
-            .arg(bootlane_bin())
+            .args(&self.launch.wrapper)
+            .arg(self.launch.bin.clone().unwrap_or_else(bootlane_bin))
             .args(["serve", "--config"])
             .arg(&self.config)
             .env("BOOTLANE_ADMIN_PASSWORD", ADMIN_PASSWORD)
+            .envs(self.launch.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -281,6 +315,23 @@ impl Server {
             }
         });
         SseStream { _curl: Proc(child), rx }
+    }
+
+    /// Sends SIGTERM and waits up to `timeout` for the process to end; its exit status, or
+    /// `None` if it was not running or did not end in time (then SIGKILL on drop).
+    pub fn terminate(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let c = self.child.as_mut()?;
+        // SAFETY: kill(2) on our own child's PID.
+        unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        let end = Instant::now() + timeout;
+        while Instant::now() < end {
+            if let Ok(Some(st)) = c.try_wait() {
+                self.child = None;
+                return Some(st);
+            }
+            sleep(Duration::from_millis(50));
+        }
+        None
     }
 
     /// Sends SIGKILL and waits for the process to end.

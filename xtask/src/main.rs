@@ -13,6 +13,10 @@
 //! - `bench`: benchmarks against dnsmasq in the same invocation, and what SSE subscribers
 //!   cost the DNS path and API writes (`bench events`).
 //! - `lab`: Bootlane and a QEMU machine in a namespace, the machine's console on the terminal.
+//! - `package`: the Debian package (issue 15): the UI, the release binary (eBPF object and UI
+//!   embedded), its man pages and completions (`bootlane generate`), then cargo-deb with
+//!   `--no-build` (the metadata is in `controlplane/Cargo.toml`). `--debug` packages the
+//!   debug binary instead: `test` does that for the package test, so CI builds no release.
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "xtask is a CLI tool")]
 
 use std::{
@@ -65,6 +69,12 @@ enum Cmd {
         /// Stop after this many seconds.
         #[arg(long, default_value_t = 180)]
         seconds: u32,
+    },
+    /// Build the Debian package (cargo-deb) into <target>/debian/ and print its path.
+    Package {
+        /// Package the debug build instead of a release build (faster; what `test` uses).
+        #[arg(long)]
+        debug: bool,
     },
     /// Benchmarks against dnsmasq (`dns`, `boot`), SSE subscriber cost (`events`), or `all`.
     Bench {
@@ -223,6 +233,12 @@ fn test(unit_only: bool, no_browser: bool, filter: Option<String>) -> Result<()>
             run(Command::new("bash").arg(root().join("scripts/contract.sh")).arg(&bin))?;
         }
         std::env::set_var("BOOTLANE_BIN", &bin);
+        // The package test (tests/tests/integration/package_install.rs) installs the debug
+        // build's package: a release build here would double CI's build time.
+        const PACKAGE_TEST: &str = "package_install::package_installs_and_runs_unprivileged_with_only_its_capabilities";
+        if filter.as_deref().is_none_or(|f| PACKAGE_TEST.contains(f)) {
+            std::env::set_var("BOOTLANE_DEB", package(false)?);
+        }
         for exe in integration_binaries()? {
             let mut args = vec!["--test-threads=1".to_string()];
             args.extend(filter.clone());
@@ -233,6 +249,60 @@ fn test(unit_only: bool, no_browser: bool, filter: Option<String>) -> Result<()>
         browser_tests(&bin)?;
     }
     Ok(())
+}
+
+/// Builds the `.deb` and returns its path: the UI, the server (`release` or debug), the man
+/// pages (gzipped, as Debian wants them) and completions next to the binary in
+/// `<profile dir>/generated/`, then `cargo deb --no-build` for that profile. The debug
+/// package goes to `<target>/debian/dev/` with fast compression; cargo-deb warns that dev
+/// profiles are unsupported, which is fine for a test package.
+fn package(release: bool) -> Result<PathBuf> {
+    ui()?;
+    let bin = build_server(release)?;
+    let generated = bin.parent().context("binary directory")?.join("generated");
+    if generated.exists() {
+        std::fs::remove_dir_all(&generated).with_context(|| format!("removing {}", generated.display()))?;
+    }
+    for what in ["man", "completions"] {
+        run(Command::new(&bin)
+            .args(["generate", what, "--out"])
+            .arg(generated.join(what))
+            .stdout(std::process::Stdio::null()))?;
+    }
+    let pages: Vec<PathBuf> = std::fs::read_dir(generated.join("man"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    run(Command::new("gzip").arg("-9nf").args(&pages))?;
+    let out_dir = if release {
+        target_dir().join("debian")
+    } else {
+        target_dir().join("debian/dev")
+    };
+    std::fs::create_dir_all(&out_dir)?;
+    let mut c = cargo();
+    c.args(["deb", "-p", "bootlane", "--no-build", "--strip", "--output"])
+        .arg(&out_dir);
+    c.args(["--profile", if release { "release" } else { "dev" }]);
+    if !release {
+        c.arg("--fast");
+    }
+    eprintln!("xtask: {c:?}");
+    let out = c
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("starting cargo deb (cargo xtask setup installs it)")?;
+    if !out.status.success() {
+        bail!("cargo deb failed: {}", out.status);
+    }
+    // cargo-deb prints the path of the package it wrote.
+    let printed = String::from_utf8_lossy(&out.stdout);
+    let deb = printed
+        .lines()
+        .map(str::trim)
+        .find(|l| l.ends_with(".deb"))
+        .map(PathBuf::from)
+        .with_context(|| format!("cargo deb printed no .deb path: {printed}"))?;
+    Ok(root().join(deb))
 }
 
 fn bench(what: &str) -> Result<()> {
@@ -288,6 +358,9 @@ fn main() -> ExitCode {
             no_browser,
             filter,
         } => test(unit_only, no_browser, filter),
+        Cmd::Package { debug } => setup()
+            .and_then(|_| package(!debug))
+            .map(|deb| println!("{}", deb.display())),
         Cmd::Bench { what } => bench(&what),
         Cmd::Lab { uefi, seconds } => setup().and_then(|_| build_server(false)).and_then(|bin| {
             let mut a = vec![

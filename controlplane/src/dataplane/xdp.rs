@@ -196,8 +196,9 @@ impl XdpTable {
     /// A human-readable reason when nothing could be attached (the caller logs it and
     /// runs on userspace alone).
     pub fn attach(x: &XdpConfig, listen: &[IpAddr]) -> Result<Self, String> {
-        let mut t = Self::detached(x.map_capacity)
-            .map_err(|e| format!("{e}; answering from userspace (XDP needs root or CAP_BPF+CAP_NET_ADMIN)"))?;
+        let mut t = Self::detached(x.map_capacity).map_err(|e| {
+            format!("{e}; answering from userspace (XDP needs root or CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON)")
+        })?;
         t.mode = format!("{:?}", x.mode).to_lowercase();
         t.xdp = x.clone();
         t.attach_listen(listen)?;

@@ -39,3 +39,7 @@ mod access_netns;
 // BMC power (issue 11): ipmi_sim with a chassis-control hook and sushy-emulator on a
 // namespace's loopback, driven through the API (power, boot device, PXE, CSV import, errors).
 mod bmc_sim;
+
+// The Debian package (issue 15): installed into a scratch root, its files, user and unit
+// checked, the installed binary run as the bootlane user with only the unit's capabilities.
+mod package_install;
