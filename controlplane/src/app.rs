@@ -129,6 +129,7 @@ pub async fn build(
     let files = crate::media::files::FileService::new(settings.boot_root_cell(), config.files.clone(), events.clone());
     let bootloaders = crate::media::bootloader::Bootloaders::new(dhcp.clone(), settings.clone());
     let netdiag = Arc::new(crate::netdiag::NetDiag::system(config.diagnostics.clone()));
+    let users = crate::api::users::Users::new(store.clone(), events.clone());
     Ok(AppState {
         config,
         store,
@@ -151,5 +152,6 @@ pub async fn build(
         netdiag,
         access,
         bmc,
+        users,
     })
 }

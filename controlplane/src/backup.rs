@@ -266,45 +266,12 @@ async fn backup_inner(args: &BackupArgs) -> anyhow::Result<String> {
 
 /// The running server's backup: log in, `GET /api/v1/system/backup`, log out.
 async fn from_server(args: &BackupArgs) -> anyhow::Result<Vec<u8>> {
-    use anyhow::Context;
     let api = crate::cli::api_url(args.api.as_deref(), args.config.as_deref())?;
-    let t = std::time::Duration::from_secs(120);
     let password = crate::cli::read_password_once(&args.user, args.password_stdin)?;
-    let login = serde_json::json!({"username": args.user, "password": password}).to_string();
-    let json = [("content-type", "application/json".to_string())];
-    let (code, headers, body) =
-        crate::cli::http_request(&api, "POST", "/api/v1/auth/login", &json, login.into_bytes(), t).await?;
-    if !code.is_success() {
-        anyhow::bail!(
-            "the server runs and holds the database; logging in to {api} as {} failed ({code}): {}",
-            args.user,
-            String::from_utf8_lossy(&body)
-        );
-    }
-    let cookie = headers
-        .get(hyper::header::SET_COOKIE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|c| c.split(';').next())
-        .context("the login answer set no session cookie")?
-        .to_string();
-    let (code, _, body) = crate::cli::http_request(
-        &api,
-        "GET",
-        "/api/v1/system/backup",
-        &[("cookie", cookie.clone())],
-        Vec::new(),
-        t,
-    )
-    .await?;
-    let _ = crate::cli::http_request(
-        &api,
-        "POST",
-        "/api/v1/auth/logout",
-        &[("cookie", cookie)],
-        Vec::new(),
-        t,
-    )
-    .await;
+    let s = crate::cli::ApiSession::login(&api, &args.user, &password, std::time::Duration::from_secs(120)).await?;
+    let r = s.raw("GET", "/api/v1/system/backup", None).await;
+    s.logout().await;
+    let (code, body) = r?;
     if !code.is_success() {
         anyhow::bail!(
             "{api}/api/v1/system/backup answered {code}: {}",

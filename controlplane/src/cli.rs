@@ -16,7 +16,6 @@ use clap::{Args, Subcommand};
 use time::OffsetDateTime;
 
 use crate::{
-    api::auth::{hash_password, Session, User, SESSIONS_KV, USERS_KV},
     config::{Config, ConfigCommand},
     store::Store,
 };
@@ -59,10 +58,69 @@ pub fn config_show(path: Option<&Path>) -> anyhow::Result<String> {
     }
     let body = toml::to_string_pretty(&cfg).context("rendering the configuration as TOML")?;
     Ok(format!(
-        "# Effective configuration of {}: the file plus defaults, secrets hidden.\n\
-         # Settings changed through the API are kept in the store and not shown here.\n{body}",
-        path.map_or_else(|| "the defaults".to_string(), |p| p.display().to_string())
+        "# Effective configuration of {}: the file plus defaults, secrets hidden.\n{body}\n{}",
+        path.map_or_else(|| "the defaults".to_string(), |p| p.display().to_string()),
+        stored_overrides(&cfg.data_dir)
     ))
+}
+
+/// The store's trees holding settings changed through the API (they override the file).
+pub const SETTINGS_TREES: &[&str] = &[
+    "settings",
+    "dhcp_settings",
+    "tftp_settings",
+    "boot_settings",
+    "access",
+    "services",
+];
+
+/// The settings stored through the API in `data_dir`, as TOML comments
+/// (`# <tree>.<key> = <JSON>`), secrets hidden; or a comment saying why they cannot be read
+/// (no database yet, or the running server holds it).
+pub fn stored_overrides(data_dir: &Path) -> String {
+    let head = "# Settings changed through the API (stored; they override the file above):\n";
+    if !data_dir.join("db").exists() {
+        return format!("{head}# none: no database in {} yet\n", data_dir.display());
+    }
+    let store = match Store::open(data_dir) {
+        Ok(s) => s,
+        Err(e) if e.is_locked() => return format!(
+            "{head}# not read: the running server holds the store; GET /api/v1/settings (and /services/*) show them\n"
+        ),
+        Err(e) => return format!("{head}# not read: {e}\n"),
+    };
+    let mut out = head.to_string();
+    let mut any = false;
+    for tree in SETTINGS_TREES {
+        let Ok(kv) = store.kv(tree) else { continue };
+        for (key, mut v) in kv.iter::<serde_json::Value>().unwrap_or_default() {
+            hide_secrets(&mut v);
+            out.push_str(&format!("# {tree}.{key} = {v}\n"));
+            any = true;
+        }
+    }
+    if !any {
+        out.push_str("# none\n");
+    }
+    out
+}
+
+/// Replaces the values of keys that name a secret (password, token, secret, key hash).
+fn hide_secrets(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                let k = k.to_ascii_lowercase();
+                if ["password", "token", "secret", "hash"].iter().any(|s| k.contains(s)) && !x.is_null() {
+                    *x = serde_json::Value::String("<hidden>".into());
+                } else {
+                    hide_secrets(x);
+                }
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(hide_secrets),
+        _ => {}
+    }
 }
 
 /// Runs `bootlane config ...`: `check` prints the problems to stderr (exit 1) or `ok`
@@ -105,9 +163,18 @@ pub struct UserArgs {
     /// `/var/lib/bootlane`. The server must be stopped (it holds the database lock).
     #[arg(long, env = "BOOTLANE_DATA_DIR", global = true)]
     pub data_dir: Option<PathBuf>,
-    /// Configuration file to take `data_dir` from when `--data-dir` is not given.
+    /// Configuration file to take `data_dir` (and `[api] listen`) from when `--data-dir`
+    /// (or `--api`) is not given.
     #[arg(long, env = "BOOTLANE_CONFIG", global = true)]
     pub config: Option<PathBuf>,
+    /// API of the running server, used when it holds the database. Default: from
+    /// `--config`'s `[api] listen`, else `http://127.0.0.1:8080`.
+    #[arg(long, env = "BOOTLANE_API", global = true)]
+    pub api: Option<String>,
+    /// User to log in as when the server runs (its password is asked after the new one;
+    /// with `--password-stdin` the new password is the first line and this one the second).
+    #[arg(long = "as", default_value = "admin", global = true)]
+    pub as_user: String,
     /// What to do.
     #[command(subcommand)]
     pub command: UserCommand,
@@ -142,99 +209,7 @@ pub enum UserCommand {
     },
 }
 
-fn check_username(name: &str) -> anyhow::Result<()> {
-    if name.is_empty()
-        || name.len() > 64
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@'))
-    {
-        bail!("user name {name:?} must be 1 to 64 letters, digits, '.', '_', '-' or '@'");
-    }
-    Ok(())
-}
-
-fn check_password(pw: &str) -> anyhow::Result<()> {
-    if pw.is_empty() {
-        bail!("the password must not be empty");
-    }
-    Ok(())
-}
-
-/// Every user as `(name, created_at)`, in name order.
-///
-/// # Errors
-/// Store errors.
-pub fn list_users(store: &Store) -> anyhow::Result<Vec<(String, OffsetDateTime)>> {
-    Ok(store
-        .kv(USERS_KV)?
-        .iter::<User>()?
-        .into_iter()
-        .map(|(name, u)| (name, u.created_at))
-        .collect())
-}
-
-/// Creates `username` with `password` (argon2id-hashed, as `Auth` expects).
-///
-/// # Errors
-/// A bad or taken user name, an empty password, store errors.
-pub async fn add_user(store: &Store, username: &str, password: &str) -> anyhow::Result<()> {
-    check_username(username)?;
-    check_password(password)?;
-    let users = store.kv(USERS_KV)?;
-    if users.get::<User>(username)?.is_some() {
-        bail!("user {username:?} already exists; use 'bootlane user passwd {username}' to change its password");
-    }
-    let user = User {
-        username: username.into(),
-        password_hash: hash_password(password)?,
-        created_at: OffsetDateTime::now_utc(),
-    };
-    users.put(username, &user).await?;
-    Ok(())
-}
-
-/// Replaces the password of `username` and ends their sessions.
-///
-/// # Errors
-/// An unknown user, an empty password, store errors.
-pub async fn set_password(store: &Store, username: &str, password: &str) -> anyhow::Result<()> {
-    check_password(password)?;
-    let users = store.kv(USERS_KV)?;
-    let Some(mut user) = users.get::<User>(username)? else {
-        bail!("no user {username:?}; 'bootlane user list' shows the users");
-    };
-    user.password_hash = hash_password(password)?;
-    users.put(username, &user).await?;
-    end_sessions(store, username).await
-}
-
-/// Deletes `username` and ends their sessions; refuses to delete the last user (nobody
-/// could log in any more).
-///
-/// # Errors
-/// An unknown user, the last user, store errors.
-pub async fn delete_user(store: &Store, username: &str) -> anyhow::Result<()> {
-    let users = store.kv(USERS_KV)?;
-    if users.get::<User>(username)?.is_none() {
-        bail!("no user {username:?}; 'bootlane user list' shows the users");
-    }
-    if users.iter::<User>()?.len() <= 1 {
-        bail!("refusing to delete {username:?}, the last user: add another user first");
-    }
-    users.remove(username).await?;
-    end_sessions(store, username).await
-}
-
-async fn end_sessions(store: &Store, username: &str) -> anyhow::Result<()> {
-    let sessions = store.kv(SESSIONS_KV)?;
-    for (key, s) in sessions.iter::<Session>()? {
-        if s.username == username {
-            sessions.remove(&key).await?;
-        }
-    }
-    Ok(())
-}
+pub use crate::api::users::{add_user, delete_user, list_users, set_password};
 
 /// Reads a password: from the terminal without echo, asked twice, unless `from_stdin`
 /// or standard input is not a terminal, then its first line (without the line end).
@@ -286,26 +261,171 @@ pub(crate) fn read_password_once(username: &str, from_stdin: bool) -> anyhow::Re
     Ok(line.trim_end_matches(['\r', '\n']).to_string())
 }
 
-/// Opens the store of `data_dir`, explaining a lock held by a running server.
-fn open_store(data_dir: &Path) -> anyhow::Result<Store> {
+/// Opens the store of `data_dir`; `None` when a running server holds it (the lock).
+fn open_store(data_dir: &Path) -> anyhow::Result<Option<Store>> {
     if !data_dir.join("db").exists() {
         bail!(
             "no database in {} (wrong --data-dir? the server creates it on first start)",
             data_dir.display()
         );
     }
-    Store::open(data_dir).map_err(|e| {
-        if e.is_locked() {
-            anyhow::anyhow!(
-                "the database in {} is in use: bootlane serve is running. Stop it first \
-                 (systemctl stop bootlane) and run this again; the API has no user \
-                 endpoints yet, so users can only be changed with the server stopped",
-                data_dir.display()
-            )
-        } else {
-            anyhow::Error::new(e).context(format!("opening the database in {}", data_dir.display()))
+    match Store::open(data_dir) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) if e.is_locked() => Ok(None),
+        Err(e) => Err(anyhow::Error::new(e).context(format!("opening the database in {}", data_dir.display()))),
+    }
+}
+
+/// A logged-in session with the running server's API (the admin commands that must not
+/// stop it: `user` and `backup` while it holds the database).
+pub(crate) struct ApiSession {
+    api: String,
+    cookie: String,
+    timeout: std::time::Duration,
+}
+
+impl ApiSession {
+    /// Logs in to `api` as `user`.
+    ///
+    /// # Errors
+    /// The server unreachable, or the login refused (with the server's reason).
+    pub(crate) async fn login(
+        api: &str,
+        user: &str,
+        password: &str,
+        timeout: std::time::Duration,
+    ) -> anyhow::Result<Self> {
+        let body = serde_json::json!({"username": user, "password": password}).to_string();
+        let json = [("content-type", "application/json".to_string())];
+        let (code, headers, answer) =
+            http_request(api, "POST", "/api/v1/auth/login", &json, body.into_bytes(), timeout).await?;
+        if !code.is_success() {
+            bail!(
+                "the server runs and holds the database; logging in to {api} as {user} failed ({code}): {}",
+                error_text(&answer)
+            );
         }
-    })
+        let cookie = headers
+            .get(hyper::header::SET_COOKIE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|c| c.split(';').next())
+            .context("the login answer set no session cookie")?
+            .to_string();
+        Ok(Self {
+            api: api.to_string(),
+            cookie,
+            timeout,
+        })
+    }
+
+    /// `method path` with an optional JSON body; the status and the raw answer.
+    ///
+    /// # Errors
+    /// The server unreachable.
+    pub(crate) async fn raw(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> anyhow::Result<(hyper::StatusCode, hyper::body::Bytes)> {
+        let mut headers = vec![("cookie", self.cookie.clone())];
+        let bytes = match body {
+            Some(b) => {
+                headers.push(("content-type", "application/json".to_string()));
+                b.to_string().into_bytes()
+            }
+            None => Vec::new(),
+        };
+        let (code, _, answer) = http_request(&self.api, method, path, &headers, bytes, self.timeout).await?;
+        Ok((code, answer))
+    }
+
+    /// `method path` answering the envelope's `data`.
+    ///
+    /// # Errors
+    /// The server unreachable, or an error answer (its `error` text).
+    pub(crate) async fn data(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> anyhow::Result<serde_json::Value> {
+        let (code, answer) = self.raw(method, path, body).await?;
+        if !code.is_success() {
+            bail!("{}", error_text(&answer));
+        }
+        let mut v: serde_json::Value = serde_json::from_slice(&answer).context("the server did not answer JSON")?;
+        Ok(v.get_mut("data").map(serde_json::Value::take).unwrap_or_default())
+    }
+
+    /// Ends the session (errors ignored: it expires anyway).
+    pub(crate) async fn logout(self) {
+        let _ = self.raw("POST", "/api/v1/auth/logout", None).await;
+    }
+}
+
+/// The `error` text of an API error envelope, else the body as text.
+fn error_text(body: &[u8]) -> String {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_string))
+        .unwrap_or_else(|| String::from_utf8_lossy(body).into_owned())
+}
+
+/// `bootlane user ...` through the running server's API (it holds the database).
+async fn user_via_api(args: &UserArgs, password: &str) -> anyhow::Result<()> {
+    let api = api_url(args.api.as_deref(), args.config.as_deref())?;
+    let stdin = matches!(
+        &args.command,
+        UserCommand::Add {
+            password_stdin: true,
+            ..
+        } | UserCommand::Passwd {
+            password_stdin: true,
+            ..
+        }
+    );
+    let mine = read_password_once(&args.as_user, stdin)?;
+    let s = ApiSession::login(&api, &args.as_user, &mine, std::time::Duration::from_secs(30)).await?;
+    let enc = |u: &str| u.replace('@', "%40");
+    let r = match &args.command {
+        UserCommand::List => s.data("GET", "/api/v1/users", None).await.map(|v| {
+            for u in v["users"].as_array().into_iter().flatten() {
+                println!(
+                    "{}\tcreated {}",
+                    u["username"].as_str().unwrap_or("?"),
+                    u["created_at"].as_str().unwrap_or("?")
+                );
+            }
+        }),
+        UserCommand::Add { username, .. } => s
+            .data(
+                "POST",
+                "/api/v1/users",
+                Some(&serde_json::json!({"username": username, "password": password})),
+            )
+            .await
+            .map(|_| println!("added user {username} (through {api})")),
+        UserCommand::Passwd { username, .. } => s
+            .data(
+                "PUT",
+                &format!("/api/v1/users/{}/password", enc(username)),
+                Some(&serde_json::json!({"password": password})),
+            )
+            .await
+            .map(|v| {
+                println!(
+                    "password of {username} changed; {} session(s) ended",
+                    v["sessions_ended"]
+                )
+            }),
+        UserCommand::Delete { username } => s
+            .data("DELETE", &format!("/api/v1/users/{}", enc(username)), None)
+            .await
+            .map(|_| println!("deleted user {username} (through {api})")),
+    };
+    s.logout().await;
+    r
 }
 
 async fn user_inner(args: &UserArgs) -> anyhow::Result<()> {
@@ -322,15 +442,18 @@ async fn user_inner(args: &UserArgs) -> anyhow::Result<()> {
         } => Some(read_password(username, *password_stdin)?),
         _ => None,
     };
-    let store = open_store(&data_dir)?;
     let password = password.unwrap_or_default();
+    let Some(store) = open_store(&data_dir)? else {
+        return user_via_api(args, &password).await;
+    };
     match &args.command {
         UserCommand::List => {
-            for (name, created) in list_users(&store)? {
-                let created = created
+            for u in list_users(&store)? {
+                let created = u
+                    .created_at
                     .format(&time::format_description::well_known::Rfc3339)
                     .unwrap_or_default();
-                println!("{name}\tcreated {created}");
+                println!("{}\tcreated {created}", u.username);
             }
         }
         UserCommand::Add { username, .. } => {
@@ -581,7 +704,7 @@ mod tests {
         assert!(add_user(&store, "ops", "y").await.is_err(), "taken name");
         assert!(add_user(&store, "bad name", "y").await.is_err(), "bad name");
         assert!(add_user(&store, "carol", "").await.is_err(), "empty password");
-        let names: Vec<String> = list_users(&store).unwrap().into_iter().map(|(n, _)| n).collect();
+        let names: Vec<String> = list_users(&store).unwrap().into_iter().map(|u| u.username).collect();
         assert_eq!(names, ["admin", "ops"]);
 
         // A session of admin's and one of ops'; passwd ends only admin's.
@@ -615,8 +738,10 @@ mod tests {
         let missing = open_store(dir.path()).err().unwrap().to_string();
         assert!(missing.contains("no database"), "{missing}");
         let _server = Store::open(dir.path()).unwrap();
-        let err = format!("{:#}", open_store(dir.path()).err().unwrap());
-        assert!(err.contains("bootlane serve is running"), "{err}");
+        assert!(
+            open_store(dir.path()).unwrap().is_none(),
+            "a held database means: go through the API"
+        );
     }
 
     fn check(text: &str) -> Vec<String> {
@@ -712,5 +837,33 @@ mod tests {
         let mut bad = tempfile::NamedTempFile::new().unwrap();
         bad.write_all(b"[api]\nsession_ttl_secs = 0\n").unwrap();
         assert!(config_show(Some(bad.path())).is_err());
+    }
+
+    #[tokio::test]
+    async fn show_lists_the_settings_stored_through_the_api_with_secrets_hidden() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(super::stored_overrides(dir.path()).contains("no database"));
+        {
+            let store = Store::open(dir.path()).unwrap();
+            let kv = store.kv("settings").unwrap();
+            kv.put("dns", &serde_json::json!({"port": 5353, "tsig": {"secret": "k3y"}}))
+                .await
+                .unwrap();
+            store
+                .kv("access")
+                .unwrap()
+                .put("mode", &serde_json::json!("whitelist"))
+                .await
+                .unwrap();
+            let text = super::stored_overrides(dir.path());
+            assert!(text.contains("not read: the running server holds the store"), "{text}");
+        }
+        let text = super::stored_overrides(dir.path());
+        assert!(
+            text.contains("# settings.dns = {\"port\":5353,\"tsig\":{\"secret\":\"<hidden>\"}}"),
+            "{text}"
+        );
+        assert!(text.contains("# access.mode = \"whitelist\""), "{text}");
+        assert!(!text.contains("k3y"), "{text}");
     }
 }

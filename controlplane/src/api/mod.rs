@@ -48,6 +48,7 @@ mod tests_logs;
 #[cfg(test)]
 mod tests_media;
 pub mod ui;
+pub mod users;
 pub mod wol;
 
 use std::{sync::Arc, time::Instant};
@@ -122,6 +123,8 @@ pub struct AppState {
     pub access: Arc<crate::access::service::AccessService>,
     /// BMC configs and power (issue 11 "BMC").
     pub bmc: Arc<crate::bmc::service::BmcService>,
+    /// User accounts (issue 15).
+    pub users: Arc<users::Users>,
 }
 
 /// `impl FromRef<AppState> for $ty` returning a clone of `$field`, one line per service.
@@ -162,6 +165,8 @@ sub_state!(
     Arc<crate::access::service::AccessService> => access,
     /// BMC configs and power.
     Arc<crate::bmc::service::BmcService> => bmc,
+    /// User accounts.
+    Arc<users::Users> => users,
 );
 
 /// The OpenAPI document's header; paths and schemas come from the resource routers
@@ -259,7 +264,8 @@ pub fn resources() -> Resources {
             .merge(wol::router())
             .merge(network::router())
             .merge(access::router())
-            .merge(bmc::router()),
+            .merge(bmc::router())
+            .merge(users::router()),
         scraped: system::metrics_router(),
     }
 }
