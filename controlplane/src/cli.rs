@@ -13,7 +13,6 @@ use std::{
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
-use time::OffsetDateTime;
 
 use crate::{
     config::{Config, ConfigCommand},
@@ -84,9 +83,11 @@ pub fn stored_overrides(data_dir: &Path) -> String {
     }
     let store = match Store::open(data_dir) {
         Ok(s) => s,
-        Err(e) if e.is_locked() => return format!(
+        Err(e) if e.is_locked() => {
+            return format!(
             "{head}# not read: the running server holds the store; GET /api/v1/settings (and /services/*) show them\n"
-        ),
+        )
+        }
         Err(e) => return format!("{head}# not read: {e}\n"),
     };
     let mut out = head.to_string();

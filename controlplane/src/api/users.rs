@@ -18,7 +18,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     auth::{hash_password, Session, User, SESSIONS_KV, USERS_KV},
-    error::{ApiError, Result},
+    error::Result,
     extract::{ApiJson, ApiPath, Envelope},
     AppState,
 };
