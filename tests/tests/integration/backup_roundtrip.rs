@@ -2,8 +2,8 @@
 //! server namespace with a DHCP subnet on a veth to a client namespace.
 //!
 //! 1. State is made through real clients: a host, a profile and a DNS record through the
-//!    API, a lease through `udhcpc`, and a second user with `bootlane user add` before
-//!    the start.
+//!    API, a lease through `udhcpc`, and a user with `bootlane user add` while the server
+//!    runs (the CLI goes through the API).
 //! 2. `bootlane backup` while the server runs (it holds the database, so the command logs
 //!    in and uses `GET /api/v1/system/backup`) writes a file with a manifest.
 //! 3. The host and the record are deleted through the API; the server is stopped.
@@ -58,6 +58,26 @@ fn backup_while_running_then_restore_brings_everything_back() {
     let lease = udhcpc(&cli, &cli_if, &s.data_dir).expect("a lease");
     let leased = lease["ip"].clone();
     assert!(dig(&srv, "@127.0.0.1 saved.lab.test A +short").contains("10.95.0.7"));
+
+    // A user added with the CLI while the server runs goes through the API (logged in as
+    // admin: the new password is the first line, admin's the second).
+    let (ok, out) = run(
+        &srv,
+        &format!("user add ops --config {cfg} --password-stdin"),
+        &format!("ops-pw' '{ADMIN_PASSWORD}"),
+    );
+    assert!(ok && out.contains("through http://127.0.0.1:8080"), "{out}");
+    let (code, _) = s.api(
+        "POST",
+        "/auth/login",
+        Some(&json!({"username": "ops", "password": "ops-pw"})),
+    );
+    assert_eq!(code, 200, "the user added through the API logs in");
+    s.api(
+        "POST",
+        "/auth/login",
+        Some(&json!({"username": "admin", "password": ADMIN_PASSWORD})),
+    );
 
     // 2. Backup while the server runs: through the API.
     let file = s.data_dir.join("backup.jsonl");
@@ -121,6 +141,17 @@ fn backup_while_running_then_restore_brings_everything_back() {
         Some(&json!({"username": "later", "password": "later-user-pw"})),
     );
     assert_eq!(code, 401, "the user added after the backup is gone");
+    let (code, _) = s.api(
+        "POST",
+        "/auth/login",
+        Some(&json!({"username": "ops", "password": "ops-pw"})),
+    );
+    assert_eq!(code, 200, "the user added before the backup is back");
+    s.api(
+        "POST",
+        "/auth/login",
+        Some(&json!({"username": "admin", "password": ADMIN_PASSWORD})),
+    );
     // `spawn` logged in as admin again: the admin's password came back with the store.
     let (code, v) = s.api("GET", "/auth/session", None);
     assert_eq!((code, v["data"]["authenticated"].as_bool()), (200, Some(true)), "{v}");

@@ -289,6 +289,7 @@ fn package_installs_and_runs_unprivileged_with_only_its_capabilities() {
         wrapper: setpriv(uid, gid, CAPS),
         owner: Some((uid, gid)),
         env: vec![("NOTIFY_SOCKET".into(), notify_path.display().to_string())],
+        listen: None,
     };
     let mut s = Server::start_with(&srv, config, launch.clone());
     let ready = notification(&notify, "READY=1", Duration::from_secs(5));
