@@ -63,6 +63,43 @@ pub fn config_show(path: Option<&Path>) -> anyhow::Result<String> {
     ))
 }
 
+/// What [`stored_overrides`] says when the running server holds the store.
+const RUNNING_NOTE: &str = "# not read from the store: the running server holds it";
+
+/// The running server's settings in force (`GET /api/v1/settings`, `GET /access/mode`) as
+/// TOML comments, secrets hidden, asked as `as_user`; or a comment saying why not (no
+/// password given and no terminal to ask on, login refused, server unreachable).
+pub fn running_settings(config: Option<&Path>, api: Option<&str>, as_user: &str, password_stdin: bool) -> String {
+    use std::io::IsTerminal;
+    if !password_stdin && !std::io::stdin().is_terminal() {
+        return "# (give --password-stdin, or run on a terminal, to ask the running server for them)\n".into();
+    }
+    let run = async {
+        let api = api_url(api, config)?;
+        let password = read_password_once(as_user, password_stdin)?;
+        let s = ApiSession::login(&api, as_user, &password, std::time::Duration::from_secs(10)).await?;
+        let settings = s.data("GET", "/api/v1/settings", None).await;
+        let mode = s.data("GET", "/api/v1/access/mode", None).await;
+        s.logout().await;
+        let mut out = format!("# The running server's settings in force ({api}, GET /api/v1/settings):\n");
+        if let serde_json::Value::Object(groups) = settings? {
+            for (group, mut v) in groups {
+                hide_secrets(&mut v);
+                out.push_str(&format!("# settings.{group} = {v}\n"));
+            }
+        }
+        if let Ok(m) = mode {
+            out.push_str(&format!("# access.mode = {}\n", m["mode"]));
+        }
+        anyhow::Ok(out)
+    };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
+    match rt.map_err(anyhow::Error::from).and_then(|rt| rt.block_on(run)) {
+        Ok(out) => out,
+        Err(e) => format!("# the running server's settings could not be read: {e:#}\n"),
+    }
+}
+
 /// The store's trees holding settings changed through the API (they override the file).
 pub const SETTINGS_TREES: &[&str] = &[
     "settings",
@@ -83,11 +120,7 @@ pub fn stored_overrides(data_dir: &Path) -> String {
     }
     let store = match Store::open(data_dir) {
         Ok(s) => s,
-        Err(e) if e.is_locked() => {
-            return format!(
-            "{head}# not read: the running server holds the store; GET /api/v1/settings (and /services/*) show them\n"
-        )
-        }
+        Err(e) if e.is_locked() => return format!("{head}{RUNNING_NOTE}\n"),
         Err(e) => return format!("{head}# not read: {e}\n"),
     };
     let mut out = head.to_string();
@@ -128,9 +161,20 @@ fn hide_secrets(v: &mut serde_json::Value) {
 /// (exit 0); `show` prints the effective TOML (exit 1 on a problem).
 pub fn config(cmd: &ConfigCommand) -> ExitCode {
     match cmd {
-        ConfigCommand::Show { config } => match config_show(config.as_deref()) {
+        ConfigCommand::Show {
+            config,
+            api,
+            as_user,
+            password_stdin,
+        } => match config_show(config.as_deref()) {
             Ok(text) => {
                 print!("{text}");
+                if text.contains(RUNNING_NOTE) {
+                    print!(
+                        "{}",
+                        running_settings(config.as_deref(), api.as_deref(), as_user, *password_stdin)
+                    );
+                }
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -224,6 +268,11 @@ fn read_password(username: &str, from_stdin: bool) -> anyhow::Result<String> {
         }
         return Ok(a);
     }
+    stdin_line()
+}
+
+/// The next line of standard input without its line end (a password piped in).
+fn stdin_line() -> anyhow::Result<String> {
     let mut line = String::new();
     std::io::stdin()
         .lock()
@@ -254,12 +303,7 @@ pub(crate) fn read_password_once(username: &str, from_stdin: bool) -> anyhow::Re
     if !from_stdin && std::io::stdin().is_terminal() {
         return Ok(rpassword::prompt_password(format!("Password of {username}: "))?);
     }
-    let mut line = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut line)
-        .context("reading the password from standard input")?;
-    Ok(line.trim_end_matches(['\r', '\n']).to_string())
+    stdin_line()
 }
 
 /// Opens the store of `data_dir`; `None` when a running server holds it (the lock).
@@ -857,7 +901,7 @@ mod tests {
                 .await
                 .unwrap();
             let text = super::stored_overrides(dir.path());
-            assert!(text.contains("not read: the running server holds the store"), "{text}");
+            assert!(text.contains(super::RUNNING_NOTE), "{text}");
         }
         let text = super::stored_overrides(dir.path());
         assert!(

@@ -67,6 +67,17 @@ pub enum ConfigCommand {
         /// Path of the TOML configuration file. Without it the defaults are shown.
         #[arg(long, env = "BOOTLANE_CONFIG")]
         config: Option<PathBuf>,
+        /// While the server runs (it holds the store): its API, asked for the settings in
+        /// force. Default: `[api] listen` of `--config`, else `http://127.0.0.1:8080`.
+        #[arg(long, env = "BOOTLANE_API")]
+        api: Option<String>,
+        /// User to log in as for that (its password is asked, or read with `--password-stdin`).
+        #[arg(long = "as", default_value = "admin")]
+        as_user: String,
+        /// Read that password as the first line of standard input. Without it and without a
+        /// terminal, the running server's settings are not asked for.
+        #[arg(long)]
+        password_stdin: bool,
     },
 }
 

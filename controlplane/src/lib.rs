@@ -26,6 +26,7 @@ pub mod settings;
 pub mod stats;
 pub mod store;
 pub mod supervisor;
+pub mod swap;
 pub mod systemd;
 pub mod tftp;
 pub mod wol;

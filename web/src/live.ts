@@ -71,6 +71,25 @@ export function parseSse(
   return tail;
 }
 
+/** One parsed SSE message. */
+export type SseMessage = { id?: string; event: string; data: string };
+
+/**
+ * Reads a `text/event-stream` response to its end, calling `emit` per message (and
+ * `onRetry` for a `retry:` field). Shared by the event stream, the log tail and the
+ * streamed diagnostics.
+ */
+export async function readSse(resp: Response, emit: (ev: SseMessage) => void, onRetry?: (ms: number) => void): Promise<void> {
+  if (!resp.body) throw new Error(`the stream answered ${resp.status} without a body`);
+  const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf = parseSse(buf + value, emit, onRetry);
+  }
+}
+
 async function loop() {
   while (running) {
     abort = new AbortController();
@@ -86,26 +105,20 @@ async function loop() {
       }
       if (!resp.ok || !resp.body) throw new Error(`stream answered ${resp.status}`);
       setConnected(true);
-      const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
-      let buf = '';
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buf = parseSse(
-          buf + value,
-          (ev) => {
-            if (ev.id !== undefined) lastId = ev.id;
-            if (ev.event === 'lagged' || !ev.data) return;
-            try {
-              const e = JSON.parse(ev.data) as LiveEvent;
-              listeners.forEach((f) => f(e));
-            } catch {
-              /* not an event body */
-            }
-          },
-          (ms) => (retryMs = ms),
-        );
-      }
+      await readSse(
+        resp,
+        (ev) => {
+          if (ev.id !== undefined) lastId = ev.id;
+          if (ev.event === 'lagged' || !ev.data) return;
+          try {
+            const e = JSON.parse(ev.data) as LiveEvent;
+            listeners.forEach((f) => f(e));
+          } catch {
+            /* not an event body */
+          }
+        },
+        (ms) => (retryMs = ms),
+      );
     } catch {
       /* dropped or aborted: retry below */
     }

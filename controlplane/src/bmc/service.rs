@@ -16,11 +16,7 @@
 //! State: the `bmc_configs` table, the password key, the protocol client behind a lock
 //! (tests swap in a fake), and one async mutex that serialises config writes.
 
-use std::{
-    net::IpAddr,
-    sync::{Arc, RwLock},
-    time::Duration,
-};
+use std::{net::IpAddr, sync::Arc, time::Duration};
 
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
@@ -245,7 +241,7 @@ pub struct BmcService {
     hosts: Arc<HostService>,
     events: Arc<EventBus>,
     secrets: SecretBox,
-    client: RwLock<Arc<dyn BmcClient>>,
+    client: crate::swap::Swap<dyn BmcClient>,
     write: tokio::sync::Mutex<()>,
 }
 
@@ -268,18 +264,18 @@ impl BmcService {
             hosts,
             events,
             secrets: SecretBox::open(data_dir)?,
-            client: RwLock::new(SystemBmc::new(section.ipmitool.clone())),
+            client: crate::swap::Swap::new(SystemBmc::new(section.ipmitool.clone())),
             write: tokio::sync::Mutex::new(()),
         }))
     }
 
     /// Replaces the protocol client (tests put a fake here so nothing leaves the process).
     pub fn set_client(&self, client: Arc<dyn BmcClient>) {
-        *self.client.write().unwrap_or_else(|e| e.into_inner()) = client;
+        self.client.set(client);
     }
 
     fn client(&self) -> Arc<dyn BmcClient> {
-        self.client.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.client.get()
     }
 
     /// The `[bmc]` section in force.

@@ -264,7 +264,7 @@ pub trait Prober: Send + Sync {
 /// The diagnostics service: bounds, resolution, the per-user lock, summaries.
 pub struct NetDiag {
     config: DiagnosticsConfig,
-    prober: std::sync::RwLock<Arc<dyn Prober>>,
+    prober: crate::swap::Swap<dyn Prober>,
     active: Arc<Mutex<HashSet<String>>>,
 }
 
@@ -288,7 +288,7 @@ impl NetDiag {
     pub fn new(config: DiagnosticsConfig, prober: Arc<dyn Prober>) -> Self {
         Self {
             config,
-            prober: std::sync::RwLock::new(prober),
+            prober: crate::swap::Swap::new(prober),
             active: Arc::new(Mutex::new(HashSet::new())),
         }
     }
@@ -296,15 +296,11 @@ impl NetDiag {
     /// Replaces the prober (router tests probe through a fake; runs already started keep
     /// theirs).
     pub fn set_prober(&self, prober: Arc<dyn Prober>) {
-        if let Ok(mut p) = self.prober.write() {
-            *p = prober;
-        }
+        self.prober.set(prober);
     }
 
     fn prober(&self) -> Arc<dyn Prober> {
-        self.prober
-            .read()
-            .map_or_else(|p| p.into_inner().clone(), |p| p.clone())
+        self.prober.get()
     }
 
     /// The service on the wire: `surge-ping` and `trippy-core`.

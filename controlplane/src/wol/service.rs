@@ -17,7 +17,7 @@
 
 use std::{
     net::{IpAddr, Ipv4Addr},
-    sync::{Arc, RwLock},
+    sync::Arc,
     time::Duration,
 };
 
@@ -97,7 +97,7 @@ pub struct WakeResult {
 /// Wake-on-LAN: wakes, history, schedules. Share it as `Arc<WolService>`.
 pub struct WolService {
     config: WolConfig,
-    network: RwLock<Arc<dyn Network>>,
+    network: crate::swap::Swap<dyn Network>,
     history: History,
     schedules: Table<WolSchedule>,
     hosts: Arc<HostService>,
@@ -146,7 +146,7 @@ impl WolService {
     ) -> Result<Arc<Self>> {
         Ok(Arc::new(Self {
             config: config.clone(),
-            network: RwLock::new(network),
+            network: crate::swap::Swap::new(network),
             history: History::open(store)?,
             schedules: store.table()?,
             hosts,
@@ -160,11 +160,11 @@ impl WolService {
 
     /// Replaces the network (router tests put a recording fake here so no packet leaves).
     pub fn set_network(&self, network: Arc<dyn Network>) {
-        *self.network.write().unwrap_or_else(|e| e.into_inner()) = network;
+        self.network.set(network);
     }
 
     fn net(&self) -> Arc<dyn Network> {
-        self.network.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.network.get()
     }
 
     /// The `[wol]` section in force.

@@ -79,6 +79,26 @@ fn backup_while_running_then_restore_brings_everything_back() {
         Some(&json!({"username": "admin", "password": ADMIN_PASSWORD})),
     );
 
+    // `config show` while the server runs: the file, then the settings in force from its API.
+    let (ok, out) = run(
+        &srv,
+        &format!("config show --config {cfg} --password-stdin"),
+        ADMIN_PASSWORD,
+    );
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("not read from the store: the running server holds it"),
+        "{out}"
+    );
+    assert!(
+        out.contains("# The running server's settings in force") && out.contains("# settings.dns = {"),
+        "{out}"
+    );
+    assert!(
+        out.contains("# access.mode = \"off\"") && !out.contains(ADMIN_PASSWORD),
+        "{out}"
+    );
+
     // 2. Backup while the server runs: through the API.
     let file = s.data_dir.join("backup.jsonl");
     let (ok, out) = run(

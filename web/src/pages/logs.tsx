@@ -3,7 +3,7 @@
 
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, BASE, toLogin } from '../api';
-import { parseSse } from '../live';
+import { readSse } from '../live';
 import { bytes, Danger, Err, Header, Table, useGet, when } from '../ui';
 
 interface LogLine {
@@ -41,21 +41,15 @@ export function Logs() {
         const resp = await fetch(`${BASE}/logs/stream?level=${level}`, { credentials: 'same-origin', signal: ctl.signal });
         if (resp.status === 401) return toLogin();
         if (!resp.ok || !resp.body) throw new Error(`log stream answered ${resp.status}`);
-        const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
-        let buf = '';
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          buf = parseSse(buf + value, (ev) => {
-            if (ev.event !== 'log' || pausedRef.current) return;
-            try {
-              const l = JSON.parse(ev.data) as LogLine;
-              setLines((old) => [...old.slice(-(MAX - 1)), l]);
-            } catch {
-              /* skip */
-            }
-          });
-        }
+        await readSse(resp, (ev) => {
+          if (ev.event !== 'log' || pausedRef.current) return;
+          try {
+            const l = JSON.parse(ev.data) as LogLine;
+            setLines((old) => [...old.slice(-(MAX - 1)), l]);
+          } catch {
+            /* skip */
+          }
+        });
       } catch (e) {
         if (!ctl.signal.aborted) setErr((e as Error).message);
       }

@@ -6,7 +6,7 @@
 
 import { useRef, useState } from 'preact/hooks';
 import { ApiError, BASE, toLogin } from '../api';
-import { parseSse } from '../live';
+import { readSse } from '../live';
 import { Err, Header, Table, useGet } from '../ui';
 
 /** `crate::netdiag::PingReply`. */
@@ -95,20 +95,14 @@ export function Network() {
         const env = await resp.json().catch(() => ({}));
         throw new ApiError(resp.status, env.error ?? `the ${tool} answered ${resp.status}`);
       }
-      const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
-      let buf = '';
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buf = parseSse(buf + value, (ev) => {
-          try {
-            const d = JSON.parse(ev.data);
-            setLines((old) => [...old, { kind: ev.event, text: line(tool, ev.event, d) }]);
-          } catch {
-            /* a heartbeat or a broken line: skip */
-          }
-        });
-      }
+      await readSse(resp, (ev) => {
+        try {
+          const d = JSON.parse(ev.data);
+          setLines((old) => [...old, { kind: ev.event, text: line(tool, ev.event, d) }]);
+        } catch {
+          /* a heartbeat or a broken line: skip */
+        }
+      });
     } catch (e) {
       if (!c.signal.aborted) setErr((e as Error).message);
     } finally {
