@@ -214,8 +214,8 @@ pub struct BackupArgs {
     #[arg(long, env = "BOOTLANE_API")]
     pub api: Option<String>,
     /// User to log in as when the server runs.
-    #[arg(long, default_value = "admin")]
-    pub user: String,
+    #[arg(long = "as", default_value = "admin")]
+    pub as_user: String,
     /// Read that user's password as the first line of standard input even on a terminal.
     #[arg(long)]
     pub password_stdin: bool,
@@ -267,8 +267,8 @@ async fn backup_inner(args: &BackupArgs) -> anyhow::Result<String> {
 /// The running server's backup: log in, `GET /api/v1/system/backup`, log out.
 async fn from_server(args: &BackupArgs) -> anyhow::Result<Vec<u8>> {
     let api = crate::cli::api_url(args.api.as_deref(), args.config.as_deref())?;
-    let password = crate::cli::read_password_once(&args.user, args.password_stdin)?;
-    let s = crate::cli::ApiSession::login(&api, &args.user, &password, std::time::Duration::from_secs(120)).await?;
+    let password = crate::cli::read_password_once(&args.as_user, args.password_stdin)?;
+    let s = crate::cli::ApiSession::login(&api, &args.as_user, &password, std::time::Duration::from_secs(120)).await?;
     let r = s.raw("GET", "/api/v1/system/backup", None).await;
     s.logout().await;
     let (code, body) = r?;

@@ -205,7 +205,8 @@ pub fn config(cmd: &ConfigCommand) -> ExitCode {
 #[derive(Debug, Args)]
 pub struct UserArgs {
     /// Data directory holding the database. Default: `data_dir` from `--config`, else
-    /// `/var/lib/bootlane`. The server must be stopped (it holds the database lock).
+    /// `/var/lib/bootlane`. While the server runs (it holds the database lock) the
+    /// command goes through its API instead.
     #[arg(long, env = "BOOTLANE_DATA_DIR", global = true)]
     pub data_dir: Option<PathBuf>,
     /// Configuration file to take `data_dir` (and `[api] listen`) from when `--data-dir`

@@ -33,10 +33,11 @@ pub struct Cli {
 pub enum Command {
     /// Run the server (DNS, REST API and the other services) until SIGINT/SIGTERM.
     Serve(ServeArgs),
-    /// Check the configuration file (issue 15 "Admin CLI").
+    /// Check the configuration file, or show the effective configuration (issue 15 "Admin CLI").
     #[command(subcommand)]
     Config(ConfigCommand),
-    /// Manage the users in the data directory while the server is stopped (issue 15).
+    /// Manage the users: in the data directory while the server is stopped, else through
+    /// its API (issue 15).
     User(crate::cli::UserArgs),
     /// Ask the running server's `GET /api/v1/status` and print it (exit 1 if unreachable).
     Status(crate::cli::StatusArgs),
