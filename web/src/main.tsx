@@ -23,6 +23,7 @@ import { Wol } from './pages/wol';
 import { Network } from './pages/network';
 import { Access } from './pages/access';
 import { Power } from './pages/power';
+import { Users } from './pages/users';
 import './style.css';
 
 /** Navigation: label and UI path (the spec names "Service Config > DNS" = /services/dns). */
@@ -50,6 +51,7 @@ const NAV: [string, [string, string][]][] = [
       ['DHCP', '/services/dhcp'],
       ['TFTP', '/services/tftp'],
       ['Settings', '/settings'],
+      ['Users', '/users'],
     ],
   ],
   [
@@ -131,6 +133,7 @@ function Shell(props: { user: string; onLogout: () => void }) {
           <Route path="/network" component={Network} />
           <Route path="/access" component={Access} />
           <Route path="/power" component={Power} />
+          <Route path="/users" component={Users} />
           <Route default component={NotFound} />
         </Router>
       </main>

@@ -680,3 +680,36 @@ test('Power (BMC): add an IPMI BMC by form; On, Off and On → PXE change the si
   for (const b of (await api('GET', '/bmc/configs')).configs) await api('DELETE', `/bmc/configs/${b.id}`);
   await ctx.close();
 });
+
+test('Users: add one (a bad name beside its field), it logs in; change its password, the old one fails; the last user cannot go', async () => {
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/users`);
+  await login(page);
+  await page.getByRole('heading', { name: 'Users' }).waitFor();
+  await page.getByTestId('users').getByText('admin', { exact: true }).waitFor();
+  await page.getByRole('button', { name: 'Add user' }).click();
+  const form = page.getByTestId('user-form');
+  await form.locator('input[name=username]').fill('bad name');
+  await form.locator('input[name=password]').fill('ui-ops-pw');
+  await form.locator('button[type=submit]').click();
+  await form.locator('.field.bad .field-error').filter({ hasText: 'username' }).waitFor();
+  await form.locator('input[name=username]').fill('ui-ops');
+  await form.locator('button[type=submit]').click();
+  const row = page.getByTestId('users').locator('tr', { hasText: 'ui-ops' });
+  await row.waitFor();
+  const loginAs = (pw) =>
+    fetch(`${server.base}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'ui-ops', password: pw }) }).then((r) => r.status);
+  assert.equal(await loginAs('ui-ops-pw'), 200);
+  await row.getByRole('button', { name: 'Change password' }).click();
+  await page.fill('[data-testid=password-form] input[name=password]', 'ui-ops-pw-2');
+  await page.click('[data-testid=password-form] button[type=submit]');
+  await page.getByText('Password of ui-ops changed; 1 session(s) ended.').waitFor();
+  assert.equal(await loginAs('ui-ops-pw'), 401);
+  assert.equal(await loginAs('ui-ops-pw-2'), 200);
+  await row.getByRole('button', { name: 'Delete' }).click(); // confirmed by the dialog handler
+  await row.waitFor({ state: 'detached' });
+  // admin is now the only user: deleting it is refused with the server's reason.
+  await page.getByTestId('users').locator('tr', { hasText: 'admin' }).getByRole('button', { name: 'Delete' }).click();
+  await page.locator('main .error').filter({ hasText: 'last user' }).waitFor();
+  await ctx.close();
+});
