@@ -130,6 +130,8 @@ pub async fn build(
     let bootloaders = crate::media::bootloader::Bootloaders::new(dhcp.clone(), settings.clone());
     let netdiag = Arc::new(crate::netdiag::NetDiag::system(config.diagnostics.clone()));
     let users = crate::api::users::Users::new(store.clone(), events.clone());
+    let netboot =
+        crate::netboot::NetbootService::open(&config.netboot, &store, settings.boot_root_cell(), events.clone())?;
     Ok(AppState {
         config,
         store,
@@ -153,5 +155,6 @@ pub async fn build(
         access,
         bmc,
         users,
+        netboot,
     })
 }

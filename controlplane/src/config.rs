@@ -135,6 +135,8 @@ pub struct Config {
     pub wol: crate::wol::WolConfig,
     /// `[diagnostics]` section: which targets ping and traceroute may probe.
     pub diagnostics: crate::netdiag::DiagnosticsConfig,
+    /// `[netboot]` section: the netboot catalog's cache (issue 9).
+    pub netboot: crate::netboot::NetbootConfig,
     /// `[access]` section: the access-control mode (issue 11).
     pub access: crate::access::AccessConfig,
     /// `[bmc]` section: BMC call timeouts, settle time, batch concurrency, allowed networks.
@@ -158,6 +160,7 @@ impl Default for Config {
             files: Default::default(),
             wol: Default::default(),
             diagnostics: Default::default(),
+            netboot: Default::default(),
             access: Default::default(),
             bmc: Default::default(),
         }
@@ -305,6 +308,7 @@ impl Config {
             self.files.validate(),
             self.wol.validate(),
             self.diagnostics.validate(),
+            self.netboot.validate(),
             self.access.validate(),
             self.bmc.validate(),
         ] {

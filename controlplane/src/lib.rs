@@ -19,6 +19,7 @@ pub mod logging;
 pub mod media;
 pub mod metrics;
 pub mod net;
+pub mod netboot;
 pub mod netdiag;
 pub mod packaging;
 pub mod service_error;

@@ -67,6 +67,9 @@ pub struct BootState {
     pub limiter: Option<Arc<ClientLimiter>>,
     /// Access control (issue 11): who may fetch scripts and files.
     pub access: Arc<AccessGate>,
+    /// The netboot catalog's cache behind `/boot/netboot/...` (issue 9); `None`: those
+    /// paths are plain files of the boot root.
+    pub netboot: Option<Arc<crate::netboot::NetbootService>>,
 }
 
 /// A token bucket per client address (governor's keyed GCRA limiter).
@@ -307,6 +310,32 @@ async fn boot_file(State(st): State<BootState>, Path(path): Path<String>, req: R
         return stopped();
     }
     let body_sent = req.method() != axum::http::Method::HEAD;
+    // `/boot/netboot/<distro>/<version>/<arch>/<file>`: the catalog's cached copy, fetched
+    // from upstream on a miss.
+    // A machine access control refuses fetches nothing upstream: `serve_file` answers its 403.
+    let peer = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0.ip().to_canonical());
+    let refused = st.netboot.is_some()
+        && path.starts_with("netboot/")
+        && refusal(&st, Protocol::Http, peer, None).await.is_some();
+    let path = match (&st.netboot, path.strip_prefix("netboot/")) {
+        (Some(nb), Some(rest)) if !refused => match nb.ensure(rest).await {
+            Ok(cached) => cached,
+            Err(e) => {
+                let status = match e {
+                    crate::service_error::ServiceError::NotFound(_) => StatusCode::NOT_FOUND,
+                    crate::service_error::ServiceError::Upstream(_) => StatusCode::BAD_GATEWAY,
+                    _ => StatusCode::INTERNAL_SERVER_ERROR,
+                };
+                let resp = text(status, format!("{e}\n"));
+                count("file", &resp, false);
+                return resp;
+            }
+        },
+        _ => path,
+    };
     let resp = serve_file(st, path, req).await;
     count("file", &resp, body_sent);
     resp
@@ -377,6 +406,7 @@ mod tests {
             http_base: Arc::default(),
             limiter: None,
             access: AccessGate::open_to_all(),
+            netboot: None,
         })
     }
 
@@ -404,6 +434,7 @@ mod tests {
             http_base: Arc::default(),
             limiter: rate_limiter(1, 3),
             access: AccessGate::open_to_all(),
+            netboot: None,
         });
         let from = |ip: &str| {
             let mut r = Request::builder()

@@ -28,6 +28,7 @@ pub mod files;
 pub mod hosts;
 pub mod list;
 pub mod logs;
+pub mod netboot;
 pub mod network;
 pub mod openapi;
 pub mod profiles;
@@ -125,6 +126,8 @@ pub struct AppState {
     pub bmc: Arc<crate::bmc::service::BmcService>,
     /// User accounts (issue 15).
     pub users: Arc<users::Users>,
+    /// The netboot catalog, overlays and cache (issue 9).
+    pub netboot: Arc<crate::netboot::NetbootService>,
 }
 
 /// `impl FromRef<AppState> for $ty` returning a clone of `$field`, one line per service.
@@ -167,6 +170,8 @@ sub_state!(
     Arc<crate::bmc::service::BmcService> => bmc,
     /// User accounts.
     Arc<users::Users> => users,
+    /// The netboot catalog.
+    Arc<crate::netboot::NetbootService> => netboot,
 );
 
 /// The OpenAPI document's header; paths and schemas come from the resource routers
@@ -265,7 +270,8 @@ pub fn resources() -> Resources {
             .merge(network::router())
             .merge(access::router())
             .merge(bmc::router())
-            .merge(users::router()),
+            .merge(users::router())
+            .merge(netboot::router()),
         scraped: system::metrics_router(),
     }
 }
@@ -321,6 +327,7 @@ pub fn router(state: AppState) -> Router {
         http_base: state.settings.http_base_cell(),
         limiter: boot::rate_limiter(state.config.boot.rate_per_client, state.config.boot.rate_burst),
         access: state.access.gate(),
+        netboot: Some(state.netboot.clone()),
     });
     // Layer order matters: the envelope rewrite sits outside the body limit and the
     // timeout, whose own answers (413 `length limit exceeded`, bare 408) it rewrites.
