@@ -236,4 +236,110 @@ mod tests {
         .unwrap_err();
         assert!(e.contains("more than the 10 bytes"), "{e}");
     }
+
+    /// A Debian-netinst-shaped tree made into an ISO with `xorriso -as mkisofs -R -J`;
+    /// `None` (with a message) when xorriso is missing.
+    pub(crate) fn debian_iso(dir: &Path) -> Option<PathBuf> {
+        let tree = dir.join("tree");
+        std::fs::create_dir_all(tree.join("install.amd")).unwrap();
+        std::fs::create_dir_all(tree.join(".disk")).unwrap();
+        std::fs::write(tree.join("install.amd/vmlinuz"), b"fake kernel").unwrap();
+        std::fs::write(tree.join("install.amd/initrd.gz"), b"fake initrd").unwrap();
+        std::fs::write(
+            tree.join(".disk/info"),
+            "Debian GNU/Linux 12.5.0 \"Bookworm\" - Official amd64 NETINST with firmware 20240210-11:27",
+        )
+        .unwrap();
+        let out = dir.join("debian.iso");
+        match std::process::Command::new("xorriso")
+            .args(["-as", "mkisofs", "-quiet", "-R", "-J", "-V", "DEBIAN_NETINST", "-o"])
+            .arg(&out)
+            .arg(&tree)
+            .status()
+        {
+            Ok(s) if s.success() => Some(out),
+            Ok(s) => panic!("xorriso failed: {s}"),
+            Err(e) => {
+                eprintln!("SKIPPED: xorriso is not installed ({e}); scripts/setup.sh installs it");
+                None
+            }
+        }
+    }
+
+    #[test]
+    fn a_debian_netinst_shaped_iso_is_detected() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(iso) = debian_iso(dir.path()) else {
+            return;
+        };
+        let l = read_image(&iso, IsoLimits::default()).unwrap();
+        assert_eq!(l.trees, ["iso9660"]);
+        assert!(l.input.files[".disk/info"].contains("Debian GNU/Linux 12.5.0"));
+        let d = crate::media::detect::detect(&l.input);
+        assert_eq!(d.family, crate::media::detect::Family::Debian);
+        assert_eq!(d.version.as_deref(), Some("12.5.0"));
+        assert_eq!(d.kernel.as_deref(), Some("install.amd/vmlinuz"));
+        assert_eq!(d.initrds, ["install.amd/initrd.gz"]);
+        // The entry limit is enforced.
+        let e = read_image(
+            &iso,
+            IsoLimits {
+                max_entries: 2,
+                ..IsoLimits::default()
+            },
+        )
+        .unwrap_err();
+        assert!(e.contains("more than 2 entries"), "{e}");
+    }
+
+    /// A python with pycdlib: the system one or the project's venv.
+    fn pycdlib_python() -> Option<&'static str> {
+        ["python3", "/opt/bootlane-venv/bin/python3"].into_iter().find(|p| {
+            std::process::Command::new(p)
+                .args(["-c", "import pycdlib"])
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+    }
+
+    #[test]
+    fn a_udf_only_windows_shaped_iso_is_detected() {
+        let Some(py) = pycdlib_python() else {
+            eprintln!("SKIPPED: pycdlib is not installed (scripts/setup.sh puts it in /opt/bootlane-venv)");
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("win.iso");
+        // The ISO 9660 side holds only README.TXT; everything else is on the UDF side.
+        let script = r#"
+import io, sys, pycdlib
+iso = pycdlib.PyCdlib()
+iso.new(interchange_level=3, udf='2.60')
+def add(path, data):
+    iso.add_fp(io.BytesIO(data), len(data), udf_path=path)
+iso.add_fp(io.BytesIO(b'udf only'), 8, '/README.TXT;1')
+for d in ['/boot', '/sources', '/efi', '/efi/boot']:
+    iso.add_directory(udf_path=d)
+add('/bootmgr', b'bootmgr')
+add('/boot/bcd', b'bcd')
+add('/boot/boot.sdi', b'sdi')
+add('/sources/boot.wim', b'wim' * 100)
+add('/efi/boot/bootx64.efi', b'MZ')
+iso.write(sys.argv[1])
+"#;
+        let st = std::process::Command::new(py)
+            .args(["-c", script])
+            .arg(&out)
+            .status()
+            .unwrap();
+        assert!(st.success(), "pycdlib failed");
+        let l = read_image(&out, IsoLimits::default()).unwrap();
+        assert_eq!(l.trees, ["iso9660", "udf"]);
+        let d = crate::media::detect::detect(&l.input);
+        assert_eq!(d.family, crate::media::detect::Family::Windows);
+        assert_eq!(d.boot_method, crate::media::detect::BootMethod::Wimboot);
+        assert_eq!(d.initrds, ["bootmgr", "boot/bcd", "boot/boot.sdi", "sources/boot.wim"]);
+        assert_eq!(d.arch.as_deref(), Some("x86_64"));
+    }
 }
