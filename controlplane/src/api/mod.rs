@@ -30,6 +30,7 @@ pub mod list;
 pub mod logs;
 pub mod network;
 pub mod openapi;
+pub mod os_images;
 pub mod profiles;
 pub mod services;
 pub mod settings_api;
@@ -47,6 +48,8 @@ mod tests_contract;
 mod tests_logs;
 #[cfg(test)]
 mod tests_media;
+#[cfg(test)]
+mod tests_os_images;
 pub mod ui;
 pub mod users;
 pub mod wol;
@@ -125,6 +128,8 @@ pub struct AppState {
     pub bmc: Arc<crate::bmc::service::BmcService>,
     /// User accounts (issue 15).
     pub users: Arc<users::Users>,
+    /// OS images (issue 9 "OS images"; sub-state impl in `os_images.rs`).
+    pub os_images: Arc<crate::media::images::OsImageService>,
 }
 
 /// `impl FromRef<AppState> for $ty` returning a clone of `$field`, one line per service.
@@ -265,7 +270,8 @@ pub fn resources() -> Resources {
             .merge(network::router())
             .merge(access::router())
             .merge(bmc::router())
-            .merge(users::router()),
+            .merge(users::router())
+            .merge(os_images::router()),
         scraped: system::metrics_router(),
     }
 }

@@ -294,18 +294,23 @@ impl OsImageService {
         Ok(img)
     }
 
-    /// Starts an upload of `file_name` (a plain name) of `length` bytes when announced:
-    /// creates the record (`uploading`) and the temporary file under
-    /// `<boot root>/images/`.
+    /// Starts an upload of `file_name` (a plain name) of `length` bytes when announced,
+    /// shown as `name` (default: `file_name`): creates the record (`uploading`) and the
+    /// temporary file under `<boot root>/images/`.
     ///
     /// # Errors
     /// A bad name (400), the file service's limits (413, 507), the store, I/O.
     pub async fn begin_upload(
         self: &Arc<Self>,
         file_name: &str,
+        name: Option<&str>,
         length: Option<u64>,
     ) -> Result<ImageUpload, ServiceError> {
         let file_name = short_text("file_name", file_name, MAX_NAME)?;
+        let name = match name.map(str::trim).filter(|n| !n.is_empty()) {
+            Some(n) => short_text("name", n, MAX_NAME)?,
+            None => file_name.clone(),
+        };
         if file_name.is_empty() || file_name.contains('/') {
             return Err(ServiceError::Invalid(format!(
                 "the file part's file name {file_name:?} must be a plain name without '/'"
@@ -320,7 +325,7 @@ impl OsImageService {
             .table
             .insert(OsImage {
                 id: 0,
-                name: file_name.clone(),
+                name,
                 description: String::new(),
                 file_name,
                 path: String::new(),
@@ -645,7 +650,7 @@ mod tests {
     #[tokio::test]
     async fn a_finished_upload_of_a_non_iso_fails_inspection_with_a_reason() {
         let (_t, _st, s) = service();
-        let mut up = s.begin_upload("junk.iso", Some(8)).await.unwrap();
+        let mut up = s.begin_upload("junk.iso", None, Some(8)).await.unwrap();
         assert_eq!(up.image().state, ImageState::Uploading);
         up.write(b"not an i").await.unwrap();
         let img = up.finish().await.unwrap();
@@ -662,7 +667,7 @@ mod tests {
     #[tokio::test]
     async fn a_cut_off_upload_fails_and_leaves_no_file() {
         let (_t, _st, s) = service();
-        let mut up = s.begin_upload("x.iso", None).await.unwrap();
+        let mut up = s.begin_upload("x.iso", None, None).await.unwrap();
         let id = up.image().id;
         up.write(b"partial").await.unwrap();
         drop(up);
@@ -678,7 +683,7 @@ mod tests {
     #[tokio::test]
     async fn recovery_leaves_nothing_running() {
         let (_t, st, s) = service();
-        let up = s.begin_upload("a.iso", None).await.unwrap();
+        let up = s.begin_upload("a.iso", None, None).await.unwrap();
         let uploading = up.image().id;
         std::mem::forget(up); // a crash: neither finished nor dropped
         let root = s.files.root().unwrap();
@@ -708,7 +713,7 @@ mod tests {
     #[tokio::test]
     async fn update_validates_and_keeps_absent_fields() {
         let (_t, _st, s) = service();
-        let mut up = s.begin_upload("a.iso", None).await.unwrap();
+        let mut up = s.begin_upload("a.iso", None, None).await.unwrap();
         up.write(b"x").await.unwrap();
         let id = up.finish().await.unwrap().id;
         let i = s

@@ -203,7 +203,7 @@ pub fn read_image(path: &Path, limits: IsoLimits) -> Result<IsoListing, String> 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
