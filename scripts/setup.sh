@@ -46,6 +46,8 @@ check /usr/bin/chromium chromium
 check ipmitool ipmitool
 check ipmi_sim openipmi
 check htpasswd apache2-utils
+# OS images (issue 9): the tests build distro-shaped ISOs with xorriso.
+check xorriso xorriso
 
 if ((${#need_pkgs[@]})); then
   mapfile -t uniq < <(printf '%s\n' "${need_pkgs[@]}" | sort -u)
@@ -85,6 +87,13 @@ if [[ "$("$venv/bin/st" --version 2>/dev/null)" != *" $schemathesis_version" ]];
   echo "setup: installing schemathesis $schemathesis_version in $venv"
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "schemathesis==$schemathesis_version"
+fi
+# OS images (issue 9): the UDF-only, Windows-shaped test ISO is made with pycdlib, pinned,
+# in the same venv.
+pycdlib_version=1.22.0
+if [[ "$("$venv/bin/pip" show pycdlib 2>/dev/null | sed -n 's/^Version: //p')" != "$pycdlib_version" ]]; then
+  echo "setup: installing pycdlib $pycdlib_version in $venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "pycdlib==$pycdlib_version"
 fi
 # Redfish counterpart of the BMC tests (issue 11): sushy-emulator, pinned, in its own venv
 # (its Flask/requests pins stay apart from schemathesis').

@@ -128,6 +128,8 @@ pub async fn build(
     activity.spawn(token);
     let files = crate::media::files::FileService::new(settings.boot_root_cell(), config.files.clone(), events.clone());
     let bootloaders = crate::media::bootloader::Bootloaders::new(dhcp.clone(), settings.clone());
+    let os_images = crate::media::images::OsImageService::open(&store, files.clone(), events.clone())?;
+    os_images.recover().await?;
     let netdiag = Arc::new(crate::netdiag::NetDiag::system(config.diagnostics.clone()));
     let users = crate::api::users::Users::new(store.clone(), events.clone());
     let netboot =
@@ -156,5 +158,6 @@ pub async fn build(
         bmc,
         users,
         netboot,
+        os_images,
     })
 }

@@ -36,7 +36,7 @@ use crate::media::files::{BootRootInfo, DeletedFile, FileListing, FileService, U
 pub const UPLOAD_PATH: &str = "/api/v1/files/upload";
 /// Routes exempt from `[api] max_body_bytes` and `[api] request_timeout_secs` (matched
 /// route templates): streamed uploads, bounded by their own limits.
-pub const UNLIMITED_ROUTES: &[&str] = &[UPLOAD_PATH];
+pub const UNLIMITED_ROUTES: &[&str] = &[UPLOAD_PATH, super::os_images::UPLOAD_PATH];
 /// Multipart framing allowed for in the announced `Content-Length` before the file's
 /// size is judged from it (boundaries, part headers, the `dir` and `overwrite` parts).
 pub const MULTIPART_SLACK: u64 = 64 << 10;
@@ -120,7 +120,9 @@ pub struct UploadForm {
     pub file: Vec<u8>,
 }
 
-fn multipart_error(e: MultipartError) -> ApiError {
+/// A multipart read error as an API error (413 when too large, else 400); shared with
+/// the OS image upload.
+pub(crate) fn multipart_error(e: MultipartError) -> ApiError {
     if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::PayloadTooLarge(format!("the upload is too large: {}", e.body_text()))
     } else {
@@ -131,7 +133,8 @@ fn multipart_error(e: MultipartError) -> ApiError {
     }
 }
 
-async fn small_text(mut field: Field<'_>, name: &str) -> Result<String> {
+/// A small text part (at most 8 KiB of UTF-8); shared with the OS image upload.
+pub(crate) async fn small_text(mut field: Field<'_>, name: &str) -> Result<String> {
     let mut buf = Vec::new();
     while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
         buf.extend_from_slice(&chunk);

@@ -31,6 +31,7 @@ pub mod logs;
 pub mod netboot;
 pub mod network;
 pub mod openapi;
+pub mod os_images;
 pub mod profiles;
 pub mod services;
 pub mod settings_api;
@@ -48,6 +49,8 @@ mod tests_contract;
 mod tests_logs;
 #[cfg(test)]
 mod tests_media;
+#[cfg(test)]
+mod tests_os_images;
 pub mod ui;
 pub mod users;
 pub mod wol;
@@ -128,6 +131,8 @@ pub struct AppState {
     pub users: Arc<users::Users>,
     /// The netboot catalog, overlays and cache (issue 9).
     pub netboot: Arc<crate::netboot::NetbootService>,
+    /// OS images (issue 9 "OS images"; sub-state impl in `os_images.rs`).
+    pub os_images: Arc<crate::media::images::OsImageService>,
 }
 
 /// `impl FromRef<AppState> for $ty` returning a clone of `$field`, one line per service.
@@ -271,7 +276,8 @@ pub fn resources() -> Resources {
             .merge(access::router())
             .merge(bmc::router())
             .merge(users::router())
-            .merge(netboot::router()),
+            .merge(netboot::router())
+            .merge(os_images::router()),
         scraped: system::metrics_router(),
     }
 }

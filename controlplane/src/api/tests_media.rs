@@ -13,10 +13,10 @@ use serde_json::{json, Value};
 use super::test_support::{is_error_envelope, setup, T};
 use crate::{config::Config, media::files::FileService};
 
-const BOUNDARY: &str = "bootlane-test-boundary";
+pub(super) const BOUNDARY: &str = "bootlane-test-boundary";
 
 /// A multipart body: text parts `(name, value)`, then the file part (when given).
-fn multipart(texts: &[(&str, &str)], file: Option<(&str, &[u8])>) -> Vec<u8> {
+pub(super) fn multipart(texts: &[(&str, &str)], file: Option<(&str, &[u8])>) -> Vec<u8> {
     let mut b = Vec::new();
     for (k, v) in texts {
         b.extend_from_slice(

@@ -3,12 +3,16 @@
 //! function that turns a client-supplied path into a path under the boot root
 //! ([`paths::resolve`]), and the analysis of the boot files the DHCP architecture map
 //! hands out ([`bootloader`]: kind, PE machine type, iPXE version, right file per
-//! architecture). Owns the `[files]` config section ([`FilesConfig`]); errors are the
+//! architecture), and OS images ([`images`]: uploaded ISOs, read by [`iso`], recognised
+//! by [`detect`]). Owns the `[files]` config section ([`FilesConfig`]); errors are the
 //! service layer's [`crate::service_error::ServiceError`]. Holds no global state: the boot root is read through the
 //! settings' shared cell on every request, so a live change of `boot_root` applies at once.
 
 pub mod bootloader;
+pub mod detect;
 pub mod files;
+pub mod images;
+pub mod iso;
 pub mod paths;
 
 use serde::{Deserialize, Serialize};
