@@ -24,6 +24,7 @@ import { Network } from './pages/network';
 import { Access } from './pages/access';
 import { Power } from './pages/power';
 import { Users } from './pages/users';
+import { OsImages, NetbootCatalog } from './pages/media';
 import './style.css';
 
 /** Navigation: label and UI path (the spec names "Service Config > DNS" = /services/dns). */
@@ -36,6 +37,8 @@ const NAV: [string, [string, string][]][] = [
       ['Profiles', '/profiles'],
       ['Leases', '/dhcp/leases'],
       ['Reservations', '/dhcp/reservations'],
+      ['OS images', '/os-images'],
+      ['Netboot catalog', '/netboot'],
       ['Wake-on-LAN', '/wol'],
       ['Power (BMC)', '/power'],
       ['Access control', '/access'],
@@ -134,6 +137,8 @@ function Shell(props: { user: string; onLogout: () => void }) {
           <Route path="/access" component={Access} />
           <Route path="/power" component={Power} />
           <Route path="/users" component={Users} />
+          <Route path="/os-images" component={OsImages} />
+          <Route path="/netboot" component={NetbootCatalog} />
           <Route default component={NotFound} />
         </Router>
       </main>

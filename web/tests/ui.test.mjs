@@ -5,7 +5,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer, apiClient, launchBrowser, startIpmiSim, ADMIN_PASSWORD } from './server.mjs';
 
@@ -711,5 +712,68 @@ test('Users: add one (a bad name beside its field), it logs in; change its passw
   // admin is now the only user: deleting it is refused with the server's reason.
   await page.getByTestId('users').locator('tr', { hasText: 'admin' }).getByRole('button', { name: 'Delete' }).click();
   await page.locator('main .error').filter({ hasText: 'last user' }).waitFor();
+  await ctx.close();
+});
+
+test('OS images: upload a Debian-shaped ISO with the form; it turns ready live and shows the detected kernel and initrd', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'bootlane-ui-iso-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  mkdirSync(join(dir, 'tree/install.amd'), { recursive: true });
+  mkdirSync(join(dir, 'tree/.disk'), { recursive: true });
+  writeFileSync(join(dir, 'tree/install.amd/vmlinuz'), Buffer.alloc(300000, 1));
+  writeFileSync(join(dir, 'tree/install.amd/initrd.gz'), Buffer.alloc(500000, 2));
+  writeFileSync(join(dir, 'tree/.disk/info'), 'Debian GNU/Linux 12.5.0 "Bookworm" - Official amd64 NETINST 20240210-11:27\n');
+  const x = spawnSync('xorriso', ['-as', 'mkisofs', '-quiet', '-R', '-J', '-V', 'DEB', '-o', join(dir, 'deb.iso'), join(dir, 'tree')]);
+  if (x.error || x.status !== 0) return t.skip('xorriso is not installed');
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/os-images`);
+  await login(page);
+  await page.getByRole('heading', { name: 'OS images' }).waitFor();
+  await settled(page);
+  await page.setInputFiles('form[aria-label="upload image"] input[type=file]', join(dir, 'deb.iso'));
+  await page.fill('form[aria-label="upload image"] input[name=name]', 'ui-debian');
+  await page.click('form[aria-label="upload image"] button[type=submit]');
+  const row = page.getByTestId('os-images').locator('tr', { hasText: 'ui-debian' });
+  await row.waitFor();
+  await until(async () => (await row.getByTestId('image-state').innerText()) === 'ready', 'the image becomes ready (live)');
+  assert.match(await row.innerText(), /debian 12\.5\.0 x86_64/);
+  await row.getByRole('button', { name: 'ui-debian' }).click();
+  const detail = page.getByTestId('image-detail');
+  await detail.getByText('install.amd/vmlinuz').waitFor();
+  assert.match(await detail.innerText(), /install\.amd\/initrd\.gz/);
+  await page.screenshot({ path: join(SHOTS, 'os-images.png') });
+  await row.getByRole('button', { name: 'Delete' }).click();
+  await row.waitFor({ state: 'detached' });
+  await ctx.close();
+});
+
+test('Netboot catalog: search, open Debian, a bad overlay mirror beside its field, a good one saved, a profile created from 12 amd64', async (t) => {
+  const { ctx, page } = await newPage();
+  t.after(() => api('DELETE', '/netboot/overlays/debian').catch(() => undefined));
+  await page.goto(`${server.base}/netboot`);
+  await login(page);
+  await page.getByRole('heading', { name: 'Netboot catalog' }).waitFor();
+  await page.getByTestId('cache-stats').waitFor();
+  await page.fill('input[aria-label="search catalog"]', 'debi');
+  await until(async () => (await page.getByTestId('netboot-catalog').locator('tbody tr').count()) === 1, 'one match');
+  await page.getByTestId('netboot-catalog').getByRole('button', { name: 'Debian' }).click();
+  const panel = page.getByTestId('distro-debian');
+  await panel.getByText('linux, initrd.gz').first().waitFor();
+  const form = page.getByTestId('overlay-debian');
+  await form.locator('input[name=mirror]').fill('ftp://mirror.lab/debian');
+  await form.locator('button[type=submit]').click();
+  await form.locator('.field.bad .field-error').filter({ hasText: 'mirror' }).waitFor();
+  await form.locator('input[name=mirror]').fill('http://mirror.lab/debian');
+  await form.locator('input[name=extra_args]').fill('console=ttyS0');
+  await form.locator('button[type=submit]').click();
+  await page.getByText('Overlay of debian saved.').waitFor();
+  await panel.locator('tr').filter({ has: page.locator('td', { hasText: /^12$/ }) }).filter({ hasText: 'amd64' }).getByRole('button', { name: 'Create profile' }).click();
+  await page.getByText('Profile debian-12-amd64 created.').waitFor();
+  const profiles = await api('GET', '/profiles');
+  const p = profiles.profiles.find((x) => x.name === 'debian-12-amd64');
+  assert.ok(p, 'the profile exists');
+  assert.equal(p.entries[0].kernel, 'netboot/debian/12/amd64/linux');
+  assert.match(p.entries[0].cmdline, /console=ttyS0$/);
+  await api('DELETE', `/profiles/${p.id}`);
   await ctx.close();
 });
