@@ -114,6 +114,53 @@ pub async fn delete(State(images): State<Arc<OsImageService>>, ApiPath(id): ApiP
     Ok(Envelope::ok(images.delete(id).await?))
 }
 
+/// Download the ISO file (with `Range`, `Content-Disposition: attachment`).
+#[utoipa::path(get, path = "/api/v1/os-images/{id}/file", tag = "os-images", params(("id" = u64, Path, description = "OS image id")),
+    responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>, description = "The ISO"),
+        (status = 206, description = "The range asked for"), (status = 400), (status = 404),
+        (status = 409, description = "Still uploading"), (status = 401)))]
+pub async fn download(
+    State(images): State<Arc<OsImageService>>,
+    ApiPath(id): ApiPath<u64>,
+    req: axum::extract::Request,
+) -> Result<axum::response::Response> {
+    use axum::response::IntoResponse;
+    use tower::ServiceExt;
+    let (img, path) = images.file(id)?;
+    let mut resp = tower_http::services::ServeFile::new(path)
+        .oneshot(req)
+        .await
+        .map_err(|e| super::error::ApiError::Internal(anyhow::anyhow!("serving the ISO: {e}")))?
+        .into_response();
+    let name: String = img
+        .file_name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_graphic() && c != '"' && c != '\\' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if let Ok(v) = axum::http::HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")) {
+        resp.headers_mut().insert(axum::http::header::CONTENT_DISPOSITION, v);
+    }
+    Ok(resp)
+}
+
+/// Inspect the image again: answers it `inspecting`; it becomes `ready` or `failed` in
+/// the background (`os_image.ready` / `os_image.failed`).
+#[utoipa::path(post, path = "/api/v1/os-images/{id}/reprocess", tag = "os-images", params(("id" = u64, Path, description = "OS image id")),
+    responses((status = 200, body = OsImage), (status = 400), (status = 404),
+        (status = 409, description = "Uploading or already inspecting"), (status = 401)))]
+pub async fn reprocess(
+    State(images): State<Arc<OsImageService>>,
+    ApiPath(id): ApiPath<u64>,
+) -> Result<Envelope<OsImage>> {
+    Ok(Envelope::ok(images.reprocess(id).await?))
+}
+
 /// The multipart form of `POST /os-images/upload`, parts in this order.
 #[derive(Debug, ToSchema)]
 #[allow(
@@ -201,5 +248,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list))
         .routes(routes!(get_one, update, delete))
+        .routes(routes!(download))
+        .routes(routes!(reprocess))
         .merge(upload)
 }

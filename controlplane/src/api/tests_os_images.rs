@@ -98,6 +98,46 @@ async fn an_uploaded_debian_iso_becomes_ready_with_its_kernel_and_initrd() {
     let (_, _, root) = t.call(Method::GET, "/api/v1/files/root", None).await;
     let path = std::path::Path::new(root["data"]["path"].as_str().unwrap()).join(img["path"].as_str().unwrap());
     assert_eq!(std::fs::read(&path).unwrap(), data);
+    // Downloadable whole and by range.
+    let (s, h, _) = t.call(Method::GET, &format!("/api/v1/os-images/{id}/file"), None).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(h["content-length"], data.len().to_string().as_str());
+    assert!(h["content-disposition"]
+        .to_str()
+        .unwrap()
+        .contains("debian-12.5.0-amd64-netinst.iso"));
+    let mut req = t.request(Method::GET, &format!("/api/v1/os-images/{id}/file"), None);
+    req.headers_mut().insert("range", "bytes=32769-32773".parse().unwrap());
+    let resp = t.send(req).await;
+    assert_eq!(resp.status(), StatusCode::PARTIAL_CONTENT);
+    let part = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    assert_eq!(&part[..], b"CD001", "the ISO 9660 volume descriptor's identifier");
+    // Reprocess: inspecting now, ready again after.
+    let v = t
+        .expect(
+            Method::POST,
+            &format!("/api/v1/os-images/{id}/reprocess"),
+            None,
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert!(
+        matches!(v["data"]["state"].as_str(), Some("inspecting" | "ready")),
+        "{v}"
+    );
+    assert_eq!(wait_settled(&t, id).await["state"], "ready");
+    t.expect(
+        Method::POST,
+        "/api/v1/os-images/999999/reprocess",
+        None,
+        StatusCode::NOT_FOUND,
+        "",
+    )
+    .await;
 
     // Progress events (5 % steps of the announced length), the upload and the ready.
     let mut kinds = Vec::new();

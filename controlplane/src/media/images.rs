@@ -419,6 +419,51 @@ impl OsImageService {
         Ok(out)
     }
 
+    /// The image and its ISO file's path, for a download.
+    ///
+    /// # Errors
+    /// 404; [`ServiceError::Conflict`] while it is still uploading (no whole file yet);
+    /// the store.
+    pub fn file(&self, id: u64) -> Result<(OsImage, std::path::PathBuf), ServiceError> {
+        let img = self.get(id)?;
+        if img.state == ImageState::Uploading {
+            return Err(ServiceError::Conflict(format!(
+                "OS image {id} is still uploading; download it once it is uploaded"
+            )));
+        }
+        let path = self.files.root()?.join(&img.path);
+        Ok((img, path))
+    }
+
+    /// Inspects image `id` again (after an upgrade of the detection, say): it becomes
+    /// `inspecting` now and `ready` or `failed` in the background.
+    ///
+    /// # Errors
+    /// 404; [`ServiceError::Conflict`] while it is uploading or already inspecting; the store.
+    pub async fn reprocess(self: &Arc<Self>, id: u64) -> Result<OsImage, ServiceError> {
+        let before = self.get(id)?;
+        if before.state.running() || before.state == ImageState::Inspecting {
+            return Err(ServiceError::Conflict(format!(
+                "OS image {id} is {}; reprocess it once that ends",
+                serde_json::to_value(before.state)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default()
+            )));
+        }
+        let img = self
+            .set_state(id, ImageState::Inspecting, None)
+            .await?
+            .ok_or_else(|| ServiceError::NotFound(format!("no OS image with id {id}")))?;
+        if img.state != ImageState::Inspecting {
+            return Err(ServiceError::Conflict(format!(
+                "OS image {id} cannot be inspected again now"
+            )));
+        }
+        self.spawn_inspect(id);
+        Ok(img)
+    }
+
     /// Inspects image `id` in a spawned task.
     pub fn spawn_inspect(self: &Arc<Self>, id: u64) {
         let s = self.clone();
