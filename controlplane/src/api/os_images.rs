@@ -15,7 +15,7 @@ use axum::{
     extract::{multipart::MultipartRejection, DefaultBodyLimit, FromRef, Multipart, State},
     http::{header, HeaderMap},
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -149,6 +149,43 @@ pub async fn download(
     Ok(resp)
 }
 
+/// Body of `POST /os-images/import`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ImportRequest {
+    /// The ISO's path relative to `[files] import_dir`.
+    pub path: String,
+    /// Display name (default: the file name).
+    pub name: Option<String>,
+    /// `copy` (default: the original stays) or `move` (it is deleted once imported).
+    pub mode: Option<ImportMode>,
+}
+
+/// How `POST /os-images/import` treats the original.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ImportMode {
+    /// Keep the original.
+    Copy,
+    /// Delete the original once imported.
+    Move,
+}
+
+/// Import an ISO already on the server (under `[files] import_dir`): copied into the boot
+/// root like an upload (progress events, SHA-256, then inspection in the background).
+#[utoipa::path(post, path = "/api/v1/os-images/import", tag = "os-images", request_body = ImportRequest,
+    responses((status = 201, body = OsImage), (status = 400, description = "Import off, or a bad path (named)"),
+        (status = 404, description = "No such file"), (status = 413), (status = 507), (status = 401)))]
+pub async fn import(
+    State(images): State<Arc<OsImageService>>,
+    ApiJson(req): ApiJson<ImportRequest>,
+) -> Result<Envelope<OsImage>> {
+    let mv = req.mode == Some(ImportMode::Move);
+    Ok(Envelope::created(
+        images.import(&req.path, req.name.as_deref(), mv).await?,
+    ))
+}
+
 /// Inspect the image again: answers it `inspecting`; it becomes `ready` or `failed` in
 /// the background (`os_image.ready` / `os_image.failed`).
 #[utoipa::path(post, path = "/api/v1/os-images/{id}/reprocess", tag = "os-images", params(("id" = u64, Path, description = "OS image id")),
@@ -250,5 +287,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_one, update, delete))
         .routes(routes!(download))
         .routes(routes!(reprocess))
+        .routes(routes!(import))
         .merge(upload)
 }

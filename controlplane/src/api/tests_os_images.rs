@@ -224,3 +224,74 @@ async fn a_file_that_is_not_an_iso_fails_with_a_reason_and_uploads_need_a_file_p
     assert_eq!(s, StatusCode::BAD_REQUEST);
     assert!(v["error"].as_str().unwrap().contains("'file'"), "{v}");
 }
+
+#[tokio::test]
+async fn import_copies_or_moves_an_iso_from_the_import_directory_only() {
+    let src = tempfile::tempdir().unwrap();
+    let Some(iso) = crate::media::iso::tests::debian_iso(src.path()) else {
+        return;
+    };
+    let data = std::fs::read(&iso).unwrap();
+    let name = iso.file_name().unwrap().to_string_lossy().into_owned();
+    // Import off by default: a clear 400.
+    let mut off = setup().await;
+    off.login().await;
+    off.expect(
+        Method::POST,
+        "/api/v1/os-images/import",
+        Some(json!({"path": name})),
+        StatusCode::BAD_REQUEST,
+        "import_dir",
+    )
+    .await;
+
+    let dir = src.path().to_path_buf();
+    let mut t = crate::api::test_support::setup_with(move |c| c.files.import_dir = Some(dir)).await;
+    t.login().await;
+    let v = t
+        .expect(
+            Method::POST,
+            "/api/v1/os-images/import",
+            Some(json!({"path": name, "name": "imported"})),
+            StatusCode::CREATED,
+            "",
+        )
+        .await;
+    let id = v["data"]["id"].as_u64().unwrap();
+    assert_eq!(
+        v["data"]["sha256"],
+        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&data)).as_str()
+    );
+    let img = wait_settled(&t, id).await;
+    assert_eq!(
+        (img["state"].as_str(), img["detection"]["kernel"].as_str()),
+        (Some("ready"), Some("install.amd/vmlinuz")),
+        "{img}"
+    );
+    assert!(iso.exists(), "a copy keeps the original");
+    let v = t
+        .expect(
+            Method::POST,
+            "/api/v1/os-images/import",
+            Some(json!({"path": name, "mode": "move"})),
+            StatusCode::CREATED,
+            "",
+        )
+        .await;
+    wait_settled(&t, v["data"]["id"].as_u64().unwrap()).await;
+    assert!(!iso.exists(), "a move removes the original");
+    for (path, status, needle) in [
+        ("../etc/passwd", StatusCode::BAD_REQUEST, ".."),
+        ("/etc/passwd", StatusCode::BAD_REQUEST, ""),
+        ("missing.iso", StatusCode::NOT_FOUND, "missing.iso"),
+    ] {
+        t.expect(
+            Method::POST,
+            "/api/v1/os-images/import",
+            Some(json!({"path": path})),
+            status,
+            needle,
+        )
+        .await;
+    }
+}

@@ -568,7 +568,10 @@ mod tests {
         let cell = Arc::new(RwLock::new(tmp.path().join("boot")));
         let s = FileService::with_free_space(
             cell,
-            FilesConfig { max_upload_bytes: max },
+            FilesConfig {
+                max_upload_bytes: max,
+                import_dir: None,
+            },
             EventBus::in_memory(),
             Arc::new(move |_: &Path| Ok(free)),
         );

@@ -419,6 +419,69 @@ impl OsImageService {
         Ok(out)
     }
 
+    /// Imports an ISO already on the server: `path` relative to `[files] import_dir`
+    /// (the same path rules as the file API; it cannot leave that directory), copied into
+    /// the boot root as an upload would be (size and free-space checks, SHA-256, progress
+    /// events, then inspection); with `remove_source` the original is deleted afterwards
+    /// (a move). Answers the image in `uploaded`.
+    ///
+    /// # Errors
+    /// No import directory configured or a bad path (400), no such file (404), the
+    /// upload's errors.
+    pub async fn import(
+        self: &Arc<Self>,
+        path: &str,
+        name: Option<&str>,
+        remove_source: bool,
+    ) -> Result<OsImage, ServiceError> {
+        use tokio::io::AsyncReadExt;
+        let Some(dir) = self.files.config().import_dir.clone() else {
+            return Err(ServiceError::Invalid(
+                "import is off: set [files] import_dir to the directory holding the ISOs to import".into(),
+            ));
+        };
+        let src = {
+            let path = path.to_string();
+            tokio::task::spawn_blocking(move || {
+                crate::media::paths::resolve(&dir, &path, crate::media::paths::Follow::All)
+            })
+            .await
+            .map_err(|e| ServiceError::Invalid(format!("resolving the path failed: {e}")))??
+        };
+        let meta = tokio::fs::metadata(&src)
+            .await
+            .map_err(|e| ServiceError::io(format!("reading {path}"), e))?;
+        if !meta.is_file() {
+            return Err(ServiceError::Invalid(format!("'path' {path:?} is not a file")));
+        }
+        let file_name = src
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut up = self.begin_upload(&file_name, name, Some(meta.len())).await?;
+        let mut f = tokio::fs::File::open(&src)
+            .await
+            .map_err(|e| ServiceError::io(format!("opening {path}"), e))?;
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = f
+                .read(&mut buf)
+                .await
+                .map_err(|e| ServiceError::io(format!("reading {path}"), e))?;
+            if n == 0 {
+                break;
+            }
+            up.write(&buf[..n]).await?;
+        }
+        let img = up.finish().await?;
+        if remove_source {
+            if let Err(e) = tokio::fs::remove_file(&src).await {
+                tracing::warn!(path = %src.display(), error = %e, "imported OS image: the source could not be removed");
+            }
+        }
+        Ok(img)
+    }
+
     /// The image and its ISO file's path, for a download.
     ///
     /// # Errors

@@ -24,12 +24,16 @@ pub struct FilesConfig {
     /// Largest file `POST /api/v1/files/upload` accepts, in bytes (413 beyond it).
     /// Default 17179869184 (16 GiB).
     pub max_upload_bytes: u64,
+    /// Directory `POST /api/v1/os-images/import` takes existing ISOs from (paths are
+    /// relative to it and cannot leave it). Default none: import is off.
+    pub import_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for FilesConfig {
     fn default() -> Self {
         Self {
             max_upload_bytes: 16 << 30,
+            import_dir: None,
         }
     }
 }
