@@ -134,6 +134,20 @@ pub(crate) fn multipart_error(e: MultipartError) -> ApiError {
 }
 
 /// A small text part (at most 8 KiB of UTF-8); shared with the OS image upload.
+/// Checks that no part follows the file part (a part after it would be ignored
+/// silently); `order` names the expected parts for the 400.
+///
+/// # Errors
+/// 400 when another part follows.
+pub(crate) async fn ensure_last_part(mp: &mut Multipart, order: &str) -> Result<()> {
+    if mp.next_field().await.map_err(multipart_error)?.is_some() {
+        return Err(ApiError::BadRequest(format!(
+            "the 'file' part must be the last part; {order}"
+        )));
+    }
+    Ok(())
+}
+
 pub(crate) async fn small_text(mut field: Field<'_>, name: &str) -> Result<String> {
     let mut buf = Vec::new();
     while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
@@ -208,11 +222,7 @@ pub async fn upload(
                     up.write(&chunk).await?;
                 }
                 drop(field);
-                if mp.next_field().await.map_err(multipart_error)?.is_some() {
-                    return Err(ApiError::BadRequest(
-                        "the 'file' part must be the last part; send dir, overwrite, then file".into(),
-                    ));
-                }
+                ensure_last_part(&mut mp, "send dir, overwrite, then file").await?;
                 return Ok(Envelope::created(up.finish().await?));
             }
             other => {

@@ -22,7 +22,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::{
     error::{ApiError, Result},
     extract::{ApiJson, ApiPath, ApiQuery, Envelope},
-    files::{multipart_error, small_text, MULTIPART_SLACK},
+    files::{ensure_last_part, multipart_error, small_text, MULTIPART_SLACK},
     list::{matches, ListQuery, PageInfo},
     AppState,
 };
@@ -243,7 +243,7 @@ pub async fn upload(
         .map(|n| n.saturating_sub(MULTIPART_SLACK));
     let mut name = None;
     loop {
-        let Some(mut field) = mp.next_field().await.map_err(multipart_error)? else {
+        let Some(field) = mp.next_field().await.map_err(multipart_error)? else {
             return Err(ApiError::BadRequest(
                 "the multipart body has no 'file' part; send name (optional), then file".into(),
             ));
@@ -256,15 +256,12 @@ pub async fn upload(
                 })?;
                 // The announced length is the body's; the progress is judged against it.
                 let mut up = images.begin_upload(&file_name, name.as_deref(), announced).await?;
+                let mut field = field;
                 while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
                     up.write(&chunk).await?;
                 }
                 drop(field);
-                if mp.next_field().await.map_err(multipart_error)?.is_some() {
-                    return Err(ApiError::BadRequest(
-                        "the 'file' part must be the last part; send name, then file".into(),
-                    ));
-                }
+                ensure_last_part(&mut mp, "send name, then file").await?;
                 return Ok(Envelope::created(up.finish().await?));
             }
             other => {
