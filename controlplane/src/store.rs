@@ -127,6 +127,9 @@ fn write_format(data_dir: &Path) -> Result<()> {
 /// change.
 type Gate = Arc<tokio::sync::RwLock<()>>;
 
+/// How long [`Store::open`] retries a database whose lock is still held (1 s).
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// A tree's raw `(key, value)` pairs, in key order.
 pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -141,8 +144,13 @@ impl StoreError {
     /// True when [`Store::open`] failed because another process holds the database's
     /// lock (normally a running `bootlane serve`).
     pub fn is_locked(&self) -> bool {
-        matches!(self, Self::Sled(sled::Error::Io(e)) if e.to_string().contains("could not acquire lock"))
+        matches!(self, Self::Sled(e) if lock_held(e))
     }
+}
+
+/// True when sled could not take the database's file lock.
+fn lock_held(e: &sled::Error) -> bool {
+    matches!(e, sled::Error::Io(e) if e.to_string().contains("could not acquire lock"))
 }
 
 /// Result with [`StoreError`].
@@ -194,14 +202,28 @@ impl Drop for TempDirGuard {
 impl Store {
     /// Opens (or creates) the database at `<data_dir>/db`.
     ///
+    /// A database just closed by this process can still be locked for a moment (sled's
+    /// background threads drop their handles after the last `Store` clone), so a held lock
+    /// is retried for up to [`LOCK_WAIT`] before it is reported.
+    ///
     /// # Errors
-    /// sled errors, e.g. the directory is not writable or another process holds the lock.
+    /// sled errors, e.g. the directory is not writable or another process holds the lock
+    /// ([`StoreError::is_locked`]).
     pub fn open(data_dir: &Path) -> Result<Self> {
         let from = check_format(data_dir)?;
-        let db = sled::Config::new()
-            .path(data_dir.join("db"))
-            .mode(sled::Mode::HighThroughput)
-            .open()?;
+        let started = std::time::Instant::now();
+        let db = loop {
+            let opened = sled::Config::new()
+                .path(data_dir.join("db"))
+                .mode(sled::Mode::HighThroughput)
+                .open();
+            match opened {
+                Err(e) if started.elapsed() < LOCK_WAIT && lock_held(&e) => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                other => break other?,
+            }
+        };
         migrate(&db, from)?;
         write_format(data_dir)?;
         Ok(Self {
