@@ -219,7 +219,7 @@ pub async fn upload(
                 let mut up = files.begin_upload(&dir, &name, overwrite, announced).await?;
                 let mut field = field;
                 while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
-                    up.write(&chunk).await?;
+                    up.write(chunk).await?;
                 }
                 drop(field);
                 ensure_last_part(&mut mp, "send dir, overwrite, then file").await?;

@@ -26,7 +26,10 @@ use super::{
     list::{matches, ListQuery, PageInfo},
     AppState,
 };
-use crate::media::images::{ImagePatch, OsImage, OsImageService};
+use crate::{
+    boot::catalog::{BootCatalog, EntryType, MenuEntry, Profile, ProfileInput},
+    media::images::{ImagePatch, ImageState, OsImage, OsImageService, IMAGES_DIR},
+};
 
 /// The upload route's path.
 pub const UPLOAD_PATH: &str = "/api/v1/os-images/upload";
@@ -106,12 +109,304 @@ pub async fn update(
     Ok(Envelope::ok(images.update(id, patch).await?))
 }
 
-/// Delete an OS image and its ISO file; answers the image as it was.
+/// Whether `text` (a kernel or initrd path, a URL, a command line) refers to image `id`'s
+/// tree or ISO: `images/<id>/...`, `images/<id>.iso`, or `images/<id>` ending a word.
+pub fn refers_to_image(text: &str, id: u64) -> bool {
+    let needle = format!("{IMAGES_DIR}/{id}");
+    text.match_indices(&needle).any(|(at, _)| {
+        let before_ok = at == 0 || matches!(text.as_bytes()[at - 1], b'/' | b' ' | b'=');
+        let rest = &text[at + needle.len()..];
+        before_ok
+            && (rest.is_empty()
+                || rest.starts_with('/')
+                || rest.starts_with(".iso")
+                || rest.starts_with(char::is_whitespace))
+    })
+}
+
+/// Names of the profiles with an entry that boots from image `id` (its tree or its ISO).
+///
+/// # Errors
+/// The store.
+pub fn profiles_using(catalog: &BootCatalog, id: u64) -> Result<Vec<String>> {
+    Ok(catalog
+        .profiles()?
+        .into_iter()
+        .filter(|p| {
+            p.entries.iter().any(|e| {
+                e.kernel
+                    .iter()
+                    .chain(&e.initrds)
+                    .chain(&e.cmdline)
+                    .chain(&e.url)
+                    .any(|t| refers_to_image(t, id))
+            })
+        })
+        .map(|p| p.name)
+        .collect())
+}
+
+fn in_use(users: &[String], id: u64, what: &str) -> ApiError {
+    ApiError::Conflict(format!(
+        "OS image {id} is used by profile(s) {}; {what}",
+        users.join(", ")
+    ))
+}
+
+/// Delete an OS image, its ISO file and its extracted tree; answers the image as it was.
+/// Refused (409, naming them) while a profile boots from it.
 #[utoipa::path(delete, path = "/api/v1/os-images/{id}", tag = "os-images", params(("id" = u64, Path, description = "OS image id")),
     responses((status = 200, body = OsImage), (status = 400), (status = 404),
-        (status = 409, description = "The image is still uploading"), (status = 401)))]
-pub async fn delete(State(images): State<Arc<OsImageService>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<OsImage>> {
+        (status = 409, description = "Still uploading or extracting, or a profile boots from it (named)"), (status = 401)))]
+pub async fn delete(
+    State(images): State<Arc<OsImageService>>,
+    State(catalog): State<Arc<BootCatalog>>,
+    ApiPath(id): ApiPath<u64>,
+) -> Result<Envelope<OsImage>> {
+    images.get(id)?;
+    let users = profiles_using(&catalog, id)?;
+    if !users.is_empty() {
+        return Err(in_use(&users, id, "change or delete those profiles first"));
+    }
     Ok(Envelope::ok(images.delete(id).await?))
+}
+
+/// Extract the image's files into `<boot root>/images/<id>/` (served at
+/// `/boot/images/<id>/...`). Answers at once with the image `extracting`; it returns to
+/// `ready` with `extracted` set (`os_image.extracted`) or with `extract_error`
+/// (`os_image.extract.failed`); `os_image.extract.progress` events on the way.
+#[utoipa::path(post, path = "/api/v1/os-images/{id}/extract", tag = "os-images", params(("id" = u64, Path, description = "OS image id")),
+    responses((status = 200, body = OsImage), (status = 400), (status = 404),
+        (status = 409, description = "Not ready or mounted (uploading, inspecting, failed, already extracting)"),
+        (status = 507, description = "The files do not fit on the boot root's volume"), (status = 401)))]
+pub async fn extract(
+    State(images): State<Arc<OsImageService>>,
+    ApiPath(id): ApiPath<u64>,
+) -> Result<Envelope<OsImage>> {
+    Ok(Envelope::ok(images.extract(id).await?))
+}
+
+/// Mount the image: its files are served from inside the ISO at
+/// `/boot/images/<id>/<path>` (with Range), without extracting it; the same profile works
+/// mounted or extracted.
+#[utoipa::path(post, path = "/api/v1/os-images/{id}/mount", tag = "os-images", params(("id" = u64, Path, description = "OS image id")),
+    responses((status = 200, body = OsImage), (status = 400), (status = 404),
+        (status = 409, description = "Not ready"), (status = 401)))]
+pub async fn mount(State(images): State<Arc<OsImageService>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<OsImage>> {
+    Ok(Envelope::ok(images.mount(id).await?))
+}
+
+/// Unmount the image (back to `ready`). Refused (409, naming them) while a profile boots
+/// from it and it is not extracted: those machines would fail to boot.
+#[utoipa::path(post, path = "/api/v1/os-images/{id}/unmount", tag = "os-images", params(("id" = u64, Path, description = "OS image id")),
+    responses((status = 200, body = OsImage), (status = 400), (status = 404),
+        (status = 409, description = "Not mounted, or a profile boots from it and it is not extracted"), (status = 401)))]
+pub async fn unmount(
+    State(images): State<Arc<OsImageService>>,
+    State(catalog): State<Arc<BootCatalog>>,
+    ApiPath(id): ApiPath<u64>,
+) -> Result<Envelope<OsImage>> {
+    if images.get(id)?.extracted.is_none() {
+        let users = profiles_using(&catalog, id)?;
+        if !users.is_empty() {
+            return Err(in_use(&users, id, "extract the image first, or change those profiles"));
+        }
+    }
+    Ok(Envelope::ok(images.unmount(id).await?))
+}
+
+/// `GET /fs/browse` query.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct BrowseQuery {
+    /// An OS image id: browse inside that image (ready, mounted or extracting); absent:
+    /// browse the boot root.
+    pub image: Option<u64>,
+    /// Directory to list (`""` or absent: the top).
+    pub path: Option<String>,
+}
+
+/// One entry of `GET /fs/browse`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BrowseEntry {
+    /// Last path component.
+    pub name: String,
+    /// Path relative to the top browsed (the image's root or the boot root).
+    pub path: String,
+    /// `file`, `dir` (inside images), or also `symlink`, `other` (in the boot root).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Size in bytes (0 for directories inside images).
+    pub size: u64,
+}
+
+/// `GET /fs/browse` answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Browse {
+    /// The image browsed, or none for the boot root.
+    pub image: Option<u64>,
+    /// The directory listed.
+    pub path: String,
+    /// Its parent (`None` at the top).
+    pub parent: Option<String>,
+    /// Directories first, then files, by name.
+    pub entries: Vec<BrowseEntry>,
+}
+
+/// File browser: a directory inside an OS image (both its ISO 9660 and UDF trees,
+/// case-insensitive paths) or of the boot root (the path rules of `GET /files`).
+#[utoipa::path(get, path = "/api/v1/fs/browse", tag = "os-images", params(BrowseQuery),
+    responses((status = 200, body = Browse), (status = 400, description = "A bad path (named)"),
+        (status = 404, description = "No such image or directory"), (status = 409, description = "The image is not ready"), (status = 401)))]
+pub async fn browse(
+    State(images): State<Arc<OsImageService>>,
+    State(files): State<Arc<crate::media::files::FileService>>,
+    ApiQuery(q): ApiQuery<BrowseQuery>,
+) -> Result<Envelope<Browse>> {
+    let path = q.path.unwrap_or_default().trim_matches('/').to_string();
+    let mut entries: Vec<BrowseEntry> = match q.image {
+        Some(id) => images
+            .browse(id, &path)
+            .await?
+            .into_iter()
+            .map(|e| BrowseEntry {
+                name: e.name,
+                path: e.path,
+                kind: e.kind.to_string(),
+                size: e.size,
+            })
+            .collect(),
+        None => files
+            .list(&path, false)
+            .await?
+            .entries
+            .into_iter()
+            .map(|e| BrowseEntry {
+                kind: serde_json::to_value(e.kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default(),
+                name: e.name,
+                path: e.path,
+                size: e.size,
+            })
+            .collect(),
+    };
+    entries.sort_by(|a, b| {
+        (a.kind != "dir")
+            .cmp(&(b.kind != "dir"))
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    let parent = (!path.is_empty()).then(|| path.rsplit_once('/').map(|(p, _)| p.to_string()).unwrap_or_default());
+    Ok(Envelope::ok(Browse {
+        image: q.image,
+        path,
+        parent,
+        entries,
+    }))
+}
+
+/// Body of `POST /profiles/from-image`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FromImage {
+    /// The OS image (ready, mounted or extracted).
+    pub image_id: u64,
+    /// Profile name (default: from the detection, e.g. `debian-12-5-0-x86_64`).
+    pub name: Option<String>,
+    /// Description (default: the image's product and version).
+    pub description: Option<String>,
+    /// Kernel arguments appended to the detected ones (e.g. `console=ttyS0`).
+    pub extra_cmdline: Option<String>,
+}
+
+/// Create a boot profile from an OS image in one call: a `linux` entry whose kernel,
+/// initrds and command line come from the detection (paths under `images/<id>/`, served
+/// from the extracted tree or, while mounted, from inside the ISO; the image's URLs in
+/// the command line are `{base_url}/boot/images/<id>`), then "Boot from local disk". An
+/// image neither extracted nor mounted is mounted first. Windows images boot through
+/// `wimboot`, which must be in the boot root.
+#[utoipa::path(post, path = "/api/v1/profiles/from-image", tag = "os-images", request_body = FromImage,
+    responses((status = 201, body = Profile), (status = 400, description = "Invalid field (named)"),
+        (status = 404, description = "No such image"),
+        (status = 409, description = "Not ready, nothing bootable detected, wimboot missing, or the profile name is taken"), (status = 401)))]
+pub async fn from_image(
+    State(images): State<Arc<OsImageService>>,
+    State(catalog): State<Arc<BootCatalog>>,
+    State(files): State<Arc<crate::media::files::FileService>>,
+    ApiJson(req): ApiJson<FromImage>,
+) -> Result<(axum::http::StatusCode, Envelope<Profile>)> {
+    let id = req.image_id;
+    let mut img = images.get(id)?;
+    let boot = img.boot_files().map_err(ApiError::Conflict)?;
+    if boot.wimboot && !files.root()?.join("wimboot").is_file() {
+        return Err(ApiError::Conflict(
+            "Windows images boot through wimboot, which is not in the boot root: download it from \
+             https://ipxe.org/wimboot and upload it as 'wimboot' (POST /api/v1/files/upload)"
+                .into(),
+        ));
+    }
+    let Some(det) = img.detection.clone() else {
+        return Err(ApiError::Conflict(format!("OS image {id} has no detection yet")));
+    };
+    let mut cmdline = boot.cmdline;
+    if let Some(extra) = req.extra_cmdline.as_deref().map(str::trim).filter(|e| !e.is_empty()) {
+        if !cmdline.is_empty() {
+            cmdline.push(' ');
+        }
+        cmdline.push_str(extra);
+    }
+    let family = serde_json::to_value(det.family)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default();
+    let short = [Some(family.as_str()), det.version.as_deref(), det.arch.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let what = det.product.clone().unwrap_or_else(|| short.clone());
+    let name = req.name.unwrap_or_else(|| short.replace(['.', ' '], "-"));
+    if img.state == ImageState::Ready && img.extracted.is_none() {
+        img = images.mount(id).await?;
+    }
+    let entries = vec![
+        MenuEntry {
+            label: format!("Install {short}").chars().take(100).collect(),
+            kind: EntryType::Linux,
+            kernel: Some(boot.kernel),
+            initrds: boot.initrds,
+            cmdline: (!cmdline.is_empty()).then_some(cmdline),
+            url: None,
+            script: None,
+            is_default: false,
+        },
+        MenuEntry {
+            label: "Boot from local disk".into(),
+            kind: EntryType::Local,
+            kernel: None,
+            initrds: Vec::new(),
+            cmdline: None,
+            url: None,
+            script: None,
+            is_default: false,
+        },
+    ];
+    let input = ProfileInput {
+        name: Some(name),
+        description: Some(
+            req.description
+                .unwrap_or_else(|| format!("{what} from OS image {}", img.name)),
+        ),
+        entries: Some(entries),
+        comment: Some(format!("from OS image {id} ({})", img.name)),
+        ..ProfileInput::default()
+    };
+    Ok((
+        axum::http::StatusCode::CREATED,
+        Envelope::ok(catalog.create_profile(input).await?),
+    ))
 }
 
 /// Download the ISO file (with `Range`, `Content-Disposition: attachment`).
@@ -258,7 +553,7 @@ pub async fn upload(
                 let mut up = images.begin_upload(&file_name, name.as_deref(), announced).await?;
                 let mut field = field;
                 while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
-                    up.write(&chunk).await?;
+                    up.write(chunk).await?;
                 }
                 drop(field);
                 ensure_last_part(&mut mp, "send name, then file").await?;
@@ -285,5 +580,10 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(download))
         .routes(routes!(reprocess))
         .routes(routes!(import))
+        .routes(routes!(extract))
+        .routes(routes!(mount))
+        .routes(routes!(unmount))
+        .routes(routes!(browse))
+        .routes(routes!(from_image))
         .merge(upload)
 }

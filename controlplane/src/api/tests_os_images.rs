@@ -43,16 +43,21 @@ async fn upload(t: &T, texts: &[(&str, &str)], name: &str, data: &[u8]) -> (Stat
     (s, v)
 }
 
-async fn wait_settled(t: &T, id: u64) -> Value {
+/// Polls image `id` until its state passes `done`; answers the image.
+async fn wait_for(t: &T, id: u64, what: &str, done: impl Fn(&str) -> bool) -> Value {
     for _ in 0..500 {
         let (s, _, v) = t.call(Method::GET, &format!("/api/v1/os-images/{id}"), None).await;
         assert_eq!(s, StatusCode::OK, "{v}");
-        if matches!(v["data"]["state"].as_str(), Some("ready" | "failed")) {
+        if done(v["data"]["state"].as_str().unwrap_or_default()) {
             return v["data"].clone();
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    panic!("image {id} never settled");
+    panic!("image {id} never became {what}");
+}
+
+async fn wait_settled(t: &T, id: u64) -> Value {
+    wait_for(t, id, "ready or failed", |s| matches!(s, "ready" | "failed")).await
 }
 
 #[tokio::test]
@@ -294,4 +299,273 @@ async fn import_copies_or_moves_an_iso_from_the_import_directory_only() {
         )
         .await;
     }
+}
+
+async fn bytes(t: &T, uri: &str, range: Option<&str>) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+    let mut req = Request::builder().method(Method::GET).uri(uri);
+    if let Some(r) = range {
+        req = req.header(header::RANGE, r);
+    }
+    let resp = t.send(req.body(Body::empty()).unwrap()).await;
+    let (status, headers) = (resp.status(), resp.headers().clone());
+    let body = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec();
+    (status, headers, body)
+}
+
+async fn wait_state(t: &T, id: u64, want: &str) -> Value {
+    wait_for(t, id, want, |s| s == want).await
+}
+
+/// Browse, a profile in one call (which mounts the image), the tree served from inside
+/// the ISO (with Range, case-insensitively), the 409s while a profile boots from it,
+/// extraction while mounted, then the same URLs from the extracted tree, and a delete.
+#[tokio::test]
+async fn an_image_is_browsed_mounted_extracted_and_made_a_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(iso) = crate::media::iso::tests::debian_iso(dir.path()) else {
+        return;
+    };
+    let data = std::fs::read(&iso).unwrap();
+    let mut t = setup().await;
+    t.login().await;
+    let (s, v) = upload(&t, &[], "debian.iso", &data).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let id = v["data"]["id"].as_u64().unwrap();
+    assert_eq!(wait_settled(&t, id).await["state"], "ready");
+
+    // Browse inside the image, and the boot root.
+    let v = t
+        .expect(
+            Method::GET,
+            &format!("/api/v1/fs/browse?image={id}"),
+            None,
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    let names: Vec<&str> = v["data"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, [".disk", "install.amd"], "{v}");
+    assert_eq!(v["data"]["parent"], Value::Null);
+    let v = t
+        .expect(
+            Method::GET,
+            &format!("/api/v1/fs/browse?image={id}&path=INSTALL.AMD/"),
+            None,
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert_eq!(v["data"]["parent"], "");
+    let e = &v["data"]["entries"];
+    assert_eq!(e[0]["name"], "initrd.gz");
+    assert_eq!(e[1]["path"], "install.amd/vmlinuz");
+    assert_eq!(e[1]["type"], "file");
+    assert_eq!(e[1]["size"], 11);
+    t.expect(
+        Method::GET,
+        &format!("/api/v1/fs/browse?image={id}&path=nope"),
+        None,
+        StatusCode::NOT_FOUND,
+        "no directory",
+    )
+    .await;
+    let v = t
+        .expect(Method::GET, "/api/v1/fs/browse?path=images", None, StatusCode::OK, "")
+        .await;
+    assert_eq!(v["data"]["entries"][0]["name"], format!("{id}.iso"), "{v}");
+    t.expect(
+        Method::GET,
+        "/api/v1/fs/browse?path=../etc",
+        None,
+        StatusCode::BAD_REQUEST,
+        "",
+    )
+    .await;
+
+    // Not mounted, not extracted: nothing is served under images/<id>/.
+    let kernel = format!("/boot/images/{id}/install.amd/vmlinuz");
+    assert_eq!(bytes(&t, &kernel, None).await.0, StatusCode::NOT_FOUND);
+
+    // A profile in one call: the image is mounted, the entry points into its tree.
+    let v = t
+        .expect(
+            Method::POST,
+            "/api/v1/profiles/from-image",
+            Some(json!({"image_id": id, "extra_cmdline": "console=ttyS0"})),
+            StatusCode::CREATED,
+            "",
+        )
+        .await;
+    let p = &v["data"];
+    assert_eq!(p["name"], "debian-12-5-0-x86_64", "{p}");
+    let e = &p["entries"][0];
+    assert_eq!(e["type"], "linux");
+    assert_eq!(e["kernel"], format!("images/{id}/install.amd/vmlinuz"));
+    assert_eq!(e["initrds"], json!([format!("images/{id}/install.amd/initrd.gz")]));
+    assert!(e["cmdline"].as_str().unwrap().ends_with("console=ttyS0"), "{e}");
+    assert_eq!(p["entries"][1]["type"], "local");
+    let img = t
+        .expect(
+            Method::GET,
+            &format!("/api/v1/os-images/{id}"),
+            None,
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert_eq!(img["data"]["state"], "mounted");
+    assert_eq!(img["data"]["mounted"], true);
+
+    // Served from inside the ISO, whole, by range, case-insensitively; HEAD too.
+    let (s, h, b) = bytes(&t, &kernel, None).await;
+    assert_eq!((s, &b[..]), (StatusCode::OK, &b"fake kernel"[..]));
+    assert_eq!(h["content-length"], "11");
+    let (s, h, b) = bytes(&t, &kernel, Some("bytes=5-10")).await;
+    assert_eq!((s, &b[..]), (StatusCode::PARTIAL_CONTENT, &b"kernel"[..]));
+    assert_eq!(h["content-range"], "bytes 5-10/11");
+    assert_eq!(
+        bytes(&t, &kernel, Some("bytes=50-60")).await.0,
+        StatusCode::RANGE_NOT_SATISFIABLE
+    );
+    let (s, _, b) = bytes(&t, &format!("/boot/images/{id}/INSTALL.AMD/initrd.gz"), None).await;
+    assert_eq!((s, &b[..]), (StatusCode::OK, &b"fake initrd"[..]));
+    assert_eq!(
+        bytes(&t, &format!("/boot/images/{id}/install.amd/nothing"), None)
+            .await
+            .0,
+        StatusCode::NOT_FOUND
+    );
+
+    // A profile boots from it: no delete, no unmount (it is not extracted).
+    t.expect(
+        Method::DELETE,
+        &format!("/api/v1/os-images/{id}"),
+        None,
+        StatusCode::CONFLICT,
+        "debian-12-5-0-x86_64",
+    )
+    .await;
+    t.expect(
+        Method::POST,
+        &format!("/api/v1/os-images/{id}/unmount"),
+        None,
+        StatusCode::CONFLICT,
+        "extract the image first",
+    )
+    .await;
+    t.expect(
+        Method::POST,
+        &format!("/api/v1/os-images/{id}/mount"),
+        None,
+        StatusCode::CONFLICT,
+        "",
+    )
+    .await;
+    t.expect(
+        Method::POST,
+        &format!("/api/v1/os-images/{id}/reprocess"),
+        None,
+        StatusCode::CONFLICT,
+        "unmount",
+    )
+    .await;
+
+    // Extract while mounted: back to mounted, the tree is on disk.
+    let mut sub = t.state.events.subscribe();
+    let v = t
+        .expect(
+            Method::POST,
+            &format!("/api/v1/os-images/{id}/extract"),
+            None,
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert!(
+        matches!(v["data"]["state"].as_str(), Some("extracting" | "mounted")),
+        "{v}"
+    );
+    let img = wait_state(&t, id, "mounted").await;
+    assert_eq!(img["extracted"]["files"], 3, "{img}");
+    assert_eq!(img["extracted"]["path"], format!("images/{id}"));
+    assert_eq!(img["extract_error"], Value::Null);
+    let mut kinds = Vec::new();
+    while let Ok(Ok(e)) = tokio::time::timeout(std::time::Duration::from_millis(100), sub.rx.recv()).await {
+        kinds.push(e.kind.clone());
+    }
+    assert!(kinds.contains(&"os_image.extract.progress".to_string()), "{kinds:?}");
+    assert!(kinds.contains(&"os_image.extracted".to_string()), "{kinds:?}");
+    let (_, _, root) = t.call(Method::GET, "/api/v1/files/root", None).await;
+    let root = std::path::PathBuf::from(root["data"]["path"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read(root.join(format!("images/{id}/install.amd/vmlinuz"))).unwrap(),
+        b"fake kernel"
+    );
+    assert!(std::fs::read_to_string(root.join(format!("images/{id}/.disk/info")))
+        .unwrap()
+        .contains("Bookworm"));
+    // Now it may be unmounted: the same URL is served from the extracted tree.
+    let v = t
+        .expect(
+            Method::POST,
+            &format!("/api/v1/os-images/{id}/unmount"),
+            None,
+            StatusCode::OK,
+            "",
+        )
+        .await;
+    assert_eq!(v["data"]["state"], "ready");
+    assert_eq!(v["data"]["mounted"], false);
+    let (s, _, b) = bytes(&t, &kernel, Some("bytes=5-10")).await;
+    assert_eq!((s, &b[..]), (StatusCode::PARTIAL_CONTENT, &b"kernel"[..]));
+    t.expect(
+        Method::POST,
+        &format!("/api/v1/os-images/{id}/unmount"),
+        None,
+        StatusCode::CONFLICT,
+        "not mounted",
+    )
+    .await;
+
+    // Once the profile is gone, the image (ISO and tree) can be deleted.
+    let pid = p["id"].as_u64().unwrap();
+    t.expect(
+        Method::DELETE,
+        &format!("/api/v1/profiles/{pid}"),
+        None,
+        StatusCode::OK,
+        "",
+    )
+    .await;
+    t.expect(
+        Method::DELETE,
+        &format!("/api/v1/os-images/{id}"),
+        None,
+        StatusCode::OK,
+        "",
+    )
+    .await;
+    assert!(!root.join(format!("images/{id}")).exists());
+    assert!(!root.join(format!("images/{id}.iso")).exists());
+}
+
+#[test]
+fn image_references_are_whole_words() {
+    use super::os_images::refers_to_image as r;
+    assert!(r("images/3/casper/vmlinuz", 3));
+    assert!(r("url={base_url}/boot/images/3.iso", 3));
+    assert!(r("root=live:{base_url}/boot/images/3 quiet", 3));
+    assert!(r("/images/3", 3));
+    assert!(!r("images/31/casper/vmlinuz", 3));
+    assert!(!r("myimages/3/x", 3));
+    assert!(!r("images/3x", 3));
 }

@@ -288,7 +288,7 @@ fn debian(t: &Tree) -> Option<Detection> {
         };
         d.kernel = Some(kernel);
         d.initrds = vec![initrd];
-        d.cmdline = Some("vga=788 --- quiet".into());
+        d.cmdline = Some("vga=788 quiet".into());
         return Some(d);
     }
     None

@@ -10,7 +10,7 @@
 //! [`SPACE_CHECK_EVERY`] bytes while writing (507; ENOSPC from a write is a 507 too).
 
 use std::{
-    io,
+    io::{self, Write as _},
     path::{Path, PathBuf},
     sync::{Arc, RwLock},
 };
@@ -18,7 +18,6 @@ use std::{
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use time::{format_description::well_known::Rfc3339, OffsetDateTime};
-use tokio::io::AsyncWriteExt;
 use utoipa::ToSchema;
 
 use super::{
@@ -190,6 +189,12 @@ impl FileService {
             config,
             free_space,
         })
+    }
+
+    /// Free bytes on the volume holding `path` (the service's probe), `None` when it
+    /// cannot be read.
+    pub fn free_bytes(&self, path: &Path) -> Option<u64> {
+        (self.free_space)(path).ok()
     }
 
     /// The `[files]` limits in force.
@@ -400,21 +405,19 @@ impl FileService {
         }
         // Not derived from the name: a 255-byte name plus a suffix would exceed NAME_MAX.
         let tmp = dir_path.join(format!(".upload-{:016x}.part", rand::random::<u64>()));
-        let file = tokio::fs::OpenOptions::new()
+        let file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&tmp)
-            .await
             .map_err(|e| ServiceError::io(format!("creating a temporary file in {rel_dir:?}"), e))?;
         Ok(Upload {
             service: self.clone(),
             tmp: Some(tmp),
             target,
             shown,
-            file: Some(file),
+            writer: Some(Writer::start(file)),
             written: 0,
             next_check: SPACE_CHECK_EVERY,
-            hasher: Sha256::new(),
             overwrite,
         })
     }
@@ -445,6 +448,86 @@ pub struct UploadedFile {
     pub replaced: bool,
 }
 
+/// Chunks queued between the request and the writer thread (at most this many in flight).
+const WRITER_QUEUE: usize = 16;
+/// The writer thread's buffer: chunks are hashed, then written in writes of this size.
+const WRITER_BUFFER: usize = 1 << 20;
+
+/// The writing half of an upload: one blocking thread that hashes each chunk and writes
+/// it through a 1 MiB buffer, then flushes and syncs the file, so receiving from the
+/// socket, hashing and writing overlap instead of taking turns on the request's task.
+struct Writer {
+    tx: Option<tokio::sync::mpsc::Sender<bytes::Bytes>>,
+    done: Option<tokio::sync::oneshot::Receiver<io::Result<[u8; 32]>>>,
+}
+
+impl Writer {
+    /// Starts the thread: a plain OS thread, not the runtime's blocking pool, so a runtime
+    /// shutting down never waits on an upload whose sender was leaked; it ends when the
+    /// sender is dropped (upload finished, failed or abandoned).
+    fn start(file: std::fs::File) -> Self {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(WRITER_QUEUE);
+        let (done_tx, done) = tokio::sync::oneshot::channel();
+        let run = move || -> io::Result<[u8; 32]> {
+            let mut out = io::BufWriter::with_capacity(WRITER_BUFFER, file);
+            let mut hasher = Sha256::new();
+            while let Some(chunk) = rx.blocking_recv() {
+                hasher.update(&chunk);
+                out.write_all(&chunk)?;
+            }
+            let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+            file.sync_all()?;
+            Ok(hasher.finalize().into())
+        };
+        let spawned = std::thread::Builder::new()
+            .name("bootlane-upload".into())
+            .spawn(move || {
+                let _ = done_tx.send(run());
+            });
+        match spawned {
+            Ok(_) => Self {
+                tx: Some(tx),
+                done: Some(done),
+            },
+            // No thread: every send fails and says why.
+            Err(e) => {
+                let (err_tx, err_rx) = tokio::sync::oneshot::channel();
+                let _ = err_tx.send(Err(e));
+                Self {
+                    tx: None,
+                    done: Some(err_rx),
+                }
+            }
+        }
+    }
+
+    /// Queues a chunk; the writer's own error when it has stopped.
+    async fn send(&mut self, chunk: bytes::Bytes) -> io::Result<()> {
+        if let Some(tx) = &self.tx {
+            if tx.send(chunk).await.is_ok() {
+                return Ok(());
+            }
+        }
+        // The thread stopped early (or never started): its error says why.
+        Err(self
+            .join()
+            .await
+            .err()
+            .unwrap_or_else(|| io::Error::other("the writer stopped")))
+    }
+
+    /// Ends the stream and waits for the flush and fsync: the content's SHA-256.
+    async fn join(&mut self) -> io::Result<[u8; 32]> {
+        self.tx = None;
+        match self.done.take() {
+            Some(rx) => rx
+                .await
+                .unwrap_or_else(|_| Err(io::Error::other("the writer thread ended"))),
+            None => Err(io::Error::other("the upload is already finished")),
+        }
+    }
+}
+
 /// An upload in progress: chunks go to a temporary file next to the target. Dropped
 /// before [`Upload::finish`] (error, client gone), it removes the temporary file.
 pub struct Upload {
@@ -452,10 +535,9 @@ pub struct Upload {
     tmp: Option<PathBuf>,
     target: PathBuf,
     shown: String,
-    file: Option<tokio::fs::File>,
+    writer: Option<Writer>,
     written: u64,
     next_check: u64,
-    hasher: Sha256,
     overwrite: bool,
 }
 
@@ -465,12 +547,13 @@ impl Upload {
         self.written
     }
 
-    /// Appends one chunk, enforcing the size limit and the free space.
+    /// Appends one chunk (handed to the writer thread without a copy), enforcing the size
+    /// limit and the free space.
     ///
     /// # Errors
     /// Too large (413), no space (507), I/O. The caller drops the upload on error, which
     /// removes the partial file.
-    pub async fn write(&mut self, chunk: &[u8]) -> Result<(), ServiceError> {
+    pub async fn write(&mut self, chunk: bytes::Bytes) -> Result<(), ServiceError> {
         let max = self.service.config.max_upload_bytes;
         let total = self.written + chunk.len() as u64;
         if total > max {
@@ -484,13 +567,13 @@ impl Upload {
             }
             self.next_check = total + SPACE_CHECK_EVERY;
         }
-        let Some(file) = self.file.as_mut() else {
+        let Some(writer) = self.writer.as_mut() else {
             return Err(ServiceError::Invalid("the upload is already finished".into()));
         };
-        file.write_all(chunk)
+        writer
+            .send(chunk)
             .await
             .map_err(|e| ServiceError::io(format!("writing {}", self.shown), e))?;
-        self.hasher.update(chunk);
         self.written = total;
         Ok(())
     }
@@ -502,17 +585,14 @@ impl Upload {
     /// # Errors
     /// The target appeared meanwhile (409), I/O.
     pub async fn finish(mut self) -> Result<UploadedFile, ServiceError> {
-        let mut file = self
-            .file
+        let mut writer = self
+            .writer
             .take()
             .ok_or_else(|| ServiceError::Invalid("the upload is already finished".into()))?;
-        file.flush()
+        let sha256 = writer
+            .join()
             .await
-            .map_err(|e| ServiceError::io("flushing the upload", e))?;
-        file.sync_all()
-            .await
-            .map_err(|e| ServiceError::io("syncing the upload", e))?;
-        drop(file);
+            .map_err(|e| ServiceError::io(format!("writing and syncing {}", self.shown), e))?;
         let tmp = self.tmp.clone().unwrap_or_default();
         let replaced = self.target.symlink_metadata().is_ok();
         if self.overwrite {
@@ -535,7 +615,7 @@ impl Upload {
         let out = UploadedFile {
             path: self.shown.clone(),
             size: self.written,
-            sha256: hex::encode(std::mem::take(&mut self.hasher).finalize()),
+            sha256: hex::encode(sha256),
             replaced,
         };
         self.service.events.publish(NewEvent::write(
@@ -592,16 +672,16 @@ mod tests {
         let (_t, s) = service(u64::MAX, 1 << 30);
         let root = s.root().unwrap();
         let mut up = s.begin_upload("", "a.bin", false, None).await.unwrap();
-        up.write(b"hello ").await.unwrap();
+        up.write(bytes::Bytes::from_static(b"hello ")).await.unwrap();
         assert!(!root.join("a.bin").exists());
-        up.write(b"world").await.unwrap();
+        up.write(bytes::Bytes::from_static(b"world")).await.unwrap();
         let done = up.finish().await.unwrap();
         assert_eq!(std::fs::read(root.join("a.bin")).unwrap(), b"hello world");
         assert_eq!(done.sha256, hex::encode(Sha256::digest(b"hello world")));
         assert_eq!(names(&root), ["a.bin"]);
         // Cut off: dropped before finish leaves nothing.
         let mut up = s.begin_upload("", "b.bin", false, None).await.unwrap();
-        up.write(b"partial").await.unwrap();
+        up.write(bytes::Bytes::from_static(b"partial")).await.unwrap();
         drop(up);
         assert_eq!(names(&root), ["a.bin"]);
         // Exists: 409 unless overwrite.
@@ -610,7 +690,7 @@ mod tests {
             Err(ServiceError::Conflict(_))
         ));
         let mut up = s.begin_upload("", "a.bin", true, None).await.unwrap();
-        up.write(b"new").await.unwrap();
+        up.write(bytes::Bytes::from_static(b"new")).await.unwrap();
         assert!(up.finish().await.unwrap().replaced);
         assert_eq!(std::fs::read(root.join("a.bin")).unwrap(), b"new");
     }
@@ -624,8 +704,11 @@ mod tests {
             Err(ServiceError::TooLarge(_))
         ));
         let mut up = s.begin_upload("", "x", false, None).await.unwrap();
-        up.write(&[0; 8]).await.unwrap();
-        assert!(matches!(up.write(&[0; 8]).await, Err(ServiceError::TooLarge(_))));
+        up.write(bytes::Bytes::from_static(&[0; 8])).await.unwrap();
+        assert!(matches!(
+            up.write(bytes::Bytes::from_static(&[0; 8])).await,
+            Err(ServiceError::TooLarge(_))
+        ));
         drop(up);
         assert!(names(&root).is_empty());
 
@@ -638,7 +721,7 @@ mod tests {
         // Length unknown: the check while writing catches it.
         let mut up = s.begin_upload("", "x", false, None).await.unwrap();
         let chunk = vec![0u8; SPACE_CHECK_EVERY as usize];
-        assert!(matches!(up.write(&chunk).await, Err(ServiceError::NoSpace(_))));
+        assert!(matches!(up.write(chunk.into()).await, Err(ServiceError::NoSpace(_))));
         drop(up);
         assert!(names(&root).is_empty());
     }

@@ -21,9 +21,9 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::{
-    detect::{detect, Detection},
+    detect::{detect, BootMethod, Detection, IMAGE_URL, ISO_URL},
     files::{FileService, Upload},
-    iso::{read_image, IsoLimits},
+    iso::{extract_tree, index_image, read_image, IsoIndex, IsoLimits},
 };
 use crate::{
     events::{EventBus, NewEvent},
@@ -33,6 +33,8 @@ use crate::{
 
 /// Directory of the images under the boot root.
 pub const IMAGES_DIR: &str = "images";
+/// Prefix of an extraction's temporary directory under `images/` (`.extract-<id>`).
+pub const EXTRACT_PREFIX: &str = ".extract-";
 /// Progress events while uploading, in percent of the announced length.
 pub const PROGRESS_STEP_PERCENT: u64 = 5;
 /// Progress events while uploading when the length is unknown, in bytes.
@@ -57,17 +59,39 @@ pub enum ImageState {
     Ready,
     /// Upload or inspection failed; see `reason`.
     Failed,
+    /// Its tree is being written under `images/<id>/` (from `ready` or `mounted`, and
+    /// back to it; a mounted image stays served meanwhile).
+    Extracting,
+    /// Served from inside the ISO at `/boot/images/<id>/...` (from `ready`; `unmount`
+    /// returns it to `ready`).
+    Mounted,
 }
 
 impl ImageState {
     /// Whether work on the image is under way (nothing else may change its state).
     pub fn running(self) -> bool {
-        matches!(self, Self::Uploading | Self::Uploaded | Self::Inspecting)
+        matches!(
+            self,
+            Self::Uploading | Self::Uploaded | Self::Inspecting | Self::Extracting
+        )
+    }
+
+    /// The state's name as the API spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Uploading => "uploading",
+            Self::Uploaded => "uploaded",
+            Self::Inspecting => "inspecting",
+            Self::Ready => "ready",
+            Self::Failed => "failed",
+            Self::Extracting => "extracting",
+            Self::Mounted => "mounted",
+        }
     }
 
     /// The transitions allowed: an upload ends `uploaded` or `failed`, an inspection
     /// starts from `uploaded` (or again from `ready`/`failed`) and ends `ready` or
-    /// `failed`.
+    /// `failed`; extraction and mounting start from `ready` and return to it.
     pub fn can_become(self, to: Self) -> bool {
         use ImageState::*;
         matches!(
@@ -76,6 +100,10 @@ impl ImageState {
                 | (Uploaded, Inspecting | Failed)
                 | (Inspecting, Ready | Failed)
                 | (Ready | Failed, Inspecting)
+                | (Ready | Mounted, Extracting)
+                | (Ready, Mounted)
+                | (Extracting | Mounted, Ready)
+                | (Extracting, Mounted)
         )
     }
 }
@@ -110,6 +138,16 @@ pub struct OsImage {
     pub file_count: usize,
     /// What the image is (once `ready`).
     pub detection: Option<Detection>,
+    /// Its extracted tree under the boot root, once `extract` has finished.
+    #[serde(default)]
+    pub extracted: Option<Extraction>,
+    /// Why the last extraction failed (the image itself stays usable).
+    #[serde(default)]
+    pub extract_error: Option<String>,
+    /// Served from inside the ISO at `/boot/images/<id>/` (state `mounted`, or
+    /// `extracting` from a mounted image).
+    #[serde(default)]
+    pub mounted: bool,
     /// Creation time, RFC 3339.
     #[serde(with = "time::serde::rfc3339")]
     #[schema(value_type = String, format = DateTime)]
@@ -121,6 +159,117 @@ pub struct OsImage {
 }
 
 crate::store::entity!(OsImage, "os_images");
+
+impl OsImage {
+    /// Where its tree is served over HTTP, relative to `/boot/`: `images/<id>` (from the
+    /// extracted copy, or from inside the ISO while mounted).
+    pub fn tree_path(&self) -> String {
+        format!("{IMAGES_DIR}/{}", self.id)
+    }
+
+    /// What a `linux` boot entry needs to boot this image: the kernel and initrds as boot
+    /// root paths (`images/<id>/...`; `wimboot` from the boot root for Windows) and the
+    /// detected arguments with the image's URLs as `{base_url}/boot/images/<id>[.iso]`.
+    ///
+    /// # Errors
+    /// A message for a 409: not inspected (or failed), or no kernel detected.
+    pub fn boot_files(&self) -> Result<ImageBoot, String> {
+        let det = self
+            .detection
+            .as_ref()
+            .filter(|_| {
+                matches!(
+                    self.state,
+                    ImageState::Ready | ImageState::Mounted | ImageState::Extracting
+                )
+            })
+            .ok_or_else(|| {
+                format!(
+                    "OS image {} is {}; it can be booted once it is ready",
+                    self.id,
+                    self.state.as_str()
+                )
+            })?;
+        let tree = self.tree_path();
+        let kernel = match (det.boot_method, &det.kernel) {
+            (BootMethod::Wimboot, _) => "wimboot".to_string(),
+            (BootMethod::Linux, Some(k)) => format!("{tree}/{k}"),
+            (BootMethod::Linux, None) => return Err(format!("no kernel was found in OS image {}", self.id)),
+        };
+        let base = crate::boot::catalog::BASE_URL_VAR;
+        let cmdline = det
+            .cmdline
+            .clone()
+            .unwrap_or_default()
+            .replace(IMAGE_URL, &format!("{base}/boot/{tree}"))
+            .replace(ISO_URL, &format!("{base}/boot/{}", self.path));
+        Ok(ImageBoot {
+            kernel,
+            initrds: det.initrds.iter().map(|i| format!("{tree}/{i}")).collect(),
+            cmdline,
+            wimboot: det.boot_method == BootMethod::Wimboot,
+        })
+    }
+}
+
+/// [`OsImage::boot_files`]: what a boot entry for the image holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageBoot {
+    /// Kernel path under the boot root.
+    pub kernel: String,
+    /// Initrd paths under the boot root, in load order.
+    pub initrds: Vec<String>,
+    /// Detected arguments (may be empty; may hold `{base_url}`).
+    pub cmdline: String,
+    /// Booted through wimboot (a Windows image).
+    pub wimboot: bool,
+}
+
+/// An extracted tree (`OsImage::extracted`).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Extraction {
+    /// Directory relative to the boot root: `images/<id>`.
+    pub path: String,
+    /// Files written.
+    pub files: usize,
+    /// Bytes written.
+    pub bytes: u64,
+    /// When it finished, RFC 3339.
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub at: OffsetDateTime,
+}
+
+/// One entry of `GET /fs/browse?image=` (a file or directory inside an image).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ImageEntry {
+    /// Last path component.
+    pub name: String,
+    /// Path inside the image (no leading `/`).
+    pub path: String,
+    /// `file` or `dir`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// Size in bytes (0 for directories).
+    pub size: u64,
+}
+
+/// A file of a mounted image, for `GET /boot/images/<id>/<path>`
+/// ([`OsImageService::mounted_file`]).
+#[derive(Debug, Clone)]
+pub struct MountedFile {
+    /// The ISO.
+    pub iso: std::path::PathBuf,
+    /// Byte offset of the file's data in the ISO.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// Its path inside the image.
+    pub path: String,
+}
+
+/// Indexes kept for browsing images that are not mounted (mounted ones are always kept).
+pub const BROWSE_CACHE: usize = 8;
 
 /// `PUT /os-images/{id}` body: absent fields are kept.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
@@ -140,6 +289,8 @@ pub struct OsImageService {
     limits: IsoLimits,
     // Serialises read-modify-write of records (uploads, inspections, API edits).
     lock: tokio::sync::Mutex<()>,
+    // Image trees read for mounting and browsing, by id.
+    indexes: std::sync::Mutex<std::collections::HashMap<u64, Arc<IsoIndex>>>,
 }
 
 fn not_found(id: u64) -> ServiceError {
@@ -171,6 +322,7 @@ impl OsImageService {
             events,
             limits,
             lock: tokio::sync::Mutex::new(()),
+            indexes: std::sync::Mutex::new(std::collections::HashMap::new()),
         }))
     }
 
@@ -260,27 +412,36 @@ impl OsImageService {
         Ok(after)
     }
 
-    /// Deletes image `id` and its file; publishes `os_image.deleted`.
+    /// Deletes image `id`, its ISO and its extracted tree (a mounted image is unmounted);
+    /// publishes `os_image.deleted`. Whether a profile still boots from it is the caller's
+    /// check (`DELETE /os-images/{id}` answers 409 naming the profile).
     ///
     /// # Errors
-    /// 404, an upload in progress (409), the store, I/O.
+    /// 404, an upload or extraction in progress (409), the store, I/O.
     pub async fn delete(&self, id: u64) -> Result<OsImage, ServiceError> {
         let img = {
             let _g = self.lock.lock().await;
             let img = self.table.get(id)?.ok_or_else(|| not_found(id))?;
-            if img.state == ImageState::Uploading {
+            if matches!(img.state, ImageState::Uploading | ImageState::Extracting) {
                 return Err(ServiceError::Conflict(format!(
-                    "OS image {id} is still uploading; wait for the upload to end"
+                    "OS image {id} is still {}; wait for it to end",
+                    img.state.as_str()
                 )));
             }
             self.table.remove(id).await?;
             img
         };
-        let file = self.files.root()?.join(&img.path);
-        match tokio::fs::remove_file(&file).await {
+        self.forget_index(id);
+        let root = self.files.root()?;
+        match tokio::fs::remove_file(root.join(&img.path)).await {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(ServiceError::io(format!("deleting {}", img.path), e)),
+        }
+        match tokio::fs::remove_dir_all(root.join(img.tree_path())).await {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(ServiceError::io(format!("deleting {}/", img.tree_path()), e)),
         }
         self.events.publish(NewEvent::write(
             "os_image.deleted",
@@ -336,6 +497,9 @@ impl OsImageService {
                 trees: Vec::new(),
                 file_count: 0,
                 detection: None,
+                extracted: None,
+                extract_error: None,
+                mounted: false,
                 created_at: now,
                 updated_at: now,
             })
@@ -471,7 +635,7 @@ impl OsImageService {
             if n == 0 {
                 break;
             }
-            up.write(&buf[..n]).await?;
+            up.write(bytes::Bytes::copy_from_slice(&buf[..n])).await?;
         }
         let img = up.finish().await?;
         if remove_source {
@@ -505,7 +669,12 @@ impl OsImageService {
     /// 404; [`ServiceError::Conflict`] while it is uploading or already inspecting; the store.
     pub async fn reprocess(self: &Arc<Self>, id: u64) -> Result<OsImage, ServiceError> {
         let before = self.get(id)?;
-        if before.state.running() || before.state == ImageState::Inspecting {
+        if before.state == ImageState::Mounted {
+            return Err(ServiceError::Conflict(format!(
+                "OS image {id} is mounted; unmount it (POST /api/v1/os-images/{id}/unmount), then reprocess"
+            )));
+        }
+        if before.state.running() {
             return Err(ServiceError::Conflict(format!(
                 "OS image {id} is {}; reprocess it once that ends",
                 serde_json::to_value(before.state)
@@ -537,9 +706,310 @@ impl OsImageService {
         });
     }
 
+    /// Drops the cached tree of image `id`.
+    fn forget_index(&self, id: u64) {
+        if let Ok(mut m) = self.indexes.lock() {
+            m.remove(&id);
+        }
+    }
+
+    /// The tree of image `id` (read once, then cached; at most [`BROWSE_CACHE`] trees of
+    /// images that are not mounted are kept).
+    ///
+    /// # Errors
+    /// 404; 409 while the image is not readable yet (uploading, inspecting, failed); the
+    /// image cannot be read (500 with the reason).
+    pub async fn index(&self, id: u64) -> Result<(OsImage, Arc<IsoIndex>), ServiceError> {
+        let img = self.get(id)?;
+        if !matches!(
+            img.state,
+            ImageState::Ready | ImageState::Mounted | ImageState::Extracting
+        ) {
+            return Err(ServiceError::Conflict(format!(
+                "OS image {id} is {}; its files can be read once it is ready",
+                img.state.as_str()
+            )));
+        }
+        if let Some(i) = self.indexes.lock().ok().and_then(|m| m.get(&id).cloned()) {
+            return Ok((img, i));
+        }
+        let path = self.files.root()?.join(&img.path);
+        let limits = self.limits;
+        let idx = tokio::task::spawn_blocking(move || index_image(&path, limits))
+            .await
+            .unwrap_or_else(|e| Err(format!("the reading task failed: {e}")))
+            .map(Arc::new)
+            .map_err(|reason| ServiceError::io(format!("reading OS image {id}"), std::io::Error::other(reason)))?;
+        if let Ok(mut m) = self.indexes.lock() {
+            if m.len() >= BROWSE_CACHE + self.mounted_count() {
+                let mounted: std::collections::HashSet<u64> = self
+                    .list()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|i| i.state == ImageState::Mounted)
+                    .map(|i| i.id)
+                    .collect();
+                m.retain(|k, _| mounted.contains(k));
+            }
+            m.insert(id, idx.clone());
+        }
+        Ok((img, idx))
+    }
+
+    fn mounted_count(&self) -> usize {
+        self.list()
+            .map(|l| l.iter().filter(|i| i.state == ImageState::Mounted).count())
+            .unwrap_or(0)
+    }
+
+    /// The entries of directory `path` inside image `id`, directories first, then by name.
+    ///
+    /// # Errors
+    /// As [`OsImageService::index`]; 404 when `path` is not a directory of the image.
+    pub async fn browse(&self, id: u64, path: &str) -> Result<Vec<ImageEntry>, ServiceError> {
+        let (_, idx) = self.index(id).await?;
+        let mut out: Vec<ImageEntry> = idx
+            .children(path)
+            .ok_or_else(|| ServiceError::NotFound(format!("OS image {id} has no directory {path:?}")))?
+            .into_iter()
+            .map(|e| ImageEntry {
+                name: e.path.rsplit('/').next().unwrap_or_default().to_string(),
+                kind: if e.is_dir { "dir" } else { "file" },
+                size: e.size,
+                path: e.path,
+            })
+            .collect();
+        out.sort_by(|a, b| b.kind.cmp(a.kind).then_with(|| a.name.cmp(&b.name)));
+        Ok(out)
+    }
+
+    /// Moves `id` from `from` to `to` under the lock, or explains why not (409).
+    async fn transition(&self, id: u64, to: ImageState, what: &str) -> Result<OsImage, ServiceError> {
+        let img = self.get(id)?;
+        if !img.state.can_become(to) {
+            return Err(ServiceError::Conflict(format!(
+                "OS image {id} is {}; it cannot be {what} now{}",
+                img.state.as_str(),
+                if img.state == ImageState::Mounted {
+                    " (unmount it first: POST /api/v1/os-images/{id}/unmount)"
+                } else {
+                    " (wait until it is ready)"
+                }
+            )));
+        }
+        let after = self
+            .modify(id, |i| {
+                if i.state.can_become(to) {
+                    i.state = to;
+                    match to {
+                        ImageState::Mounted => i.mounted = true,
+                        ImageState::Ready => i.mounted = false,
+                        _ => {}
+                    }
+                }
+            })
+            .await?
+            .ok_or_else(|| not_found(id))?;
+        if after.state != to {
+            return Err(ServiceError::Conflict(format!(
+                "OS image {id} changed state meanwhile; try again"
+            )));
+        }
+        Ok(after)
+    }
+
+    /// Mounts image `id`: its files are served from inside the ISO at
+    /// `/boot/images/<id>/<path>` (Range requests included) without extracting it. Reads
+    /// its tree first; publishes `os_image.mounted`.
+    ///
+    /// # Errors
+    /// 404; 409 unless `ready`; the image cannot be read.
+    pub async fn mount(&self, id: u64) -> Result<OsImage, ServiceError> {
+        self.index(id).await?;
+        let img = self.transition(id, ImageState::Mounted, "mounted").await?;
+        self.events.publish(
+            NewEvent::new(
+                "os_image.mounted",
+                format!("OS image {} mounted at /boot/{}/", img.name, img.tree_path()),
+            )
+            .resource("os_image", id),
+        );
+        Ok(img)
+    }
+
+    /// Unmounts image `id` (back to `ready`); publishes `os_image.unmounted`.
+    ///
+    /// # Errors
+    /// 404; 409 unless mounted.
+    pub async fn unmount(&self, id: u64) -> Result<OsImage, ServiceError> {
+        match self.get(id)?.state {
+            ImageState::Mounted => {}
+            ImageState::Extracting => {
+                return Err(ServiceError::Conflict(format!(
+                    "OS image {id} is extracting; unmount it once the extraction ends"
+                )))
+            }
+            _ => return Err(ServiceError::Conflict(format!("OS image {id} is not mounted"))),
+        }
+        let img = self.transition(id, ImageState::Ready, "unmounted").await?;
+        self.events.publish(
+            NewEvent::new("os_image.unmounted", format!("OS image {} unmounted", img.name)).resource("os_image", id),
+        );
+        Ok(img)
+    }
+
+    /// The file at `path` inside image `id` when that image is mounted; `Ok(None)` when
+    /// it is not mounted (the caller serves the boot root's `images/<id>/...`, the
+    /// extracted tree, instead).
+    ///
+    /// # Errors
+    /// 404 for a path the mounted image does not hold (or a directory); 500 when the
+    /// file's data is not one extent or the image cannot be read.
+    pub async fn mounted_file(&self, id: u64, path: &str) -> Result<Option<MountedFile>, ServiceError> {
+        match self.table.get(id)? {
+            Some(i) if i.mounted && matches!(i.state, ImageState::Mounted | ImageState::Extracting) => {}
+            _ => return Ok(None),
+        }
+        let (img, idx) = self.index(id).await?;
+        let e = idx
+            .get(path)
+            .filter(|e| !e.is_dir)
+            .ok_or_else(|| ServiceError::NotFound(format!("OS image {id} holds no file {path:?}")))?;
+        let offset = e.offset.ok_or_else(|| {
+            ServiceError::io(
+                format!("serving {path} from OS image {id}"),
+                std::io::Error::other("the file is not stored as one extent; extract the image instead"),
+            )
+        })?;
+        Ok(Some(MountedFile {
+            iso: self.files.root()?.join(&img.path),
+            offset,
+            len: e.size,
+            path: e.path,
+        }))
+    }
+
+    /// Extracts image `id` into `<boot root>/images/<id>/` in the background: it becomes
+    /// `extracting` now (answered at once), its files are written into a temporary
+    /// directory (`images/.extract-<id>`, progress events `os_image.extract.progress`
+    /// every [`PROGRESS_STEP_PERCENT`] %), which then replaces any earlier tree; then back
+    /// to `ready` (or `mounted`) with `extracted` set (`os_image.extracted`), or with
+    /// `extract_error` (`os_image.extract.failed`). The free space is checked first.
+    ///
+    /// # Errors
+    /// 404; 409 unless `ready` or `mounted`; 507 when the files do not fit; the image
+    /// cannot be read.
+    pub async fn extract(self: &Arc<Self>, id: u64) -> Result<OsImage, ServiceError> {
+        let (_, idx) = self.index(id).await?;
+        let (files, bytes) = idx.file_totals();
+        let root = self.files.root()?;
+        let free = self.files.free_bytes(&root);
+        if let Some(free) = free.filter(|&f| f < bytes) {
+            return Err(ServiceError::NoSpace(format!(
+                "extracting OS image {id} needs {bytes} bytes ({files} files); the boot root's volume has {free} free"
+            )));
+        }
+        let img = self.transition(id, ImageState::Extracting, "extracted").await?;
+        self.modify(id, |i| i.extract_error = None).await?;
+        let s = self.clone();
+        tokio::spawn(async move {
+            if let Err(e) = s.run_extract(id, idx, root).await {
+                tracing::warn!(id, error = %e, "OS image extraction could not record its result");
+            }
+        });
+        Ok(img)
+    }
+
+    async fn run_extract(&self, id: u64, idx: Arc<IsoIndex>, root: std::path::PathBuf) -> Result<(), ServiceError> {
+        let img = self.get(id)?;
+        let iso = root.join(&img.path);
+        let tmp = root.join(IMAGES_DIR).join(format!("{EXTRACT_PREFIX}{id}"));
+        let dest = root.join(img.tree_path());
+        let events = self.events.clone();
+        let name = img.name.clone();
+        let result = tokio::task::spawn_blocking(move || {
+            let _ = std::fs::remove_dir_all(&tmp);
+            let mut next = 0u64;
+            let r = extract_tree(&iso, &idx, &tmp, |done, total| {
+                let pct = (done * 100).checked_div(total).unwrap_or(100);
+                if pct >= next {
+                    next = pct + PROGRESS_STEP_PERCENT;
+                    events.publish(
+                        NewEvent::new(
+                            "os_image.extract.progress",
+                            format!("OS image {name}: {pct} % extracted"),
+                        )
+                        .resource("os_image", id)
+                        .data(serde_json::json!({"bytes": done, "total": total, "percent": pct})),
+                    );
+                }
+            })
+            .and_then(|r| {
+                match std::fs::remove_dir_all(&dest) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(format!("removing the earlier tree: {e}")),
+                }
+                std::fs::rename(&tmp, &dest).map_err(|e| format!("moving the tree into place: {e}"))?;
+                Ok(r)
+            });
+            if r.is_err() {
+                let _ = std::fs::remove_dir_all(&tmp);
+            }
+            r
+        })
+        .await
+        .unwrap_or_else(|e| Err(format!("the extraction task failed: {e}")));
+        let tree = img.tree_path();
+        let after = self
+            .modify(id, |i| {
+                if i.state == ImageState::Extracting {
+                    i.state = if i.mounted {
+                        ImageState::Mounted
+                    } else {
+                        ImageState::Ready
+                    };
+                }
+                match &result {
+                    Ok((files, bytes)) => {
+                        i.extracted = Some(Extraction {
+                            path: tree.clone(),
+                            files: *files,
+                            bytes: *bytes,
+                            at: OffsetDateTime::now_utc(),
+                        });
+                        i.extract_error = None;
+                    }
+                    Err(reason) => i.extract_error = Some(reason.clone()),
+                }
+            })
+            .await?;
+        let Some(after) = after else { return Ok(()) };
+        let e = match &result {
+            Ok((files, bytes)) => NewEvent::new(
+                "os_image.extracted",
+                format!(
+                    "OS image {} extracted to {tree}/ ({files} files, {bytes} bytes)",
+                    after.name
+                ),
+            ),
+            Err(reason) => NewEvent::new(
+                "os_image.extract.failed",
+                format!("OS image {} could not be extracted: {reason}", after.name),
+            ),
+        };
+        self.events.publish(
+            e.resource("os_image", id)
+                .data(serde_json::json!({"extracted": after.extracted, "extract_error": after.extract_error})),
+        );
+        Ok(())
+    }
+
     /// Start-up: an image left `uploading` by a stop becomes `failed` (and the temporary
     /// upload files under `images/` are removed); one left `uploaded` or `inspecting` is
-    /// inspected again. Returns how many images were touched.
+    /// inspected again; one left `extracting` is `ready` again with an `extract_error`
+    /// (its partial tree removed); a `mounted` one stays mounted (its tree is read again
+    /// at the first request). Returns how many images were touched.
     ///
     /// # Errors
     /// The store.
@@ -562,7 +1032,20 @@ impl OsImageService {
                     self.spawn_inspect(img.id);
                     touched += 1;
                 }
-                ImageState::Ready | ImageState::Failed => {}
+                ImageState::Extracting => {
+                    // The partial tree is removed below; an earlier complete one is kept.
+                    self.modify(img.id, |i| {
+                        i.state = if i.mounted {
+                            ImageState::Mounted
+                        } else {
+                            ImageState::Ready
+                        };
+                        i.extract_error = Some("the server stopped during the extraction; extract again".into());
+                    })
+                    .await?;
+                    touched += 1;
+                }
+                ImageState::Ready | ImageState::Failed | ImageState::Mounted => {}
             }
         }
         if let Ok(root) = self.files.root() {
@@ -572,6 +1055,8 @@ impl OsImageService {
                     let n = n.to_string_lossy();
                     if n.starts_with(".upload-") && n.ends_with(".part") {
                         let _ = std::fs::remove_file(e.path());
+                    } else if n.starts_with(EXTRACT_PREFIX) {
+                        let _ = std::fs::remove_dir_all(e.path());
                     }
                 }
             }
@@ -601,7 +1086,7 @@ impl ImageUpload {
     ///
     /// # Errors
     /// The file service's limits (413, 507), I/O.
-    pub async fn write(&mut self, chunk: &[u8]) -> Result<(), ServiceError> {
+    pub async fn write(&mut self, chunk: bytes::Bytes) -> Result<(), ServiceError> {
         let up = self
             .upload
             .as_mut()
@@ -760,7 +1245,7 @@ mod tests {
         let (_t, _st, s) = service();
         let mut up = s.begin_upload("junk.iso", None, Some(8)).await.unwrap();
         assert_eq!(up.image().state, ImageState::Uploading);
-        up.write(b"not an i").await.unwrap();
+        up.write(bytes::Bytes::from_static(b"not an i")).await.unwrap();
         let img = up.finish().await.unwrap();
         assert_eq!(img.state, ImageState::Uploaded);
         assert_eq!(
@@ -777,7 +1262,7 @@ mod tests {
         let (_t, _st, s) = service();
         let mut up = s.begin_upload("x.iso", None, None).await.unwrap();
         let id = up.image().id;
-        up.write(b"partial").await.unwrap();
+        up.write(bytes::Bytes::from_static(b"partial")).await.unwrap();
         drop(up);
         let img = wait_settled(&s, id).await;
         assert_eq!((img.state, img.size), (ImageState::Failed, 7));
@@ -822,7 +1307,7 @@ mod tests {
     async fn update_validates_and_keeps_absent_fields() {
         let (_t, _st, s) = service();
         let mut up = s.begin_upload("a.iso", None, None).await.unwrap();
-        up.write(b"x").await.unwrap();
+        up.write(bytes::Bytes::from_static(b"x")).await.unwrap();
         let id = up.finish().await.unwrap().id;
         let i = s
             .update(

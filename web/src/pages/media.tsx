@@ -1,6 +1,7 @@
 // Boot media (issue 9): OS images (upload with a progress bar, the state going live from
 // `uploading` to `ready`/`failed` over `os_image.*` events, the detected distribution,
-// kernel and initrds per image, delete) and the netboot catalog (distributions with
+// kernel and initrds per image, mount/unmount, extract with its progress, "Create
+// profile", a browser of the files inside the image, delete) and the netboot catalog (distributions with
 // their versions and architectures, which files are cached, "Create profile" per entry,
 // the overlay of a distribution as a form; live on `netboot.*`).
 
@@ -17,6 +18,9 @@ interface OsImage {
   sha256?: string | null;
   state: string;
   reason?: string | null;
+  mounted?: boolean;
+  extracted?: { path: string; files: number; bytes: number; at: string } | null;
+  extract_error?: string | null;
   detection?: {
     family: string;
     product?: string | null;
@@ -144,9 +148,124 @@ export function OsImages() {
           {shown.detection.notes.map((n) => (
             <p class="muted">{n}</p>
           ))}
+          <ImageActions img={shown} />
+          <ImageBrowser id={shown.id} />
         </div>
       )}
     </section>
+  );
+}
+
+/** Mount/unmount, extract (progress from `os_image.extract.progress`), create profile. */
+function ImageActions(props: { img: OsImage }) {
+  const { img } = props;
+  const [msg, setMsg] = useState<string | null>(null);
+  const [err, setErr] = useState<string | null>(null);
+  const [extra, setExtra] = useState('');
+  const progress = useGet<{ events: { data: { percent?: number } }[] }>(
+    `/events?kind=os_image.extract.progress&resource=os_image&resource_id=${img.id}&size=1`,
+    ['os_image.extract.'],
+  );
+  const run = (p: Promise<unknown>, ok: string) => {
+    setErr(null);
+    setMsg(null);
+    p.then(
+      () => setMsg(ok),
+      (e: Error) => setErr(e.message),
+    );
+  };
+  const pct = progress.data?.events[0]?.data.percent;
+  return (
+    <div data-testid="image-actions">
+      <dl class="facts">
+        <dt>Served at</dt>
+        <dd>
+          <code>/boot/images/{img.id}/</code>{' '}
+          {img.mounted ? '(mounted: read from inside the ISO)' : img.extracted ? '(extracted)' : '(not served: mount or extract it)'}
+        </dd>
+        <dt>Extracted</dt>
+        <dd data-testid="image-extracted">
+          {img.state === 'extracting'
+            ? `extracting${pct !== undefined ? ` (${pct} %)` : ''}`
+            : img.extracted
+              ? `${img.extracted.files} files, ${bytes(img.extracted.bytes)} in ${img.extracted.path}/`
+              : 'no'}
+          {img.extract_error && <span class="error"> {img.extract_error}</span>}
+        </dd>
+      </dl>
+      <div class="actions">
+        {img.state === 'ready' && (
+          <button onClick={() => run(api('POST', `/os-images/${img.id}/mount`), `Image ${img.name} mounted.`)}>Mount</button>
+        )}
+        {img.state === 'mounted' && (
+          <button onClick={() => run(api('POST', `/os-images/${img.id}/unmount`), `Image ${img.name} unmounted.`)}>Unmount</button>
+        )}
+        {(img.state === 'ready' || img.state === 'mounted') && (
+          <button onClick={() => run(api('POST', `/os-images/${img.id}/extract`), `Extracting ${img.name}…`)}>
+            {img.extracted ? 'Extract again' : 'Extract'}
+          </button>
+        )}
+      </div>
+      <form
+        class="inline-form"
+        aria-label="profile from image"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setErr(null);
+          setMsg(null);
+          api<{ name: string }>('POST', '/profiles/from-image', { image_id: img.id, extra_cmdline: extra || undefined }).then(
+            (p) => setMsg(`Profile ${p.name} created.`),
+            (x: Error) => setErr(x.message),
+          );
+        }}
+      >
+        <label>
+          Extra kernel arguments
+          <input name="extra_cmdline" placeholder="e.g. console=ttyS0" value={extra} onInput={(e) => setExtra(e.currentTarget.value)} />
+        </label>
+        <button type="submit" class="primary">
+          Create profile
+        </button>
+      </form>
+      {msg && <p class="ok">{msg}</p>}
+      <Err msg={err} />
+    </div>
+  );
+}
+
+interface BrowseEntry {
+  name: string;
+  path: string;
+  type: string;
+  size: number;
+}
+
+/** The files inside an image (both its ISO 9660 and UDF trees), one directory at a time. */
+function ImageBrowser(props: { id: number }) {
+  const [path, setPath] = useState('');
+  const dir = useGet<{ path: string; parent?: string | null; entries: BrowseEntry[] }>(
+    `/fs/browse?image=${props.id}&path=${encodeURIComponent(path)}`,
+  );
+  return (
+    <div data-testid="image-browser">
+      <h3>
+        Files: <code>/{path}</code>
+      </h3>
+      <Err msg={dir.error} />
+      {dir.data?.parent != null && (
+        <button class="link" onClick={() => setPath(dir.data?.parent ?? '')}>
+          ⬑ up
+        </button>
+      )}
+      <Table
+        rows={dir.data?.entries}
+        empty="Empty directory."
+        cols={[
+          { h: 'Name', f: (e) => (e.type === 'dir' ? <button class="link" onClick={() => setPath(e.path)}>{e.name}/</button> : e.name) },
+          { h: 'Size', f: (e) => (e.type === 'dir' ? '' : bytes(e.size)) },
+        ]}
+      />
+    </div>
   );
 }
 
