@@ -9,7 +9,9 @@
 //! - `GET /boot/{*path}` (and HEAD): a file from the boot directory, with Range support
 //!   (`tower_http::services::ServeFile`), resolved by the same rule as TFTP
 //!   ([`crate::boot::resolve_in_root`]): 404 when missing, 403 when the path leaves the
-//!   root.
+//!   root. `pxelinux.cfg/01-<mac>` and `pxelinux.cfg/default` missing from the root are
+//!   the PXELINUX configurations generated from the profiles (issue 12,
+//!   [`crate::boot::pxelinux`]), as TFTP serves them.
 //!
 //! Access control (issue 11, [`crate::access`]): while the mode is not `off`, the script
 //! route judges the client by its `mac` (else by its address's DHCP lease) and answers a
@@ -70,6 +72,13 @@ pub struct BootState {
     /// The netboot catalog's cache behind `/boot/netboot/...` (issue 9); `None`: those
     /// paths are plain files of the boot root.
     pub netboot: Option<Arc<crate::netboot::NetbootService>>,
+    /// OS images (issue 9): `/boot/images/<id>/<path>` of a mounted image is read from
+    /// inside its ISO; `None`, or an image not mounted: plain files of the boot root (the
+    /// extracted tree).
+    pub images: Option<Arc<crate::media::images::OsImageService>>,
+    /// Install tasks (issue 10): a machine with a task gets the task's script (the loop
+    /// guard); `None`: profiles only.
+    pub tasks: Option<Arc<crate::install::service::TaskService>>,
 }
 
 /// A token bucket per client address (governor's keyed GCRA limiter).
@@ -274,8 +283,30 @@ async fn build_script(
     let Some(server) = safe_host(&headers) else {
         return text(StatusCode::BAD_REQUEST, "a valid Host header is required\n".into());
     };
-    let catalog = st.catalog.clone();
     let base = st.http_base.read().ok().and_then(|g| g.clone());
+    if let (Some(tasks), Some(m)) = (&st.tasks, mac) {
+        let url = base.clone().unwrap_or_else(|| format!("http://{server}"));
+        match tasks.boot_script(m, peer.map(|p| p.0.ip().to_canonical()), &url).await {
+            Ok(Some(script)) => {
+                tracing::info!(mac = %m, "serving the install task's iPXE script");
+                let mut e = NewEvent::new(
+                    "boot.ipxe.served",
+                    format!("iPXE script of the install task served to {m}"),
+                )
+                .resource("host", m.to_string())
+                .data(serde_json::json!({"mac": m.to_string(), "install_task": true}));
+                if let Some(p) = peer {
+                    e = e.remote(p.0.ip());
+                }
+                st.events.publish(e);
+                metrics::counter!(crate::metrics::IPXE_SCRIPTS).increment(1);
+                return text(StatusCode::OK, script);
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(mac = %m, error = %e, "the install task's script failed; serving the profile"),
+        }
+    }
+    let catalog = st.catalog.clone();
     let script = tokio::task::spawn_blocking(move || catalog.script_and_profile(mac, &server, base.as_deref())).await;
     match script {
         Ok(Ok((s, profile, host))) => {
@@ -336,9 +367,120 @@ async fn boot_file(State(st): State<BootState>, Path(path): Path<String>, req: R
         },
         _ => path,
     };
+    let range = req
+        .headers()
+        .get(header::RANGE)
+        .map(|v| v.to_str().unwrap_or("").to_string());
+    if let Some(resp) = mounted_image_file(&st, &path, peer, range, req.method().clone()).await {
+        count("file", &resp, body_sent);
+        return resp;
+    }
     let resp = serve_file(st, path, req).await;
     count("file", &resp, body_sent);
     resp
+}
+
+/// `images/<id>/<path>` of a mounted image: the file's extent read from the ISO, with a
+/// single `Range` honoured (206, or 416 when unsatisfiable). `None` when the path is not
+/// under a mounted image (the boot root serves it).
+async fn mounted_image_file(
+    st: &BootState,
+    path: &str,
+    peer: Option<std::net::IpAddr>,
+    range: Option<String>,
+    method: axum::http::Method,
+) -> Option<Response> {
+    let images = st.images.as_ref()?;
+    let (id, inner) = path.strip_prefix("images/")?.split_once('/')?;
+    let id: u64 = id.parse().ok()?;
+    let file = match images.mounted_file(id, inner).await {
+        Ok(Some(f)) => f,
+        Ok(None) => return None,
+        Err(crate::service_error::ServiceError::NotFound(m)) => {
+            return Some(text(StatusCode::NOT_FOUND, format!("{m}\n")))
+        }
+        Err(e) => {
+            tracing::warn!(id, file = inner, error = %e, "serving a mounted image's file failed");
+            return Some(text(StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")));
+        }
+    };
+    if let Some(reason) = refusal(st, Protocol::Http, peer, None).await {
+        tracing::info!(?peer, file = %path, "HTTP boot file refused: {}", reason.describe());
+        return Some(text(
+            StatusCode::FORBIDDEN,
+            "this machine is not authorised to boot from this server\n".into(),
+        ));
+    }
+    let range = match range {
+        None => None,
+        Some(h) => match http_range_header::parse_range_header(&h).and_then(|r| r.validate(file.len)) {
+            Ok(r) if r.len() == 1 => Some(r[0].clone()),
+            Ok(_) => None,
+            Err(_) => {
+                let mut resp = text(StatusCode::RANGE_NOT_SATISFIABLE, "range not satisfiable\n".into());
+                if let Ok(v) = header::HeaderValue::from_str(&format!("bytes */{}", file.len)) {
+                    resp.headers_mut().insert(header::CONTENT_RANGE, v);
+                }
+                return Some(resp);
+            }
+        },
+    };
+    let (start, len) = match &range {
+        Some(r) => (*r.start(), r.end() - r.start() + 1),
+        None => (0, file.len),
+    };
+    let body = if method == axum::http::Method::HEAD {
+        axum::body::Body::empty()
+    } else {
+        use tokio::io::{AsyncReadExt, AsyncSeekExt};
+        let mut f = match tokio::fs::File::open(&file.iso).await {
+            Ok(f) => f,
+            Err(e) => {
+                return Some(text(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("opening the image: {e}\n"),
+                ))
+            }
+        };
+        if let Err(e) = f.seek(std::io::SeekFrom::Start(file.offset + start)).await {
+            return Some(text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("reading the image: {e}\n"),
+            ));
+        }
+        axum::body::Body::from_stream(tokio_util::io::ReaderStream::with_capacity(f.take(len), 256 << 10))
+    };
+    let mut b = Response::builder()
+        .status(if range.is_some() {
+            StatusCode::PARTIAL_CONTENT
+        } else {
+            StatusCode::OK
+        })
+        .header(header::CONTENT_TYPE, "application/octet-stream")
+        .header(header::CONTENT_LENGTH, len)
+        .header(header::ACCEPT_RANGES, "bytes");
+    if range.is_some() {
+        b = b.header(
+            header::CONTENT_RANGE,
+            format!("bytes {start}-{}/{}", start + len - 1, file.len),
+        );
+    }
+    if method == axum::http::Method::GET {
+        let mut e = NewEvent::new(
+            "boot.file.served",
+            format!("HTTP boot file {path} served from mounted OS image {id} ({len} bytes)"),
+        )
+        .resource("file", path)
+        .data(serde_json::json!({"file": path, "bytes": len, "image": id, "status": if range.is_some() { 206 } else { 200 }}));
+        if let Some(p) = peer {
+            e = e.remote(p);
+        }
+        st.events.publish(e);
+    }
+    Some(
+        b.body(body)
+            .unwrap_or_else(|_| text(StatusCode::INTERNAL_SERVER_ERROR, "internal error\n".into())),
+    )
 }
 
 async fn serve_file(st: BootState, path: String, req: Request) -> Response {
@@ -383,9 +525,40 @@ async fn serve_file(st: BootState, path: String, req: Request) -> Response {
             }
             Err(never) => match never {},
         },
-        Ok(Err(PathError::NotFound(p))) => text(StatusCode::NOT_FOUND, format!("no such file {p:?}\n")),
+        Ok(Err(PathError::NotFound(p))) => match pxelinux_cfg(&st, &name, req.headers(), peer).await {
+            Some(resp) => resp,
+            None => text(StatusCode::NOT_FOUND, format!("no such file {p:?}\n")),
+        },
         Ok(Err(e)) => text(StatusCode::FORBIDDEN, format!("{e}\n")),
         Err(_) => text(StatusCode::INTERNAL_SERVER_ERROR, "internal error\n".into()),
+    }
+}
+
+/// `pxelinux.cfg/01-<mac>` or `pxelinux.cfg/default` missing from the boot root: the
+/// configuration generated from the profiles ([`crate::boot::pxelinux`], issue 12), as
+/// TFTP serves it; `None` when no file of that name is generated (a 404).
+async fn pxelinux_cfg(
+    st: &BootState,
+    path: &str,
+    headers: &HeaderMap,
+    peer: Option<std::net::IpAddr>,
+) -> Option<Response> {
+    crate::boot::pxelinux::parse_cfg_path(path)?;
+    let base = st.http_base.read().ok().and_then(|g| g.clone());
+    let base = base.or_else(|| safe_host(headers).map(|h| format!("http://{h}")))?;
+    let (catalog, file) = (st.catalog.clone(), path.to_string());
+    let made = tokio::task::spawn_blocking(move || crate::boot::pxelinux::generate(&catalog, &file, &base)).await;
+    match made {
+        Ok(Ok(Some(g))) => {
+            crate::boot::pxelinux::served_event(&st.events, path, &g, "http", peer);
+            Some(text(StatusCode::OK, g.text))
+        }
+        Ok(Ok(None)) => None,
+        Ok(Err(e)) => {
+            tracing::error!(file = %path, error = %e, "generating the PXELINUX configuration failed");
+            Some(text(StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")))
+        }
+        Err(_) => Some(text(StatusCode::INTERNAL_SERVER_ERROR, "internal error\n".into())),
     }
 }
 
@@ -407,6 +580,8 @@ mod tests {
             limiter: None,
             access: AccessGate::open_to_all(),
             netboot: None,
+            images: None,
+            tasks: None,
         })
     }
 
@@ -435,6 +610,8 @@ mod tests {
             limiter: rate_limiter(1, 3),
             access: AccessGate::open_to_all(),
             netboot: None,
+            images: None,
+            tasks: None,
         });
         let from = |ip: &str| {
             let mut r = Request::builder()

@@ -5,12 +5,16 @@
 //!   and the canonical result (symlinks followed) must still lie under the canonical
 //!   root, so neither `..`, absolute paths nor symlinks can leave it.
 //! - [`populate`] copies Debian's iPXE builds into the root at start when missing.
+//! - [`populate_pxelinux`] copies Debian's `pxelinux.0` and the BIOS modules its menu needs
+//!   ([`PXELINUX_FILES`], [`SYSLINUX_MODULES`]) the same way.
+//! - [`pxelinux`] generates `pxelinux.cfg/...` from the profiles (issue 12).
 //! - [`catalog`] holds profiles, script versions and the iPXE script template
 //!   (rendered with minijinja from [`DEFAULT_SCRIPT`] or a replacement).
 //!
 //! Holds no global state.
 
 pub mod catalog;
+pub mod pxelinux;
 
 use std::{
     io,
@@ -28,6 +32,13 @@ pub struct BootConfig {
     /// Where the iPXE binaries copied into the root at start come from. Default
     /// `/usr/lib/ipxe` (Debian's `ipxe` package). Files already in the root are kept.
     pub ipxe_source: Option<PathBuf>,
+    /// Where `pxelinux.0` is copied into the root from at start (issue 12 "PXELINUX").
+    /// Default `/usr/lib/PXELINUX` (Debian's `pxelinux` package). Files already in the
+    /// root are kept.
+    pub pxelinux_source: Option<PathBuf>,
+    /// Where the BIOS syslinux modules PXELINUX loads ([`SYSLINUX_MODULES`]) come from.
+    /// Default `/usr/lib/syslinux/modules/bios` (Debian's `syslinux-common`).
+    pub syslinux_modules: Option<PathBuf>,
     /// A minijinja template replacing the default iPXE script (see [`DEFAULT_SCRIPT`] for
     /// the variables). Default: none.
     pub ipxe_script: Option<String>,
@@ -45,6 +56,8 @@ impl Default for BootConfig {
         Self {
             root: None,
             ipxe_source: None,
+            pxelinux_source: None,
+            syslinux_modules: None,
             ipxe_script: None,
             rate_per_client: 50,
             rate_burst: 200,
@@ -72,6 +85,14 @@ impl BootConfig {
 /// through the PXE ROM's UNDI driver), `ipxe.efi` (x86-64 UEFI, own drivers) and
 /// `snponly.efi` (x86-64 UEFI through the firmware's SNP driver).
 pub const IPXE_FILES: [&str; 3] = ["undionly.kpxe", "ipxe.efi", "snponly.efi"];
+
+/// The PXELINUX loader [`populate_pxelinux`] copies from `[boot] pxelinux_source`.
+pub const PXELINUX_FILES: [&str; 1] = ["pxelinux.0"];
+
+/// The syslinux BIOS modules [`populate_pxelinux`] copies from `[boot] syslinux_modules`:
+/// `ldlinux.c32` (PXELINUX's core, loaded right after `pxelinux.0`), and `menu.c32` with
+/// the libraries it links against (`libutil.c32`, `libcom32.c32`) for the generated menu.
+pub const SYSLINUX_MODULES: [&str; 4] = ["ldlinux.c32", "menu.c32", "libutil.c32", "libcom32.c32"];
 
 /// Why a path was refused.
 #[derive(Debug, thiserror::Error)]
@@ -133,9 +154,25 @@ pub fn resolve_in_root(root: &Path, path: &str) -> Result<PathBuf, PathError> {
 /// # Errors
 /// Creating the root or copying a file failed.
 pub fn populate(root: &Path, source: &Path) -> io::Result<Vec<String>> {
+    copy_missing(root, source, &IPXE_FILES)
+}
+
+/// [`populate`] for PXELINUX: [`PXELINUX_FILES`] from `loader_dir` and
+/// [`SYSLINUX_MODULES`] from `modules_dir`, each only when the root lacks it. Returns the
+/// names copied; missing sources are skipped (PXELINUX is optional).
+///
+/// # Errors
+/// Creating the root or copying a file failed.
+pub fn populate_pxelinux(root: &Path, loader_dir: &Path, modules_dir: &Path) -> io::Result<Vec<String>> {
+    let mut copied = copy_missing(root, loader_dir, &PXELINUX_FILES)?;
+    copied.extend(copy_missing(root, modules_dir, &SYSLINUX_MODULES)?);
+    Ok(copied)
+}
+
+fn copy_missing(root: &Path, source: &Path, names: &[&str]) -> io::Result<Vec<String>> {
     std::fs::create_dir_all(root)?;
     let mut copied = Vec::new();
-    for name in IPXE_FILES {
+    for &name in names {
         let dst = root.join(name);
         let src = source.join(name);
         if dst.exists() || !src.exists() {
@@ -237,6 +274,32 @@ mod tests {
         assert_eq!(std::fs::read(root.join("ipxe.efi")).unwrap(), b"mine");
         assert_eq!(std::fs::read(root.join("undionly.kpxe")).unwrap(), b"new");
         assert!(populate(&root, &src).unwrap().is_empty());
+    }
+
+    #[test]
+    fn populate_pxelinux_copies_loader_and_modules() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (loader, modules, root) = (tmp.path().join("l"), tmp.path().join("m"), tmp.path().join("root"));
+        std::fs::create_dir_all(&loader).unwrap();
+        std::fs::create_dir_all(&modules).unwrap();
+        std::fs::write(loader.join("pxelinux.0"), b"p").unwrap();
+        for m in SYSLINUX_MODULES {
+            std::fs::write(modules.join(m), m).unwrap();
+        }
+        std::fs::write(modules.join("vesamenu.c32"), b"v").unwrap();
+        let copied = populate_pxelinux(&root, &loader, &modules).unwrap();
+        assert_eq!(
+            copied,
+            ["pxelinux.0", "ldlinux.c32", "menu.c32", "libutil.c32", "libcom32.c32"]
+        );
+        assert!(!root.join("vesamenu.c32").exists());
+        assert!(populate_pxelinux(&root, &loader, &modules).unwrap().is_empty());
+        // Missing sources are skipped, not an error.
+        assert!(
+            populate_pxelinux(&root, &tmp.path().join("none"), &tmp.path().join("none"))
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! The pure half of a read request: map the file name to a file under the root
 //! ([`crate::boot::resolve_in_root`]) and negotiate options (RFC 2347) — blksize
 //! (RFC 2348), timeout and tsize (RFC 2349), windowsize (RFC 7440). The transfer itself
-//! (sockets, timers) lives in [`super::server`]. Holds no state besides the root.
+//! (sockets, timers) lives in [`super::server`]. A [`GeneratedFiles`] source (the PXELINUX
+//! configurations of [`crate::boot::pxelinux`]) answers names missing from the root with
+//! bytes made per request. Holds no state besides the root and that source.
 
-use std::{path::PathBuf, time::Duration};
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use super::packet::{errcode, Request};
 use crate::boot::{resolve_in_root, PathError};
@@ -38,6 +40,9 @@ pub struct ReadPlan {
     pub size: u64,
     /// Negotiated parameters.
     pub opts: Negotiated,
+    /// The bytes to send instead of the file's (a generated file; `path` is then its
+    /// name, not a file on disk).
+    pub content: Option<Arc<[u8]>>,
 }
 
 /// A refusal: the TFTP error code and message sent to the client.
@@ -56,18 +61,99 @@ pub trait TftpHandler: Send + Sync + 'static {
     /// # Errors
     /// A [`Refusal`] to send as an ERROR packet.
     fn open(&self, req: &Request) -> Result<ReadPlan, Refusal>;
+
+    /// [`TftpHandler::open`] knowing the client's address (what the server calls); by
+    /// default the address is not used.
+    ///
+    /// # Errors
+    /// A [`Refusal`] to send as an ERROR packet.
+    fn open_from(&self, req: &Request, peer: SocketAddr) -> Result<ReadPlan, Refusal> {
+        let _ = peer;
+        self.open(req)
+    }
+}
+
+/// Files made per request rather than read from the root (issue 12: the PXELINUX
+/// configurations). Asked only for names the root does not have.
+pub trait GeneratedFiles: Send + Sync + 'static {
+    /// The bytes of `path` (the client's name for it) for the client at `peer`, or
+    /// `None` when there is no such generated file ("file not found").
+    fn generate(&self, path: &str, peer: SocketAddr) -> Option<Vec<u8>>;
 }
 
 /// Serves files from a root directory, read-only.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct FsHandler {
     root: PathBuf,
+    generated: Option<Arc<dyn GeneratedFiles>>,
+}
+
+impl std::fmt::Debug for FsHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FsHandler")
+            .field("root", &self.root)
+            .field("generated", &self.generated.is_some())
+            .finish()
+    }
 }
 
 impl FsHandler {
     /// A handler rooted at `root`.
     pub fn new(root: PathBuf) -> Self {
-        Self { root }
+        Self { root, generated: None }
+    }
+
+    /// Answers names missing from the root from `generated`.
+    pub fn with_generated(mut self, generated: Option<Arc<dyn GeneratedFiles>>) -> Self {
+        self.generated = generated;
+        self
+    }
+
+    fn open_at(&self, req: &Request, peer: Option<SocketAddr>) -> Result<ReadPlan, Refusal> {
+        let refuse = |code, message: &str| Refusal {
+            code,
+            message: message.to_string(),
+        };
+        if req.write {
+            return Err(refuse(errcode::ACCESS, "read-only server"));
+        }
+        // netascii is served byte for byte (boot files are binary; every PXE client asks
+        // for octet); mail mode is obsolete (RFC 1350 §1 notes it should not be used).
+        if req.mode != "octet" && req.mode != "netascii" {
+            return Err(refuse(errcode::ILLEGAL, "unsupported transfer mode"));
+        }
+        let path = match resolve_in_root(&self.root, &req.filename) {
+            Ok(p) => p,
+            Err(PathError::NotFound(_)) => {
+                // A name the root lacks may be a generated file (a file on disk wins).
+                let bytes = match (&self.generated, peer) {
+                    (Some(g), Some(peer)) => g.generate(&req.filename, peer),
+                    _ => None,
+                };
+                let Some(bytes) = bytes else {
+                    return Err(refuse(errcode::NOT_FOUND, "file not found"));
+                };
+                let size = bytes.len() as u64;
+                return Ok(ReadPlan {
+                    opts: negotiate(req, size),
+                    path: PathBuf::from(&req.filename),
+                    size,
+                    content: Some(bytes.into()),
+                });
+            }
+            Err(PathError::Outside(_) | PathError::Invalid(_)) => {
+                return Err(refuse(errcode::ACCESS, "access violation"))
+            }
+        };
+        let size = std::fs::metadata(&path)
+            .map_err(|_| refuse(errcode::NOT_FOUND, "file not found"))?
+            .len();
+        Ok(ReadPlan {
+            opts: negotiate(req, size),
+            path,
+            size,
+            content: None,
+        })
     }
 }
 
@@ -121,30 +207,11 @@ pub const MAX_WINDOW_BYTES: usize = 256 * 1024;
 
 impl TftpHandler for FsHandler {
     fn open(&self, req: &Request) -> Result<ReadPlan, Refusal> {
-        let refuse = |code, message: &str| Refusal {
-            code,
-            message: message.to_string(),
-        };
-        if req.write {
-            return Err(refuse(errcode::ACCESS, "read-only server"));
-        }
-        // netascii is served byte for byte (boot files are binary; every PXE client asks
-        // for octet); mail mode is obsolete (RFC 1350 §1 notes it should not be used).
-        if req.mode != "octet" && req.mode != "netascii" {
-            return Err(refuse(errcode::ILLEGAL, "unsupported transfer mode"));
-        }
-        let path = resolve_in_root(&self.root, &req.filename).map_err(|e| match e {
-            PathError::NotFound(_) => refuse(errcode::NOT_FOUND, "file not found"),
-            PathError::Outside(_) | PathError::Invalid(_) => refuse(errcode::ACCESS, "access violation"),
-        })?;
-        let size = std::fs::metadata(&path)
-            .map_err(|_| refuse(errcode::NOT_FOUND, "file not found"))?
-            .len();
-        Ok(ReadPlan {
-            opts: negotiate(req, size),
-            path,
-            size,
-        })
+        self.open_at(req, None)
+    }
+
+    fn open_from(&self, req: &Request, peer: SocketAddr) -> Result<ReadPlan, Refusal> {
+        self.open_at(req, Some(peer))
     }
 }
 

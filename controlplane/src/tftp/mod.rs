@@ -99,6 +99,22 @@ impl TftpService {
         token: CancellationToken,
         access: Arc<crate::access::gate::AccessGate>,
     ) -> anyhow::Result<Self> {
+        Self::start_with(cfg, root, events, token, access, None)
+    }
+
+    /// [`TftpService::start`] answering names missing from `root` from `generated`
+    /// (the PXELINUX configurations, issue 12).
+    ///
+    /// # Errors
+    /// As [`TftpService::start`].
+    pub fn start_with(
+        cfg: &TftpConfig,
+        root: PathBuf,
+        events: Arc<crate::events::EventBus>,
+        token: CancellationToken,
+        access: Arc<crate::access::gate::AccessGate>,
+        generated: Option<Arc<dyn handler::GeneratedFiles>>,
+    ) -> anyhow::Result<Self> {
         let addr = SocketAddr::new(cfg.listen, cfg.port);
         let sock = std::net::UdpSocket::bind(addr).with_context(|| format!("binding the TFTP socket {addr}"))?;
         let limits = TftpLimits {
@@ -107,7 +123,8 @@ impl TftpService {
             max_transfers: cfg.max_transfers,
             ..TftpLimits::default()
         };
-        let mut server = Server::new(Arc::new(FsHandler::new(root.clone())), limits, token)
+        let handler = FsHandler::new(root.clone()).with_generated(generated);
+        let mut server = Server::new(Arc::new(handler), limits, token)
             .with_events(events)
             .with_access(access);
         let addr = server.register_socket(sock)?;
@@ -130,9 +147,17 @@ pub struct TftpUnit {
     running: tokio::sync::Mutex<Option<TftpService>>,
     listen: std::sync::Mutex<Option<Vec<String>>>,
     access: Arc<crate::access::gate::AccessGate>,
+    generated: Option<Arc<dyn handler::GeneratedFiles>>,
 }
 
 impl TftpUnit {
+    /// Answers names missing from the root from `generated` (issue 12: the PXELINUX
+    /// configurations generated from the profiles).
+    pub fn with_generated(mut self, generated: Arc<dyn handler::GeneratedFiles>) -> Self {
+        self.generated = Some(generated);
+        self
+    }
+
     /// Enforces access control through `gate` (default: a gate that allows everyone).
     pub fn with_access(mut self, gate: Arc<crate::access::gate::AccessGate>) -> Self {
         self.access = gate;
@@ -147,6 +172,7 @@ impl TftpUnit {
             running: tokio::sync::Mutex::new(None),
             listen: std::sync::Mutex::new(None),
             access: crate::access::gate::AccessGate::open_to_all(),
+            generated: None,
         }
     }
 }
@@ -163,12 +189,13 @@ impl crate::supervisor::Service for TftpUnit {
             }
             let cfg = self.control.effective();
             let root = cfg.root.clone().context("the TFTP root is not resolved")?;
-            let t = TftpService::start(
+            let t = TftpService::start_with(
                 &cfg,
                 root,
                 self.control.events().clone(),
                 self.root.child_token(),
                 self.access.clone(),
+                self.generated.clone(),
             )?;
             self.control.attach(t.server.limits());
             let listen = vec![t.addr.to_string()];

@@ -252,7 +252,7 @@ async fn listen<H: TftpHandler>(
                     return;
                 }
             }
-            let plan = match handler.open(&req) {
+            let plan = match handler.open_from(&req, peer) {
                 Ok(p) => p,
                 Err(r) => {
                     tracing::info!(%peer, file = %req.filename, code = r.code, "TFTP refused: {}", r.message);
@@ -485,7 +485,11 @@ pub async fn send_file(
         misses = 0;
     }
 
-    let src = match cache.get(&plan.path).await {
+    let cached = match &plan.content {
+        Some(bytes) => Ok(Source::Mem(bytes.clone())),
+        None => cache.get(&plan.path).await,
+    };
+    let src = match cached {
         Ok(f) => f,
         Err(_) => {
             count_error("not_found");

@@ -372,3 +372,43 @@ async fn access_control_refuses_by_the_clients_address() {
     server.shutdown().await;
     server2.shutdown().await;
 }
+
+/// Issue 12: names the root lacks are asked of the generated-files source (with the
+/// client's address), served from memory with options like any file; a file on disk wins;
+/// a name the source does not make is "file not found".
+#[tokio::test]
+async fn generated_files() {
+    struct Gen;
+    impl super::handler::GeneratedFiles for Gen {
+        fn generate(&self, path: &str, peer: SocketAddr) -> Option<Vec<u8>> {
+            (path == "pxelinux.cfg/default" || path == "gen.txt")
+                .then(|| format!("{path} for {}\n", peer.ip()).repeat(40).into_bytes())
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    std::fs::write(root.join("gen.txt"), b"on disk").unwrap();
+    let token = CancellationToken::new();
+    let handler = FsHandler::new(root).with_generated(Some(Arc::new(Gen)));
+    let mut server = Server::new(Arc::new(handler), TftpLimits::default(), token.clone());
+    let addr = server
+        .register_socket(std::net::UdpSocket::bind("127.0.0.1:0").unwrap())
+        .unwrap();
+    let want = "pxelinux.cfg/default for 127.0.0.1\n".repeat(40).into_bytes();
+    let (d, _) = fetch(addr, "pxelinux.cfg/default", &[]).await.unwrap();
+    assert_eq!(d, want, "more than one block, plain");
+    let (d, oack) = fetch(addr, "pxelinux.cfg/default", &[("tsize", "0"), ("blksize", "1024")])
+        .await
+        .unwrap();
+    assert_eq!(d, want);
+    assert!(
+        oack.contains(&("tsize".to_string(), want.len().to_string())),
+        "{oack:?}"
+    );
+    let (d, _) = fetch(addr, "gen.txt", &[]).await.unwrap();
+    assert_eq!(d, b"on disk", "a file on disk wins");
+    let e = fetch(addr, "pxelinux.cfg/0A000001", &[]).await.unwrap_err();
+    assert_eq!(e.0, errcode::NOT_FOUND);
+    token.cancel();
+    server.shutdown().await;
+}
