@@ -28,6 +28,9 @@ check /usr/lib/ipxe/qemu/pxe-e1000.rom ipxe-qemu
 check /usr/share/OVMF/OVMF_CODE_4M.fd ovmf
 check /usr/lib/ipxe/undionly.kpxe ipxe
 check /usr/lib/ipxe/ipxe.efi ipxe
+# PXELINUX (issue 12): pxelinux.0 and the BIOS modules its generated menu loads.
+check /usr/lib/PXELINUX/pxelinux.0 pxelinux
+check /usr/lib/syslinux/modules/bios/menu.c32 syslinux-common
 check ldns-testns ldnsutils
 check python3 python3
 # The Debian package (cargo xtask package) and its test: unit checks, running the
@@ -48,6 +51,21 @@ check ipmi_sim openipmi
 check htpasswd apache2-utils
 # OS images (issue 9): the tests build distro-shaped ISOs with xorriso.
 check xorriso xorriso
+# ... and boot one in QEMU: the real Debian installer kernel and initrd (133 MB, once).
+check /usr/lib/debian-installer/images/12/amd64/text/debian-installer/amd64/linux debian-installer-12-netboot-amd64
+# Secure Boot (issue 12): the Microsoft-signed shim and Debian's signed GRUB (the d-i
+# netboot set above carries the signed netboot pair and kernel the tests boot), and
+# OVMF's Secure Boot build with Microsoft keys enrolled (OVMF_CODE_4M.ms.fd, in ovmf).
+check /usr/lib/shim/shimx64.efi.signed shim-signed
+check /usr/lib/grub/x86_64-efi-signed/grubnetx64.efi.signed grub-efi-amd64-signed
+# NFS exports (issue 9 "NFS"): exportfs, rpc.nfsd and rpc.mountd for the server side
+# Bootlane drives, mount.nfs4 for the test's client namespace.
+check /usr/sbin/exportfs nfs-kernel-server
+check /usr/sbin/rpc.nfsd nfs-kernel-server
+check /usr/sbin/rpc.mountd nfs-kernel-server
+check mount.nfs4 nfs-common
+# Answer templates (issue 10): xmllint judges rendered AutoYaST and autounattend files.
+check xmllint libxml2-utils
 
 if ((${#need_pkgs[@]})); then
   mapfile -t uniq < <(printf '%s\n' "${need_pkgs[@]}" | sort -u)
@@ -60,6 +78,21 @@ if ((${#need_pkgs[@]})); then
   fi
   apt-get update -qq || true
   apt-get install -y -qq --no-install-recommends "${uniq[@]}" >/dev/null
+  ((cleanup_policy)) && rm -f /usr/sbin/policy-rc.d
+fi
+# The boot-media benchmark (scripts/bench-media.sh) serves the same file with nginx:
+# best effort (nginx-light where the release still has it, else nginx); without it the
+# benchmark measures Bootlane alone. Never started as a service here (policy-rc.d).
+if ! command -v nginx >/dev/null 2>&1 && [[ ! -x /usr/sbin/nginx ]]; then
+  echo "setup: installing nginx (best effort)"
+  export DEBIAN_FRONTEND=noninteractive
+  cleanup_policy=0
+  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; cleanup_policy=1
+  fi
+  apt-get install -y -qq --no-install-recommends nginx-light >/dev/null 2>&1 ||
+    apt-get install -y -qq --no-install-recommends nginx >/dev/null 2>&1 ||
+    echo "setup: nginx is not installable here; bench-media.sh will measure Bootlane alone"
   ((cleanup_policy)) && rm -f /usr/sbin/policy-rc.d
 fi
 
@@ -95,6 +128,29 @@ if [[ "$("$venv/bin/pip" show pycdlib 2>/dev/null | sed -n 's/^Version: //p')" !
   echo "setup: installing pycdlib $pycdlib_version in $venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "pycdlib==$pycdlib_version"
 fi
+# Answer templates (issue 10): ksvalidator (pykickstart) judges kickstart files, and the
+# libraries Debian's cloud-init needs to run `cloud-init schema` from the venv (below),
+# pinned, in the same venv.
+answer_pips=(pykickstart==3.78 jsonschema==4.26.0 jinja2==3.1.6 configobj==5.0.9 jsonpatch==1.47 oauthlib==4.0.1 pyyaml requests)
+if ! "$venv/bin/python3" -c 'import pykickstart, jsonschema, jinja2, configobj, jsonpatch, oauthlib, yaml, requests' >/dev/null 2>&1; then
+  echo "setup: installing the answer-file validators' Python packages in $venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "${answer_pips[@]}"
+fi
+# ... and two validators from Debian packages, unpacked (never installed: cloud-init's
+# package would enable its boot services on this machine) under /opt/bootlane-tools:
+# `cloud-init schema` for cloud-config and Ubuntu autoinstall, `ignition-validate`.
+tools=/opt/bootlane-tools
+for pkg in cloud-init ignition; do
+  marker=$tools/$pkg/usr/bin/$([[ $pkg == ignition ]] && echo ignition-validate || echo cloud-init)
+  if [[ ! -x $marker ]]; then
+    echo "setup: unpacking Debian's $pkg into $tools/$pkg"
+    dl=$(mktemp -d)
+    (cd "$dl" && apt-get download -qq "$pkg" 2>/dev/null || { apt-get update -qq && apt-get download -qq "$pkg"; })
+    mkdir -p "$tools/$pkg"
+    dpkg -x "$dl"/"$pkg"_*.deb "$tools/$pkg"
+    rm -rf "$dl"
+  fi
+done
 # Redfish counterpart of the BMC tests (issue 11): sushy-emulator, pinned, in its own venv
 # (its Flask/requests pins stay apart from schemathesis').
 sushy_version=2.2.0

@@ -102,7 +102,17 @@ pub async fn build(
             )
             .with_access(access.gate()),
         ),
-        Arc::new(TftpUnit::new(tftp.clone(), token.clone()).with_access(access.gate())),
+        Arc::new(
+            TftpUnit::new(tftp.clone(), token.clone())
+                .with_access(access.gate())
+                // Issue 12: pxelinux.cfg/01-<mac> and default, generated from the profiles.
+                .with_generated(Arc::new(crate::boot::pxelinux::PxelinuxFiles {
+                    catalog: catalog.clone(),
+                    http_base: settings.http_base_cell(),
+                    http_port: config.api.listen.port(),
+                    events: events.clone(),
+                })),
+        ),
         Arc::new(HttpBootUnit {
             serving: boot_serving.clone(),
             listen: config.api.listen.to_string(),
@@ -125,6 +135,7 @@ pub async fn build(
             "sealed BMC passwords stored in plain text by an earlier version"
         );
     }
+    let deadline_stop = token.clone();
     activity.spawn(token);
     let files = crate::media::files::FileService::new(settings.boot_root_cell(), config.files.clone(), events.clone());
     let bootloaders = crate::media::bootloader::Bootloaders::new(dhcp.clone(), settings.clone());
@@ -134,6 +145,43 @@ pub async fn build(
     let users = crate::api::users::Users::new(store.clone(), events.clone());
     let netboot =
         crate::netboot::NetbootService::open(&config.netboot, &store, settings.boot_root_cell(), events.clone())?;
+    let nfs = crate::nfs::service::NfsService::open(&config.nfs, &store, settings.boot_root_cell(), events.clone())?;
+    let answers = crate::answers::templates::AnswerTemplates::open(
+        &config.answers,
+        &store,
+        hosts.clone(),
+        catalog.clone(),
+        events.clone(),
+    )?;
+    let tasks = crate::install::service::TaskService::open(crate::install::service::TaskDeps {
+        store: store.clone(),
+        events: events.clone(),
+        hosts: hosts.clone(),
+        catalog: catalog.clone(),
+        images: os_images.clone(),
+        answers: answers.clone(),
+        leases: dhcp.leases(),
+        config: config.install_tasks.clone(),
+        rate: (config.boot.rate_per_client > 0).then_some((config.boot.rate_per_client, config.boot.rate_burst)),
+    })?;
+    let updates = crate::updates::service::UpdateService::open(
+        &config.updates,
+        &config.data_dir,
+        events.clone(),
+        deadline_stop.clone(),
+    )?;
+    tasks.spawn_deadlines(std::time::Duration::from_secs(30), deadline_stop);
+    let scripts = crate::scripts::service::ScriptService::open(&store, hosts.clone(), catalog.clone(), events.clone())?;
+    let community = crate::community::service::CommunityService::open(
+        &config.community,
+        crate::community::service::Targets {
+            answers: answers.clone(),
+            catalog: catalog.clone(),
+            netboot: netboot.clone(),
+            scripts: scripts.clone(),
+            events: events.clone(),
+        },
+    )?;
     Ok(AppState {
         config,
         store,
@@ -159,5 +207,11 @@ pub async fn build(
         users,
         netboot,
         os_images,
+        nfs,
+        tasks,
+        answers,
+        scripts,
+        community,
+        updates,
     })
 }

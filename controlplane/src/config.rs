@@ -46,6 +46,8 @@ pub enum Command {
     Backup(crate::backup::BackupArgs),
     /// Restore a backup into a data directory while the server is stopped (issue 15).
     Restore(crate::backup::RestoreArgs),
+    /// List verified update downloads, or install one over the binary (issue 13).
+    Update(crate::updates::install::UpdateArgs),
     /// Write the man pages or the shell completions (used by `cargo xtask package`; hidden).
     #[command(hide = true)]
     Generate(crate::packaging::GenerateArgs),
@@ -141,6 +143,17 @@ pub struct Config {
     pub access: crate::access::AccessConfig,
     /// `[bmc]` section: BMC call timeouts, settle time, batch concurrency, allowed networks.
     pub bmc: crate::bmc::BmcSection,
+    /// `[nfs]` section: the exports file and `exportfs` (issue 9 "NFS").
+    pub nfs: crate::nfs::NfsConfig,
+    /// `[install_tasks]` section: deadlines, token lifetime, the answer's source check
+    /// (issue 10).
+    pub install_tasks: crate::install::InstallTasksConfig,
+    /// `[answers]` section: site install defaults, render fuel, answer-file validators (issue 10).
+    pub answers: crate::answers::config::AnswersConfig,
+    /// `[community]` section: the store's catalog sources (issue 13).
+    pub community: crate::community::CommunityConfig,
+    /// `[updates]` section: the update source, its signing key, platform and limits (issue 13).
+    pub updates: crate::updates::UpdatesConfig,
 }
 
 impl Default for Config {
@@ -163,6 +176,11 @@ impl Default for Config {
             netboot: Default::default(),
             access: Default::default(),
             bmc: Default::default(),
+            nfs: Default::default(),
+            install_tasks: Default::default(),
+            answers: Default::default(),
+            community: Default::default(),
+            updates: Default::default(),
         }
     }
 }
@@ -311,6 +329,11 @@ impl Config {
             self.netboot.validate(),
             self.access.validate(),
             self.bmc.validate(),
+            self.nfs.validate(),
+            self.install_tasks.validate(),
+            self.answers.validate(),
+            self.community.validate(),
+            self.updates.validate(),
         ] {
             if let Err(e) = r {
                 out.push(e);

@@ -3,17 +3,20 @@
 //! thin shim over it, and tests start the same code in-process.
 
 pub mod access;
+pub mod answers;
 pub mod api;
 pub mod app;
 pub mod backup;
 pub mod bmc;
 pub mod boot;
 pub mod cli;
+pub mod community;
 pub mod config;
 pub mod dataplane;
 pub mod dhcp;
 pub mod dns;
 pub mod events;
+pub mod install;
 pub mod inventory;
 pub mod logging;
 pub mod media;
@@ -21,7 +24,9 @@ pub mod metrics;
 pub mod net;
 pub mod netboot;
 pub mod netdiag;
+pub mod nfs;
 pub mod packaging;
+pub mod scripts;
 pub mod service_error;
 pub mod settings;
 pub mod stats;
@@ -30,6 +35,7 @@ pub mod supervisor;
 pub mod swap;
 pub mod systemd;
 pub mod tftp;
+pub mod updates;
 pub mod wol;
 
 use std::sync::Arc;
@@ -110,6 +116,22 @@ pub async fn run(
         .with_context(|| format!("preparing the boot directory {}", boot_root.display()))?;
     if !copied.is_empty() {
         tracing::info!(?copied, from = %ipxe_source.display(), "iPXE binaries copied into the boot directory");
+    }
+    // Issue 12: PXELINUX and its menu modules, for BIOS clients mapped to pxelinux.0.
+    let pxelinux_source = config
+        .boot
+        .pxelinux_source
+        .clone()
+        .unwrap_or_else(|| std::path::PathBuf::from("/usr/lib/PXELINUX"));
+    let syslinux_modules = config
+        .boot
+        .syslinux_modules
+        .clone()
+        .unwrap_or_else(|| std::path::PathBuf::from("/usr/lib/syslinux/modules/bios"));
+    let copied = boot::populate_pxelinux(&boot_root, &pxelinux_source, &syslinux_modules)
+        .with_context(|| format!("preparing the boot directory {}", boot_root.display()))?;
+    if !copied.is_empty() {
+        tracing::info!(?copied, "PXELINUX files copied into the boot directory");
     }
     let listener = tokio::net::TcpListener::bind(config.api.listen)
         .await

@@ -20,6 +20,10 @@ pub enum ServiceError {
     /// No such resource (404).
     #[error("{0}")]
     NotFound(String),
+    /// A credential other than the session (a task token) is wrong, expired or revoked
+    /// (403); the message never says which.
+    #[error("{0}")]
+    Forbidden(String),
     /// The store failed (500).
     #[error(transparent)]
     Store(#[from] StoreError),

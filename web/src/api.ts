@@ -81,6 +81,28 @@ export async function api<T = unknown>(method: string, path: string, body?: unkn
   return env.data as T;
 }
 
+/** A GET whose success is plain text (an iPXE script, a PXELINUX menu); errors are the envelope. */
+export async function apiText(path: string): Promise<string> {
+  let resp: Response;
+  try {
+    resp = await fetch(BASE + path, { credentials: 'same-origin' });
+  } catch (e) {
+    throw new ApiError(0, `the server did not answer (${(e as Error).message})`);
+  }
+  const text = await resp.text();
+  if (resp.status === 401) toLogin();
+  if (!resp.ok) {
+    let msg = `GET ${path} answered ${resp.status}`;
+    try {
+      msg = JSON.parse(text).error ?? msg;
+    } catch {
+      /* not the envelope */
+    }
+    throw new ApiError(resp.status, msg);
+  }
+  return text;
+}
+
 /** `?a=1&b=2` from an object, skipping empty values. */
 export function qs(params: Record<string, string | number | undefined | null>): string {
   const p = new URLSearchParams();

@@ -25,6 +25,11 @@ import { Access } from './pages/access';
 import { Power } from './pages/power';
 import { Users } from './pages/users';
 import { OsImages, NetbootCatalog } from './pages/media';
+import { Nfs } from './pages/nfs';
+import { InstallTasks } from './pages/install';
+import { AnswerTemplates } from './pages/answers';
+import { Scripts, Baselines } from './pages/scripts';
+import { Store } from './pages/store';
 import './style.css';
 
 /** Navigation: label and UI path (the spec names "Service Config > DNS" = /services/dns). */
@@ -39,6 +44,11 @@ const NAV: [string, [string, string][]][] = [
       ['Reservations', '/dhcp/reservations'],
       ['OS images', '/os-images'],
       ['Netboot catalog', '/netboot'],
+      ['Answer templates', '/answer-templates'],
+      ['Install tasks', '/install-tasks'],
+      ['Scripts', '/scripts'],
+      ['Baselines', '/baselines'],
+      ['Store', '/store'],
       ['Wake-on-LAN', '/wol'],
       ['Power (BMC)', '/power'],
       ['Access control', '/access'],
@@ -53,6 +63,7 @@ const NAV: [string, [string, string][]][] = [
       ['DNS', '/services/dns'],
       ['DHCP', '/services/dhcp'],
       ['TFTP', '/services/tftp'],
+      ['NFS', '/services/nfs'],
       ['Settings', '/settings'],
       ['Users', '/users'],
     ],
@@ -123,6 +134,7 @@ function Shell(props: { user: string; onLogout: () => void }) {
           <Route path="/services/dns" component={DnsSettings} />
           <Route path="/services/dhcp" component={DhcpSettings} />
           <Route path="/services/tftp" component={TftpSettings} />
+          <Route path="/services/nfs" component={Nfs} />
           <Route path="/services" component={Services} />
           <Route path="/dhcp/leases" component={Leases} />
           <Route path="/dhcp/reservations" component={Reservations} />
@@ -139,6 +151,11 @@ function Shell(props: { user: string; onLogout: () => void }) {
           <Route path="/users" component={Users} />
           <Route path="/os-images" component={OsImages} />
           <Route path="/netboot" component={NetbootCatalog} />
+          <Route path="/answer-templates" component={AnswerTemplates} />
+          <Route path="/scripts" component={Scripts} />
+          <Route path="/baselines" component={Baselines} />
+          <Route path="/store" component={Store} />
+          <Route path="/install-tasks" component={InstallTasks} />
           <Route default component={NotFound} />
         </Router>
       </main>

@@ -317,3 +317,22 @@ export function Facts(props: { v: unknown; testid?: string }) {
     </div>
   );
 }
+
+/**
+ * An action runner for a panel: `run(f)` clears the message and error, runs `f`, and
+ * keeps the thrown error's text in `err`; `msg`/`setMsg` hold a success note.
+ */
+export function useAction() {
+  const [err, setErr] = useState<string | null>(null);
+  const [msg, setMsg] = useState<string | null>(null);
+  const run = async (f: () => Promise<unknown>) => {
+    setErr(null);
+    setMsg(null);
+    try {
+      await f();
+    } catch (e) {
+      setErr((e as Error).message);
+    }
+  };
+  return { run, err, msg, setMsg };
+}

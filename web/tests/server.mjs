@@ -16,6 +16,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
+import { startUpdateSource } from './updates-source.mjs';
 
 export const ADMIN_PASSWORD = 'ui-test-admin-pw';
 
@@ -107,6 +108,9 @@ async function startWith(dhcpIface, dropIface) {
   const dir = mkdtempSync(join(tmpdir(), 'bootlane-ui-'));
   const [api, dns, tftp] = [await freePort(), await freePort(), await freePort()];
   const config = join(dir, 'bootlane.toml');
+  // The update source (issue 13): a local HTTP server the tests publish signed releases on.
+  const updates = await startUpdateSource();
+  writeFileSync(join(dir, 'exportfs'), `#!/bin/sh\necho "$@" >>"${join(dir, 'exportfs.log')}"\n`, { mode: 0o755 });
   writeFileSync(
     config,
     `data_dir = "${join(dir, 'data')}"\n` +
@@ -117,6 +121,10 @@ async function startWith(dhcpIface, dropIface) {
       // Wake-on-LAN broadcasts only on the test's own interface (nothing leaves the
       // machine); without one, on none (loopback cannot broadcast).
       `[wol]\ninterfaces = ["${dhcpIface ?? 'lo'}"]\n` +
+      // NFS exports go to a file of the test's own; exportfs is a recorder (this machine's
+      // kernel may have no nfsd, and the host's export table is not the test's to change).
+      `[nfs]\nexports_file = "${join(dir, 'bootlane.exports')}"\nexportfs = "${join(dir, 'exportfs')}"\n` +
+      `[updates]\nmanifest_url = "${updates.url}/manifest.json"\npublic_key = "${updates.publicKey}"\ntimeout_secs = 5\n` +
       (dhcpIface ? DHCP_SUBNET(dhcpIface) : ''),
   );
   const logPath = join(dir, 'server.log');
@@ -144,13 +152,16 @@ async function startWith(dhcpIface, dropIface) {
   }
   return {
     base,
+    dir,
     dnsPort: dns,
     dhcpIface,
+    updates,
     log: () => log,
     async stop() {
       child.kill('SIGTERM');
       await new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)));
       writeFileSync(logPath, log);
+      await updates.close();
       rmSync(dir, { recursive: true, force: true });
       dropIface();
     },

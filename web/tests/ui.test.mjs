@@ -5,7 +5,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer, apiClient, launchBrowser, startIpmiSim, ADMIN_PASSWORD } from './server.mjs';
@@ -741,7 +742,143 @@ test('OS images: upload a Debian-shaped ISO with the form; it turns ready live a
   const detail = page.getByTestId('image-detail');
   await detail.getByText('install.amd/vmlinuz').waitFor();
   assert.match(await detail.innerText(), /install\.amd\/initrd\.gz/);
+  // The files inside the image, one directory at a time.
+  const browser = detail.getByTestId('image-browser');
+  await browser.getByRole('button', { name: 'install.amd/' }).click();
+  await browser.getByText('vmlinuz').waitFor();
+  assert.match(await browser.innerText(), /initrd\.gz/);
+  // A profile in one call mounts the image; the image now cannot be deleted.
+  await detail.locator('form[aria-label="profile from image"] input[name=extra_cmdline]').fill('console=ttyS0');
+  await detail.getByRole('button', { name: 'Create profile' }).click();
+  await detail.getByText('Profile debian-12-5-0-x86_64 created.').waitFor();
+  await until(async () => (await row.getByTestId('image-state').innerText()) === 'mounted', 'the image is mounted (live)');
+  await detail.getByText('(mounted: read from inside the ISO)').waitFor();
+  // Extract while mounted: the extraction shows up live.
+  await detail.getByRole('button', { name: 'Extract' }).click();
+  await until(async () => /3 files/.test(await detail.getByTestId('image-extracted').innerText()), 'the extraction is shown');
   await page.screenshot({ path: join(SHOTS, 'os-images.png') });
+  await row.getByRole('button', { name: 'Delete' }).click();
+  await page.locator('main .error').filter({ hasText: 'debian-12-5-0-x86_64' }).waitFor();
+  const profiles = await api('GET', '/profiles?q=debian-12-5-0-x86_64');
+  await api('DELETE', `/profiles/${profiles.profiles[0].id}`);
+  await row.getByRole('button', { name: 'Delete' }).click();
+  await row.waitFor({ state: 'detached' });
+  await ctx.close();
+});
+
+test('NFS exports: a path checked, a bad client network refused beside the form, an export saved into the exports file and applied with exportfs', async (t) => {
+  const root = (await api('GET', '/files/root')).path;
+  mkdirSync(join(root, 'nfs-ui/casper'), { recursive: true });
+  t.after(() => api('PUT', '/services/nfs', { enabled: false, exports: [] }).catch(() => undefined));
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/services/nfs`);
+  await login(page);
+  await page.getByRole('heading', { name: 'NFS exports' }).waitFor();
+  await page.getByTestId('nfs-status').waitFor();
+  const form = page.locator('form[aria-label="add export"]');
+  await form.locator('input[name=path]').fill('../etc');
+  await form.getByRole('button', { name: 'Check path' }).click();
+  await page.locator('[data-testid=path-check].error').waitFor();
+  await form.locator('input[name=path]').fill('nfs-ui');
+  await form.getByRole('button', { name: 'Check path' }).click();
+  await until(async () => (await page.getByTestId('path-check').innerText()).includes(join(root, 'nfs-ui')), 'the path check shows the absolute path');
+  await form.locator('input[name=clients]').fill('10.0.0.1/24');
+  await form.getByRole('button', { name: 'Add' }).click();
+  await page.check('input[name=enabled]');
+  await page.getByRole('button', { name: 'Save and apply' }).click();
+  await page.locator('main .error').filter({ hasText: '10.0.0.0/24' }).waitFor();
+  await page.getByTestId('nfs-exports').getByRole('button', { name: 'Remove' }).click();
+  await form.locator('input[name=path]').fill('nfs-ui');
+  await form.locator('input[name=clients]').fill('10.0.0.0/24');
+  await form.getByRole('button', { name: 'Add' }).click();
+  await page.getByRole('button', { name: 'Save and apply' }).click();
+  await page.getByTestId('nfs-result').filter({ hasText: 'applied with exportfs' }).waitFor();
+  const file = readFileSync(join(server.dir, 'bootlane.exports'), 'utf8');
+  assert.match(file, /nfs-ui\s+10\.0\.0\.0\/24\(ro,no_subtree_check\)/, file);
+  assert.match(readFileSync(join(server.dir, 'exportfs.log'), 'utf8'), /-ra/);
+  await page.screenshot({ path: join(SHOTS, 'nfs.png') });
+  await ctx.close();
+});
+
+test('Answer templates: one from the Debian preset validates; an unknown variable is shown with its line; a saved change is a version that can be rolled back', async (t) => {
+  t.after(async () => {
+    const l = await api('GET', '/netboot/answer-templates?q=ui-debian').catch(() => null);
+    for (const x of l?.templates ?? []) await api('DELETE', `/netboot/answer-templates/${x.id}`).catch(() => undefined);
+  });
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/answer-templates`);
+  await login(page);
+  await page.getByRole('heading', { name: 'Answer templates' }).waitFor();
+  await settled(page);
+  await page.getByRole('button', { name: 'New template' }).click();
+  const form = page.getByTestId('template-form');
+  await form.locator('input[name=name]').fill('ui-debian');
+  await form.locator('select[name=preset]').selectOption({ index: 0 });
+  await form.getByRole('button', { name: 'Create' }).click();
+  const editor = page.getByTestId('template-editor');
+  await editor.getByText('ui-debian').first().waitFor();
+  assert.match(await editor.locator('textarea[name=content]').inputValue(), /d-i preseed\/early_command/);
+  await editor.getByRole('button', { name: 'Validate' }).click();
+  await until(async () => /^valid/.test(await editor.getByTestId('validation').innerText()), 'the preset validates');
+  assert.match(await editor.getByTestId('validation').innerText(), /preseed parser/);
+  // An unknown variable on line 3: step 1 names the line.
+  const content = await editor.locator('textarea[name=content]').inputValue();
+  const lines = content.split('\n');
+  lines.splice(2, 0, 'd-i ui/test string {{ nope }}');
+  await editor.locator('textarea[name=content]').fill(lines.join('\n'));
+  await editor.getByRole('button', { name: 'Validate' }).click();
+  await until(async () => /template line 3/.test(await editor.getByTestId('validation').innerText()), 'the error names line 3');
+  // A valid change saved: version 2; rolled back to 1: version 3.
+  lines[2] = '# changed in the UI test';
+  await editor.locator('textarea[name=content]').fill(lines.join('\n'));
+  await editor.getByRole('button', { name: 'Save', exact: true }).click();
+  await editor.getByText('v2').waitFor();
+  await editor.getByRole('button', { name: 'Preview saved version' }).click();
+  await until(async () => /# changed in the UI test/.test(await editor.getByTestId('preview').innerText()), 'the preview shows the change');
+  await editor.getByRole('button', { name: 'Roll back to 1' }).click();
+  await editor.getByText('v3').waitFor();
+  assert.doesNotMatch(await editor.locator('textarea[name=content]').inputValue(), /changed in the UI test/);
+  await page.screenshot({ path: join(SHOTS, 'answer-templates.png') });
+  await ctx.close();
+});
+
+test('Install tasks: one created with the form is pending; a cancel made elsewhere shows live; the state filter; delete', async (t) => {
+  const mac = '52:54:00:ee:10:01';
+  const host = await api('POST', '/hosts', { name: 'ui-inst', mac });
+  const profile = await api('POST', '/profiles', { name: 'ui-inst-di', entries: [{ label: 'd-i', type: 'linux', kernel: 'd-i/linux', initrds: ['d-i/initrd.gz'] }] });
+  const tpl = await api('POST', '/netboot/answer-templates', { name: 'ui-inst-tpl', preset: 'debian' });
+  t.after(async () => {
+    for (const x of (await api('GET', `/netboot/tasks?mac=${mac}`)).tasks) await api('DELETE', `/netboot/tasks/${x.id}`).catch(() => undefined);
+    await api('DELETE', `/netboot/answer-templates/${tpl.id}`).catch(() => undefined);
+    await api('DELETE', `/hosts/${host.id}`).catch(() => undefined);
+    await api('DELETE', `/profiles/${profile.id}`).catch(() => undefined);
+  });
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/install-tasks`);
+  await login(page);
+  await page.getByRole('heading', { name: 'Install tasks' }).waitFor();
+  await settled(page);
+  await page.getByRole('button', { name: 'New task' }).click();
+  const form = page.getByTestId('task-form');
+  await form.locator('select[name=host]').selectOption({ label: `${host.id}: ui-inst (${mac})` });
+  await form.locator('select[name=source]').selectOption({ label: `${profile.id}: profile ui-inst-di` });
+  await form.locator('select[name=template_id]').selectOption({ label: `${tpl.id}: ui-inst-tpl (preseed)` });
+  await form.locator('input[name=extra_cmdline]').fill('console=ttyS0');
+  await form.getByRole('button', { name: 'Create' }).click();
+  const row = page.getByTestId('install-tasks').locator('tr', { hasText: 'ui-inst' });
+  await row.waitFor();
+  assert.equal(await row.getByTestId('task-state').innerText(), 'pending');
+  const [task] = (await api('GET', `/netboot/tasks?mac=${mac}`)).tasks;
+  assert.equal(task.extra_cmdline, 'console=ttyS0');
+  // A template in use cannot be deleted.
+  await assert.rejects(api('DELETE', `/netboot/answer-templates/${tpl.id}`), /used by install task/);
+  await api('POST', `/netboot/tasks/${task.id}/cancel`);
+  await until(async () => (await row.getByTestId('task-state').innerText()).startsWith('cancelled'), 'the cancel shows live');
+  await page.locator('select[aria-label="state filter"]').selectOption('pending');
+  await row.waitFor({ state: 'detached' });
+  await page.locator('select[aria-label="state filter"]').selectOption('cancelled');
+  await row.waitFor();
+  await page.screenshot({ path: join(SHOTS, 'install-tasks.png') });
   await row.getByRole('button', { name: 'Delete' }).click();
   await row.waitFor({ state: 'detached' });
   await ctx.close();
@@ -775,5 +912,177 @@ test('Netboot catalog: search, open Debian, a bad overlay mirror beside its fiel
   assert.equal(p.entries[0].kernel, 'netboot/debian/12/amd64/linux');
   assert.match(p.entries[0].cmdline, /console=ttyS0$/);
   await api('DELETE', `/profiles/${p.id}`);
+  await ctx.close();
+});
+
+test('Scripts and baselines: a script made in the form, a change diffed and rolled back; a baseline with it as the site default renders it for a machine; a used script is not deleted', async (t) => {
+  const mac = '52:54:00:ee:13:01';
+  const host = await api('POST', '/hosts', { name: 'ui-bl-host', mac });
+  t.after(async () => {
+    for (const b of (await api('GET', '/baselines?q=ui-base')).baselines) await api('DELETE', `/baselines/${b.id}`).catch(() => undefined);
+    for (const s of (await api('GET', '/scripts?q=ui-motd')).scripts) await api('DELETE', `/scripts/${s.id}`).catch(() => undefined);
+    await api('DELETE', `/hosts/${host.id}`).catch(() => undefined);
+  });
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/scripts`);
+  await login(page);
+  await page.getByRole('heading', { name: 'Scripts' }).waitFor();
+  await settled(page);
+  await page.getByRole('button', { name: 'New script' }).click();
+  const form = page.getByTestId('script-form');
+  await form.locator('input[name=name]').fill('ui-motd');
+  await form.locator('select[name=type]').selectOption('bash');
+  await form.locator('textarea[name=content]').fill('echo "{{ greeting }} {{ host.name }}" > /etc/motd\n');
+  await form.locator('textarea[name=variables]').fill('greeting=hi');
+  await form.getByRole('button', { name: 'Create' }).click();
+  const editor = page.getByTestId('script-editor');
+  await editor.getByText('v1').waitFor();
+  // A broken template is refused with the reason; a good change is version 2.
+  await editor.locator('textarea[name=content]').fill('echo {{ greeting\n');
+  await editor.getByRole('button', { name: 'Save', exact: true }).click();
+  await editor.locator('.error').filter({ hasText: 'not a valid template' }).waitFor();
+  await editor.locator('textarea[name=content]').fill('echo "{{ greeting }}, {{ host.name }}" > /etc/motd\n');
+  await editor.getByRole('button', { name: 'Save', exact: true }).click();
+  await editor.getByText('v2').waitFor();
+  await editor.getByRole('button', { name: 'Diff 1' }).click();
+  await until(async () => /\+echo "\{\{ greeting \}\}, /.test(await editor.getByTestId('script-diff').innerText()), 'the diff shows the change');
+  await editor.getByRole('button', { name: 'Roll back to 1' }).click();
+  await editor.getByText('v3').waitFor();
+  assert.equal(await editor.locator('textarea[name=content]').inputValue(), 'echo "{{ greeting }} {{ host.name }}" > /etc/motd\n');
+  await page.screenshot({ path: join(SHOTS, 'scripts.png') });
+
+  await page.goto(`${server.base}/baselines`);
+  await page.getByRole('heading', { name: 'Baselines' }).waitFor();
+  await page.getByRole('button', { name: 'New baseline' }).click();
+  const bf = page.getByTestId('baseline-form');
+  await bf.locator('input[name=name]').fill('ui-base');
+  await bf.getByRole('button', { name: 'Create' }).click();
+  const be = page.getByTestId('baseline-editor');
+  await be.getByRole('heading', { name: 'ui-base' }).waitFor();
+  await be.locator('select[name=add-script]').selectOption({ label: 'ui-motd' });
+  await be.getByRole('button', { name: 'Add', exact: true }).click();
+  await be.locator('textarea[name=variables]').fill('greeting=hello');
+  await be.locator('input[name=is_default]').check();
+  await be.getByRole('button', { name: 'Save baseline' }).click();
+  await be.getByText('Saved.').waitFor();
+  await page.getByTestId('baselines').locator('tr', { hasText: 'ui-base' }).filter({ hasText: 'ui-motd' }).waitFor();
+  // What the machine gets: the default baseline's script, rendered for its host.
+  await page.getByText('What a machine gets').click();
+  await page.getByLabel('machine mac').fill(mac);
+  await page.getByTestId('machine-view').getByRole('button', { name: 'Show' }).click();
+  const a = page.getByTestId('assignment');
+  await a.getByText('ui-base (default)').waitFor();
+  await a.getByText('echo "hello ui-bl-host" > /etc/motd').waitFor();
+  await page.getByTestId('machine-view').getByText('No reports from this machine yet.').waitFor();
+  await page.screenshot({ path: join(SHOTS, 'baselines.png') });
+  // The script is in use: deleting it is refused with the baseline named.
+  await page.goto(`${server.base}/scripts`);
+  await page.getByTestId('scripts').locator('tr', { hasText: 'ui-motd' }).getByRole('button', { name: 'Delete' }).click();
+  await page.locator('main .error').filter({ hasText: 'baseline "ui-base"' }).waitFor();
+  await ctx.close();
+});
+
+test('Store: search and filter the built-in catalog, import a baseline with its scripts, a second import clashes and installs under a new name', async (t) => {
+  t.after(async () => {
+    const scripts = new Set();
+    for (const b of (await api('GET', '/baselines?q=debian')).baselines) {
+      b.script_ids.forEach((s) => scripts.add(s));
+      await api('DELETE', `/baselines/${b.id}`).catch(() => undefined);
+    }
+    for (const s of scripts) await api('DELETE', `/scripts/${s}`).catch(() => undefined);
+  });
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/store`);
+  await login(page);
+  await page.getByRole('heading', { name: 'Store' }).waitFor();
+  await settled(page);
+  await page.getByTestId('store-sources').getByText(/builtin \(builtin\): \d+ items/).waitFor();
+  await page.getByLabel('item type').selectOption('baseline');
+  await page.getByLabel('search the catalog').fill('debian');
+  const rows = page.getByTestId('store-items').locator('tbody tr');
+  await until(async () => (await rows.count()) === 1, 'one Debian baseline listed');
+  await rows.getByRole('button').click();
+  const item = page.getByTestId('store-item');
+  await item.getByRole('heading', { name: /Debian base/ }).waitFor();
+  await item.getByText('Content', { exact: true }).click();
+  await item.getByRole('button', { name: 'Import', exact: true }).click();
+  await page.getByTestId('store-result').filter({ hasText: /created baseline Debian base/ }).waitFor();
+  const [b] = (await api('GET', '/baselines?q=Debian base')).baselines;
+  assert.ok(b && b.script_ids.length > 0, 'the baseline and its scripts are installed');
+  // Again: the name is taken; installed under another name instead.
+  await rows.getByRole('button').click();
+  await item.getByRole('button', { name: 'Import', exact: true }).click();
+  const clash = page.getByTestId('store-clash');
+  await clash.waitFor();
+  assert.match(await clash.innerText(), /Debian base/);
+  await clash.getByLabel('new name').fill('Debian base (ui copy)');
+  await clash.getByRole('button', { name: 'Import as new name' }).click();
+  await page.getByTestId('store-result').filter({ hasText: 'Debian base (ui copy)' }).waitFor();
+  assert.equal((await api('GET', '/baselines?q=ui copy')).baselines.length, 1);
+  await page.screenshot({ path: join(SHOTS, 'store.png') });
+  await ctx.close();
+});
+
+test('Updates: a failing source is shown; Check finds a newer signed release with its notes; Download is verified and listed live; a tampered one fails with nothing kept', async () => {
+  const src = server.updates;
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/settings`);
+  await login(page);
+  await settled(page);
+  const card = page.getByTestId('updates');
+  // Nothing published yet: the source answers 404, shown as the server's 502 message.
+  src.files.delete('/manifest.json');
+  await card.getByTestId('updates-check').click();
+  await card.getByRole('alert').filter({ hasText: `update source ${src.url}/manifest.json: answered HTTP 404` }).waitFor();
+  assert.ok(await card.getByTestId('updates-download').isDisabled(), 'nothing to download');
+
+  const good = Buffer.alloc(300_000, 'bootlane 99.0.0\n');
+  const sha = (b) => createHash('sha256').update(b).digest('hex');
+  const entry = (version, notes, path, bytes) => {
+    const a = { url: path.slice(1), size: bytes.length, sha256: sha(bytes), signature: src.sign(bytes) };
+    return { version, notes, artifacts: { 'linux-x86_64': a, 'linux-aarch64': a } };
+  };
+  src.files.set('/bootlane-99.0.0', good);
+  src.manifest({ versions: [entry('1.0.0', 'old', '/bootlane-1.0.0', good), entry('99.0.0', 'Faster boots.\nFewer bugs.', '/bootlane-99.0.0', good)] });
+  await card.getByTestId('updates-check').click();
+  await card.getByTestId('updates-result').filter({ hasText: 'Bootlane 99.0.0 is available' }).waitFor();
+  assert.match(await card.getByTestId('updates-notes').innerText(), /Faster boots\.\nFewer bugs\./);
+  await card.getByTestId('updates-download').click();
+  await card.getByTestId('updates-job-state').filter({ hasText: 'completed' }).waitFor();
+  await card.getByTestId('updates-stored').getByRole('cell', { name: '99.0.0', exact: true }).waitFor();
+  const updatesDir = join(server.dir, 'data', 'updates');
+  assert.deepEqual(readFileSync(join(updatesDir, '99.0.0', 'bootlane')), good);
+  assert.equal(JSON.parse(readFileSync(join(updatesDir, '99.0.0', 'manifest.json'), 'utf8')).sha256, sha(good));
+
+  // 99.1.0 is served with one byte changed after signing: refused, the reason shown, nothing kept.
+  const tampered = Buffer.from(good);
+  tampered[1000] ^= 1;
+  src.files.set('/bootlane-99.1.0', tampered);
+  src.manifest({ versions: [entry('99.0.0', 'x', '/bootlane-99.0.0', good), entry('99.1.0', 'tampered', '/bootlane-99.1.0', good)] });
+  await card.getByTestId('updates-check').click();
+  await card.getByTestId('updates-result').filter({ hasText: 'Bootlane 99.1.0 is available' }).waitFor();
+  await card.getByTestId('updates-download').click();
+  await card.getByTestId('updates-job-state').filter({ hasText: 'failed' }).waitFor();
+  await card.getByTestId('updates-job').getByRole('alert').filter({ hasText: 'sha256 mismatch' }).waitFor();
+  assert.deepEqual(readdirSync(updatesDir), ['99.0.0']);
+  await page.screenshot({ path: join(SHOTS, 'updates.png'), fullPage: true });
+  await ctx.close();
+});
+
+test('Hosts: the boot config preview shows the iPXE script and, switched, the PXELINUX menu the host would get', async (t) => {
+  const host = await api('POST', '/hosts', { name: 'ui-bootcfg', mac: '52:54:00:ee:12:01' });
+  t.after(async () => {
+    await api('DELETE', `/hosts/${host.id}`).catch(() => undefined);
+  });
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/hosts`);
+  await login(page);
+  await settled(page);
+  await page.getByTestId('hosts').locator('tr', { hasText: 'ui-bootcfg' }).getByRole('button', { name: 'Boot config' }).click();
+  const cfg = page.getByTestId('boot-config');
+  await until(async () => /^#!ipxe/.test(await cfg.innerText()), 'the iPXE script');
+  await page.getByRole('group', { name: 'boot config format' }).getByRole('button', { name: 'PXELINUX' }).click();
+  await until(async () => /LABEL .*[\s\S]*LOCALBOOT 0/.test(await cfg.innerText()), 'the PXELINUX menu with the default profile\'s local entry');
+  assert.doesNotMatch(await cfg.innerText(), /#!ipxe/);
   await ctx.close();
 });

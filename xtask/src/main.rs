@@ -11,7 +11,8 @@
 //!   real clients) as root, then the browser tests of the UI (`node --test web/tests/`,
 //!   headless Chromium against a real `bootlane`).
 //! - `bench`: benchmarks against dnsmasq in the same invocation, and what SSE subscribers
-//!   cost the DNS path and API writes (`bench events`).
+//!   cost the DNS path and API writes (`bench events`), and boot media: upload vs `cp`,
+//!   Range serving vs nginx (`bench media`).
 //! - `lab`: Bootlane and a QEMU machine in a namespace, the machine's console on the terminal.
 //! - `package`: the Debian package (issue 15): the UI, the release binary (eBPF object and UI
 //!   embedded), its man pages and completions (`bootlane generate`), then cargo-deb with
@@ -79,8 +80,8 @@ enum Cmd {
     /// Benchmarks against dnsmasq (`dns`, `boot`), SSE subscriber cost (`events`), or `all`.
     Bench {
         /// Which benchmark: `dns` (userspace and XDP vs dnsmasq), `boot` (DHCP and TFTP vs
-        /// dnsmasq), `events` (DNS qps and API write latency with 0 and 50 SSE subscribers)
-        /// or `all`.
+        /// dnsmasq), `events` (DNS qps and API write latency with 0 and 50 SSE subscribers),
+        /// `media` (1 GiB upload vs cp, 20 parallel Range downloads vs nginx) or `all`.
         #[arg(default_value = "all")]
         what: String,
     },
@@ -306,8 +307,8 @@ fn package(release: bool) -> Result<PathBuf> {
 }
 
 fn bench(what: &str) -> Result<()> {
-    if !matches!(what, "dns" | "boot" | "events" | "all") {
-        bail!("unknown benchmark {what:?}: use dns, boot, events or all");
+    if !matches!(what, "dns" | "boot" | "events" | "media" | "all") {
+        bail!("unknown benchmark {what:?}: use dns, boot, events, media or all");
     }
     setup()?;
     let bin = build_server(true)?.display().to_string();
@@ -331,8 +332,11 @@ fn bench(what: &str) -> Result<()> {
     if matches!(what, "boot" | "all") {
         run(&mut privileged(
             Path::new("bash"),
-            &[script("bench-boot.sh"), bin, "all".into()],
+            &[script("bench-boot.sh"), bin.clone(), "all".into()],
         ))?;
+    }
+    if matches!(what, "media" | "all") {
+        run(&mut privileged(Path::new("bash"), &[script("bench-media.sh"), bin]))?;
     }
     Ok(())
 }

@@ -179,6 +179,7 @@ impl AccessEntry {
 /// The protocol a client used when it was seen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
+#[schema(as = AccessProtocol)]
 pub enum Protocol {
     /// DHCP server mode (port 67).
     Dhcp,

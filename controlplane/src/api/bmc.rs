@@ -306,6 +306,7 @@ pub async fn boot_device(
 /// Body of the batch routes.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = BmcBatchRequest)]
 pub struct BatchRequest {
     /// BMC config ids (1-256, no repeats); results come back in this order.
     #[schema(min_items = 1, max_items = 256)]

@@ -21,6 +21,9 @@ pub enum ApiError {
     /// 401: no valid session.
     #[error("{0}")]
     Unauthorized(String),
+    /// 403: authenticated by something other than a session (a task token) and refused.
+    #[error("{0}")]
+    Forbidden(String),
     /// 404: no such resource or path.
     #[error("{0}")]
     NotFound(String),
@@ -60,6 +63,7 @@ impl ApiError {
         match self {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             Self::Conflict(_) => StatusCode::CONFLICT,
@@ -109,6 +113,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::TooLarge(m) => Self::PayloadTooLarge(m),
             ServiceError::NoSpace(m) => Self::InsufficientStorage(m),
             ServiceError::Upstream(m) => Self::BadGateway(m),
+            ServiceError::Forbidden(m) => Self::Forbidden(m),
             e @ ServiceError::Io { .. } => Self::Internal(e.into()),
         }
     }

@@ -1,7 +1,8 @@
 //! `/hosts` (issue 4 "Hosts and profiles"): CRUD over
 //! [`HostService`] hosts and
 //! `GET /hosts/{id}/boot-config`, the iPXE script the host would get now (the same code
-//! path as `GET /boot/ipxe?mac=`). The BMC password is write-only.
+//! path as `GET /boot/ipxe?mac=`), or with `?format=pxelinux` its PXELINUX configuration
+//! (issue 12). The BMC password is write-only.
 #![allow(
     unused_qualifications,
     reason = "utoipa::path re-emits the Query extractor type with its full path"
@@ -112,26 +113,66 @@ pub async fn delete(State(hosts): State<Arc<HostService>>, ApiPath(id): ApiPath<
     Ok(Envelope::ok(HostView::from(&h)))
 }
 
-/// The iPXE script this host would get now (`text/plain`), built exactly as
-/// `GET /boot/ipxe?mac=<its MAC>` with the request's `Host` as server address.
-#[utoipa::path(get, path = "/api/v1/hosts/{id}/boot-config", tag = "hosts", params(("id" = u64, Path, description = "Host id")),
-    responses((status = 200, description = "The iPXE script", content_type = "text/plain", body = String),
-        (status = 400, description = "No usable Host header, or the template fails"), (status = 404), (status = 401)))]
+/// `GET /hosts/{id}/boot-config` query.
+#[derive(Debug, Default, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct BootConfigQuery {
+    /// `ipxe` (default): the iPXE script; `pxelinux`: the PXELINUX configuration
+    /// (`pxelinux.cfg/01-<mac>`); `grub`: not yet (400).
+    #[param(inline)]
+    pub format: Option<BootConfigFormat>,
+}
+
+/// A boot configuration format (issue 12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum BootConfigFormat {
+    /// The iPXE script (`GET /boot/ipxe?mac=`).
+    Ipxe,
+    /// The PXELINUX configuration (`pxelinux.cfg/01-<mac>` over TFTP or `/boot/`).
+    Pxelinux,
+    /// A GRUB configuration: not generated yet (400).
+    Grub,
+}
+
+/// The boot configuration this host would get now (`text/plain`), in `format`:
+/// `ipxe` (default) built exactly as `GET /boot/ipxe?mac=<its MAC>`, `pxelinux` exactly as
+/// its `pxelinux.cfg/01-<mac>`, with the request's `Host` (or the netboot
+/// `http_base_url`) as server address.
+#[utoipa::path(get, path = "/api/v1/hosts/{id}/boot-config", tag = "hosts",
+    params(("id" = u64, Path, description = "Host id"), BootConfigQuery),
+    responses((status = 200, description = "The iPXE script or PXELINUX configuration", content_type = "text/plain", body = String),
+        (status = 400, description = "No usable Host header, the template fails, an unknown format, or format=grub (not yet)"),
+        (status = 404), (status = 401)))]
 pub async fn boot_config(
     State(hosts): State<Arc<HostService>>,
     State(catalog): State<Arc<BootCatalog>>,
+    State(settings): State<Arc<crate::settings::Settings>>,
     ApiPath(id): ApiPath<u64>,
+    ApiQuery(q): ApiQuery<BootConfigQuery>,
     headers: HeaderMap,
 ) -> Result<Response> {
     let h = hosts.get(id)?;
     let server = super::boot::safe_host(&headers)
         .ok_or_else(|| ApiError::BadRequest("a valid Host header is required to build the URLs".into()))?;
     let mac = normalise_mac(&h.mac).map_err(|e| ApiError::Internal(e.into()))?;
-    let script = catalog.script_for(Some(mac), &server)?;
+    let text = match q.format.unwrap_or(BootConfigFormat::Ipxe) {
+        BootConfigFormat::Ipxe => catalog.script_for(Some(mac), &server)?,
+        BootConfigFormat::Pxelinux => {
+            let base = settings.http_base_url().unwrap_or_else(|| format!("http://{server}"));
+            let (profile, host) = catalog.profile_and_host_for(Some(mac))?;
+            crate::boot::pxelinux::render(&profile, Some(mac), host.as_ref().map(|h| h.name.as_str()), &base)
+        }
+        BootConfigFormat::Grub => {
+            return Err(ApiError::BadRequest(
+                "format=grub: GRUB configurations are not generated yet; use format=ipxe or format=pxelinux".into(),
+            ))
+        }
+    };
     Ok((
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        script,
+        text,
     )
         .into_response())
 }

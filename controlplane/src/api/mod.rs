@@ -15,10 +15,12 @@
 //! cannot drift: both come from the annotation.
 
 pub mod access;
+pub mod answer_templates;
 pub mod auth;
 pub mod bmc;
 pub mod boot;
 pub mod bootloader;
+pub mod community;
 pub mod dhcp;
 pub mod dns;
 pub mod error;
@@ -26,13 +28,16 @@ pub mod events_api;
 pub mod extract;
 pub mod files;
 pub mod hosts;
+pub mod install_tasks;
 pub mod list;
 pub mod logs;
 pub mod netboot;
 pub mod network;
+pub mod nfs;
 pub mod openapi;
 pub mod os_images;
 pub mod profiles;
+pub mod scripts;
 pub mod services;
 pub mod settings_api;
 pub mod stats;
@@ -42,16 +47,31 @@ pub(crate) mod test_support;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_answers;
+#[cfg(test)]
 mod tests_boot;
 #[cfg(test)]
 mod tests_contract;
+#[cfg(test)]
+mod tests_install;
 #[cfg(test)]
 mod tests_logs;
 #[cfg(test)]
 mod tests_media;
 #[cfg(test)]
+mod tests_nfs;
+#[cfg(test)]
 mod tests_os_images;
+#[cfg(test)]
+mod tests_pxelinux;
+#[cfg(test)]
+mod tests_scripts;
+#[cfg(test)]
+mod tests_store;
+#[cfg(test)]
+mod tests_updates;
 pub mod ui;
+pub mod updates;
 pub mod users;
 pub mod wol;
 
@@ -133,6 +153,18 @@ pub struct AppState {
     pub netboot: Arc<crate::netboot::NetbootService>,
     /// OS images (issue 9 "OS images"; sub-state impl in `os_images.rs`).
     pub os_images: Arc<crate::media::images::OsImageService>,
+    /// NFS exports of the boot root (issue 9 "NFS").
+    pub nfs: Arc<crate::nfs::service::NfsService>,
+    /// Install tasks (issue 10).
+    pub tasks: Arc<crate::install::service::TaskService>,
+    /// Answer templates and site install settings (issue 10; sub-state impl in `answer_templates.rs`).
+    pub answers: Arc<crate::answers::templates::AnswerTemplates>,
+    /// Post-install scripts, baselines and their reports (issue 13).
+    pub scripts: Arc<crate::scripts::service::ScriptService>,
+    /// The community catalog (issue 13 "Store"; sub-state impl in `community.rs`).
+    pub community: Arc<crate::community::service::CommunityService>,
+    /// Update check and verified downloads (issue 13; sub-state impl in `updates.rs`).
+    pub updates: Arc<crate::updates::service::UpdateService>,
 }
 
 /// `impl FromRef<AppState> for $ty` returning a clone of `$field`, one line per service.
@@ -177,6 +209,10 @@ sub_state!(
     Arc<users::Users> => users,
     /// The netboot catalog.
     Arc<crate::netboot::NetbootService> => netboot,
+    /// NFS exports.
+    Arc<crate::nfs::service::NfsService> => nfs,
+    /// Scripts and baselines.
+    Arc<crate::scripts::service::ScriptService> => scripts,
 );
 
 /// The OpenAPI document's header; paths and schemas come from the resource routers
@@ -257,7 +293,9 @@ pub fn resources() -> Resources {
     Resources {
         public: OpenApiRouter::new()
             .merge(auth::router())
-            .merge(system::public_router()),
+            .merge(system::public_router())
+            .merge(install_tasks::public_router())
+            .merge(scripts::public_router()),
         protected: OpenApiRouter::new()
             .merge(dns::router())
             .merge(dhcp::router())
@@ -277,7 +315,13 @@ pub fn resources() -> Resources {
             .merge(bmc::router())
             .merge(users::router())
             .merge(netboot::router())
-            .merge(os_images::router()),
+            .merge(os_images::router())
+            .merge(nfs::router())
+            .merge(install_tasks::router())
+            .merge(answer_templates::router())
+            .merge(scripts::router())
+            .merge(community::router())
+            .merge(updates::router()),
         scraped: system::metrics_router(),
     }
 }
@@ -334,6 +378,8 @@ pub fn router(state: AppState) -> Router {
         limiter: boot::rate_limiter(state.config.boot.rate_per_client, state.config.boot.rate_burst),
         access: state.access.gate(),
         netboot: Some(state.netboot.clone()),
+        images: Some(state.os_images.clone()),
+        tasks: Some(state.tasks.clone()),
     });
     // Layer order matters: the envelope rewrite sits outside the body limit and the
     // timeout, whose own answers (413 `length limit exceeded`, bare 408) it rewrites.

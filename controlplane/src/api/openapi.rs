@@ -97,7 +97,7 @@ fn error_envelope() -> Schema {
 
 /// The error statuses `op` can answer, with a description for each. `protected` ops add
 /// 401; `has_input` (path/query parameters or a body) adds 400; a body adds 413 and 415.
-/// 409 and 429 only where the annotation declares them (they come from the handler).
+/// 403, 409 and 429 only where the annotation declares them (they come from the handler).
 fn error_statuses(op: &Operation) -> Vec<(&'static str, &'static str)> {
     let declared = |s: &str| op.responses.responses.contains_key(s);
     let has_body = op.request_body.is_some();
@@ -109,6 +109,12 @@ fn error_statuses(op: &Operation) -> Vec<(&'static str, &'static str)> {
     }
     if protected || declared("401") {
         out.push(("401", "No valid session (cookie or bearer token), or wrong credentials"));
+    }
+    if declared("403") {
+        out.push((
+            "403",
+            "Refused: a wrong, expired or revoked token (the same answer for every cause)",
+        ));
     }
     out.push(("404", "No such resource or endpoint"));
     out.push(("405", "The path exists but not with this method"));

@@ -35,18 +35,6 @@ pub struct VersionInfo {
     pub build_date: String,
 }
 
-/// `POST /version/check` answer.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct UpdateCheck {
-    /// The running version.
-    pub current: String,
-    /// Whether a newer version is known; always false: this build has no update source
-    /// configured and never contacts the internet.
-    pub update_available: bool,
-    /// Why no check was made.
-    pub detail: String,
-}
-
 /// Current version.
 #[utoipa::path(get, path = "/api/v1/version", tag = "system", responses((status = 200, body = VersionInfo)))]
 pub async fn version() -> Envelope<VersionInfo> {
@@ -54,16 +42,6 @@ pub async fn version() -> Envelope<VersionInfo> {
         version: env!("CARGO_PKG_VERSION").into(),
         git_commit: option_env!("BOOTLANE_GIT_COMMIT").unwrap_or("unknown").into(),
         build_date: option_env!("BOOTLANE_BUILD_DATE").unwrap_or("unknown").into(),
-    })
-}
-
-/// Check for updates (no update source is configured; answers so, without network access).
-#[utoipa::path(post, path = "/api/v1/version/check", tag = "system", responses((status = 200, body = UpdateCheck)))]
-pub async fn version_check() -> Envelope<UpdateCheck> {
-    Envelope::ok(UpdateCheck {
-        current: env!("CARGO_PKG_VERSION").into(),
-        update_available: false,
-        detail: "no update source is configured; Bootlane never contacts the internet on its own".into(),
     })
 }
 
@@ -202,8 +180,5 @@ pub async fn backup(
 
 /// Protected system routes, each with its OpenAPI path (utoipa-axum `routes!`).
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(version))
-        .routes(routes!(version_check))
-        .routes(routes!(backup))
+    OpenApiRouter::new().routes(routes!(version)).routes(routes!(backup))
 }

@@ -632,3 +632,60 @@ async fn list_paging_and_q_through_the_router() {
     let (_, _, v) = t.call(Method::GET, &get("q=%20"), None).await;
     assert_eq!(v["data"]["total"], 3);
 }
+
+/// utoipa names a schema after its type: two `ToSchema` types of the same name (in
+/// different modules) silently share one entry of `components.schemas`, and answers of
+/// one are then judged by the other's schema. Every `ToSchema` type in the source must
+/// have a distinct schema name (its own, or its `#[schema(as = ...)]` alias).
+#[test]
+fn schema_names_are_unique() {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
+    let mut seen: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+    let mut clashes = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, l) in lines.iter().enumerate() {
+            if !(l.trim_start().starts_with("#[derive(") && l.contains("ToSchema")) {
+                continue;
+            }
+            // The attributes up to the item: an alias, then the type's name.
+            let mut alias = None;
+            for next in &lines[i + 1..] {
+                let t = next.trim();
+                if let Some(a) = t.strip_prefix("#[schema(as = ") {
+                    alias = a.split(')').next().map(str::to_string);
+                } else if let Some(rest) = t.strip_prefix("pub struct ").or(t.strip_prefix("pub enum ")) {
+                    let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                    let name = alias.take().unwrap_or(name);
+                    let at = format!("{}:{}", f.display(), i + 1);
+                    if let Some(first) = seen.insert(name.clone(), at.clone()) {
+                        clashes.push(format!("{name}: {first} and {at}"));
+                    }
+                    break;
+                } else if !t.starts_with("#[") && !t.starts_with("///") && !t.is_empty() {
+                    break;
+                }
+            }
+        }
+    }
+    assert!(
+        clashes.is_empty(),
+        "schema names used twice (add #[schema(as = ...)]):\n{}",
+        clashes.join("\n")
+    );
+}

@@ -144,6 +144,7 @@ pub struct BootOutcome {
 
 /// One id's outcome in a batch.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = BmcBatchItem)]
 pub struct BatchItem {
     /// The BMC config id asked for.
     pub id: u64,

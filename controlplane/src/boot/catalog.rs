@@ -59,6 +59,11 @@ pub enum EntryType {
     Custom,
 }
 
+/// Placeholder in a `linux` entry's `cmdline` for the server's base URL as the client
+/// reaches it (`http://<server>:<port>` or the netboot `http_base_url`), without a trailing
+/// `/`.
+pub const BASE_URL_VAR: &str = "{base_url}";
+
 /// One item of a profile's boot menu.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -75,7 +80,9 @@ pub struct MenuEntry {
     /// `linux`: initrd paths or URLs, in order (same rule as `kernel`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub initrds: Vec<String>,
-    /// `linux`: kernel command line (one line).
+    /// `linux`: kernel command line (one line). [`BASE_URL_VAR`] in it becomes the base
+    /// URL clients reach the server at (e.g. `url={base_url}/boot/images/3` for an
+    /// image's tree), filled in per request like the kernel's URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cmdline: Option<String>,
     /// `chain`, `sanboot`: the URL.
@@ -113,6 +120,10 @@ pub struct Profile {
     pub timeout_secs: u32,
     /// Menu entries (1-50).
     pub entries: Vec<MenuEntry>,
+    /// The profile's baseline (issue 13): post-install scripts for its machines, after
+    /// each host's own; `null`: none.
+    #[serde(default)]
+    pub baseline_id: Option<u64>,
     /// Creation time, RFC 3339.
     #[serde(with = "time::serde::rfc3339")]
     #[schema(value_type = String, format = DateTime)]
@@ -150,6 +161,10 @@ pub struct ProfileInput {
     pub timeout_secs: Option<u32>,
     /// Menu entries (1-50).
     pub entries: Option<Vec<MenuEntry>>,
+    /// An existing baseline id (400 otherwise); `null`: none.
+    #[serde(default, deserialize_with = "crate::service_error::double_option")]
+    #[schema(value_type = Option<u64>)]
+    pub baseline_id: Option<Option<u64>>,
     /// Comment stored with the script version this change creates (if it creates one).
     pub comment: Option<String>,
     /// Read-only fields of the GET answer, accepted and ignored so it can be PUT back.
@@ -423,7 +438,7 @@ impl ScriptContext {
                 kind: e.kind,
                 kernel: e.kernel.as_deref().map(|k| absolute(&base_url, k)),
                 initrds: e.initrds.iter().map(|r| absolute(&base_url, r)).collect(),
-                cmdline: e.cmdline.clone(),
+                cmdline: e.cmdline.as_deref().map(|c| c.replace(BASE_URL_VAR, &base_url)),
                 url: e.url.clone(),
                 script: e.script.clone(),
             })
@@ -502,6 +517,7 @@ fn default_profile(now: OffsetDateTime) -> Profile {
         description: "Machines without a host entry or profile boot this.".into(),
         is_default: true,
         timeout_secs: 5,
+        baseline_id: None,
         entries: vec![MenuEntry {
             label: "Boot from local disk".into(),
             kind: EntryType::Local,
@@ -571,6 +587,7 @@ pub struct BootCatalog {
     hosts: Arc<HostService>,
     profiles: Table<Profile>,
     versions: Table<ScriptVersion>,
+    baselines: Table<crate::scripts::Baseline>,
     kv: Kv,
     config_template: Option<String>,
     stored_template: RwLock<Option<String>>,
@@ -598,6 +615,7 @@ impl BootCatalog {
             hosts,
             profiles: store.table()?,
             versions: store.table()?,
+            baselines: store.table()?,
             kv,
             config_template,
             stored_template: RwLock::new(stored),
@@ -726,6 +744,16 @@ impl BootCatalog {
         Ok(Some(v))
     }
 
+    /// Checks a profile's `baseline_id`: it must name a stored baseline.
+    fn baseline(&self, id: Option<u64>) -> Result<Option<u64>> {
+        match id {
+            Some(b) if self.baselines.get(b)?.is_none() => Err(ServiceError::Invalid(format!(
+                "baseline_id {b}: no such baseline (GET /api/v1/baselines lists them)"
+            ))),
+            b => Ok(b),
+        }
+    }
+
     /// Creates a profile (`name` and `entries` required).
     ///
     /// # Errors
@@ -743,6 +771,7 @@ impl BootCatalog {
             is_default: input.is_default.unwrap_or(false),
             timeout_secs: input.timeout_secs.unwrap_or(5),
             entries,
+            baseline_id: self.baseline(input.baseline_id.flatten())?,
             created_at: now,
             updated_at: now,
         };
@@ -803,6 +832,9 @@ impl BootCatalog {
         }
         if let Some(e) = input.entries {
             p.entries = e;
+        }
+        if let Some(b) = input.baseline_id {
+            p.baseline_id = self.baseline(b)?;
         }
         validate_menu(&p.menu())?;
         self.check_profile_name(&p)?;
@@ -989,6 +1021,31 @@ impl BootCatalog {
             template.as_ref(),
         ));
         Ok(())
+    }
+
+    /// The profile `mac` boots and its registered host: the host's profile when the MAC
+    /// is registered with one (and it still exists), otherwise the default profile. The
+    /// same choice as [`BootCatalog::script_and_profile`], for the other boot-config
+    /// formats ([`super::pxelinux`]).
+    ///
+    /// # Errors
+    /// Store errors; NotFound when there is no default profile.
+    pub fn profile_and_host_for(
+        &self,
+        mac: Option<MacAddr>,
+    ) -> Result<(Profile, Option<crate::inventory::model::Host>)> {
+        let host = match mac {
+            Some(m) => self.hosts.by_mac(m)?,
+            None => None,
+        };
+        let profile = match host.as_ref().and_then(|h| h.profile_id) {
+            Some(pid) => match self.profiles.get(pid)? {
+                Some(p) => p,
+                None => self.default_profile()?,
+            },
+            None => self.default_profile()?,
+        };
+        Ok((profile, host))
     }
 
     /// The script for `mac` (`None`: unknown) reaching Bootlane on `server`: the host's

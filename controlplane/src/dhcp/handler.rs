@@ -192,6 +192,13 @@ pub struct BootHandler {
 /// address>:<API port>`.
 pub type HttpBaseUrl = Arc<RwLock<Option<String>>>;
 
+/// True when an arch-map file is a PXELINUX loader (`pxelinux.0` or `lpxelinux.0`, in any
+/// directory), which iPXE clients are given as well (see `add_boot`).
+pub fn is_pxelinux_loader(file: &str) -> bool {
+    let name = file.rsplit(['/', '\\']).next().unwrap_or(file);
+    name.eq_ignore_ascii_case("pxelinux.0") || name.eq_ignore_ascii_case("lpxelinux.0")
+}
+
 /// The iPXE script path on the API port, with iPXE's own MAC expansion: `netX` is the
 /// device iPXE opened last (the one it booted from), which is not always `net0`.
 pub const IPXE_SCRIPT_PATH: &str = "/boot/ipxe?mac=${netX/mac}";
@@ -382,7 +389,12 @@ impl BootHandler {
         if !class.is_boot_client() {
             return false;
         }
-        let file = if class.ipxe {
+        // Issue 12: where the arch map names a PXELINUX loader for this architecture, iPXE
+        // clients (an iPXE option ROM, as QEMU's) get it too rather than the iPXE script:
+        // the site chose PXELINUX for these machines.
+        let arch_file = self.arch_map().get(&class.arch.unwrap_or(0)).cloned();
+        let pxelinux = arch_file.as_deref().is_some_and(is_pxelinux_loader);
+        let file = if class.ipxe && !pxelinux {
             let base = self
                 .http_base
                 .as_ref()
@@ -391,7 +403,7 @@ impl BootHandler {
             format!("{base}{IPXE_SCRIPT_PATH}")
         } else {
             let arch = class.arch.unwrap_or(0);
-            match self.arch_map().get(&arch) {
+            match arch_file.as_ref() {
                 Some(f) => self.expand(f, server),
                 None => {
                     tracing::warn!(mac = %req.mac, arch, "no [dhcp.arch_map] entry for this client architecture; no boot file sent");

@@ -843,3 +843,40 @@ async fn access_control_silences_refused_clients() {
     assert!(ask(&h, req(MessageType::Discover, MAC_A, pxe)).await.is_some());
     assert!(rx.try_recv().is_err());
 }
+
+/// Issue 12: `[dhcp.arch_map] "0" = "pxelinux.0"` boots BIOS clients through PXELINUX,
+/// iPXE option ROMs included (they would otherwise get the iPXE script); UEFI clients keep
+/// iPXE, and the default map keeps iPXE for everyone.
+#[tokio::test]
+async fn pxelinux_in_the_arch_map_is_given_to_bios_ipxe_clients_too() {
+    let h = handler(SubnetMode::Server);
+    let offer = ask(&h, req(MessageType::Discover, MAC_A, ipxe_bare)).await.unwrap();
+    assert_eq!(file(&offer).as_deref(), Some(IPXE_URL), "default: iPXE");
+    let mut map = default_arch_map();
+    map.insert(0, "pxelinux.0".into());
+    h.set_arch_map(map);
+    for f in [pxe_bios as fn(&mut Message), ipxe_bare] {
+        let offer = ask(&h, req(MessageType::Discover, MAC_A, f)).await.unwrap();
+        assert_eq!(file(&offer).as_deref(), Some("pxelinux.0"));
+        assert_eq!(
+            bytes_opt(&offer, OptionCode::TFTPServerName).as_deref(),
+            Some("10.77.0.1")
+        );
+    }
+    let uefi_ipxe = |m: &mut Message| {
+        ipxe_bare(m);
+        m.opts_mut()
+            .insert(DhcpOption::ClientSystemArchitecture(Architecture(7)));
+    };
+    let offer = ask(&h, req(MessageType::Discover, MAC_A, uefi_ipxe)).await.unwrap();
+    assert_eq!(file(&offer).as_deref(), Some(IPXE_URL), "UEFI iPXE keeps the script");
+    for (f, yes) in [
+        ("pxelinux.0", true),
+        ("bios/lpxelinux.0", true),
+        ("PXELINUX.0", true),
+        ("undionly.kpxe", false),
+        ("mypxelinux.0.bak", false),
+    ] {
+        assert_eq!(crate::dhcp::handler::is_pxelinux_loader(f), yes, "{f}");
+    }
+}

@@ -30,6 +30,9 @@ pub struct Host {
     pub ip: Option<IpAddr>,
     /// The profile whose menu the host boots; `None`: the default profile.
     pub profile_id: Option<u64>,
+    /// The host's own baseline (issue 13), applied before its profile's and the default.
+    #[serde(default)]
+    pub baseline_id: Option<u64>,
     /// BMC address (kept for a later issue).
     pub bmc_addr: Option<String>,
     /// BMC user name.
@@ -62,6 +65,9 @@ pub struct HostView {
     pub ip: Option<IpAddr>,
     /// Profile id; `null`: the default profile.
     pub profile_id: Option<u64>,
+    /// The host's own baseline (post-install scripts); `null`: none (its profile's and
+    /// the default baseline still apply).
+    pub baseline_id: Option<u64>,
     /// BMC address.
     pub bmc_addr: Option<String>,
     /// BMC user.
@@ -88,6 +94,7 @@ impl From<&Host> for HostView {
             mac: h.mac.clone(),
             ip: h.ip,
             profile_id: h.profile_id,
+            baseline_id: h.baseline_id,
             bmc_addr: h.bmc_addr.clone(),
             bmc_user: h.bmc_user.clone(),
             has_bmc_password: h.bmc_password.as_deref().is_some_and(|p| !p.is_empty()),
@@ -115,6 +122,10 @@ pub struct HostInput {
     #[serde(default, deserialize_with = "double_option")]
     #[schema(value_type = Option<u64>)]
     pub profile_id: Option<Option<u64>>,
+    /// An existing baseline id (400 otherwise; checked by the service); `null`: none.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<u64>)]
+    pub baseline_id: Option<Option<u64>>,
     /// BMC address.
     #[serde(default, deserialize_with = "double_option")]
     #[schema(value_type = Option<String>)]
@@ -148,6 +159,7 @@ impl Host {
             mac: String::new(),
             ip: None,
             profile_id: None,
+            baseline_id: None,
             bmc_addr: None,
             bmc_user: None,
             bmc_password: None,
@@ -197,6 +209,9 @@ impl Host {
                 }
             }
             self.profile_id = p;
+        }
+        if let Some(b) = input.baseline_id {
+            self.baseline_id = b;
         }
         if let Some(v) = input.bmc_addr {
             self.bmc_addr = v.map(|v| short_text("bmc_addr", &v, 255)).transpose()?;

@@ -40,6 +40,7 @@ pub struct HostService {
     hosts: Table<Host>,
     sealer: std::sync::OnceLock<Arc<dyn PasswordSealer>>,
     profile_exists: ProfileExists,
+    baselines: Table<crate::scripts::Baseline>,
     write: tokio::sync::Mutex<()>,
     events: Arc<EventBus>,
 }
@@ -54,6 +55,7 @@ impl HostService {
             hosts: store.table()?,
             sealer: std::sync::OnceLock::new(),
             profile_exists,
+            baselines: store.table()?,
             write: tokio::sync::Mutex::new(()),
             events,
         }))
@@ -145,6 +147,18 @@ impl HostService {
         Ok(())
     }
 
+    /// A `baseline_id` must name a stored baseline.
+    fn check_baseline(&self, input: &HostInput) -> Result<()> {
+        if let Some(Some(b)) = input.baseline_id {
+            if self.baselines.get(b)?.is_none() {
+                return Err(ServiceError::Invalid(format!(
+                    "baseline_id {b}: no such baseline (GET /api/v1/baselines lists them)"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Creates a host (`name` and `mac` required).
     ///
     /// # Errors
@@ -156,6 +170,7 @@ impl HostService {
         let _w = self.write.lock().await;
         let mut h = Host::blank(OffsetDateTime::now_utc());
         let new_password = matches!(input.bmc_password, Some(Some(_)));
+        self.check_baseline(&input)?;
         h.apply(input, &*self.profile_exists)?;
         if new_password {
             self.seal_new_password(&mut h);
@@ -175,6 +190,7 @@ impl HostService {
         let mut h = self.get(id)?;
         let before = h.clone();
         let new_password = matches!(input.bmc_password, Some(Some(_)));
+        self.check_baseline(&input)?;
         h.apply(input, &*self.profile_exists)?;
         if new_password {
             self.seal_new_password(&mut h);

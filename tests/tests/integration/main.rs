@@ -43,3 +43,33 @@ mod bmc_sim;
 // The Debian package (issue 15): installed into a scratch root, its files, user and unit
 // checked, the installed binary run as the bootlane user with only the unit's capabilities.
 mod package_install;
+
+// NFS exports (issue 9): a boot-root directory exported through the API, mounted over NFSv4
+// from a client namespace and read, then disabled; nfsd runs in the server namespace.
+mod nfs_netns;
+
+// Boot media (issue 9): the file API with curl, an ISO uploaded with curl -F, a profile made
+// from it, and a QEMU BIOS machine booting the real Debian installer from it, mounted and
+// extracted.
+mod media_netns;
+
+// Unattended installs (issue 10): the real Debian installer fetches its preseed from an
+// install task, reports progress, and the machine boots locally once done; token abuse.
+mod install_netns;
+
+// Post-install scripts (issue 13): a machine pulls its baselines' bundle with its install
+// task's token, runs it, and its reports reach the host's list and the event log.
+mod baseline_netns;
+
+// The store (issue 13): an HTTP catalog source served by python3 -m http.server, imports
+// from it and from the built-in source, a tampered item refused, a stopped source reported.
+mod store_netns;
+
+// Verified updates (issue 13): an update source served by python3 -m http.server in a second
+// namespace; check, a verified download, a tampered and a badly signed one refused with
+// nothing kept, `bootlane update install` over a copy of the binary, a stopped source (502).
+mod updates_netns;
+
+// PXELINUX (issue 12): generated pxelinux.cfg/01-<mac> over TFTP and HTTP, and a QEMU
+// SeaBIOS machine booting the Debian installer kernel through PXELINUX.
+mod pxelinux_netns;

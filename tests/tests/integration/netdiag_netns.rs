@@ -53,7 +53,9 @@ fn ping_and_traceroute_through_a_router_plain_and_streamed() {
         assert_eq!(rep["status"], "reply", "{rep}");
         assert_eq!(rep["from"], "10.93.0.2", "{rep}");
         assert_eq!(rep["ttl"], 64, "{rep}");
-        assert!(rep["rtt_ms"].as_f64().unwrap() > 0.0, "{rep}");
+        // A neighbour namespace can answer within the rounding (0.0 ms) on an idle core.
+        let rtt = rep["rtt_ms"].as_f64().unwrap();
+        assert!((0.0..1000.0).contains(&rtt), "{rep}");
     }
     let r = ok(
         &s,

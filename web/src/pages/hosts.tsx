@@ -3,7 +3,7 @@
 // interface of `GET /wol/interfaces`). Live on `host.*` events.
 
 import { useState } from 'preact/hooks';
-import { api, qs } from '../api';
+import { api, apiText, qs } from '../api';
 import { Danger, Err, Form, Header, Pager, Table, useGet } from '../ui';
 import { WakeVia, wakeHost } from './wol';
 
@@ -13,6 +13,7 @@ interface Host {
   mac: string;
   ip?: string | null;
   profile_id?: number | null;
+  baseline_id?: number | null;
   description: string;
 }
 
@@ -22,10 +23,16 @@ export function Hosts() {
   const size = 50;
   const { data, error, reload } = useGet<{ hosts: Host[]; total: number }>(`/hosts${qs({ q, page, size })}`, ['host.']);
   const [editing, setEditing] = useState<Host | 'new' | null>(null);
-  const [preview, setPreview] = useState<{ id: number; text: string } | null>(null);
+  const [preview, setPreview] = useState<{ id: number; format: string; text: string } | null>(null);
   const [err, setErr] = useState<string | null>(null);
   const [via, setVia] = useState('');
   const [woke, setWoke] = useState<{ ok: boolean; text: string } | null>(null);
+  // The boot configuration the host would get now, as iPXE (its script) or PXELINUX.
+  const showConfig = (id: number, format: string) =>
+    apiText(`/hosts/${id}/boot-config?format=${format}`).then(
+      (text) => setPreview({ id, format, text }),
+      (e: Error) => setErr(e.message),
+    );
   return (
     <section>
       <Header title="Hosts">
@@ -51,12 +58,13 @@ export function Hosts() {
               { name: 'mac', label: 'MAC' },
               { name: 'ip', label: 'IP (optional)' },
               { name: 'profile_id', label: 'Profile id (optional)', type: 'number' },
+              { name: 'baseline_id', label: 'Baseline id (optional)', type: 'number', hint: 'post-install scripts run before its profile\'s and the default baseline' },
               { name: 'description', label: 'Description' },
             ]}
             initial={
               editing === 'new'
                 ? {}
-                : { name: editing.name, mac: editing.mac, ip: editing.ip ?? '', profile_id: editing.profile_id == null ? '' : String(editing.profile_id), description: editing.description }
+                : { name: editing.name, mac: editing.mac, ip: editing.ip ?? '', profile_id: editing.profile_id == null ? '' : String(editing.profile_id), baseline_id: editing.baseline_id == null ? '' : String(editing.baseline_id), description: editing.description }
             }
             submitLabel={editing === 'new' ? 'Create' : 'Save'}
             cancel={() => setEditing(null)}
@@ -66,6 +74,7 @@ export function Hosts() {
                 mac: v.mac,
                 ip: v.ip ? v.ip : null,
                 profile_id: v.profile_id ? Number(v.profile_id) : null,
+                baseline_id: v.baseline_id ? Number(v.baseline_id) : null,
                 description: v.description ?? '',
               };
               if (editing === 'new') await api('POST', '/hosts', body);
@@ -86,20 +95,12 @@ export function Hosts() {
           { h: 'MAC', f: (h) => <code>{h.mac}</code> },
           { h: 'IP', f: (h) => h.ip ?? '-' },
           { h: 'Profile', f: (h) => h.profile_id ?? 'default' },
+          { h: 'Baseline', f: (h) => h.baseline_id ?? '-' },
           {
             h: '',
             f: (h) => (
               <span class="btns">
-                <button
-                  onClick={() =>
-                    api<unknown>('GET', `/hosts/${h.id}/boot-config`).then(
-                      (d) => setPreview({ id: h.id, text: typeof d === 'string' ? d : JSON.stringify(d, null, 2) }),
-                      (e: Error) => setErr(e.message),
-                    )
-                  }
-                >
-                  Boot config
-                </button>
+                <button onClick={() => showConfig(h.id, 'ipxe')}>Boot config</button>
                 <button onClick={() => (setWoke(null), wakeHost(h.id, via).then(setWoke))}>Wake</button>
                 <button onClick={() => setEditing(h)}>Edit</button>
                 <Danger label="Delete" question={`Delete host ${h.name}?`} action={() => api('DELETE', `/hosts/${h.id}`).then(reload, (e: Error) => setErr(e.message))} />
@@ -114,7 +115,14 @@ export function Hosts() {
           <h2>
             Boot config of host {preview.id} <button onClick={() => setPreview(null)}>Close</button>
           </h2>
-          <pre class="json">{preview.text}</pre>
+          <div class="actions" role="group" aria-label="boot config format">
+            {['ipxe', 'pxelinux'].map((f) => (
+              <button class={preview.format === f ? 'primary' : ''} aria-pressed={preview.format === f} onClick={() => showConfig(preview.id, f)}>
+                {f === 'ipxe' ? 'iPXE' : 'PXELINUX'}
+              </button>
+            ))}
+          </div>
+          <pre class="json" data-testid="boot-config">{preview.text}</pre>
         </div>
       )}
     </section>

@@ -8,6 +8,7 @@ import { useState } from 'preact/hooks';
 import { api, ApiError } from '../api';
 import { Err, Form, Header, useGet } from '../ui';
 import type { Field, Values } from '../ui';
+import { Updates } from './updates';
 
 /**
  * How a form value becomes a patch value: `text` (trimmed; `clear` sends `""` when it
@@ -284,6 +285,7 @@ export function Settings() {
       <InterfacesGroup />
       <NetbootGroup />
       <LoggingGroup />
+      <Updates />
     </section>
   );
 }

@@ -1,0 +1,112 @@
+# Shared set-up of the namespace end-to-end scripts (e2e-media.sh, e2e-install.sh):
+# sourced, never run. Call `e2e_init <tag> <net>` (net: the /24's first three octets, e.g.
+# 10.79.0), then `e2e_netns` and `e2e_start_bootlane`. Defines, for the caller:
+#   SRV, CLI, WORK, PIDS, SERVER (<net>.1), BASE (http://<net>.1:8080);
+#   log, fail, in_srv, in_cli, plainlog, json, api (METHOD PATH [JSON], from the client,
+#   2xx or fail), status (METHOD PATH [curl args] -> HTTP code, body in $WORK/body);
+#   a trap that stops every PID in PIDS (start long-lived processes with
+#   `ip netns exec "$SRV" ... &`, never through a function: its subshell's PID would not
+#   reach them) and deletes the namespaces; KEEP=1 keeps $WORK after a pass.
+
+e2e_init() {
+    E2E_TAG=$1
+    E2E_NET=$2
+    local id="$$-$RANDOM"
+    SRV="bl-s-$id"
+    CLI="bl-c-$id"
+    WORK=$(mktemp -d /tmp/bootlane-e2e.XXXXXX)
+    PIDS=()
+    SERVER="$E2E_NET.1"
+    BASE="http://$SERVER:8080"
+    trap e2e_cleanup EXIT INT TERM
+}
+
+log() { printf '[%s] %s\n' "$E2E_TAG" "$*"; }
+fail() {
+    printf '[%s] FAIL: %s\n' "$E2E_TAG" "$*" >&2
+    if [[ -f "$WORK/bootlane.log" ]]; then
+        echo "---- last lines of the Bootlane log ----" >&2
+        tail -n 40 "$WORK/bootlane.log" >&2 || true
+    fi
+    exit 1
+}
+e2e_cleanup() {
+    local rc=$?
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    ip netns del "$CLI" 2>/dev/null || true
+    ip netns del "$SRV" 2>/dev/null || true
+    if [[ $rc -eq 0 && -z "${KEEP:-}" ]]; then rm -rf "$WORK"; else echo "[$E2E_TAG] artefacts kept in $WORK" >&2; fi
+    exit $rc
+}
+in_srv() { ip netns exec "$SRV" "$@"; }
+in_cli() { ip netns exec "$CLI" "$@"; }
+plainlog() { sed 's/\x1b\[[0-9;]*m//g' "$WORK/bootlane.log" || true; }
+json() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))" "$1"; }
+api() {
+    in_cli curl -fsS -m 20 -b "$WORK/jar" -c "$WORK/jar" -X "$1" -H 'Content-Type: application/json' \
+        ${3:+--data-binary "$3"} "$BASE/api/v1$2"
+}
+status() {
+    local m=$1 p=$2
+    shift 2
+    in_cli curl -sS -m 20 -b "$WORK/jar" -o "$WORK/body" -w '%{http_code}' -X "$m" "$@" "$BASE$p"
+}
+
+# The server namespace (a bridge br0 at $SERVER with a tap for QEMU) and the client
+# namespace (<net>.9 on a veth into the bridge).
+e2e_netns() {
+    log "namespaces $SRV / $CLI, work dir $WORK"
+    ip netns add "$SRV"
+    ip netns add "$CLI"
+    ip link add vsrv netns "$SRV" type veth peer name vcli netns "$CLI"
+    in_srv ip link set lo up
+    in_cli ip link set lo up
+    in_srv ip link add br0 type bridge
+    in_srv ip addr add "$SERVER/24" dev br0
+    in_srv ip link set vsrv master br0
+    in_srv ip link set vsrv up
+    in_srv ip link set br0 up
+    in_cli ip addr add "$E2E_NET.9/24" dev vcli
+    in_cli ip link set vcli up
+    in_srv ip tuntap add dev tap0 mode tap
+    in_srv ip link set tap0 master br0
+    in_srv ip link set tap0 up
+}
+
+# Bootlane <binary> in the server namespace with one DHCP subnet on br0 (<net>.100-150),
+# XDP off; waits for it and logs in as admin.
+e2e_start_bootlane() {
+    cat >"$WORK/bootlane.toml" <<EOF2
+data_dir = "$WORK/data"
+
+[api]
+listen = "0.0.0.0:8080"
+
+[dns.xdp]
+mode = "off"
+
+[[dhcp.subnets]]
+mode = "server"
+interface = "br0"
+cidr = "$E2E_NET.0/24"
+range_start = "$E2E_NET.100"
+range_end = "$E2E_NET.150"
+router = "$SERVER"
+lease_time_secs = 600
+EOF2
+    # Extra sections a script needs (E2E_EXTRA_TOML), appended as is.
+    printf '%s\n' "${E2E_EXTRA_TOML:-}" >>"$WORK/bootlane.toml"
+    log "starting Bootlane"
+    ip netns exec "$SRV" env BOOTLANE_LOG="info,bootlane=debug" BOOTLANE_ADMIN_PASSWORD=e2e-admin "$1" serve \
+        --config "$WORK/bootlane.toml" >"$WORK/bootlane.log" 2>&1 &
+    PIDS+=($!)
+    local pid=$!
+    for _ in $(seq 1 60); do
+        if in_cli curl -fs -o /dev/null "$BASE/boot/ipxe"; then break; fi
+        kill -0 "$pid" 2>/dev/null || fail "Bootlane exited during start-up"
+        sleep 0.5
+    done
+    in_cli curl -fs -o /dev/null "$BASE/boot/ipxe" || fail "Bootlane did not come up"
+    api POST /auth/login '{"username":"admin","password":"e2e-admin"}' >/dev/null || fail "API login"
+}
