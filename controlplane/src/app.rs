@@ -100,13 +100,14 @@ pub async fn build(
                 Arc::new(move || domain_src.settings().local_domain),
                 token.clone(),
             )
-            .with_access(access.gate()),
+            .with_access(access.gate())
+            .with_secure_boot(hosts.secure_boot_hosts()),
         ),
         Arc::new(
             TftpUnit::new(tftp.clone(), token.clone())
                 .with_access(access.gate())
-                // Issue 12: pxelinux.cfg/01-<mac> and default, generated from the profiles.
-                .with_generated(Arc::new(crate::boot::pxelinux::PxelinuxFiles {
+                // Issue 12: pxelinux.cfg/... and grub/grub.cfg..., generated from the profiles.
+                .with_generated(Arc::new(crate::boot::generated::BootConfigFiles {
                     catalog: catalog.clone(),
                     http_base: settings.http_base_cell(),
                     http_port: config.api.listen.port(),

@@ -133,6 +133,18 @@ pub async fn run(
     if !copied.is_empty() {
         tracing::info!(?copied, "PXELINUX files copied into the boot directory");
     }
+    // Issue 12: the Secure Boot chain (signed shim, MokManager, signed network GRUB).
+    let shim_source = config.boot.shim_source.clone().unwrap_or_else(|| "/usr/lib/shim".into());
+    let grub_source = config
+        .boot
+        .grub_efi_source
+        .clone()
+        .unwrap_or_else(|| "/usr/lib/grub/x86_64-efi-signed".into());
+    let copied = boot::populate_secure_boot(&boot_root, &shim_source, &grub_source)
+        .with_context(|| format!("preparing the boot directory {}", boot_root.display()))?;
+    if !copied.is_empty() {
+        tracing::info!(?copied, "Secure Boot files (shim, GRUB) copied into the boot directory");
+    }
     let listener = tokio::net::TcpListener::bind(config.api.listen)
         .await
         .with_context(|| format!("binding the API on {}", config.api.listen))?;

@@ -1084,5 +1084,50 @@ test('Hosts: the boot config preview shows the iPXE script and, switched, the PX
   await page.getByRole('group', { name: 'boot config format' }).getByRole('button', { name: 'PXELINUX' }).click();
   await until(async () => /LABEL .*[\s\S]*LOCALBOOT 0/.test(await cfg.innerText()), 'the PXELINUX menu with the default profile\'s local entry');
   assert.doesNotMatch(await cfg.innerText(), /#!ipxe/);
+  await page.getByRole('group', { name: 'boot config format' }).getByRole('button', { name: 'GRUB' }).click();
+  await until(async () => /menuentry 'Boot from local disk' --id e1 \{\s*exit\s*\}/.test(await cfg.innerText()), 'the GRUB menu with the local entry');
+  await ctx.close();
+});
+
+test('Secure Boot: a host is flagged from its form, and the profile preview says which entries cannot run under Secure Boot', async (t) => {
+  const host = await api('POST', '/hosts', { name: 'ui-sb', mac: '52:54:00:ee:12:02' });
+  const profile = await api('POST', '/profiles', {
+    name: 'ui-sb-profile',
+    timeout_secs: 3,
+    entries: [
+      { label: 'Local disk', type: 'local' },
+      { label: 'iPXE shell', type: 'custom', script: 'shell' },
+      { label: 'Remote kernel', type: 'linux', kernel: 'http://mirror.lab/linux' },
+    ],
+  });
+  t.after(async () => {
+    await api('DELETE', `/hosts/${host.id}`).catch(() => undefined);
+    await api('DELETE', `/profiles/${profile.id}`).catch(() => undefined);
+  });
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/hosts`);
+  await login(page);
+  await settled(page);
+  const row = page.getByTestId('hosts').locator('tr', { hasText: 'ui-sb' });
+  await row.getByRole('button', { name: 'Edit' }).click();
+  const form = page.getByTestId('host-form');
+  await form.getByLabel('Secure Boot').check();
+  await form.getByRole('button', { name: 'Save' }).click();
+  await until(async () => (await api('GET', `/hosts/${host.id}`)).secure_boot === true, 'the flag stored');
+  await until(async () => /yes/.test(await row.innerText()), 'the list shows the flag');
+
+  await page.goto(`${server.base}/profiles`);
+  await settled(page);
+  await page.getByTestId('profiles').locator('tr', { hasText: 'ui-sb-profile' }).getByRole('button', { name: 'Preview' }).click();
+  const findings = page.getByTestId('secure-boot-findings');
+  await until(async () => (await findings.locator('tbody tr').count()) === 3, 'three findings');
+  assert.match(await findings.locator('tbody tr').nth(0).innerText(), /ok/);
+  assert.match(await findings.locator('tbody tr').nth(1).innerText(), /blocked[\s\S]*iPXE/);
+  assert.match(await findings.locator('tbody tr').nth(2).innerText(), /unchecked[\s\S]*URL/);
+  const text = page.getByTestId('profile-preview-text');
+  await until(async () => /# e2 "iPXE shell" is left out/.test(await text.innerText()), 'the GRUB text with the iPXE entry left out');
+  await page.getByRole('group', { name: 'preview format' }).getByRole('button', { name: 'iPXE' }).click();
+  await until(async () => /^#!ipxe/.test(await text.innerText()), 'the iPXE script');
+  await page.screenshot({ path: join(SHOTS, 'profile-preview.png'), fullPage: true });
   await ctx.close();
 });

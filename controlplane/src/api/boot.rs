@@ -9,9 +9,9 @@
 //! - `GET /boot/{*path}` (and HEAD): a file from the boot directory, with Range support
 //!   (`tower_http::services::ServeFile`), resolved by the same rule as TFTP
 //!   ([`crate::boot::resolve_in_root`]): 404 when missing, 403 when the path leaves the
-//!   root. `pxelinux.cfg/01-<mac>` and `pxelinux.cfg/default` missing from the root are
-//!   the PXELINUX configurations generated from the profiles (issue 12,
-//!   [`crate::boot::pxelinux`]), as TFTP serves them.
+//!   root. `pxelinux.cfg/01-<mac>`, `pxelinux.cfg/default`, `grub/grub.cfg` and
+//!   `grub/grub.cfg-<mac>` missing from the root are the PXELINUX and GRUB configurations
+//!   generated from the profiles (issue 12, [`crate::boot::generated`]), as TFTP serves them.
 //!
 //! Access control (issue 11, [`crate::access`]): while the mode is not `off`, the script
 //! route judges the client by its `mac` (else by its address's DHCP lease) and answers a
@@ -525,7 +525,7 @@ async fn serve_file(st: BootState, path: String, req: Request) -> Response {
             }
             Err(never) => match never {},
         },
-        Ok(Err(PathError::NotFound(p))) => match pxelinux_cfg(&st, &name, req.headers(), peer).await {
+        Ok(Err(PathError::NotFound(p))) => match generated_cfg(&st, &name, req.headers(), peer).await {
             Some(resp) => resp,
             None => text(StatusCode::NOT_FOUND, format!("no such file {p:?}\n")),
         },
@@ -534,28 +534,32 @@ async fn serve_file(st: BootState, path: String, req: Request) -> Response {
     }
 }
 
-/// `pxelinux.cfg/01-<mac>` or `pxelinux.cfg/default` missing from the boot root: the
-/// configuration generated from the profiles ([`crate::boot::pxelinux`], issue 12), as
-/// TFTP serves it; `None` when no file of that name is generated (a 404).
-async fn pxelinux_cfg(
+/// `pxelinux.cfg/01-<mac>`, `pxelinux.cfg/default`, `grub/grub.cfg` or
+/// `grub/grub.cfg-<mac>` missing from the boot root: the configuration generated from the
+/// profiles ([`crate::boot::generated`], issue 12), as TFTP serves it; `None` when no file
+/// of that name is generated (a 404).
+async fn generated_cfg(
     st: &BootState,
     path: &str,
     headers: &HeaderMap,
     peer: Option<std::net::IpAddr>,
 ) -> Option<Response> {
-    crate::boot::pxelinux::parse_cfg_path(path)?;
+    use crate::boot::generated;
+    if !generated::is_config_path(path) {
+        return None;
+    }
     let base = st.http_base.read().ok().and_then(|g| g.clone());
     let base = base.or_else(|| safe_host(headers).map(|h| format!("http://{h}")))?;
     let (catalog, file) = (st.catalog.clone(), path.to_string());
-    let made = tokio::task::spawn_blocking(move || crate::boot::pxelinux::generate(&catalog, &file, &base)).await;
+    let made = tokio::task::spawn_blocking(move || generated::generate(&catalog, &file, &base)).await;
     match made {
         Ok(Ok(Some(g))) => {
-            crate::boot::pxelinux::served_event(&st.events, path, &g, "http", peer);
+            generated::served_event(&st.events, path, &g, "http", peer);
             Some(text(StatusCode::OK, g.text))
         }
         Ok(Ok(None)) => None,
         Ok(Err(e)) => {
-            tracing::error!(file = %path, error = %e, "generating the PXELINUX configuration failed");
+            tracing::error!(file = %path, error = %e, "generating a boot-loader configuration failed");
             Some(text(StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")))
         }
         Err(_) => Some(text(StatusCode::INTERNAL_SERVER_ERROR, "internal error\n".into())),

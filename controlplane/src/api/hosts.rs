@@ -118,7 +118,7 @@ pub async fn delete(State(hosts): State<Arc<HostService>>, ApiPath(id): ApiPath<
 #[into_params(parameter_in = Query)]
 pub struct BootConfigQuery {
     /// `ipxe` (default): the iPXE script; `pxelinux`: the PXELINUX configuration
-    /// (`pxelinux.cfg/01-<mac>`); `grub`: not yet (400).
+    /// (`pxelinux.cfg/01-<mac>`); `grub`: the GRUB configuration (`grub/grub.cfg-<mac>`).
     #[param(inline)]
     pub format: Option<BootConfigFormat>,
 }
@@ -131,18 +131,19 @@ pub enum BootConfigFormat {
     Ipxe,
     /// The PXELINUX configuration (`pxelinux.cfg/01-<mac>` over TFTP or `/boot/`).
     Pxelinux,
-    /// A GRUB configuration: not generated yet (400).
+    /// The GRUB configuration (`grub/grub.cfg-<mac>`, which the generated `grub/grub.cfg`
+    /// loads; Secure Boot clients boot shim, then signed GRUB).
     Grub,
 }
 
 /// The boot configuration this host would get now (`text/plain`), in `format`:
 /// `ipxe` (default) built exactly as `GET /boot/ipxe?mac=<its MAC>`, `pxelinux` exactly as
-/// its `pxelinux.cfg/01-<mac>`, with the request's `Host` (or the netboot
-/// `http_base_url`) as server address.
+/// its `pxelinux.cfg/01-<mac>`, `grub` exactly as its `grub/grub.cfg-<mac>`, with the
+/// request's `Host` (or the netboot `http_base_url`) as server address.
 #[utoipa::path(get, path = "/api/v1/hosts/{id}/boot-config", tag = "hosts",
     params(("id" = u64, Path, description = "Host id"), BootConfigQuery),
-    responses((status = 200, description = "The iPXE script or PXELINUX configuration", content_type = "text/plain", body = String),
-        (status = 400, description = "No usable Host header, the template fails, an unknown format, or format=grub (not yet)"),
+    responses((status = 200, description = "The iPXE script, PXELINUX or GRUB configuration", content_type = "text/plain", body = String),
+        (status = 400, description = "No usable Host header, the template fails, or an unknown format"),
         (status = 404), (status = 401)))]
 pub async fn boot_config(
     State(hosts): State<Arc<HostService>>,
@@ -158,15 +159,15 @@ pub async fn boot_config(
     let mac = normalise_mac(&h.mac).map_err(|e| ApiError::Internal(e.into()))?;
     let text = match q.format.unwrap_or(BootConfigFormat::Ipxe) {
         BootConfigFormat::Ipxe => catalog.script_for(Some(mac), &server)?,
-        BootConfigFormat::Pxelinux => {
+        f @ (BootConfigFormat::Pxelinux | BootConfigFormat::Grub) => {
             let base = settings.http_base_url().unwrap_or_else(|| format!("http://{server}"));
             let (profile, host) = catalog.profile_and_host_for(Some(mac))?;
-            crate::boot::pxelinux::render(&profile, Some(mac), host.as_ref().map(|h| h.name.as_str()), &base)
-        }
-        BootConfigFormat::Grub => {
-            return Err(ApiError::BadRequest(
-                "format=grub: GRUB configurations are not generated yet; use format=ipxe or format=pxelinux".into(),
-            ))
+            let name = host.as_ref().map(|h| h.name.as_str());
+            if f == BootConfigFormat::Grub {
+                crate::boot::grub::render(&profile, Some(mac), name, &base)
+            } else {
+                crate::boot::pxelinux::render(&profile, Some(mac), name, &base)
+            }
         }
     };
     Ok((

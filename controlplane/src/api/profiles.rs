@@ -227,6 +227,72 @@ pub async fn put_script(
     Ok(Envelope::ok(script_view(&catalog)))
 }
 
+/// `GET /profiles/{id}/preview` query.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PreviewQuery {
+    /// `ipxe` (default), `grub` or `pxelinux`.
+    #[param(inline)]
+    pub format: Option<super::hosts::BootConfigFormat>,
+}
+
+/// `GET /profiles/{id}/preview` answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProfilePreview {
+    /// `ipxe`, `grub` or `pxelinux`.
+    pub format: String,
+    /// The configuration as an unregistered machine would get it (iPXE: with
+    /// `${net0/mac}` for the MAC; GRUB and PXELINUX: their per-MAC file), entries the
+    /// loader cannot run left out with a comment saying why.
+    pub text: String,
+    /// Per entry, whether it can run under Secure Boot (shim, then signed GRUB): kernels
+    /// and chain-loaded binaries in the boot directory must carry an Authenticode
+    /// signature; iPXE entries never can; URLs cannot be checked (issue 12).
+    pub secure_boot: Vec<crate::boot::grub::SecureBootFinding>,
+}
+
+/// A profile's boot configuration in one loader's format, and what of it cannot run
+/// under Secure Boot. The server address is the request's `Host` (or the netboot
+/// `http_base_url`).
+#[utoipa::path(get, path = "/api/v1/profiles/{id}/preview", tag = "profiles",
+    params(("id" = u64, Path, description = "Profile id"), PreviewQuery),
+    responses((status = 200, body = ProfilePreview),
+        (status = 400, description = "No usable Host header, an unknown format, or the iPXE template fails"),
+        (status = 404), (status = 401)))]
+pub async fn preview(
+    State(catalog): State<Arc<BootCatalog>>,
+    State(settings): State<Arc<crate::settings::Settings>>,
+    ApiPath(id): ApiPath<u64>,
+    ApiQuery(q): ApiQuery<PreviewQuery>,
+    headers: axum::http::HeaderMap,
+) -> Result<Envelope<ProfilePreview>> {
+    use super::hosts::BootConfigFormat as F;
+    let p = catalog.profile(id)?;
+    let server = super::boot::safe_host(&headers)
+        .ok_or_else(|| super::error::ApiError::BadRequest("a valid Host header is required to build the URLs".into()))?;
+    let base = settings.http_base_url().unwrap_or_else(|| format!("http://{server}"));
+    let format = q.format.unwrap_or(F::Ipxe);
+    let text = match format {
+        F::Ipxe => catalog.preview_script(&p, &server, base.clone())?,
+        F::Grub => crate::boot::grub::render(&p, None, None, &base),
+        F::Pxelinux => crate::boot::pxelinux::render(&p, None, None, &base),
+    };
+    let root = settings.boot_root();
+    let secure_boot = tokio::task::spawn_blocking(move || crate::boot::grub::secure_boot_findings(&p, &root, &base))
+        .await
+        .map_err(|e| super::error::ApiError::Internal(e.into()))?;
+    let format = match format {
+        F::Ipxe => "ipxe",
+        F::Grub => "grub",
+        F::Pxelinux => "pxelinux",
+    };
+    Ok(Envelope::ok(ProfilePreview {
+        format: format.into(),
+        text,
+        secure_boot,
+    }))
+}
+
 /// Protected profile routes, each with its OpenAPI path (utoipa-axum `routes!`).
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -236,5 +302,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(version))
         .routes(routes!(diff))
         .routes(routes!(rollback))
+        .routes(routes!(preview))
         .routes(routes!(get_script, put_script))
 }

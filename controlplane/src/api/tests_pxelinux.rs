@@ -86,14 +86,21 @@ async fn boot_config_formats() {
         "{cfg}"
     );
 
-    t.expect(
-        Method::GET,
-        &format!("{path}?format=grub"),
-        None,
-        StatusCode::BAD_REQUEST,
-        "not generated yet",
-    )
-    .await;
+    // GRUB (issue 12 "Secure Boot"): the same menu as GRUB commands; the https chain
+    // entry is left out (GRUB has no TLS).
+    let (s, _, v) = t.call(Method::GET, &format!("{path}?format=grub"), None).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let grub = v.as_str().unwrap();
+    assert!(
+        grub.starts_with("# Bootlane: GRUB configuration for 52:54:00:aa:00:01 (host pxe1), profile \"d-i\".\n"),
+        "{grub}"
+    );
+    assert!(grub.contains("set timeout=3\nset timeout_style=menu\nset default=e2\n"), "{grub}");
+    assert!(
+        grub.contains("menuentry 'Debian installer' --id e2 {\n  echo 'Loading Debian installer'\n  linux /d-i/linux console=ttyS0 url=http://10.77.0.1:8080/x\n  initrd /d-i/initrd.gz\n}\n"),
+        "{grub}"
+    );
+    assert!(grub.contains("# e3 \"netboot.xyz\" is left out:"), "{grub}");
     t.expect(
         Method::GET,
         &format!("{path}?format=syslinux"),
@@ -172,4 +179,36 @@ async fn generated_files_over_http() {
     let (s, _, v) = t.call(Method::GET, "/boot/pxelinux.cfg/default", None).await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(v.as_str().unwrap_or_default(), "DEFAULT mine\n", "{v}");
+}
+
+/// GRUB (issue 12 "Secure Boot"): `grub/grub.cfg` sends every machine to its own
+/// `grub.cfg-<mac>`, which is its host's profile (exactly the `format=grub` preview), or the
+/// default profile for an unregistered MAC; each file served is a `boot.grub.served` event.
+#[tokio::test]
+async fn grub_files_over_http() {
+    let t = setup().await;
+    let id = host_with_profile(&t).await;
+    let (_, _, preview) = t
+        .call(Method::GET, &format!("/api/v1/hosts/{id}/boot-config?format=grub"), None)
+        .await;
+    let (s, h, main) = t.call(Method::GET, "/boot/grub/grub.cfg", None).await;
+    assert_eq!(s, StatusCode::OK, "{main}");
+    assert!(h["content-type"].to_str().unwrap().starts_with("text/plain"));
+    let main = main.as_str().unwrap();
+    assert!(main.contains("configfile \"$prefix/grub.cfg-$net_default_mac\""), "{main}");
+    assert!(main.contains("# Profile \"Default\"."), "{main}");
+    for name in ["grub.cfg-52:54:00:aa:00:01", "grub.cfg-01-52-54-00-aa-00-01"] {
+        let (s, _, v) = t.call(Method::GET, &format!("/boot/grub/{name}"), None).await;
+        assert_eq!((s, &v), (StatusCode::OK, &preview), "{name}");
+    }
+    let (s, _, v) = t.call(Method::GET, "/boot/grub/grub.cfg-52:54:00:aa:00:09", None).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert!(v.as_str().unwrap().contains("not a registered host: the default profile"), "{v}");
+    for p in ["grub.cfg-0A4D0064", "x86_64-efi/command.lst", "grub.cfg-"] {
+        let (s, _, _) = t.call(Method::GET, &format!("/boot/grub/{p}"), None).await;
+        assert_eq!(s, StatusCode::NOT_FOUND, "{p}");
+    }
+    t.state.events.settle().await;
+    let (_, _, ev) = t.call(Method::GET, "/api/v1/events?kind=boot.grub.served", None).await;
+    assert_eq!(ev["data"]["total"], 4, "{ev}");
 }

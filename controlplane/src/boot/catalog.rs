@@ -504,6 +504,19 @@ pub(crate) fn sample_script(mac: &str, server: &str) -> String {
     render(DEFAULT_SCRIPT, &ScriptContext::new(&p, mac, server, None)).expect("built-in template renders")
 }
 
+impl BootCatalog {
+    /// `profile`'s iPXE script as a machine of unknown MAC reaching `server` would get it
+    /// (the effective template; `base_url` as in [`ScriptContext::with_base`]), for the
+    /// profile preview.
+    ///
+    /// # Errors
+    /// Invalid with minijinja's message when the template fails.
+    pub fn preview_script(&self, profile: &Profile, server: &str, base_url: String) -> Result<String> {
+        let ctx = ScriptContext::with_base(profile, "${net0/mac}", server, None, base_url);
+        render(&self.template().0, &ctx).map_err(|e| ServiceError::Invalid(format!("the iPXE script template fails: {e}")))
+    }
+}
+
 /// The generated script a version stores (see the module documentation).
 fn version_content(p: &Profile) -> String {
     let ctx = ScriptContext::new(p, "${net0/mac}", "${next-server}", None);

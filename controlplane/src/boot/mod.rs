@@ -7,13 +7,18 @@
 //! - [`populate`] copies Debian's iPXE builds into the root at start when missing.
 //! - [`populate_pxelinux`] copies Debian's `pxelinux.0` and the BIOS modules its menu needs
 //!   ([`PXELINUX_FILES`], [`SYSLINUX_MODULES`]) the same way.
-//! - [`pxelinux`] generates `pxelinux.cfg/...` from the profiles (issue 12).
+//! - [`populate_secure_boot`] copies the Microsoft-signed shim and Debian's signed network
+//!   GRUB ([`SECURE_BOOT_FILES`]) under the names shim and GRUB look for (issue 12).
+//! - [`pxelinux`] generates `pxelinux.cfg/...` and [`grub`] `grub/grub.cfg...` from the
+//!   profiles; [`generated`] serves both to TFTP and HTTP (issue 12).
 //! - [`catalog`] holds profiles, script versions and the iPXE script template
 //!   (rendered with minijinja from [`DEFAULT_SCRIPT`] or a replacement).
 //!
 //! Holds no global state.
 
 pub mod catalog;
+pub mod generated;
+pub mod grub;
 pub mod pxelinux;
 
 use std::{
@@ -39,6 +44,14 @@ pub struct BootConfig {
     /// Where the BIOS syslinux modules PXELINUX loads ([`SYSLINUX_MODULES`]) come from.
     /// Default `/usr/lib/syslinux/modules/bios` (Debian's `syslinux-common`).
     pub syslinux_modules: Option<PathBuf>,
+    /// Where the Microsoft-signed shim (`shimx64.efi.signed`, `mmx64.efi.signed`) copied
+    /// into the root at start comes from (issue 12 "Secure Boot"). Default `/usr/lib/shim`
+    /// (Debian's `shim-signed`).
+    pub shim_source: Option<PathBuf>,
+    /// Where Debian's signed network GRUB (`grubnetx64.efi.signed`, copied as
+    /// `grubx64.efi`) comes from. Default `/usr/lib/grub/x86_64-efi-signed` (Debian's
+    /// `grub-efi-amd64-signed`).
+    pub grub_efi_source: Option<PathBuf>,
     /// A minijinja template replacing the default iPXE script (see [`DEFAULT_SCRIPT`] for
     /// the variables). Default: none.
     pub ipxe_script: Option<String>,
@@ -58,6 +71,8 @@ impl Default for BootConfig {
             ipxe_source: None,
             pxelinux_source: None,
             syslinux_modules: None,
+            shim_source: None,
+            grub_efi_source: None,
             ipxe_script: None,
             rate_per_client: 50,
             rate_burst: 200,
@@ -93,6 +108,21 @@ pub const PXELINUX_FILES: [&str; 1] = ["pxelinux.0"];
 /// `ldlinux.c32` (PXELINUX's core, loaded right after `pxelinux.0`), and `menu.c32` with
 /// the libraries it links against (`libutil.c32`, `libcom32.c32`) for the generated menu.
 pub const SYSLINUX_MODULES: [&str; 4] = ["ldlinux.c32", "menu.c32", "libutil.c32", "libcom32.c32"];
+
+/// The Secure Boot chain [`populate_secure_boot`] copies, as `(source file, name in the
+/// root)`: from `[boot] shim_source`, the Microsoft-signed shim (the DHCP boot file of
+/// Secure Boot clients) and MokManager (which shim fetches when a key enrolment is
+/// pending); from `[boot] grub_efi_source`, Debian's signed network GRUB, under the name
+/// shim loads next (`grubx64.efi`, from the TFTP root: measured with shim 15.8, which asks
+/// for it there even when shim itself was served from a subdirectory).
+pub const SECURE_BOOT_FILES: [(&str, &str); 3] = [
+    ("shimx64.efi.signed", "shimx64.efi"),
+    ("mmx64.efi.signed", "mmx64.efi"),
+    ("grubnetx64.efi.signed", "grubx64.efi"),
+];
+
+/// The boot file Secure Boot clients are handed (the first of [`SECURE_BOOT_FILES`]).
+pub const SHIM_FILE: &str = "shimx64.efi";
 
 /// Why a path was refused.
 #[derive(Debug, thiserror::Error)]
@@ -169,12 +199,35 @@ pub fn populate_pxelinux(root: &Path, loader_dir: &Path, modules_dir: &Path) -> 
     Ok(copied)
 }
 
+/// [`populate`] for Secure Boot: the shim pair of [`SECURE_BOOT_FILES`] from `shim_dir`
+/// and GRUB from `grub_dir`, renamed, each only when the root lacks it. Returns the names
+/// copied; missing sources are skipped (Secure Boot is optional).
+///
+/// # Errors
+/// Creating the root or copying a file failed.
+pub fn populate_secure_boot(root: &Path, shim_dir: &Path, grub_dir: &Path) -> io::Result<Vec<String>> {
+    let pairs: Vec<(PathBuf, &str)> = SECURE_BOOT_FILES
+        .iter()
+        .map(|&(src, dst)| {
+            let dir = if src.starts_with("grub") { grub_dir } else { shim_dir };
+            (dir.join(src), dst)
+        })
+        .collect();
+    copy_pairs(root, &pairs)
+}
+
 fn copy_missing(root: &Path, source: &Path, names: &[&str]) -> io::Result<Vec<String>> {
+    let pairs: Vec<(PathBuf, &str)> = names.iter().map(|&n| (source.join(n), n)).collect();
+    copy_pairs(root, &pairs)
+}
+
+/// Copies each `(source file, name)` whose name the root lacks and whose source exists.
+fn copy_pairs(root: &Path, pairs: &[(PathBuf, &str)]) -> io::Result<Vec<String>> {
     std::fs::create_dir_all(root)?;
     let mut copied = Vec::new();
-    for &name in names {
+    for (src, name) in pairs {
+        let (src, name) = (src.as_path(), *name);
         let dst = root.join(name);
-        let src = source.join(name);
         if dst.exists() || !src.exists() {
             continue;
         }
@@ -300,6 +353,22 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn populate_secure_boot_renames_into_the_root() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (shim, grub, root) = (tmp.path().join("s"), tmp.path().join("g"), tmp.path().join("root"));
+        std::fs::create_dir_all(&shim).unwrap();
+        std::fs::create_dir_all(&grub).unwrap();
+        std::fs::write(shim.join("shimx64.efi.signed"), b"shim").unwrap();
+        std::fs::write(grub.join("grubnetx64.efi.signed"), b"grub").unwrap();
+        std::fs::create_dir_all(&root).unwrap();
+        let copied = populate_secure_boot(&root, &shim, &grub).unwrap();
+        assert_eq!(copied, ["shimx64.efi", "grubx64.efi"]);
+        assert_eq!(std::fs::read(root.join("grubx64.efi")).unwrap(), b"grub");
+        assert_eq!(std::fs::read(root.join(SHIM_FILE)).unwrap(), b"shim");
+        assert!(populate_secure_boot(&root, &shim, &grub).unwrap().is_empty());
     }
 
     #[test]

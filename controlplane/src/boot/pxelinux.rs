@@ -5,7 +5,7 @@
 //! `pxelinux.cfg/01-<mac with dashes>`, eight shrinking hex-IP prefixes
 //! (`pxelinux.cfg/0A4D0064`, `0A4D006`, ...) and `pxelinux.cfg/default`, and uses the first
 //! it gets (syslinux `doc/pxelinux.txt`). Bootlane answers, without writing anything to
-//! disk ([`generate`], used by TFTP through [`PxelinuxFiles`] and by `GET /boot/...`):
+//! disk ([`generate`], used by TFTP and `GET /boot/...` through [`super::generated`]):
 //! - `01-<mac>` for a registered host: its profile's menu (the default profile when it
 //!   has none); an unregistered MAC is "file not found", so PXELINUX goes on;
 //! - `default` always: the default profile's menu;
@@ -25,14 +25,9 @@
 //!
 //! Holds no state of its own.
 
-use std::{net::SocketAddr, sync::Arc};
-
 use super::catalog::{BootCatalog, EntryType, MenuEntry, Profile, BASE_URL_VAR};
-use crate::{
-    events::{EventBus, NewEvent},
-    net::types::MacAddr,
-    service_error::ServiceError,
-};
+use super::generated::{Generated, Loader};
+use crate::{net::types::MacAddr, service_error::ServiceError};
 
 /// The directory PXELINUX reads its configuration from, next to `pxelinux.0`.
 pub const CFG_DIR: &str = "pxelinux.cfg";
@@ -187,19 +182,6 @@ pub fn render(profile: &Profile, mac: Option<MacAddr>, host: Option<&str>, base_
     out
 }
 
-/// A generated configuration and who it is for.
-#[derive(Debug, Clone)]
-pub struct Generated {
-    /// The file's text.
-    pub text: String,
-    /// The profile it came from.
-    pub profile: String,
-    /// The registered host's name (a `01-<mac>` file).
-    pub host: Option<String>,
-    /// The MAC of a `01-<mac>` file.
-    pub mac: Option<MacAddr>,
-}
-
 /// The configuration for `path` (see the module documentation), or `None` when Bootlane
 /// generates no file of that name (not a `pxelinux.cfg/` path, an unregistered MAC, a
 /// UUID or hex-IP name). `base_url` as in [`render`].
@@ -225,80 +207,8 @@ pub fn generate(catalog: &BootCatalog, path: &str, base_url: &str) -> Result<Opt
         profile: profile.name,
         host,
         mac,
+        loader: Loader::Pxelinux,
     }))
-}
-
-/// Publishes `boot.pxelinux.served` for a generated file sent over `protocol` to `peer`.
-pub fn served_event(events: &EventBus, path: &str, g: &Generated, protocol: &str, peer: Option<std::net::IpAddr>) {
-    let who = g.mac.map_or_else(|| "default".to_string(), |m| m.to_string());
-    tracing::info!(file = %path, profile = %g.profile, %protocol, ?peer, "serving the generated PXELINUX configuration for {who}");
-    let mut e = NewEvent::new(
-        "boot.pxelinux.served",
-        format!(
-            "PXELINUX configuration {path} (profile {}) served over {protocol}",
-            g.profile
-        ),
-    )
-    .resource("file", path)
-    .data(serde_json::json!({
-        "file": path,
-        "mac": g.mac.map(|m| m.to_string()),
-        "profile": g.profile,
-        "host": g.host,
-        "protocol": protocol,
-    }));
-    if let Some(p) = peer {
-        e = e.remote(p);
-    }
-    events.publish(e);
-}
-
-/// The TFTP face of [`generate`] ([`crate::tftp::handler::GeneratedFiles`]): the base URL
-/// in command lines is the netboot `http_base_url` when set, else
-/// `http://<the address this server uses towards the client>:<API port>`.
-pub struct PxelinuxFiles {
-    /// Hosts and profiles.
-    pub catalog: Arc<BootCatalog>,
-    /// `/settings/netboot` `http_base_url`, read per request.
-    pub http_base: crate::dhcp::handler::HttpBaseUrl,
-    /// The API (and HTTP boot) port.
-    pub http_port: u16,
-    /// Where `boot.pxelinux.served` goes.
-    pub events: Arc<EventBus>,
-}
-
-/// The local address the kernel would use to reach `peer` (a connected UDP socket sends
-/// nothing); `None` when there is no route.
-fn local_towards(peer: SocketAddr) -> Option<std::net::IpAddr> {
-    let any: SocketAddr = if peer.is_ipv4() {
-        ([0, 0, 0, 0], 0).into()
-    } else {
-        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-    };
-    let s = std::net::UdpSocket::bind(any).ok()?;
-    s.connect(peer).ok()?;
-    s.local_addr().ok().map(|a| a.ip())
-}
-
-impl crate::tftp::handler::GeneratedFiles for PxelinuxFiles {
-    fn generate(&self, path: &str, peer: SocketAddr) -> Option<Vec<u8>> {
-        parse_cfg_path(path)?;
-        let base = self.http_base.read().ok().and_then(|g| g.clone()).unwrap_or_else(|| {
-            let ip = local_towards(peer).unwrap_or(std::net::IpAddr::from([127, 0, 0, 1]));
-            format!("http://{}", SocketAddr::new(ip, self.http_port))
-        });
-        match generate(&self.catalog, path, &base) {
-            Ok(Some(g)) => {
-                served_event(&self.events, path, &g, "tftp", Some(peer.ip()));
-                Some(g.text.into_bytes())
-            }
-            Ok(None) => None,
-            Err(e) => {
-                tracing::error!(file = %path, error = %e, "generating the PXELINUX configuration failed");
-                None
-            }
-        }
-    }
 }
 
 #[cfg(test)]

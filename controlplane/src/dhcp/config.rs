@@ -74,6 +74,12 @@ pub struct SubnetConfig {
     /// `[[dhcp.subnets.reservations]]`: fixed addresses; they always win over the pool.
     #[serde(default)]
     pub reservations: Vec<Reservation>,
+    /// Secure Boot for every x86-64 UEFI client of this subnet (issue 12): architecture 7
+    /// and 9 clients are handed the signed shim ([`crate::boot::SHIM_FILE`]), which loads
+    /// signed GRUB and its generated menu, instead of iPXE. Hosts can ask for it one by one
+    /// with their `secure_boot` flag. Default false.
+    #[serde(default)]
+    pub secure_boot: bool,
 }
 
 /// A fixed address for one MAC.

@@ -112,6 +112,8 @@ struct SubnetOverride {
     interface: Option<String>,
     #[serde(default)]
     server_address: Option<Ipv4Addr>,
+    #[serde(default)]
+    secure_boot: Option<bool>,
 }
 
 /// One subnet in `PUT /services/dhcp`: `cidr` names a subnet of the configuration file;
@@ -143,6 +145,8 @@ pub struct SubnetPatch {
     /// Restart-only: Bootlane's address on the subnet.
     #[schema(value_type = Option<String>)]
     pub server_address: Option<Ipv4Addr>,
+    /// Hand x86-64 UEFI clients the signed shim (Secure Boot) instead of iPXE (live).
+    pub secure_boot: Option<bool>,
     /// Read-only fields of the GET answer, accepted and ignored.
     pub reservations: Option<serde_json::Value>,
     /// Read-only, ignored.
@@ -192,6 +196,8 @@ pub struct SubnetView {
     pub server: Option<Ipv4Addr>,
     /// Number of reservations (file and API).
     pub reservations: usize,
+    /// x86-64 UEFI clients get the signed shim (Secure Boot) instead of iPXE.
+    pub secure_boot: bool,
 }
 
 /// `GET /services/dhcp` answer.
@@ -425,6 +431,7 @@ impl DhcpControl {
                     c.router = o.router.or(c.router);
                     c.dns = o.dns.clone().or(c.dns);
                     c.lease_time_secs = o.lease_time_secs.unwrap_or(c.lease_time_secs);
+                    c.secure_boot = o.secure_boot.unwrap_or(c.secure_boot);
                 }
                 c.reservations
                     .extend(stored.iter().filter(|r| r.subnet == key).map(|r| Reservation {
@@ -502,6 +509,7 @@ impl DhcpControl {
                         .as_ref()
                         .and_then(|r| r.iter().find(|s| s.key == key).map(|s| s.server)),
                     reservations: c.reservations.len(),
+                    secure_boot: c.secure_boot,
                 }
             })
             .collect();
@@ -567,6 +575,7 @@ impl DhcpControl {
                 o.dns = p.dns;
             }
             o.lease_time_secs = p.lease_time_secs.or(o.lease_time_secs);
+            o.secure_boot = p.secure_boot.or(o.secure_boot);
         }
         let candidate = DhcpConfig {
             subnets: self.effective_with(&overrides)?,

@@ -184,6 +184,18 @@ pub struct BootHandler {
     events: Option<Arc<crate::events::EventBus>>,
     http_base: Option<HttpBaseUrl>,
     access: Option<Arc<crate::access::gate::AccessGate>>,
+    secure_boot: Option<SecureBootHosts>,
+}
+
+/// The MACs of hosts whose `secure_boot` flag is set (issue 12), kept by
+/// [`crate::inventory::service::HostService`] and read per request: their x86-64 UEFI
+/// boots get the signed shim instead of iPXE.
+pub type SecureBootHosts = Arc<RwLock<std::collections::HashSet<MacAddr>>>;
+
+/// The Secure Boot boot file for client architecture `arch`: the signed shim for x86-64
+/// UEFI (7, 9); `None` for the others, which keep the arch map's file.
+pub fn secure_boot_file(arch: u16) -> Option<&'static str> {
+    matches!(arch, 7 | 9).then_some(crate::boot::SHIM_FILE)
 }
 
 /// The HTTP base URL clients should use (`/settings/netboot` `http_base_url`, e.g.
@@ -241,6 +253,7 @@ impl BootHandler {
             events: None,
             http_base: None,
             access: None,
+            secure_boot: None,
         }
     }
 
@@ -294,6 +307,12 @@ impl BootHandler {
             return false;
         }
         true
+    }
+
+    /// Hands the signed shim to the x86-64 UEFI boots of the hosts in `hosts` (issue 12).
+    pub fn with_secure_boot(mut self, hosts: SecureBootHosts) -> Self {
+        self.secure_boot = Some(hosts);
+        self
     }
 
     /// Names the iPXE script URL from `base` when it holds a URL (see [`HttpBaseUrl`]).
@@ -384,17 +403,30 @@ impl BootHandler {
 
     /// Adds the boot options for a boot client; returns false (and adds nothing) when the
     /// client has no boot file (not a boot client, or an architecture without entry).
-    fn add_boot(&self, reply: &mut Message, req: &DhcpRequest, server: Ipv4Addr) -> bool {
+    fn add_boot(&self, reply: &mut Message, req: &DhcpRequest, subnet: &Subnet) -> bool {
         let class = req.class;
+        let server = subnet.server;
         if !class.is_boot_client() {
             return false;
         }
+        // Issue 12: a Secure Boot client (its subnet's or its host's flag) that is not
+        // already running iPXE gets the signed shim, which loads signed GRUB.
+        let wants_sb = subnet.cfg.secure_boot
+            || self
+                .secure_boot
+                .as_ref()
+                .is_some_and(|h| h.read().is_ok_and(|g| g.contains(&req.mac)));
+        let shim = (wants_sb && !class.ipxe && !class.http)
+            .then(|| secure_boot_file(class.arch.unwrap_or(0)))
+            .flatten();
         // Issue 12: where the arch map names a PXELINUX loader for this architecture, iPXE
         // clients (an iPXE option ROM, as QEMU's) get it too rather than the iPXE script:
         // the site chose PXELINUX for these machines.
         let arch_file = self.arch_map().get(&class.arch.unwrap_or(0)).cloned();
         let pxelinux = arch_file.as_deref().is_some_and(is_pxelinux_loader);
-        let file = if class.ipxe && !pxelinux {
+        let file = if let Some(f) = shim {
+            f.to_string()
+        } else if class.ipxe && !pxelinux {
             let base = self
                 .http_base
                 .as_ref()
@@ -560,7 +592,7 @@ impl BootHandler {
                 r.set_yiaddr(ip);
                 let host = Self::reserved_host(s, mac);
                 self.add_network(&mut r, s, Some(s.cfg.lease_time_secs), host.as_deref());
-                self.add_boot(&mut r, req, s.server);
+                self.add_boot(&mut r, req, s);
                 tracing::info!(%mac, %ip, subnet = %s.net, "DHCPOFFER");
                 let dest = Self::dest(req, ctx, false, &mut r);
                 Some(DhcpReply { msg: r, dest })
@@ -609,7 +641,7 @@ impl BootHandler {
                 let mut r = Self::base(req, MessageType::Ack, s.server);
                 r.set_ciaddr(req.msg.ciaddr());
                 self.add_network(&mut r, s, None, None);
-                self.add_boot(&mut r, req, s.server);
+                self.add_boot(&mut r, req, s);
                 let dest = Self::dest(req, ctx, false, &mut r);
                 Some(DhcpReply { msg: r, dest })
             }
@@ -672,7 +704,7 @@ impl BootHandler {
         r.set_ciaddr(ciaddr);
         let host = Self::reserved_host(s, mac);
         self.add_network(&mut r, s, Some(s.cfg.lease_time_secs), host.as_deref());
-        self.add_boot(&mut r, req, s.server);
+        self.add_boot(&mut r, req, s);
         tracing::info!(%mac, %ip, state, "DHCPACK");
         self.lease_event(
             if state == "renewing" { "renewed" } else { "granted" },
@@ -697,7 +729,7 @@ impl BootHandler {
             _ => return None,
         };
         let mut r = Self::base(req, kind, s.server);
-        if !self.add_boot(&mut r, req, s.server) {
+        if !self.add_boot(&mut r, req, s) {
             return None;
         }
         tracing::info!(mac = %req.mac, port = ctx.port, ?kind, "proxyDHCP reply");

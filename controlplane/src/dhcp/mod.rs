@@ -60,6 +60,7 @@ impl DhcpService {
         domain: DomainFn,
         token: CancellationToken,
         access: Arc<crate::access::gate::AccessGate>,
+        secure_boot: handler::SecureBootHosts,
     ) -> anyhow::Result<Option<Self>> {
         if !control.any_active()? {
             tracing::info!("DHCP off (no [[dhcp.subnets]] in server or proxy mode)");
@@ -82,7 +83,8 @@ impl DhcpService {
             )
             .with_events(control.events().clone())
             .with_http_base(http_base)
-            .with_access(access),
+            .with_access(access)
+            .with_secure_boot(secure_boot),
         );
         let expiry = tokio::spawn(watch_expiry(control.clone(), token.clone()));
         let mut server = Server::new(handler.clone(), token);
@@ -166,12 +168,19 @@ pub struct DhcpUnit {
     running: tokio::sync::Mutex<Option<DhcpService>>,
     listen: std::sync::Mutex<Option<Vec<String>>>,
     access: Arc<crate::access::gate::AccessGate>,
+    secure_boot: handler::SecureBootHosts,
 }
 
 impl DhcpUnit {
     /// Enforces access control through `gate` (default: a gate that allows everyone).
     pub fn with_access(mut self, gate: Arc<crate::access::gate::AccessGate>) -> Self {
         self.access = gate;
+        self
+    }
+
+    /// Hosts whose x86-64 UEFI boots get the signed shim (default: none).
+    pub fn with_secure_boot(mut self, hosts: handler::SecureBootHosts) -> Self {
+        self.secure_boot = hosts;
         self
     }
 
@@ -193,6 +202,7 @@ impl DhcpUnit {
             running: tokio::sync::Mutex::new(None),
             listen: std::sync::Mutex::new(None),
             access: crate::access::gate::AccessGate::open_to_all(),
+            secure_boot: handler::SecureBootHosts::default(),
         }
     }
 }
@@ -214,6 +224,7 @@ impl crate::supervisor::Service for DhcpUnit {
                 self.domain.clone(),
                 self.root.child_token(),
                 self.access.clone(),
+                self.secure_boot.clone(),
             )
             .await?
             .ok_or_else(|| {

@@ -37,6 +37,7 @@ fn subnet(mode: SubnetMode) -> SubnetConfig {
             ip: Ipv4Addr::new(10, 77, 0, 50),
             hostname: Some("fixed".into()),
         }],
+        secure_boot: false,
     }
 }
 

@@ -33,6 +33,10 @@ pub struct Host {
     /// The host's own baseline (issue 13), applied before its profile's and the default.
     #[serde(default)]
     pub baseline_id: Option<u64>,
+    /// Boot through the Secure Boot chain (issue 12): the host's x86-64 UEFI boots get
+    /// the signed shim, then signed GRUB with its generated menu, instead of iPXE.
+    #[serde(default)]
+    pub secure_boot: bool,
     /// BMC address (kept for a later issue).
     pub bmc_addr: Option<String>,
     /// BMC user name.
@@ -68,6 +72,8 @@ pub struct HostView {
     /// The host's own baseline (post-install scripts); `null`: none (its profile's and
     /// the default baseline still apply).
     pub baseline_id: Option<u64>,
+    /// Its x86-64 UEFI boots get the signed shim and GRUB (Secure Boot) instead of iPXE.
+    pub secure_boot: bool,
     /// BMC address.
     pub bmc_addr: Option<String>,
     /// BMC user.
@@ -95,6 +101,7 @@ impl From<&Host> for HostView {
             ip: h.ip,
             profile_id: h.profile_id,
             baseline_id: h.baseline_id,
+            secure_boot: h.secure_boot,
             bmc_addr: h.bmc_addr.clone(),
             bmc_user: h.bmc_user.clone(),
             has_bmc_password: h.bmc_password.as_deref().is_some_and(|p| !p.is_empty()),
@@ -126,6 +133,9 @@ pub struct HostInput {
     #[serde(default, deserialize_with = "double_option")]
     #[schema(value_type = Option<u64>)]
     pub baseline_id: Option<Option<u64>>,
+    /// Boot through the Secure Boot chain (shim, signed GRUB) on x86-64 UEFI; default
+    /// false.
+    pub secure_boot: Option<bool>,
     /// BMC address.
     #[serde(default, deserialize_with = "double_option")]
     #[schema(value_type = Option<String>)]
@@ -160,6 +170,7 @@ impl Host {
             ip: None,
             profile_id: None,
             baseline_id: None,
+            secure_boot: false,
             bmc_addr: None,
             bmc_user: None,
             bmc_password: None,
@@ -212,6 +223,9 @@ impl Host {
         }
         if let Some(b) = input.baseline_id {
             self.baseline_id = b;
+        }
+        if let Some(sb) = input.secure_boot {
+            self.secure_boot = sb;
         }
         if let Some(v) = input.bmc_addr {
             self.bmc_addr = v.map(|v| short_text("bmc_addr", &v, 255)).transpose()?;

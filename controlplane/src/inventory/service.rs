@@ -43,6 +43,7 @@ pub struct HostService {
     baselines: Table<crate::scripts::Baseline>,
     write: tokio::sync::Mutex<()>,
     events: Arc<EventBus>,
+    secure_boot: crate::dhcp::handler::SecureBootHosts,
 }
 
 impl HostService {
@@ -51,14 +52,37 @@ impl HostService {
     /// # Errors
     /// Store errors.
     pub fn open(store: &Store, profile_exists: ProfileExists, events: Arc<EventBus>) -> Result<Arc<Self>> {
-        Ok(Arc::new(Self {
+        let s = Self {
             hosts: store.table()?,
             sealer: std::sync::OnceLock::new(),
             profile_exists,
             baselines: store.table()?,
             write: tokio::sync::Mutex::new(()),
             events,
-        }))
+            secure_boot: Default::default(),
+        };
+        s.refresh_secure_boot()?;
+        Ok(Arc::new(s))
+    }
+
+    /// The MACs of hosts with `secure_boot` set, kept current by every host write (the
+    /// DHCP handler reads it per request).
+    pub fn secure_boot_hosts(&self) -> crate::dhcp::handler::SecureBootHosts {
+        self.secure_boot.clone()
+    }
+
+    fn refresh_secure_boot(&self) -> Result<()> {
+        let macs = self
+            .hosts
+            .list()?
+            .into_iter()
+            .filter(|h| h.secure_boot)
+            .filter_map(|h| h.mac.parse().ok())
+            .collect();
+        if let Ok(mut g) = self.secure_boot.write() {
+            *g = macs;
+        }
+        Ok(())
     }
 
     /// Sets the sealer of BMC passwords (once, at wiring) and seals the passwords stored
@@ -217,8 +241,16 @@ impl HostService {
         Ok(h)
     }
 
-    /// `host.<verb>`; the payloads are [`HostView`]s (no BMC password).
+    /// `host.<verb>`; the payloads are [`HostView`]s (no BMC password). Called after every
+    /// write, so it also refreshes the Secure Boot MACs when a flag or MAC may have moved.
     fn event(&self, verb: &str, action: &str, before: Option<&Host>, after: Option<&Host>) {
+        let sb = |h: Option<&Host>| h.map(|h| (h.secure_boot, h.mac.clone()));
+        let touched = before.is_some_and(|h| h.secure_boot) || after.is_some_and(|h| h.secure_boot);
+        if touched && sb(before) != sb(after) {
+            if let Err(e) = self.refresh_secure_boot() {
+                tracing::error!(error = %e, "refreshing the Secure Boot hosts failed");
+            }
+        }
         let Some(h) = after.or(before) else { return };
         self.events.publish(NewEvent::write(
             format!("host.{verb}"),

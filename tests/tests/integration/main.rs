@@ -73,3 +73,8 @@ mod updates_netns;
 // PXELINUX (issue 12): generated pxelinux.cfg/01-<mac> over TFTP and HTTP, and a QEMU
 // SeaBIOS machine booting the Debian installer kernel through PXELINUX.
 mod pxelinux_netns;
+
+// Secure Boot (issue 12): OVMF with Microsoft keys and Secure Boot enforced boots the signed
+// shim, Debian's signed network GRUB with its generated menu, and the signed installer kernel;
+// the same firmware refuses unsigned iPXE.
+mod secureboot_netns;

@@ -1,5 +1,6 @@
 // Hosts (issue 5): list with search and paging, create/edit/delete, and each host's
-// boot-config preview, and a Wake-on-LAN button per host (optionally through one
+// boot-config preview (iPXE, GRUB, PXELINUX), the Secure Boot flag (issue 12), and a
+// Wake-on-LAN button per host (optionally through one
 // interface of `GET /wol/interfaces`). Live on `host.*` events.
 
 import { useState } from 'preact/hooks';
@@ -14,8 +15,12 @@ interface Host {
   ip?: string | null;
   profile_id?: number | null;
   baseline_id?: number | null;
+  secure_boot?: boolean;
   description: string;
 }
+
+/** The boot-config formats by name, as the buttons show them. */
+export const FORMAT_NAMES = { ipxe: 'iPXE', grub: 'GRUB', pxelinux: 'PXELINUX' } as const;
 
 export function Hosts() {
   const [q, setQ] = useState('');
@@ -27,7 +32,7 @@ export function Hosts() {
   const [err, setErr] = useState<string | null>(null);
   const [via, setVia] = useState('');
   const [woke, setWoke] = useState<{ ok: boolean; text: string } | null>(null);
-  // The boot configuration the host would get now, as iPXE (its script) or PXELINUX.
+  // The boot configuration the host would get now, as iPXE (its script), GRUB or PXELINUX.
   const showConfig = (id: number, format: string) =>
     apiText(`/hosts/${id}/boot-config?format=${format}`).then(
       (text) => setPreview({ id, format, text }),
@@ -59,12 +64,13 @@ export function Hosts() {
               { name: 'ip', label: 'IP (optional)' },
               { name: 'profile_id', label: 'Profile id (optional)', type: 'number' },
               { name: 'baseline_id', label: 'Baseline id (optional)', type: 'number', hint: 'post-install scripts run before its profile\'s and the default baseline' },
+              { name: 'secure_boot', label: 'Secure Boot', type: 'checkbox', hint: 'x86-64 UEFI boots get the signed shim and GRUB instead of iPXE' },
               { name: 'description', label: 'Description' },
             ]}
             initial={
               editing === 'new'
                 ? {}
-                : { name: editing.name, mac: editing.mac, ip: editing.ip ?? '', profile_id: editing.profile_id == null ? '' : String(editing.profile_id), baseline_id: editing.baseline_id == null ? '' : String(editing.baseline_id), description: editing.description }
+                : { name: editing.name, mac: editing.mac, ip: editing.ip ?? '', profile_id: editing.profile_id == null ? '' : String(editing.profile_id), baseline_id: editing.baseline_id == null ? '' : String(editing.baseline_id), secure_boot: !!editing.secure_boot, description: editing.description }
             }
             submitLabel={editing === 'new' ? 'Create' : 'Save'}
             cancel={() => setEditing(null)}
@@ -75,6 +81,7 @@ export function Hosts() {
                 ip: v.ip ? v.ip : null,
                 profile_id: v.profile_id ? Number(v.profile_id) : null,
                 baseline_id: v.baseline_id ? Number(v.baseline_id) : null,
+                secure_boot: !!v.secure_boot,
                 description: v.description ?? '',
               };
               if (editing === 'new') await api('POST', '/hosts', body);
@@ -96,6 +103,7 @@ export function Hosts() {
           { h: 'IP', f: (h) => h.ip ?? '-' },
           { h: 'Profile', f: (h) => h.profile_id ?? 'default' },
           { h: 'Baseline', f: (h) => h.baseline_id ?? '-' },
+          { h: 'Secure Boot', f: (h) => (h.secure_boot ? 'yes' : '-') },
           {
             h: '',
             f: (h) => (
@@ -116,9 +124,9 @@ export function Hosts() {
             Boot config of host {preview.id} <button onClick={() => setPreview(null)}>Close</button>
           </h2>
           <div class="actions" role="group" aria-label="boot config format">
-            {['ipxe', 'pxelinux'].map((f) => (
+            {(['ipxe', 'grub', 'pxelinux'] as const).map((f) => (
               <button class={preview.format === f ? 'primary' : ''} aria-pressed={preview.format === f} onClick={() => showConfig(preview.id, f)}>
-                {f === 'ipxe' ? 'iPXE' : 'PXELINUX'}
+                {FORMAT_NAMES[f]}
               </button>
             ))}
           </div>

@@ -1,11 +1,53 @@
 // Profiles (issue 5): list, create/delete, the menu entries as a structured form, script
 // versions with a side-by-side diff against the current script, rollback; and the iPXE
-// script template editor (render errors marked at their line).
+// script template editor (render errors marked at their line); the preview of a profile as
+// iPXE, GRUB or PXELINUX with what of it cannot run under Secure Boot (issue 12).
 
 import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { Danger, Err, Form, Header, Table, useGet, when } from '../ui';
 import { DiffView, MenuEntriesEditor, TemplateEditor } from './editors';
+import { FORMAT_NAMES } from './hosts';
+
+interface Finding {
+  entry: string;
+  label: string;
+  verdict: 'ok' | 'blocked' | 'unchecked';
+  detail: string;
+}
+
+/** `GET /profiles/{id}/preview`: the configuration in one format and the Secure Boot verdicts. */
+function Preview(props: { profile: Profile; close: () => void }) {
+  const [format, setFormat] = useState<keyof typeof FORMAT_NAMES>('grub');
+  const { data, error } = useGet<{ text: string; secure_boot: Finding[] }>(`/profiles/${props.profile.id}/preview?format=${format}`, ['profile.']);
+  return (
+    <div class="panel" data-testid="profile-preview">
+      <h2>
+        Preview of {props.profile.name} <button onClick={props.close}>Close</button>
+      </h2>
+      <div class="actions" role="group" aria-label="preview format">
+        {(Object.keys(FORMAT_NAMES) as (keyof typeof FORMAT_NAMES)[]).map((f) => (
+          <button class={format === f ? 'primary' : ''} aria-pressed={format === f} onClick={() => setFormat(f)}>
+            {FORMAT_NAMES[f]}
+          </button>
+        ))}
+      </div>
+      <Err msg={error} />
+      <h3>Under Secure Boot</h3>
+      <Table
+        testid="secure-boot-findings"
+        rows={data?.secure_boot}
+        empty="No entries."
+        cols={[
+          { h: 'Entry', f: (x) => `${x.entry} ${x.label}` },
+          { h: 'Verdict', f: (x) => <span class={x.verdict === 'blocked' ? 'error' : x.verdict === 'ok' ? 'ok' : 'muted'}>{x.verdict}</span> },
+          { h: 'Why', f: (x) => x.detail },
+        ]}
+      />
+      <pre class="json" data-testid="profile-preview-text">{data?.text ?? ''}</pre>
+    </div>
+  );
+}
 
 interface Profile {
   id: number;
@@ -81,6 +123,7 @@ export function Profiles() {
   const list = data?.profiles;
   const [editing, setEditing] = useState<Profile | 'new' | null>(null);
   const [versions, setVersions] = useState<Profile | null>(null);
+  const [preview, setPreview] = useState<Profile | null>(null);
   const [err, setErr] = useState<string | null>(null);
   return (
     <section>
@@ -145,6 +188,7 @@ export function Profiles() {
               <span class="btns">
                 <button onClick={() => setEditing(p)}>Edit</button>
                 <button onClick={() => setVersions(p)}>Versions</button>
+                <button onClick={() => setPreview(p)}>Preview</button>
                 <Danger label="Delete" question={`Delete profile ${p.name}?`} action={() => api('DELETE', `/profiles/${p.id}`).then(reload, (e: Error) => setErr(e.message))} />
               </span>
             ),
@@ -152,6 +196,7 @@ export function Profiles() {
         ]}
       />
       {versions && <Versions profile={versions} />}
+      {preview && <Preview profile={preview} close={() => setPreview(null)} />}
       <TemplateEditor />
     </section>
   );

@@ -1,0 +1,155 @@
+//! Boot-loader configuration files made from the profiles on every request (issue 12):
+//! PXELINUX's `pxelinux.cfg/...` ([`super::pxelinux`]) and GRUB's `grub/grub.cfg...`
+//! ([`super::grub`]). One dispatch ([`generate`]) serves both to TFTP
+//! ([`BootConfigFiles`], a [`crate::tftp::handler::GeneratedFiles`]) and to
+//! `GET /boot/...`, asked only for names the boot directory does not hold (a file on disk
+//! wins), and one event per file served ([`served_event`]: `boot.pxelinux.served`,
+//! `boot.grub.served`).
+//!
+//! Holds no state of its own.
+
+use std::{net::SocketAddr, sync::Arc};
+
+use super::catalog::BootCatalog;
+use crate::{
+    events::{EventBus, NewEvent},
+    net::types::MacAddr,
+    service_error::ServiceError,
+};
+
+/// The boot loader a generated file is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loader {
+    /// `pxelinux.0` (BIOS).
+    Pxelinux,
+    /// Debian's signed network GRUB behind shim (UEFI, Secure Boot).
+    Grub,
+}
+
+impl Loader {
+    /// `pxelinux` or `grub` (the event type's middle word).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Pxelinux => "pxelinux",
+            Self::Grub => "grub",
+        }
+    }
+
+    /// `PXELINUX` or `GRUB`, for messages.
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::Pxelinux => "PXELINUX",
+            Self::Grub => "GRUB",
+        }
+    }
+}
+
+/// A generated configuration and who it is for.
+#[derive(Debug, Clone)]
+pub struct Generated {
+    /// The file's text.
+    pub text: String,
+    /// The profile it came from.
+    pub profile: String,
+    /// The registered host's name (a per-MAC file of a registered machine).
+    pub host: Option<String>,
+    /// The MAC of a per-MAC file.
+    pub mac: Option<MacAddr>,
+    /// The loader it is for.
+    pub loader: Loader,
+}
+
+/// The generated file for `path` (a PXELINUX or GRUB configuration name), or `None` when
+/// Bootlane makes no file of that name. `base_url` replaces `{base_url}` in command lines.
+///
+/// # Errors
+/// Store errors reading hosts and profiles.
+pub fn generate(catalog: &BootCatalog, path: &str, base_url: &str) -> Result<Option<Generated>, ServiceError> {
+    if super::pxelinux::parse_cfg_path(path).is_some() {
+        return super::pxelinux::generate(catalog, path, base_url);
+    }
+    if super::grub::parse_cfg_path(path).is_some() {
+        return super::grub::generate(catalog, path, base_url);
+    }
+    Ok(None)
+}
+
+/// True when `path` is a name [`generate`] may answer (so callers can skip the work for
+/// every other missing file).
+pub fn is_config_path(path: &str) -> bool {
+    super::pxelinux::parse_cfg_path(path).is_some() || super::grub::parse_cfg_path(path).is_some()
+}
+
+/// Publishes `boot.pxelinux.served` or `boot.grub.served` for a generated file sent over
+/// `protocol` (`tftp`, `http`) to `peer`.
+pub fn served_event(events: &EventBus, path: &str, g: &Generated, protocol: &str, peer: Option<std::net::IpAddr>) {
+    let who = g.mac.map_or_else(|| "default".to_string(), |m| m.to_string());
+    let loader = g.loader.title();
+    tracing::info!(file = %path, profile = %g.profile, %protocol, ?peer, "serving the generated {loader} configuration for {who}");
+    let mut e = NewEvent::new(
+        &format!("boot.{}.served", g.loader.name()),
+        format!("{loader} configuration {path} (profile {}) served over {protocol}", g.profile),
+    )
+    .resource("file", path)
+    .data(serde_json::json!({
+        "file": path,
+        "mac": g.mac.map(|m| m.to_string()),
+        "profile": g.profile,
+        "host": g.host,
+        "protocol": protocol,
+    }));
+    if let Some(p) = peer {
+        e = e.remote(p);
+    }
+    events.publish(e);
+}
+
+/// The TFTP face of [`generate`]: the base URL in command lines is the netboot
+/// `http_base_url` when set, else `http://<the address this server uses towards the
+/// client>:<API port>`.
+pub struct BootConfigFiles {
+    /// Hosts and profiles.
+    pub catalog: Arc<BootCatalog>,
+    /// `/settings/netboot` `http_base_url`, read per request.
+    pub http_base: crate::dhcp::handler::HttpBaseUrl,
+    /// The API (and HTTP boot) port.
+    pub http_port: u16,
+    /// Where the `served` events go.
+    pub events: Arc<EventBus>,
+}
+
+/// The local address the kernel would use to reach `peer` (a connected UDP socket sends
+/// nothing); `None` when there is no route.
+fn local_towards(peer: SocketAddr) -> Option<std::net::IpAddr> {
+    let any: SocketAddr = if peer.is_ipv4() {
+        ([0, 0, 0, 0], 0).into()
+    } else {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let s = std::net::UdpSocket::bind(any).ok()?;
+    s.connect(peer).ok()?;
+    s.local_addr().ok().map(|a| a.ip())
+}
+
+impl crate::tftp::handler::GeneratedFiles for BootConfigFiles {
+    fn generate(&self, path: &str, peer: SocketAddr) -> Option<Vec<u8>> {
+        if !is_config_path(path) {
+            return None;
+        }
+        let base = self.http_base.read().ok().and_then(|g| g.clone()).unwrap_or_else(|| {
+            let ip = local_towards(peer).unwrap_or(std::net::IpAddr::from([127, 0, 0, 1]));
+            format!("http://{}", SocketAddr::new(ip, self.http_port))
+        });
+        match generate(&self.catalog, path, &base) {
+            Ok(Some(g)) => {
+                served_event(&self.events, path, &g, "tftp", Some(peer.ip()));
+                Some(g.text.into_bytes())
+            }
+            Ok(None) => None,
+            Err(e) => {
+                tracing::error!(file = %path, error = %e, "generating a boot-loader configuration failed");
+                None
+            }
+        }
+    }
+}
