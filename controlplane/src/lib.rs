@@ -134,7 +134,11 @@ pub async fn run(
         tracing::info!(?copied, "PXELINUX files copied into the boot directory");
     }
     // Issue 12: the Secure Boot chain (signed shim, MokManager, signed network GRUB).
-    let shim_source = config.boot.shim_source.clone().unwrap_or_else(|| "/usr/lib/shim".into());
+    let shim_source = config
+        .boot
+        .shim_source
+        .clone()
+        .unwrap_or_else(|| "/usr/lib/shim".into());
     let grub_source = config
         .boot
         .grub_efi_source

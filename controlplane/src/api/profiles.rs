@@ -268,8 +268,9 @@ pub async fn preview(
 ) -> Result<Envelope<ProfilePreview>> {
     use super::hosts::BootConfigFormat as F;
     let p = catalog.profile(id)?;
-    let server = super::boot::safe_host(&headers)
-        .ok_or_else(|| super::error::ApiError::BadRequest("a valid Host header is required to build the URLs".into()))?;
+    let server = super::boot::safe_host(&headers).ok_or_else(|| {
+        super::error::ApiError::BadRequest("a valid Host header is required to build the URLs".into())
+    })?;
     let base = settings.http_base_url().unwrap_or_else(|| format!("http://{server}"));
     let format = q.format.unwrap_or(F::Ipxe);
     let text = match format {

@@ -95,7 +95,10 @@ async fn boot_config_formats() {
         grub.starts_with("# Bootlane: GRUB configuration for 52:54:00:aa:00:01 (host pxe1), profile \"d-i\".\n"),
         "{grub}"
     );
-    assert!(grub.contains("set timeout=3\nset timeout_style=menu\nset default=e2\n"), "{grub}");
+    assert!(
+        grub.contains("set timeout=3\nset timeout_style=menu\nset default=e2\n"),
+        "{grub}"
+    );
     assert!(
         grub.contains("menuentry 'Debian installer' --id e2 {\n  echo 'Loading Debian installer'\n  linux /d-i/linux console=ttyS0 url=http://10.77.0.1:8080/x\n  initrd /d-i/initrd.gz\n}\n"),
         "{grub}"
@@ -189,13 +192,20 @@ async fn grub_files_over_http() {
     let t = setup().await;
     let id = host_with_profile(&t).await;
     let (_, _, preview) = t
-        .call(Method::GET, &format!("/api/v1/hosts/{id}/boot-config?format=grub"), None)
+        .call(
+            Method::GET,
+            &format!("/api/v1/hosts/{id}/boot-config?format=grub"),
+            None,
+        )
         .await;
     let (s, h, main) = t.call(Method::GET, "/boot/grub/grub.cfg", None).await;
     assert_eq!(s, StatusCode::OK, "{main}");
     assert!(h["content-type"].to_str().unwrap().starts_with("text/plain"));
     let main = main.as_str().unwrap();
-    assert!(main.contains("configfile \"$prefix/grub.cfg-$net_default_mac\""), "{main}");
+    assert!(
+        main.contains("configfile \"$prefix/grub.cfg-$net_default_mac\""),
+        "{main}"
+    );
     assert!(main.contains("# Profile \"Default\"."), "{main}");
     for name in ["grub.cfg-52:54:00:aa:00:01", "grub.cfg-01-52-54-00-aa-00-01"] {
         let (s, _, v) = t.call(Method::GET, &format!("/boot/grub/{name}"), None).await;
@@ -203,7 +213,12 @@ async fn grub_files_over_http() {
     }
     let (s, _, v) = t.call(Method::GET, "/boot/grub/grub.cfg-52:54:00:aa:00:09", None).await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    assert!(v.as_str().unwrap().contains("not a registered host: the default profile"), "{v}");
+    assert!(
+        v.as_str()
+            .unwrap()
+            .contains("not a registered host: the default profile"),
+        "{v}"
+    );
     for p in ["grub.cfg-0A4D0064", "x86_64-efi/command.lst", "grub.cfg-"] {
         let (s, _, _) = t.call(Method::GET, &format!("/boot/grub/{p}"), None).await;
         assert_eq!(s, StatusCode::NOT_FOUND, "{p}");

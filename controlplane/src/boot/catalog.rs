@@ -513,7 +513,8 @@ impl BootCatalog {
     /// Invalid with minijinja's message when the template fails.
     pub fn preview_script(&self, profile: &Profile, server: &str, base_url: String) -> Result<String> {
         let ctx = ScriptContext::with_base(profile, "${net0/mac}", server, None, base_url);
-        render(&self.template().0, &ctx).map_err(|e| ServiceError::Invalid(format!("the iPXE script template fails: {e}")))
+        render(&self.template().0, &ctx)
+            .map_err(|e| ServiceError::Invalid(format!("the iPXE script template fails: {e}")))
     }
 }
 

@@ -88,7 +88,10 @@ pub fn served_event(events: &EventBus, path: &str, g: &Generated, protocol: &str
     tracing::info!(file = %path, profile = %g.profile, %protocol, ?peer, "serving the generated {loader} configuration for {who}");
     let mut e = NewEvent::new(
         &format!("boot.{}.served", g.loader.name()),
-        format!("{loader} configuration {path} (profile {}) served over {protocol}", g.profile),
+        format!(
+            "{loader} configuration {path} (profile {}) served over {protocol}",
+            g.profile
+        ),
     )
     .resource("file", path)
     .data(serde_json::json!({

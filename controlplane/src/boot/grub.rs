@@ -81,8 +81,7 @@ pub fn mac_file_name(mac: MacAddr) -> String {
 /// literally, else in single quotes (a `'` inside becomes `'\''`).
 fn word(w: &str) -> String {
     let plain = !w.is_empty()
-        && w
-            .chars()
+        && w.chars()
             .all(|c| c.is_ascii_alphanumeric() || "=,./:_+-@%^~".contains(c));
     if plain {
         w.to_string()
@@ -104,7 +103,11 @@ fn grub_path(p: &str, base_url: &str) -> Result<String, String> {
     for (scheme, proto) in [("http://", "http"), ("tftp://", "tftp")] {
         let Some(rest) = p.strip_prefix(scheme) else { continue };
         let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
-        let host = if proto == "http" { host.strip_suffix(":80").unwrap_or(host) } else { host };
+        let host = if proto == "http" {
+            host.strip_suffix(":80").unwrap_or(host)
+        } else {
+            host
+        };
         if host.is_empty() || host.contains(['@', ' ', ')', ',', '(']) {
             return Err(format!("{p:?} is not a URL GRUB can load"));
         }
@@ -185,7 +188,11 @@ fn menu(out: &mut String, profile: &Profile, host: Option<&str>, base_url: &str)
         let _ = writeln!(out, "menuentry {} --id {key} {{", word(&e.label));
         match e.kind {
             EntryType::Linux => {
-                let kernel = e.kernel.as_deref().and_then(|k| grub_path(k, base_url).ok()).unwrap_or_default();
+                let kernel = e
+                    .kernel
+                    .as_deref()
+                    .and_then(|k| grub_path(k, base_url).ok())
+                    .unwrap_or_default();
                 let _ = writeln!(out, "  echo {}", word(&format!("Loading {}", e.label)));
                 let mut line = format!("  linux {kernel}");
                 if let Some(c) = e.cmdline.as_deref().map(|c| c.replace(BASE_URL_VAR, base_url)) {
@@ -201,7 +208,11 @@ fn menu(out: &mut String, profile: &Profile, host: Option<&str>, base_url: &str)
                 }
             }
             EntryType::Chain => {
-                let target = e.url.as_deref().and_then(|u| grub_path(u, base_url).ok()).unwrap_or_default();
+                let target = e
+                    .url
+                    .as_deref()
+                    .and_then(|u| grub_path(u, base_url).ok())
+                    .unwrap_or_default();
                 let _ = writeln!(out, "  chainloader {target}");
             }
             _ => out.push_str("  exit\n"),
@@ -224,7 +235,11 @@ pub fn render(profile: &Profile, mac: Option<MacAddr>, host: Option<&str>, base_
         (None, _) => "machines without a file of their own".to_string(),
     };
     let mut out = String::new();
-    let _ = writeln!(out, "# Bootlane: GRUB configuration for {who}, profile {:?}.", profile.name);
+    let _ = writeln!(
+        out,
+        "# Bootlane: GRUB configuration for {who}, profile {:?}.",
+        profile.name
+    );
     out.push_str("# Generated from the profile on every request (not a file on disk): edit the profile instead.\n");
     menu(&mut out, profile, host, base_url);
     out
@@ -239,10 +254,7 @@ pub fn render_main(default_profile: &Profile, base_url: &str) -> String {
          if [ -n \"$net_default_mac\" ]; then\n  configfile \"$prefix/grub.cfg-$net_default_mac\"\nfi\n\
          # Reached only without a per-machine file: the default profile.\n",
     );
-    let _ = std::fmt::Write::write_fmt(
-        &mut out,
-        format_args!("# Profile {:?}.\n", default_profile.name),
-    );
+    let _ = std::fmt::Write::write_fmt(&mut out, format_args!("# Profile {:?}.\n", default_profile.name));
     menu(&mut out, default_profile, None, base_url);
     out
 }
@@ -319,7 +331,10 @@ pub fn secure_boot_findings(profile: &Profile, root: &Path, base_url: &str) -> V
     let check = |p: &str, what: &str| -> (SecureBootVerdict, String) {
         let p = p.strip_prefix(own.as_str()).unwrap_or(p);
         if p.contains("://") {
-            return (SecureBootVerdict::Unchecked, format!("the {what} {p} is a URL: its signature cannot be checked here"));
+            return (
+                SecureBootVerdict::Unchecked,
+                format!("the {what} {p} is a URL: its signature cannot be checked here"),
+            );
         }
         let file = match super::resolve_in_root(root, p) {
             Ok(f) => f,
@@ -330,19 +345,30 @@ pub fn secure_boot_findings(profile: &Profile, root: &Path, base_url: &str) -> V
                 let ipxe = std::fs::read(&file).ok().and_then(|b| ipxe_version(&b));
                 match ipxe {
                     Some(v) => (SecureBootVerdict::Ok, format!("the {what} {p} is a signed iPXE {v}")),
-                    None => (SecureBootVerdict::Ok, format!("the {what} {p} carries an Authenticode signature")),
+                    None => (
+                        SecureBootVerdict::Ok,
+                        format!("the {what} {p} carries an Authenticode signature"),
+                    ),
                 }
             }
             Ok(Some(false)) => {
                 let ipxe = std::fs::read(&file).ok().and_then(|b| ipxe_version(&b));
                 let kind = ipxe.map_or_else(|| "unsigned".to_string(), |v| format!("an unsigned iPXE {v}"));
-                (SecureBootVerdict::Blocked, format!("the {what} {p} is {kind}: shim and the firmware refuse it under Secure Boot"))
+                (
+                    SecureBootVerdict::Blocked,
+                    format!("the {what} {p} is {kind}: shim and the firmware refuse it under Secure Boot"),
+                )
             }
             Ok(None) => (
                 SecureBootVerdict::Blocked,
-                format!("the {what} {p} is not a PE image (an EFI-stub kernel or EFI binary is needed under Secure Boot)"),
+                format!(
+                    "the {what} {p} is not a PE image (an EFI-stub kernel or EFI binary is needed under Secure Boot)"
+                ),
             ),
-            Err(e) => (SecureBootVerdict::Blocked, format!("the {what} {p} cannot be read: {e}")),
+            Err(e) => (
+                SecureBootVerdict::Blocked,
+                format!("the {what} {p} cannot be read: {e}"),
+            ),
         }
     };
     profile
@@ -351,7 +377,10 @@ pub fn secure_boot_findings(profile: &Profile, root: &Path, base_url: &str) -> V
         .enumerate()
         .map(|(i, e)| {
             let (verdict, detail) = match e.kind {
-                EntryType::Local => (SecureBootVerdict::Ok, "boots from the local disk through the firmware".into()),
+                EntryType::Local => (
+                    SecureBootVerdict::Ok,
+                    "boots from the local disk through the firmware".into(),
+                ),
                 EntryType::Linux => match e.kernel.as_deref() {
                     Some(k) => check(k, "kernel"),
                     None => (SecureBootVerdict::Blocked, "it has no kernel".into()),
@@ -414,8 +443,14 @@ mod tests {
         assert_eq!(parse_cfg_path("/grub/grub.cfg"), Some(CfgName::Main));
         assert_eq!(parse_cfg_path("grub\\grub.cfg"), Some(CfgName::Main));
         assert_eq!(parse_cfg_path("grub/grub.cfg-52:54:00:77:00:42"), Some(CfgName::Mac(m)));
-        assert_eq!(parse_cfg_path("grub/grub.cfg-01-52-54-00-77-00-42"), Some(CfgName::Mac(m)));
-        assert_eq!(parse_cfg_path("grub/grub.cfg-01-52-54-00-77-00-4A"), Some(CfgName::Mac("52:54:00:77:00:4a".parse().unwrap())));
+        assert_eq!(
+            parse_cfg_path("grub/grub.cfg-01-52-54-00-77-00-42"),
+            Some(CfgName::Mac(m))
+        );
+        assert_eq!(
+            parse_cfg_path("grub/grub.cfg-01-52-54-00-77-00-4A"),
+            Some(CfgName::Mac("52:54:00:77:00:4a".parse().unwrap()))
+        );
         assert_eq!(parse_cfg_path("grub/grub.cfg-0A4D0064"), Some(CfgName::Other));
         assert_eq!(parse_cfg_path("grub/grub.cfg-52:54:00"), Some(CfgName::Other));
         assert_eq!(parse_cfg_path("grub/x86_64-efi/command.lst"), None);
@@ -427,7 +462,10 @@ mod tests {
     #[test]
     fn words_are_quoted_only_when_grub_would_read_them() {
         assert_eq!(word("console=ttyS0,115200"), "console=ttyS0,115200");
-        assert_eq!(word("url=http://10.0.0.1:8080/a?b=c"), "'url=http://10.0.0.1:8080/a?b=c'");
+        assert_eq!(
+            word("url=http://10.0.0.1:8080/a?b=c"),
+            "'url=http://10.0.0.1:8080/a?b=c'"
+        );
         assert_eq!(word("BOOTIF=${net0/mac}"), "'BOOTIF=${net0/mac}'");
         assert_eq!(word("it's"), r"'it'\''s'");
         assert_eq!(word(""), "''");
@@ -447,15 +485,26 @@ mod tests {
         let p = profile(5, vec![entry("Local disk", EntryType::Local), linux]);
         let m: MacAddr = "52:54:00:77:00:42".parse().unwrap();
         let t = render(&p, Some(m), Some("node1"), "http://10.77.0.1:8080");
-        assert!(t.starts_with("# Bootlane: GRUB configuration for 52:54:00:77:00:42 (host node1), profile \"lab\".\n"), "{t}");
-        assert!(t.contains("set timeout=5\nset timeout_style=menu\nset default=e2\necho 'Bootlane: lab (node1)'\n"), "{t}");
+        assert!(
+            t.starts_with("# Bootlane: GRUB configuration for 52:54:00:77:00:42 (host node1), profile \"lab\".\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("set timeout=5\nset timeout_style=menu\nset default=e2\necho 'Bootlane: lab (node1)'\n"),
+            "{t}"
+        );
         assert!(t.contains("\nmenuentry 'Local disk' --id e1 {\n  exit\n}\n"), "{t}");
         assert!(
             t.contains("\nmenuentry 'Debian installer' --id e2 {\n  echo 'Loading Debian installer'\n  linux /d-i/linux console=ttyS0 'url=http://10.77.0.1:8080/preseed?x=1' priority=critical\n  initrd /d-i/initrd.gz /fw.cpio.gz (http,mirror.lab)/d-i/extra.gz\n}\n"),
             "{t}"
         );
         // 0 waits for a choice.
-        let t = render(&profile(0, vec![entry("Local", EntryType::Local)]), None, None, "http://x");
+        let t = render(
+            &profile(0, vec![entry("Local", EntryType::Local)]),
+            None,
+            None,
+            "http://x",
+        );
         assert!(t.contains("set timeout=-1\n"), "{t}");
         assert!(t.contains("for machines without a file of their own"), "{t}");
     }
@@ -478,16 +527,30 @@ mod tests {
         assert!(t.contains("\n# e1 \"netboot.xyz\" is left out: \"https://boot.netboot.xyz/ipxe/netboot.xyz.efi\" is not a boot-directory path or a plain http:// or tftp:// URL"), "{t}");
         assert!(t.contains("\n# e2 \"Custom\" is left out: a custom entry"), "{t}");
         assert!(t.contains("\n# e3 \"SAN\" is left out: a sanboot entry"), "{t}");
-        assert!(t.contains("\nmenuentry Shell --id e4 {\n  chainloader (tftp,10.77.0.1)/tools/shell.efi\n}\n"), "{t}");
-        assert!(t.contains("\n# e5 \"Port\" is left out: \"http://mirror.lab:8000/linux\" names a port"), "{t}");
-        assert!(t.contains("# The profile's default entry e1 cannot run under GRUB; e4 is the default here.\nset timeout=2"), "{t}");
+        assert!(
+            t.contains("\nmenuentry Shell --id e4 {\n  chainloader (tftp,10.77.0.1)/tools/shell.efi\n}\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("\n# e5 \"Port\" is left out: \"http://mirror.lab:8000/linux\" names a port"),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "# The profile's default entry e1 cannot run under GRUB; e4 is the default here.\nset timeout=2"
+            ),
+            "{t}"
+        );
         assert!(t.contains("set default=e4\n"), "{t}");
         for k in ["echo hi", "iscsi://", "--id e1", "--id e2", "--id e3"] {
             assert!(!t.contains(k), "{k} in\n{t}");
         }
         let t = render(&profile(1, vec![entry("C", EntryType::Custom)]), None, None, "http://x");
         assert!(t.contains("set default=local\n"), "{t}");
-        assert!(t.ends_with("\nmenuentry 'Boot from local disk' --id local {\n  exit\n}\n"), "{t}");
+        assert!(
+            t.ends_with("\nmenuentry 'Boot from local disk' --id local {\n  exit\n}\n"),
+            "{t}"
+        );
     }
 
     #[tokio::test]
@@ -495,17 +558,35 @@ mod tests {
         let catalog = BootCatalog::temporary().await;
         let m: MacAddr = "52:54:00:77:00:42".parse().unwrap();
         let g = generate(&catalog, &mac_file_name(m), "http://x").unwrap().unwrap();
-        assert_eq!((g.profile.as_str(), g.host.as_deref(), g.mac), ("Default", None, Some(m)));
-        assert!(g.text.contains("(not a registered host: the default profile)"), "{}", g.text);
-        assert!(generate(&catalog, "grub/grub.cfg-0A4D0064", "http://x").unwrap().is_none());
-        assert!(generate(&catalog, "grub/x86_64-efi/fs.lst", "http://x").unwrap().is_none());
+        assert_eq!(
+            (g.profile.as_str(), g.host.as_deref(), g.mac),
+            ("Default", None, Some(m))
+        );
+        assert!(
+            g.text.contains("(not a registered host: the default profile)"),
+            "{}",
+            g.text
+        );
+        assert!(generate(&catalog, "grub/grub.cfg-0A4D0064", "http://x")
+            .unwrap()
+            .is_none());
+        assert!(generate(&catalog, "grub/x86_64-efi/fs.lst", "http://x")
+            .unwrap()
+            .is_none());
         let main = generate(&catalog, "grub/grub.cfg", "http://x").unwrap().unwrap();
         assert!(
-            main.text.contains("if [ -n \"$net_default_mac\" ]; then\n  configfile \"$prefix/grub.cfg-$net_default_mac\"\nfi\n"),
+            main.text.contains(
+                "if [ -n \"$net_default_mac\" ]; then\n  configfile \"$prefix/grub.cfg-$net_default_mac\"\nfi\n"
+            ),
             "{}",
             main.text
         );
-        assert!(main.text.contains("menuentry 'Boot from local disk' --id e1 {\n  exit\n}\n"), "{}", main.text);
+        assert!(
+            main.text
+                .contains("menuentry 'Boot from local disk' --id e1 {\n  exit\n}\n"),
+            "{}",
+            main.text
+        );
     }
 
     #[test]
@@ -519,7 +600,16 @@ mod tests {
         remote.kernel = Some("http://mirror/linux".into());
         let mut missing = entry("Missing", EntryType::Linux);
         missing.kernel = Some("nope/linux".into());
-        let p = profile(1, vec![entry("Local", EntryType::Local), linux, remote, missing, entry("C", EntryType::Custom)]);
+        let p = profile(
+            1,
+            vec![
+                entry("Local", EntryType::Local),
+                linux,
+                remote,
+                missing,
+                entry("C", EntryType::Custom),
+            ],
+        );
         let f = secure_boot_findings(&p, root, "http://10.0.0.1:8080");
         let v: Vec<_> = f.iter().map(|x| x.verdict).collect();
         use SecureBootVerdict::*;
@@ -527,7 +617,10 @@ mod tests {
         assert!(f[1].detail.contains("not a PE image"), "{f:?}");
         assert!(f[4].detail.contains("iPXE"), "{f:?}");
         // Real binaries where the machine has them: Debian's signed shim and unsigned iPXE.
-        for (file, want) in [("/usr/lib/shim/shimx64.efi.signed", Ok), ("/usr/lib/ipxe/ipxe.efi", Blocked)] {
+        for (file, want) in [
+            ("/usr/lib/shim/shimx64.efi.signed", Ok),
+            ("/usr/lib/ipxe/ipxe.efi", Blocked),
+        ] {
             if !Path::new(file).exists() {
                 eprintln!("skipped {file}: not installed (scripts/setup.sh installs it)");
                 continue;
