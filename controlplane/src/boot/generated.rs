@@ -87,7 +87,7 @@ pub fn served_event(events: &EventBus, path: &str, g: &Generated, protocol: &str
     let loader = g.loader.title();
     tracing::info!(file = %path, profile = %g.profile, %protocol, ?peer, "serving the generated {loader} configuration for {who}");
     let mut e = NewEvent::new(
-        &format!("boot.{}.served", g.loader.name()),
+        format!("boot.{}.served", g.loader.name()),
         format!(
             "{loader} configuration {path} (profile {}) served over {protocol}",
             g.profile

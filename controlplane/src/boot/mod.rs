@@ -233,7 +233,7 @@ fn copy_pairs(root: &Path, pairs: &[(PathBuf, &str)]) -> io::Result<Vec<String>>
         }
         // Copy to a temporary name first so a crash never leaves a truncated boot file.
         let tmp = root.join(format!(".{name}.part"));
-        std::fs::copy(&src, &tmp)?;
+        std::fs::copy(src, &tmp)?;
         std::fs::rename(&tmp, &dst)?;
         copied.push(name.to_string());
     }
