@@ -53,10 +53,7 @@ log "grubaa64.efi (architecture 11's boot file) and shimaa64.efi are in the boot
 
 # ---- 2. the installer, a profile, the host -------------------------------------------------
 mkdir -p "$ROOT/d-i-arm64"
-for f in linux initrd.gz; do
-    in_cli curl -fsS -b "$WORK/jar" -F dir=d-i-arm64 -F "file=@$DI/$f;filename=$f" "$BASE/api/v1/files/upload" >/dev/null ||
-        fail "uploading $f"
-done
+e2e_upload d-i-arm64 "$DI/linux" "$DI/initrd.gz"
 PROFILE=$(api POST /profiles '{"name":"d-i arm64","timeout_secs":1,"entries":[{"label":"Local disk","type":"local"},{"label":"Debian installer (ARM64)","type":"linux","kernel":"d-i-arm64/linux","initrds":["d-i-arm64/initrd.gz"],"cmdline":"console=ttyAMA0 priority=critical","is_default":true}]}' |
     json 'd["data"]["id"]') || fail "profile"
 HOST=$(api POST /hosts "{\"name\":\"arm01\",\"mac\":\"$MAC\",\"profile_id\":$PROFILE}" | json 'd["data"]["id"]') || fail "host"
@@ -81,17 +78,7 @@ ip netns exec "$SRV" timeout $((LIMIT + 20)) qemu-system-aarch64 -accel tcg -M v
     -device virtio-net-pci,netdev=n0,mac=$MAC,romfile= >"$WORK/qemu.log" 2>&1 &
 PIDS+=($!)
 Q_PID=$!
-until grep -aq "Linux version" "$WORK/serial.log"; do
-    if (($(date +%s) - T0 >= LIMIT)); then
-        echo "---- TFTP transfers ----" >&2
-        plainlog | grep -a "TFTP" | tail -n 20 >&2 || true
-        echo "---- serial console ----" >&2
-        tr -d '\r' <"$WORK/serial.log" | sed 's/\x1b\[[0-9;]*[A-Za-z]//g' | grep -av '^ *$' | tail -n 30 >&2 || true
-        fail "no 'Linux version' on the serial console after $LIMIT s"
-    fi
-    kill -0 "$Q_PID" 2>/dev/null || fail "QEMU ended without the kernel's banner; see $WORK/serial.log"
-    sleep 2
-done
+e2e_wait_serial "$WORK/serial.log" "Linux version" "$LIMIT" "$Q_PID"
 DURATION=$(($(date +%s) - T0))
 kill "$Q_PID" 2>/dev/null || true
 wait "$Q_PID" 2>/dev/null || true

@@ -60,15 +60,7 @@ ip netns exec "$SRV" timeout 320 qemu-system-x86_64 -accel tcg -m 512 -machine q
     -device virtio-net-pci,netdev=n0,mac=$MAC,romfile= >"$WORK/qemu.log" 2>&1 &
 PIDS+=($!)
 Q_PID=$!
-until grep -aq "Bootlane: booting $MAC" "$WORK/serial.log"; do
-    if (($(date +%s) - T0 >= 300)); then
-        echo "---- serial console ----" >&2
-        tr -d '\r' <"$WORK/serial.log" | sed 's/\x1b\[[0-9;]*[A-Za-z]//g' | grep -av '^ *$' | tail -n 30 >&2 || true
-        fail "no 'Bootlane: booting $MAC' on the serial console after 300 s"
-    fi
-    kill -0 "$Q_PID" 2>/dev/null || fail "QEMU ended without the marker; see $WORK/serial.log"
-    sleep 2
-done
+e2e_wait_serial "$WORK/serial.log" "Bootlane: booting $MAC" 300 "$Q_PID"
 DURATION=$(($(date +%s) - T0))
 kill "$Q_PID" 2>/dev/null || true
 wait "$Q_PID" 2>/dev/null || true

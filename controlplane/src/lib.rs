@@ -150,7 +150,11 @@ pub async fn run(
         tracing::info!(?copied, "Secure Boot files (shim, GRUB) copied into the boot directory");
     }
     // Issue 12 "ARM64": Debian's signed ARM64 GRUB and shim (the d-i netboot set).
-    let arm64_source = config.boot.arm64_source.clone().unwrap_or_else(|| boot::ARM64_SOURCE.into());
+    let arm64_source = config
+        .boot
+        .arm64_source
+        .clone()
+        .unwrap_or_else(|| boot::ARM64_SOURCE.into());
     let copied = boot::populate_arm64(&boot_root, &arm64_source)
         .with_context(|| format!("preparing the boot directory {}", boot_root.display()))?;
     if !copied.is_empty() {

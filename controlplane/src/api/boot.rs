@@ -504,7 +504,8 @@ async fn serve_file(st: BootState, path: String, req: Request) -> Response {
             Ok(r) => {
                 let mut r = r.into_response();
                 if let Some(t) = uefi_content_type(&file) {
-                    r.headers_mut().insert(header::CONTENT_TYPE, axum::http::HeaderValue::from_static(t));
+                    r.headers_mut()
+                        .insert(header::CONTENT_TYPE, axum::http::HeaderValue::from_static(t));
                 }
                 if is_get && r.status().is_success() {
                     let bytes = r

@@ -413,34 +413,8 @@ pub fn secure_boot_findings(profile: &Profile, root: &Path, base_url: &str) -> V
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_menu::{entry, profile};
     use super::*;
-
-    fn entry(label: &str, kind: EntryType) -> MenuEntry {
-        MenuEntry {
-            label: label.into(),
-            kind,
-            kernel: None,
-            initrds: Vec::new(),
-            cmdline: None,
-            url: None,
-            script: None,
-            is_default: false,
-        }
-    }
-
-    fn profile(timeout_secs: u32, entries: Vec<MenuEntry>) -> Profile {
-        Profile {
-            id: 1,
-            name: "lab".into(),
-            description: String::new(),
-            is_default: false,
-            timeout_secs,
-            entries,
-            baseline_id: None,
-            created_at: time::OffsetDateTime::UNIX_EPOCH,
-            updated_at: time::OffsetDateTime::UNIX_EPOCH,
-        }
-    }
 
     #[test]
     fn names() {
@@ -462,8 +436,14 @@ mod tests {
         assert_eq!(parse_cfg_path("grub/grub.cfg-52:54:00"), Some(CfgName::Other));
         assert_eq!(parse_cfg_path("grub/x86_64-efi/command.lst"), None);
         assert_eq!(parse_cfg_path("grub.cfg"), None);
-        assert_eq!(parse_cfg_path("debian-installer/arm64/grub/grub.cfg"), Some(CfgName::Main));
-        assert_eq!(parse_cfg_path("/debian-installer/arm64/grub/grub.cfg-52:54:00:77:00:42"), Some(CfgName::Mac(m)));
+        assert_eq!(
+            parse_cfg_path("debian-installer/arm64/grub/grub.cfg"),
+            Some(CfgName::Main)
+        );
+        assert_eq!(
+            parse_cfg_path("/debian-installer/arm64/grub/grub.cfg-52:54:00:77:00:42"),
+            Some(CfgName::Mac(m))
+        );
         assert_eq!(parse_cfg_path("grub/sub/grub.cfg"), None);
         assert_eq!(parse_cfg_path("grubby/grub.cfg"), None);
     }

@@ -296,6 +296,41 @@ exit
 {% elif i.type == "custom" %}{{ i.script }}
 {% endif %}{% endfor %}"#;
 
+/// Menu entries and profiles for the boot-loader renderers' unit tests.
+#[cfg(test)]
+pub(crate) mod test_menu {
+    use super::catalog::{EntryType, MenuEntry, Profile};
+
+    /// An entry of `kind` with nothing but its label set.
+    pub(crate) fn entry(label: &str, kind: EntryType) -> MenuEntry {
+        MenuEntry {
+            label: label.into(),
+            kind,
+            kernel: None,
+            initrds: Vec::new(),
+            cmdline: None,
+            url: None,
+            script: None,
+            is_default: false,
+        }
+    }
+
+    /// Profile "lab" (id 1) with `entries` and `timeout_secs`.
+    pub(crate) fn profile(timeout_secs: u32, entries: Vec<MenuEntry>) -> Profile {
+        Profile {
+            id: 1,
+            name: "lab".into(),
+            description: String::new(),
+            is_default: false,
+            timeout_secs,
+            entries,
+            baseline_id: None,
+            created_at: time::OffsetDateTime::UNIX_EPOCH,
+            updated_at: time::OffsetDateTime::UNIX_EPOCH,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

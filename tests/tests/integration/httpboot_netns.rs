@@ -6,25 +6,10 @@
 //! over HTTP and starts it, and iPXE runs its Bootlane script (the marker on the serial
 //! console).
 
-use std::{path::PathBuf, process::Command};
-
-use bootlane_tests::bootlane_bin;
+use bootlane_tests::run_e2e;
 
 /// OVMF's HTTPv4 boot option → ipxe.efi by URL → the iPXE script.
 #[test]
 fn ovmf_http_boot_downloads_ipxe_by_url_and_runs_the_script() {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/e2e-httpboot.sh");
-    let out = Command::new("bash")
-        .arg(script)
-        .arg(bootlane_bin())
-        .output()
-        .expect("run e2e-httpboot.sh");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    eprintln!("{text}");
-    assert!(out.status.success(), "e2e-httpboot.sh failed");
-    assert!(text.contains("[e2e-httpboot] PASS"), "no PASS line");
+    run_e2e("e2e-httpboot.sh", "e2e-httpboot");
 }
