@@ -110,3 +110,32 @@ EOF2
     in_cli curl -fs -o /dev/null "$BASE/boot/ipxe" || fail "Bootlane did not come up"
     api POST /auth/login '{"username":"admin","password":"e2e-admin"}' >/dev/null || fail "API login"
 }
+
+# e2e_upload <dir> <file...>: uploads each file into <dir> of the boot root through the file
+# API (multipart, as an operator's curl would), failing the test on the first refusal.
+e2e_upload() {
+    local dir=$1 f
+    shift
+    for f in "$@"; do
+        in_cli curl -fsS -b "$WORK/jar" -F "dir=$dir" -F "file=@$f;filename=$(basename "$f")" \
+            "$BASE/api/v1/files/upload" >/dev/null || fail "uploading $f into $dir"
+    done
+}
+
+# e2e_wait_serial <serial log> <pattern> <seconds> <qemu pid>: waits until the pattern is on
+# the serial console; on timeout or when QEMU ends first, prints the last TFTP transfers and
+# the console (escape sequences stripped) and fails.
+e2e_wait_serial() {
+    local log=$1 pattern=$2 secs=$3 pid=$4 t0
+    t0=$(date +%s)
+    until grep -aq -- "$pattern" "$log"; do
+        if (($(date +%s) - t0 >= secs)) || ! kill -0 "$pid" 2>/dev/null; then
+            echo "---- TFTP transfers ----" >&2
+            plainlog | grep -a "TFTP" | tail -n 20 >&2 || true
+            echo "---- serial console ($log) ----" >&2
+            tr -d '\r' <"$log" | sed 's/\x1b\[[0-9;]*[A-Za-z]//g' | grep -av '^ *$' | tail -n 30 >&2 || true
+            fail "no '$pattern' on the serial console after $(($(date +%s) - t0)) s"
+        fi
+        sleep 2
+    done
+}

@@ -50,10 +50,7 @@ log "pxelinux.0 and its modules are in the boot root"
 
 # ---- 2. the installer, a profile, the host -------------------------------------------------
 mkdir -p "$ROOT/d-i"
-for f in linux initrd.gz; do
-    in_cli curl -fsS -b "$WORK/jar" -F dir=d-i -F "file=@$DI/$f;filename=$f" "$BASE/api/v1/files/upload" >/dev/null ||
-        fail "uploading $f"
-done
+e2e_upload d-i "$DI/linux" "$DI/initrd.gz"
 PROFILE=$(api POST /profiles '{"name":"d-i pxelinux","timeout_secs":1,"entries":[{"label":"Local disk","type":"local"},{"label":"Debian installer","type":"linux","kernel":"d-i/linux","initrds":["d-i/initrd.gz"],"cmdline":"console=ttyS0 priority=critical","is_default":true},{"label":"iPXE only","type":"chain","url":"http://10.87.0.1:8080/boot/ipxe"}]}' |
     json 'd["data"]["id"]') || fail "profile"
 HOST=$(api POST /hosts "{\"name\":\"pxl01\",\"mac\":\"$MAC\",\"profile_id\":$PROFILE}" | json 'd["data"]["id"]') || fail "host"
@@ -87,15 +84,7 @@ ip netns exec "$SRV" timeout 320 qemu-system-x86_64 -accel tcg -m 1024 -machine 
 PIDS+=($!)
 Q_PID=$!
 T0=$(date +%s)
-until grep -aq "Linux version" "$WORK/serial.log"; do
-    if (($(date +%s) - T0 >= 300)); then
-        echo "---- TFTP transfers ----" >&2
-        plainlog | grep -a "TFTP" | tail -n 20 >&2 || true
-        fail "no 'Linux version' on the serial console after 300 s; see $WORK/serial.log"
-    fi
-    kill -0 "$Q_PID" 2>/dev/null || fail "QEMU ended without the kernel's banner; see $WORK/serial.log"
-    sleep 2
-done
+e2e_wait_serial "$WORK/serial.log" "Linux version" 300 "$Q_PID"
 DURATION=$(($(date +%s) - T0))
 log "the installer kernel started after $DURATION s: $(grep -a -m1 -o 'Linux version [^ ]*' "$WORK/serial.log")"
 kill "$Q_PID" 2>/dev/null || true

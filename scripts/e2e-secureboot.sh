@@ -57,10 +57,7 @@ log "the signed shim, MokManager and network GRUB are in the boot root"
 
 # ---- 2. the installer, a profile, the host -------------------------------------------------
 mkdir -p "$ROOT/d-i"
-for f in linux initrd.gz; do
-    in_cli curl -fsS -b "$WORK/jar" -F dir=d-i -F "file=@$DI/$f;filename=$f" "$BASE/api/v1/files/upload" >/dev/null ||
-        fail "uploading $f"
-done
+e2e_upload d-i "$DI/linux" "$DI/initrd.gz"
 PROFILE=$(api POST /profiles '{"name":"d-i secure boot","timeout_secs":1,"entries":[{"label":"Local disk","type":"local"},{"label":"Debian installer","type":"linux","kernel":"d-i/linux","initrds":["d-i/initrd.gz"],"cmdline":"console=ttyS0 priority=critical","is_default":true},{"label":"iPXE","type":"chain","url":"http://10.88.0.1:8080/boot/ipxe.efi"}]}' |
     json 'd["data"]["id"]') || fail "profile"
 HOST=$(api POST /hosts "{\"name\":\"sb01\",\"mac\":\"$MAC\",\"profile_id\":$PROFILE,\"secure_boot\":true}" | json 'd["data"]["id"]') || fail "host"
@@ -102,25 +99,10 @@ boot() { # boot <tag> <seconds>: a Secure Boot OVMF machine; its serial console 
     PIDS+=($!)
     Q_PID=$!
 }
-wait_for() { # wait_for <tag> <pattern> <seconds>
-    local t0
-    t0=$(date +%s)
-    until grep -aq "$2" "$WORK/$1.log"; do
-        if (($(date +%s) - t0 >= $3)); then
-            echo "---- TFTP transfers ----" >&2
-            plainlog | grep -a "TFTP" | tail -n 20 >&2 || true
-            echo "---- serial console ($1) ----" >&2
-            tr -d '\r' <"$WORK/$1.log" | sed 's/\x1b\[[0-9;]*[A-Za-z]//g' | grep -av '^ *$' | tail -n 30 >&2 || true
-            fail "no '$2' on the serial console after $3 s"
-        fi
-        kill -0 "$Q_PID" 2>/dev/null || fail "QEMU ended without '$2'; see $WORK/$1.log"
-        sleep 2
-    done
-}
 log "booting OVMF with Secure Boot enforced (Microsoft keys) through shim and GRUB (up to 300 s)"
 T0=$(date +%s)
 boot sb 320
-wait_for sb "Secure boot enabled" 300
+e2e_wait_serial "$WORK/sb.log" "Secure boot enabled" 300 "$Q_PID"
 DURATION=$(($(date +%s) - T0))
 kill "$Q_PID" 2>/dev/null || true
 wait "$Q_PID" 2>/dev/null || true
@@ -141,7 +123,7 @@ log "server: shimx64.efi, grubx64.efi, grub/grub.cfg, $CFG (event boot.grub.serv
 api PUT "/hosts/$HOST" '{"secure_boot":false}' >/dev/null || fail "clearing the host's secure_boot flag"
 log "the host's flag off: the same Secure Boot firmware is handed ipxe.efi (up to 150 s)"
 boot plain 170
-wait_for plain "Access Denied" 150
+e2e_wait_serial "$WORK/plain.log" "Access Denied" 150 "$Q_PID"
 kill "$Q_PID" 2>/dev/null || true
 wait "$Q_PID" 2>/dev/null || true
 grep -aq "Secure boot enabled\|iPXE initialising" "$WORK/plain.log" && fail "iPXE or a kernel ran under Secure Boot"

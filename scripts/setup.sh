@@ -58,6 +58,12 @@ check /usr/lib/debian-installer/images/12/amd64/text/debian-installer/amd64/linu
 # OVMF's Secure Boot build with Microsoft keys enrolled (OVMF_CODE_4M.ms.fd, in ovmf).
 check /usr/lib/shim/shimx64.efi.signed shim-signed
 check /usr/lib/grub/x86_64-efi-signed/grubnetx64.efi.signed grub-efi-amd64-signed
+# ARM64 (issue 12): qemu-system-aarch64 with AAVMF, and the d-i ARM64 netboot set (signed
+# grubaa64.efi and shim, the ARM64 installer kernel and initrd; Debian has no
+# grub-efi-arm64-signed for amd64 hosts).
+check qemu-system-aarch64 qemu-system-arm
+check /usr/share/AAVMF/AAVMF_CODE.fd qemu-efi-aarch64
+check /usr/lib/debian-installer/images/12/arm64/text/debian-installer/arm64/grubaa64.efi debian-installer-12-netboot-arm64
 # NFS exports (issue 9 "NFS"): exportfs, rpc.nfsd and rpc.mountd for the server side
 # Bootlane drives, mount.nfs4 for the test's client namespace.
 check /usr/sbin/exportfs nfs-kernel-server

@@ -149,6 +149,17 @@ pub async fn run(
     if !copied.is_empty() {
         tracing::info!(?copied, "Secure Boot files (shim, GRUB) copied into the boot directory");
     }
+    // Issue 12 "ARM64": Debian's signed ARM64 GRUB and shim (the d-i netboot set).
+    let arm64_source = config
+        .boot
+        .arm64_source
+        .clone()
+        .unwrap_or_else(|| boot::ARM64_SOURCE.into());
+    let copied = boot::populate_arm64(&boot_root, &arm64_source)
+        .with_context(|| format!("preparing the boot directory {}", boot_root.display()))?;
+    if !copied.is_empty() {
+        tracing::info!(?copied, "ARM64 GRUB and shim copied into the boot directory");
+    }
     let listener = tokio::net::TcpListener::bind(config.api.listen)
         .await
         .with_context(|| format!("binding the API on {}", config.api.listen))?;

@@ -119,6 +119,31 @@ pub fn bootlane_bin() -> PathBuf {
         .expect("target dir")
 }
 
+/// Runs `scripts/<script>` (an end-to-end script tagged `[<tag>]`) with the bootlane
+/// binary, prints everything it wrote, and panics unless it exited 0 and printed
+/// `[<tag>] PASS`.
+///
+/// # Panics
+/// When the script cannot be started, fails, or passes without saying so.
+pub fn run_e2e(script: &str, tag: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../scripts")
+        .join(script);
+    let out = Command::new("bash")
+        .arg(&path)
+        .arg(bootlane_bin())
+        .output()
+        .unwrap_or_else(|e| panic!("run {script}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{text}");
+    assert!(out.status.success(), "{script} failed");
+    assert!(text.contains(&format!("[{tag}] PASS")), "{script}: no PASS line");
+}
+
 /// How [`Server::start_with`] runs the server: which binary (default [`bootlane_bin`]),
 /// behind which wrapper command (e.g. `setpriv --reuid ...` to drop privileges), with the
 /// data directory owned by which `(uid, gid)`, and with which extra environment.

@@ -500,9 +500,13 @@ async fn serve_file(st: BootState, path: String, req: Request) -> Response {
     let name = path.clone();
     let resolved = tokio::task::spawn_blocking(move || resolve_in_root(&root, &path)).await;
     match resolved {
-        Ok(Ok(file)) => match ServeFile::new(file).oneshot(req).await {
+        Ok(Ok(file)) => match ServeFile::new(&file).oneshot(req).await {
             Ok(r) => {
-                let r = r.into_response();
+                let mut r = r.into_response();
+                if let Some(t) = uefi_content_type(&file) {
+                    r.headers_mut()
+                        .insert(header::CONTENT_TYPE, axum::http::HeaderValue::from_static(t));
+                }
                 if is_get && r.status().is_success() {
                     let bytes = r
                         .headers()
@@ -531,6 +535,20 @@ async fn serve_file(st: BootState, path: String, req: Request) -> Response {
         },
         Ok(Err(e)) => text(StatusCode::FORBIDDEN, format!("{e}\n")),
         Err(_) => text(StatusCode::INTERNAL_SERVER_ERROR, "internal error\n".into()),
+    }
+}
+
+/// The media type UEFI HTTP boot expects for a boot file, by extension (UEFI 2.10
+/// §24.7.3.2 "HTTP Boot", the `Content-Type` of the response): `application/efi` for an EFI
+/// application, `application/vnd.efi-iso` and `application/vnd.efi-img` for images the
+/// firmware mounts as a RAM disk; `None` for anything else (the guessed type stands).
+pub fn uefi_content_type(file: &std::path::Path) -> Option<&'static str> {
+    let ext = file.extension()?.to_str()?.to_ascii_lowercase();
+    match ext.as_str() {
+        "efi" => Some("application/efi"),
+        "iso" => Some("application/vnd.efi-iso"),
+        "img" => Some("application/vnd.efi-img"),
+        _ => None,
     }
 }
 
@@ -663,10 +681,13 @@ mod tests {
         let (s, _, _) = get(&app, "/boot/ipxe?mac=zz", None).await;
         assert_eq!(s, StatusCode::BAD_REQUEST);
 
-        let (s, _, b) = get(&app, "/boot/ipxe.efi", None).await;
+        let (s, h, b) = get(&app, "/boot/ipxe.efi", None).await;
         assert_eq!((s, b.as_slice()), (StatusCode::OK, &b"0123456789"[..]));
+        // UEFI HTTP boot's media type for an EFI application (UEFI 2.10 §24.7.3.2).
+        assert_eq!(h[header::CONTENT_TYPE], "application/efi");
         let (s, h, b) = get(&app, "/boot/ipxe.efi", Some("bytes=2-4")).await;
         assert_eq!(s, StatusCode::PARTIAL_CONTENT);
+        assert_eq!(h[header::CONTENT_TYPE], "application/efi");
         assert_eq!(b, b"234");
         assert_eq!(h[header::CONTENT_RANGE], "bytes 2-4/10");
 

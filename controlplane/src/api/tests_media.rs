@@ -367,7 +367,8 @@ async fn bootloader_files_and_check() {
     for f in ["undionly.kpxe", "ipxe.efi", "snponly.efi"] {
         std::fs::copy(src.join(f), root.join(f)).unwrap();
     }
-    // The wrong one: an x86-64 EFI build at the AArch64 entry (11, and 19 by URL).
+    // The wrong one: an x86-64 EFI build at the AArch64 entries (11, and 19 by URL).
+    std::fs::copy(src.join("ipxe.efi"), root.join("grubaa64.efi")).unwrap();
     std::fs::copy(src.join("ipxe.efi"), root.join("ipxe-arm64.efi")).unwrap();
 
     let (s, _, v) = t.call(Method::GET, "/api/v1/bootloader/files", None).await;

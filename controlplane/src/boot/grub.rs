@@ -15,6 +15,9 @@
 //!   for any MAC: a registered host's profile menu, else the default profile's;
 //! - nothing else (hex-IP and UUID names are "file not found").
 //!
+//! The same names are answered in any directory called `grub`: the d-i sets' GRUB images
+//! (the ARM64 `grubaa64.efi` among them) have the prefix `/debian-installer/<arch>/grub`.
+//!
 //! A file of the same name in the boot directory wins over the generated one, as for
 //! PXELINUX.
 //!
@@ -57,11 +60,15 @@ pub enum CfgName {
 }
 
 /// Reads `path` (TFTP or HTTP, `\` or `/`, with or without a leading `/`) as a GRUB
-/// configuration name under [`GRUB_DIR`]; `None` when it is not one.
+/// configuration name in a directory named [`GRUB_DIR`]: `grub/` at the root (Debian's
+/// `grubnetx64.efi.signed`) or below another directory (the d-i sets' GRUB images have the
+/// prefix `/debian-installer/<arch>/grub`); `None` when it is not one.
 pub fn parse_cfg_path(path: &str) -> Option<CfgName> {
     let p = path.replace('\\', "/");
-    let p = p.trim_start_matches('/');
-    let name = p.strip_prefix(GRUB_DIR)?.strip_prefix('/')?;
+    let (dir, name) = p.trim_start_matches('/').rsplit_once('/')?;
+    if dir.rsplit('/').next()? != GRUB_DIR {
+        return None;
+    }
     if name == "grub.cfg" {
         return Some(CfgName::Main);
     }
@@ -406,34 +413,8 @@ pub fn secure_boot_findings(profile: &Profile, root: &Path, base_url: &str) -> V
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_menu::{entry, profile};
     use super::*;
-
-    fn entry(label: &str, kind: EntryType) -> MenuEntry {
-        MenuEntry {
-            label: label.into(),
-            kind,
-            kernel: None,
-            initrds: Vec::new(),
-            cmdline: None,
-            url: None,
-            script: None,
-            is_default: false,
-        }
-    }
-
-    fn profile(timeout_secs: u32, entries: Vec<MenuEntry>) -> Profile {
-        Profile {
-            id: 1,
-            name: "lab".into(),
-            description: String::new(),
-            is_default: false,
-            timeout_secs,
-            entries,
-            baseline_id: None,
-            created_at: time::OffsetDateTime::UNIX_EPOCH,
-            updated_at: time::OffsetDateTime::UNIX_EPOCH,
-        }
-    }
 
     #[test]
     fn names() {
@@ -455,7 +436,15 @@ mod tests {
         assert_eq!(parse_cfg_path("grub/grub.cfg-52:54:00"), Some(CfgName::Other));
         assert_eq!(parse_cfg_path("grub/x86_64-efi/command.lst"), None);
         assert_eq!(parse_cfg_path("grub.cfg"), None);
-        assert_eq!(parse_cfg_path("other/grub/grub.cfg"), None);
+        assert_eq!(
+            parse_cfg_path("debian-installer/arm64/grub/grub.cfg"),
+            Some(CfgName::Main)
+        );
+        assert_eq!(
+            parse_cfg_path("/debian-installer/arm64/grub/grub.cfg-52:54:00:77:00:42"),
+            Some(CfgName::Mac(m))
+        );
+        assert_eq!(parse_cfg_path("grub/sub/grub.cfg"), None);
         assert_eq!(parse_cfg_path("grubby/grub.cfg"), None);
     }
 

@@ -52,6 +52,9 @@ pub struct BootConfig {
     /// `grubx64.efi`) comes from. Default `/usr/lib/grub/x86_64-efi-signed` (Debian's
     /// `grub-efi-amd64-signed`).
     pub grub_efi_source: Option<PathBuf>,
+    /// Where the ARM64 GRUB and shim ([`ARM64_FILES`]) come from. Default [`ARM64_SOURCE`]
+    /// (Debian's `debian-installer-12-netboot-arm64`).
+    pub arm64_source: Option<PathBuf>,
     /// A minijinja template replacing the default iPXE script (see [`DEFAULT_SCRIPT`] for
     /// the variables). Default: none.
     pub ipxe_script: Option<String>,
@@ -73,6 +76,7 @@ impl Default for BootConfig {
             syslinux_modules: None,
             shim_source: None,
             grub_efi_source: None,
+            arm64_source: None,
             ipxe_script: None,
             rate_per_client: 50,
             rate_burst: 200,
@@ -120,6 +124,17 @@ pub const SECURE_BOOT_FILES: [(&str, &str); 3] = [
     ("mmx64.efi.signed", "mmx64.efi"),
     ("grubnetx64.efi.signed", "grubx64.efi"),
 ];
+
+/// The ARM64 UEFI chain [`populate_arm64`] copies from `[boot] arm64_source` (Debian's
+/// `debian-installer-12-netboot-arm64` set; Debian has no `grub-efi-arm64-signed` for
+/// amd64 hosts and no ARM64 iPXE): its signed GRUB (the default boot file of architecture
+/// 11, prefix `/debian-installer/arm64/grub`) and its Microsoft-signed shim, renamed
+/// `shimaa64.efi` (the Secure Boot boot file of architecture 11), which loads
+/// `grubaa64.efi` next.
+pub const ARM64_FILES: [(&str, &str); 2] = [("grubaa64.efi", "grubaa64.efi"), ("bootnetaa64.efi", "shimaa64.efi")];
+
+/// The default `[boot] arm64_source`.
+pub const ARM64_SOURCE: &str = "/usr/lib/debian-installer/images/12/arm64/text/debian-installer/arm64";
 
 /// The boot file Secure Boot clients are handed (the first of [`SECURE_BOOT_FILES`]).
 pub const SHIM_FILE: &str = "shimx64.efi";
@@ -199,6 +214,16 @@ pub fn populate_pxelinux(root: &Path, loader_dir: &Path, modules_dir: &Path) -> 
     Ok(copied)
 }
 
+/// [`populate`] for ARM64 UEFI clients: [`ARM64_FILES`] from `source`, renamed, each only
+/// when the root lacks it. Returns the names copied; a missing source is skipped.
+///
+/// # Errors
+/// Creating the root or copying a file failed.
+pub fn populate_arm64(root: &Path, source: &Path) -> io::Result<Vec<String>> {
+    let pairs: Vec<(PathBuf, &str)> = ARM64_FILES.iter().map(|&(src, dst)| (source.join(src), dst)).collect();
+    copy_pairs(root, &pairs)
+}
+
 /// [`populate`] for Secure Boot: the shim pair of [`SECURE_BOOT_FILES`] from `shim_dir`
 /// and GRUB from `grub_dir`, renamed, each only when the root lacks it. Returns the names
 /// copied; missing sources are skipped (Secure Boot is optional).
@@ -270,6 +295,41 @@ exit
 {% elif i.type == "sanboot" %}sanboot {{ i.url }}
 {% elif i.type == "custom" %}{{ i.script }}
 {% endif %}{% endfor %}"#;
+
+/// Menu entries and profiles for the boot-loader renderers' unit tests.
+#[cfg(test)]
+pub(crate) mod test_menu {
+    use super::catalog::{EntryType, MenuEntry, Profile};
+
+    /// An entry of `kind` with nothing but its label set.
+    pub(crate) fn entry(label: &str, kind: EntryType) -> MenuEntry {
+        MenuEntry {
+            label: label.into(),
+            kind,
+            kernel: None,
+            initrds: Vec::new(),
+            cmdline: None,
+            url: None,
+            script: None,
+            is_default: false,
+        }
+    }
+
+    /// Profile "lab" (id 1) with `entries` and `timeout_secs`.
+    pub(crate) fn profile(timeout_secs: u32, entries: Vec<MenuEntry>) -> Profile {
+        Profile {
+            id: 1,
+            name: "lab".into(),
+            description: String::new(),
+            is_default: false,
+            timeout_secs,
+            entries,
+            baseline_id: None,
+            created_at: time::OffsetDateTime::UNIX_EPOCH,
+            updated_at: time::OffsetDateTime::UNIX_EPOCH,
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -369,6 +429,19 @@ mod tests {
         assert_eq!(std::fs::read(root.join("grubx64.efi")).unwrap(), b"grub");
         assert_eq!(std::fs::read(root.join(SHIM_FILE)).unwrap(), b"shim");
         assert!(populate_secure_boot(&root, &shim, &grub).unwrap().is_empty());
+    }
+
+    #[test]
+    fn populate_arm64_renames_the_shim() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (src, root) = (tmp.path().join("s"), tmp.path().join("root"));
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::write(src.join("grubaa64.efi"), b"g").unwrap();
+        std::fs::write(src.join("bootnetaa64.efi"), b"s").unwrap();
+        assert_eq!(populate_arm64(&root, &src).unwrap(), ["grubaa64.efi", "shimaa64.efi"]);
+        assert_eq!(std::fs::read(root.join("shimaa64.efi")).unwrap(), b"s");
+        assert!(populate_arm64(&root, &src).unwrap().is_empty());
+        assert!(populate_arm64(&root, &tmp.path().join("none")).unwrap().is_empty());
     }
 
     #[test]

@@ -213,34 +213,8 @@ pub fn generate(catalog: &BootCatalog, path: &str, base_url: &str) -> Result<Opt
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_menu::{entry, profile};
     use super::*;
-
-    fn entry(label: &str, kind: EntryType) -> MenuEntry {
-        MenuEntry {
-            label: label.into(),
-            kind,
-            kernel: None,
-            initrds: Vec::new(),
-            cmdline: None,
-            url: None,
-            script: None,
-            is_default: false,
-        }
-    }
-
-    fn profile(timeout_secs: u32, entries: Vec<MenuEntry>) -> Profile {
-        Profile {
-            id: 1,
-            name: "lab".into(),
-            description: String::new(),
-            is_default: false,
-            timeout_secs,
-            entries,
-            baseline_id: None,
-            created_at: time::OffsetDateTime::UNIX_EPOCH,
-            updated_at: time::OffsetDateTime::UNIX_EPOCH,
-        }
-    }
 
     #[test]
     fn names() {

@@ -101,8 +101,9 @@ fn default_lease_time() -> u32 {
 
 /// The built-in architecture map (RFC 4578 §2.1 and the IANA "Processor Architecture
 /// Types" registry): 0 BIOS → `undionly.kpxe`; 6 EFI IA32 → `ipxe32.efi`; 7 and 9 EFI
-/// x86-64 → `ipxe.efi`; 10 EFI ARM32 → `ipxe-arm32.efi`; 11 EFI ARM64 →
-/// `ipxe-arm64.efi`; 16 x86-64 UEFI HTTP boot → `ipxe.efi` over HTTP.
+/// x86-64 → `ipxe.efi`; 10 EFI ARM32 → `ipxe-arm32.efi`; 11 EFI ARM64 → `grubaa64.efi`
+/// (Debian's signed ARM64 GRUB with menus generated per MAC, issue 12: Debian ships no
+/// ARM64 iPXE); 16 x86-64 UEFI HTTP boot → `ipxe.efi` over HTTP.
 pub fn default_arch_map() -> BTreeMap<u16, String> {
     [
         (0, "undionly.kpxe"),
@@ -110,7 +111,7 @@ pub fn default_arch_map() -> BTreeMap<u16, String> {
         (7, "ipxe.efi"),
         (9, "ipxe.efi"),
         (10, "ipxe-arm32.efi"),
-        (11, "ipxe-arm64.efi"),
+        (11, "grubaa64.efi"),
         (16, "http://{server}:{http_port}/boot/ipxe.efi"),
         (19, "http://{server}:{http_port}/boot/ipxe-arm64.efi"),
     ]

@@ -193,9 +193,14 @@ pub struct BootHandler {
 pub type SecureBootHosts = Arc<RwLock<std::collections::HashSet<MacAddr>>>;
 
 /// The Secure Boot boot file for client architecture `arch`: the signed shim for x86-64
-/// UEFI (7, 9); `None` for the others, which keep the arch map's file.
+/// UEFI (7, 9) and for ARM64 UEFI (11, `shimaa64.efi`); `None` for the others, which keep
+/// the arch map's file.
 pub fn secure_boot_file(arch: u16) -> Option<&'static str> {
-    matches!(arch, 7 | 9).then_some(crate::boot::SHIM_FILE)
+    match arch {
+        7 | 9 => Some(crate::boot::SHIM_FILE),
+        11 => Some("shimaa64.efi"),
+        _ => None,
+    }
 }
 
 /// The HTTP base URL clients should use (`/settings/netboot` `http_base_url`, e.g.

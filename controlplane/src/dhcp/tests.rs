@@ -469,7 +469,7 @@ async fn uefi_arch_from_option_93_or_option_60() {
         (Some(7), b"PXEClient:Arch:00007:UNDI:003016", "ipxe.efi"),
         (Some(9), b"PXEClient", "ipxe.efi"),
         // No option 93: the decimal code in option 60 (00011 is ARM64, not hex 0x11).
-        (None, b"PXEClient:Arch:00011:UNDI:003000", "ipxe-arm64.efi"),
+        (None, b"PXEClient:Arch:00011:UNDI:003000", "grubaa64.efi"),
         (None, b"PXEClient:Arch:00006:UNDI:003000", "ipxe32.efi"),
     ];
     for (arch, vc, want) in cases {

@@ -7,25 +7,10 @@
 //! event); then a `done` report makes the task `installed` and a second boot of the same
 //! machine gets the local-boot script. About 2-3 minutes under TCG.
 
-use std::{path::PathBuf, process::Command};
-
-use bootlane_tests::bootlane_bin;
+use bootlane_tests::run_e2e;
 
 /// The whole install flow with the real Debian installer.
 #[test]
 fn debian_installer_fetches_its_preseed_and_reports_back() {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/e2e-install.sh");
-    let out = Command::new("bash")
-        .arg(script)
-        .arg(bootlane_bin())
-        .output()
-        .expect("run e2e-install.sh");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    eprintln!("{text}");
-    assert!(out.status.success(), "e2e-install.sh failed");
-    assert!(text.contains("[e2e-install] PASS"), "no PASS line");
+    run_e2e("e2e-install.sh", "e2e-install");
 }

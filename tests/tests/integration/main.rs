@@ -78,3 +78,11 @@ mod pxelinux_netns;
 // shim, Debian's signed network GRUB with its generated menu, and the signed installer kernel;
 // the same firmware refuses unsigned iPXE.
 mod secureboot_netns;
+
+// ARM64 (issue 12): AAVMF under qemu-system-aarch64 boots Debian's signed ARM64 GRUB
+// (architecture 11's boot file) and its generated menu to the ARM64 installer kernel.
+mod arm64_netns;
+
+// UEFI HTTP boot (issue 12): OVMF's own HTTP boot client gets ipxe.efi by URL (vendor class
+// HTTPClient, architecture 16), served as application/efi, and iPXE runs its script.
+mod httpboot_netns;

@@ -7,26 +7,11 @@
 //! `OVMF_CODE_4M.ms.fd` through shim and signed GRUB to the kernel's "Secure boot enabled"
 //! line, then clears the flag and sees the same firmware refuse `ipxe.efi`.
 
-use std::{path::PathBuf, process::Command};
-
-use bootlane_tests::bootlane_bin;
+use bootlane_tests::run_e2e;
 
 /// OVMF (Secure Boot, Microsoft keys) → shim → signed GRUB → the signed installer kernel;
 /// then the same firmware refuses unsigned iPXE.
 #[test]
 fn ovmf_secure_boot_boots_shim_grub_and_the_signed_kernel_and_refuses_ipxe() {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/e2e-secureboot.sh");
-    let out = Command::new("bash")
-        .arg(script)
-        .arg(bootlane_bin())
-        .output()
-        .expect("run e2e-secureboot.sh");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    eprintln!("{text}");
-    assert!(out.status.success(), "e2e-secureboot.sh failed");
-    assert!(text.contains("[e2e-secureboot] PASS"), "no PASS line");
+    run_e2e("e2e-secureboot.sh", "e2e-secureboot");
 }
