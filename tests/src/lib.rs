@@ -119,13 +119,12 @@ pub fn bootlane_bin() -> PathBuf {
         .expect("target dir")
 }
 
-/// Runs `scripts/<script>` (an end-to-end script tagged `[<tag>]`) with the bootlane
-/// binary, prints everything it wrote, and panics unless it exited 0 and printed
-/// `[<tag>] PASS`.
+/// Runs `scripts/<script>` with the bootlane binary; answers whether it exited 0 and
+/// everything it wrote (stdout, then stderr).
 ///
 /// # Panics
-/// When the script cannot be started, fails, or passes without saying so.
-pub fn run_e2e(script: &str, tag: &str) {
+/// When the script cannot be started.
+fn e2e_output(script: &str) -> (bool, String) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../scripts")
         .join(script);
@@ -139,9 +138,59 @@ pub fn run_e2e(script: &str, tag: &str) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    (out.status.success(), text)
+}
+
+/// What is wrong with a run of `script` tagged `[<tag>]`: `None` when it exited 0 and
+/// printed `[<tag>] PASS`.
+fn e2e_problem(script: &str, tag: &str, ok: bool, text: &str) -> Option<String> {
+    if !ok {
+        Some(format!("{script} failed"))
+    } else if !text.contains(&format!("[{tag}] PASS")) {
+        Some(format!("{script}: no PASS line"))
+    } else {
+        None
+    }
+}
+
+/// Runs `scripts/<script>` (an end-to-end script tagged `[<tag>]`) with the bootlane
+/// binary, prints everything it wrote, and panics unless it exited 0 and printed
+/// `[<tag>] PASS`.
+///
+/// # Panics
+/// When the script cannot be started, fails, or passes without saying so.
+pub fn run_e2e(script: &str, tag: &str) {
+    let (ok, text) = e2e_output(script);
     eprintln!("{text}");
-    assert!(out.status.success(), "{script} failed");
-    assert!(text.contains(&format!("[{tag}] PASS")), "{script}: no PASS line");
+    if let Some(p) = e2e_problem(script, tag, ok, &text) {
+        panic!("{p}");
+    }
+}
+
+/// [`run_e2e`] for several `(script, tag)` at once, each in a thread of its own (the
+/// scripts make their own namespaces and subnets, so slow firmware boots can overlap);
+/// prints each one's output when all have ended, then panics naming every one that failed.
+///
+/// # Panics
+/// As [`run_e2e`], after all have run.
+pub fn run_e2e_parallel(runs: &[(&'static str, &'static str)]) {
+    let handles: Vec<_> = runs
+        .iter()
+        .map(|&(script, tag)| {
+            std::thread::spawn(move || {
+                let t0 = Instant::now();
+                let (ok, text) = e2e_output(script);
+                (script, tag, ok, text, t0.elapsed())
+            })
+        })
+        .collect();
+    let mut problems = Vec::new();
+    for h in handles {
+        let (script, tag, ok, text, took) = h.join().expect("e2e thread");
+        eprintln!("==== {script} ({} s) ====\n{text}", took.as_secs());
+        problems.extend(e2e_problem(script, tag, ok, &text));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("; "));
 }
 
 /// How [`Server::start_with`] runs the server: which binary (default [`bootlane_bin`]),

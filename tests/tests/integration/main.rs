@@ -74,15 +74,8 @@ mod updates_netns;
 // SeaBIOS machine booting the Debian installer kernel through PXELINUX.
 mod pxelinux_netns;
 
-// Secure Boot (issue 12): OVMF with Microsoft keys and Secure Boot enforced boots the signed
-// shim, Debian's signed network GRUB with its generated menu, and the signed installer kernel;
-// the same firmware refuses unsigned iPXE.
-mod secureboot_netns;
-
-// ARM64 (issue 12): AAVMF under qemu-system-aarch64 boots Debian's signed ARM64 GRUB
-// (architecture 11's boot file) and its generated menu to the ARM64 installer kernel.
-mod arm64_netns;
-
-// UEFI HTTP boot (issue 12): OVMF's own HTTP boot client gets ipxe.efi by URL (vendor class
-// HTTPClient, architecture 16), served as application/efi, and iPXE runs its script.
-mod httpboot_netns;
+// Issue 12's firmware proofs, side by side: OVMF with Microsoft keys and Secure Boot
+// enforced through shim and signed GRUB to the signed installer kernel (and refusing iPXE);
+// OVMF's own UEFI HTTP boot client to the iPXE script; AAVMF under qemu-system-aarch64
+// through Debian's signed ARM64 GRUB to the ARM64 installer kernel.
+mod firmware_netns;

@@ -1,0 +1,29 @@
+//! Issue 12's firmware proofs, run side by side (each script makes its own namespaces and
+//! subnet, so the slow software-emulated boots overlap and the suite stays well inside CI's
+//! limit):
+//! - Secure Boot (`scripts/e2e-secureboot.sh`, Proof: "OVMF with Microsoft keys enrolled
+//!   and Secure Boot enforced: shim, GRUB, and the Debian installer kernel starts, and the
+//!   kernel log says Secure Boot is enabled. The same firmware handed plain iPXE refuses
+//!   it"): a host marked `secure_boot`, the profile preview's Secure Boot findings, the
+//!   generated `grub/grub.cfg-<mac>` over TFTP, HTTP and `boot-config?format=grub`, QEMU q35
+//!   with `OVMF_CODE_4M.ms.fd` through shim and signed GRUB to "Secure boot enabled", then
+//!   the flag cleared and `ipxe.efi` refused ("Access Denied").
+//! - UEFI HTTP boot (`scripts/e2e-httpboot.sh`, Proof: "OVMF HTTP boot"): `/boot/ipxe.efi`
+//!   served as `application/efi`; OVMF's own HTTP client sends its `HTTPClient:Arch:00016`
+//!   DISCOVER, gets architecture 16's URL with vendor class `HTTPClient`, downloads
+//!   ipxe.efi and starts it, and iPXE runs its Bootlane script.
+//! - ARM64 (`scripts/e2e-arm64.sh`, Proof: "AAVMF on `qemu-system-aarch64` to the ARM64
+//!   kernel"): architecture 11's boot file is Debian's signed ARM64 GRUB, whose generated
+//!   menu (at the d-i GRUB's prefix) boots the real ARM64 installer kernel under AAVMF.
+
+use bootlane_tests::run_e2e_parallel;
+
+/// Secure Boot, UEFI HTTP boot and ARM64, at once.
+#[test]
+fn secure_boot_http_boot_and_arm64_firmware_boots() {
+    run_e2e_parallel(&[
+        ("e2e-secureboot.sh", "e2e-secureboot"),
+        ("e2e-httpboot.sh", "e2e-httpboot"),
+        ("e2e-arm64.sh", "e2e-arm64"),
+    ]);
+}
