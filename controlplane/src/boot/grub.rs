@@ -23,11 +23,12 @@
 //!
 //! What [`render`] writes for each entry type: `local` → `exit` (back to the firmware,
 //! which tries its next boot option); `linux` → `linux` with the command line, one
-//! `initrd` line with every initrd, paths in the boot directory loaded from GRUB's root
-//! (`(tftp,<server>)`), `http://host[:port]/path` URLs from `(http,host[:port])/path`;
-//! `chain` → `chainloader` for an EFI binary in the boot directory or over plain HTTP;
-//! `sanboot`, `custom` (iPXE commands) and `https://` URLs (GRUB has no TLS) become a
-//! comment saying why they are left out. Command-line words GRUB would expand (`$`,
+//! `initrd` line with every initrd, paths in the boot directory (and URLs of this server's
+//! own `/boot/` tree) loaded from GRUB's root (`(tftp,<server>)`), `tftp://host/path` from
+//! `(tftp,host)/path`; `chain` → `chainloader` for an EFI binary loaded the same way;
+//! `sanboot`, `custom` (iPXE commands) and other `http(s)://` URLs (Debian's signed GRUB
+//! has no HTTP module and cannot load one under Secure Boot) become a comment saying why
+//! they are left out. Command-line words GRUB would expand (`$`,
 //! quotes, `;`, braces) are single-quoted so the kernel gets them as written. The timeout
 //! is in seconds; a profile's 0 ("wait for a choice") is GRUB's `-1`.
 //!
@@ -99,35 +100,24 @@ fn word(w: &str) -> String {
 
 /// Where GRUB loads `p` from (`base_url`: this server's HTTP base URL, no trailing `/`):
 /// a boot-directory path, or a URL of this server's `/boot/` tree, from GRUB's root over
-/// TFTP (`/path`); `tftp://host/path` from `(tftp,host)/path`; a plain `http://` URL on
-/// port 80 from `(http,host)/path`. `Err` with the reason otherwise: Debian 12's GRUB 2.06
-/// has no TLS and no way to name another HTTP port (`(http,host:port)` is "disk not
-/// found", measured).
+/// TFTP (`/path`); `tftp://host/path` from `(tftp,host)/path`. `Err` with the reason for
+/// any other URL: Debian 12's signed network GRUB has no `http` module built in and cannot
+/// load one under Secure Boot (`(http,host)` is "disk not found", measured on ports 80 and
+/// 8000), and has no TLS.
 fn grub_path(p: &str, base_url: &str) -> Result<String, String> {
     if let Some(rest) = p.strip_prefix(&format!("{base_url}/boot/")) {
         return Ok(format!("/{}", rest.trim_start_matches('/')));
     }
-    for (scheme, proto) in [("http://", "http"), ("tftp://", "tftp")] {
-        let Some(rest) = p.strip_prefix(scheme) else { continue };
+    if let Some(rest) = p.strip_prefix("tftp://") {
         let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
-        let host = if proto == "http" {
-            host.strip_suffix(":80").unwrap_or(host)
-        } else {
-            host
-        };
-        if host.is_empty() || host.contains(['@', ' ', ')', ',', '(']) {
-            return Err(format!("{p:?} is not a URL GRUB can load"));
+        if host.is_empty() || host.contains(['@', ' ', ')', ',', '(', ':']) {
+            return Err(format!("{p:?} is not a TFTP URL GRUB can load (a host without a port)"));
         }
-        if host.contains(':') {
-            return Err(format!(
-                "{p:?} names a port, which GRUB 2.06 cannot (serve the file from the boot directory, or on port 80)"
-            ));
-        }
-        return Ok(format!("({proto},{host})/{path}"));
+        return Ok(format!("(tftp,{host})/{path}"));
     }
     if p.contains("://") {
         return Err(format!(
-            "{p:?} is not a boot-directory path or a plain http:// or tftp:// URL (GRUB has no TLS)"
+            "{p:?} is not in the boot directory, and Debian's signed GRUB loads over TFTP only (no HTTP module, no TLS): put the file in the boot directory"
         ));
     }
     Ok(format!("/{}", p.trim_start_matches('/')))
@@ -467,7 +457,7 @@ mod tests {
         linux.initrds = vec![
             "/d-i/initrd.gz".into(),
             "http://10.77.0.1:8080/boot/fw.cpio.gz".into(),
-            "http://mirror.lab/d-i/extra.gz".into(),
+            "tftp://10.77.0.5/d-i/extra.gz".into(),
         ];
         linux.cmdline = Some("console=ttyS0 url={base_url}/preseed?x=1 priority=critical".into());
         linux.is_default = true;
@@ -484,7 +474,7 @@ mod tests {
         );
         assert!(t.contains("\nmenuentry 'Local disk' --id e1 {\n  exit\n}\n"), "{t}");
         assert!(
-            t.contains("\nmenuentry 'Debian installer' --id e2 {\n  echo 'Loading Debian installer'\n  linux /d-i/linux console=ttyS0 'url=http://10.77.0.1:8080/preseed?x=1' priority=critical\n  initrd /d-i/initrd.gz /fw.cpio.gz (http,mirror.lab)/d-i/extra.gz\n}\n"),
+            t.contains("\nmenuentry 'Debian installer' --id e2 {\n  echo 'Loading Debian installer'\n  linux /d-i/linux console=ttyS0 'url=http://10.77.0.1:8080/preseed?x=1' priority=critical\n  initrd /d-i/initrd.gz /fw.cpio.gz (tftp,10.77.0.5)/d-i/extra.gz\n}\n"),
             "{t}"
         );
         // 0 waits for a choice.
@@ -513,7 +503,7 @@ mod tests {
         san.url = Some("iscsi://10.0.0.1/x".into());
         let p = profile(2, vec![chain, custom, san, efi, port]);
         let t = render(&p, None, None, "http://x");
-        assert!(t.contains("\n# e1 \"netboot.xyz\" is left out: \"https://boot.netboot.xyz/ipxe/netboot.xyz.efi\" is not a boot-directory path or a plain http:// or tftp:// URL"), "{t}");
+        assert!(t.contains("\n# e1 \"netboot.xyz\" is left out: \"https://boot.netboot.xyz/ipxe/netboot.xyz.efi\" is not in the boot directory, and Debian's signed GRUB loads over TFTP only"), "{t}");
         assert!(t.contains("\n# e2 \"Custom\" is left out: a custom entry"), "{t}");
         assert!(t.contains("\n# e3 \"SAN\" is left out: a sanboot entry"), "{t}");
         assert!(
@@ -521,7 +511,7 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.contains("\n# e5 \"Port\" is left out: \"http://mirror.lab:8000/linux\" names a port"),
+            t.contains("\n# e5 \"Port\" is left out: \"http://mirror.lab:8000/linux\" is not in the boot directory"),
             "{t}"
         );
         assert!(
