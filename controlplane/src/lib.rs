@@ -170,6 +170,29 @@ pub async fn run(
     systemd::stopping_on_cancel(token.clone());
     tracing::info!(addr = %config.api.listen, "REST API listening on /api/v1");
     let app = api::router(state);
+    // `0.0.0.0:port` also listens on `[::]:port`: iPXE scripts, boot files and the API
+    // over IPv6 (issue 12).
+    let v6 = match net::ipv6_twin(config.api.listen) {
+        Some(a) => {
+            match net::bind_v6only(a, socket2::Type::STREAM).and_then(|s| tokio::net::TcpListener::from_std(s.into())) {
+                Ok(l) => {
+                    tracing::info!(addr = %a, "REST API listening over IPv6");
+                    let serve = axum::serve(
+                        l,
+                        app.clone()
+                            .into_make_service_with_connect_info::<std::net::SocketAddr>(),
+                    )
+                    .with_graceful_shutdown(token.clone().cancelled_owned());
+                    Some(tokio::spawn(async move { serve.await }))
+                }
+                Err(e) => {
+                    tracing::warn!("API: not listening on {a}: {e}");
+                    None
+                }
+            }
+        }
+        None => None,
+    };
     axum::serve(
         listener,
         app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
@@ -177,6 +200,9 @@ pub async fn run(
     .with_graceful_shutdown(token.clone().cancelled_owned())
     .await
     .context("serving the API")?;
+    if let Some(v6) = v6 {
+        let _ = v6.await;
+    }
     supervisor.stop_all().await;
     store.flush().await.ok();
     tracing::info!("stopped");

@@ -22,7 +22,7 @@
 
 use std::{
     collections::HashMap,
-    net::{IpAddr, Ipv4Addr},
+    net::IpAddr,
     sync::{
         atomic::{AtomicU8, Ordering},
         Arc, RwLock,
@@ -243,7 +243,7 @@ pub struct AccessGate {
     // `Mode as u8`, so `off` is decided without the lock.
     mode: AtomicU8,
     snapshot: RwLock<Arc<Snapshot>>,
-    learned: RwLock<HashMap<Ipv4Addr, (MacAddr, Instant)>>,
+    learned: RwLock<HashMap<IpAddr, (MacAddr, Instant)>>,
     leases: Option<Arc<tokio::sync::Mutex<LeaseDb>>>,
     queue: mpsc::Sender<Sighting>,
 }
@@ -352,8 +352,14 @@ impl AccessGate {
 
     /// Remembers that `mac` uses (or asked for) `ip` (called by DHCP for every request;
     /// nothing is learned while the mode is `off`, and an unchanged pair costs a read lock).
-    pub fn learn(&self, ip: Ipv4Addr, mac: MacAddr) {
-        if !self.enforcing() || ip.is_unspecified() || ip.is_broadcast() {
+    /// IPv4 and IPv6 (DHCPv6 clients whose MAC can be told) alike.
+    pub fn learn(&self, ip: impl Into<IpAddr>, mac: MacAddr) {
+        let ip = ip.into().to_canonical();
+        let bad = match ip {
+            IpAddr::V4(v4) => v4.is_unspecified() || v4.is_broadcast(),
+            IpAddr::V6(v6) => v6.is_unspecified() || v6.is_multicast(),
+        };
+        if !self.enforcing() || bad {
             return;
         }
         let fresh = |t: &Instant| t.elapsed() < LEARNED_TTL / 2;
@@ -374,18 +380,19 @@ impl AccessGate {
 
     /// The MAC of the client using `ip`: the DHCP lease of that address while it is in
     /// force, else the pair learned from DHCP requests, else an expired lease (declined
-    /// addresses name nobody). IPv6 clients are not known (DHCPv6 is not served).
+    /// addresses name nobody). IPv6 clients are known by what DHCPv6 learned.
     pub async fn mac_for_ip(&self, ip: IpAddr) -> Option<MacAddr> {
         // An IPv4 client of a dual-stack listener shows up as `::ffff:a.b.c.d`.
-        let IpAddr::V4(v4) = ip.to_canonical() else {
-            return None;
-        };
+        let ip = ip.to_canonical();
         let learned = self
             .learned
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .get(&v4)
+            .get(&ip)
             .map(|(m, _)| *m);
+        let IpAddr::V4(v4) = ip else {
+            return learned;
+        };
         if let Some(leases) = &self.leases {
             let db = leases.lock().await;
             if let Some(l) = db.by_ip(v4).filter(|l| !l.declined) {
@@ -474,6 +481,7 @@ pub(crate) fn test_gate(mode: Mode, black: &[&str], white: &[&str]) -> (Arc<Acce
 mod tests {
     use super::*;
     use crate::net::types::normalise_mac;
+    use std::net::Ipv4Addr;
 
     fn mac(s: &str) -> MacAddr {
         normalise_mac(s).unwrap()

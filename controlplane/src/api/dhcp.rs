@@ -1,4 +1,5 @@
 //! DHCP and TFTP administration (issue 4 "DHCP" API bullets, "TFTP"): `/leases`,
+//! `/leases6` (DHCPv6, issue 12),
 //! `/dhcp/reservations`, `/services/dhcp`, `/services/archmap` and `/services/tftp`.
 //! Thin handlers over [`DhcpControl`], which applies
 //! every change to the running DHCP handler before answering.
@@ -27,6 +28,7 @@ use crate::dhcp::{
         SubnetStats,
     },
     leases::{now_secs, Lease},
+    v6::leases::Lease6,
 };
 use crate::net::types::normalise_mac;
 use crate::{
@@ -135,6 +137,108 @@ pub async fn list_leases(
         leases: page.items,
         paging: page.info,
     }))
+}
+
+/// Field filters of `GET /leases6` (paging and `q`: [`ListQuery`]).
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct Lease6Filter {
+    /// Only this prefix (e.g. `fd00:77::/64`).
+    pub subnet: Option<String>,
+    /// `active` or `expired` (declines count as active until they expire).
+    pub state: Option<String>,
+}
+
+/// A DHCPv6 lease with its state.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Lease6View {
+    /// The stored lease (`expires_at` in seconds since the Unix epoch).
+    #[serde(flatten)]
+    pub lease: Lease6,
+    /// `active`, `expired` or `declined`.
+    pub state: String,
+}
+
+/// `GET /leases6` answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Lease6List {
+    /// Leases of this page, in id order.
+    pub leases: Vec<Lease6View>,
+    /// Total, page and size.
+    #[serde(flatten)]
+    pub paging: PageInfo,
+}
+
+/// List DHCPv6 leases (issue 12 "IPv6"), in id order. `q` searches DUID, address and MAC.
+#[utoipa::path(get, path = "/api/v1/leases6", tag = "dhcp", params(ListQuery, Lease6Filter),
+    responses((status = 200, body = Lease6List), (status = 400, description = "Bad filter or paging"), (status = 401)))]
+pub async fn list_leases6(
+    State(dhcp): State<Arc<DhcpControl>>,
+    ApiQuery(lq): ApiQuery<ListQuery>,
+    ApiQuery(f): ApiQuery<Lease6Filter>,
+) -> Result<Envelope<Lease6List>> {
+    let subnet = match f.subnet.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
+        Some(n) => Some(
+            n.parse::<ipnet::Ipv6Net>()
+                .map_err(|_| {
+                    ApiError::BadRequest(format!("'subnet' {n:?} is not an IPv6 prefix such as fd00:77::/64"))
+                })?
+                .trunc()
+                .to_string(),
+        ),
+        None => None,
+    };
+    let want_active = match f.state.as_deref() {
+        None | Some("") => None,
+        Some("active") => Some(true),
+        Some("expired") => Some(false),
+        Some(o) => return Err(ApiError::BadRequest(format!("'state' {o:?} must be active or expired"))),
+    };
+    let q = lq.needle();
+    let now = now_secs();
+    let page = lq.paginate(
+        dhcp.v6()
+            .all_leases()
+            .await
+            .into_iter()
+            .filter(|l| subnet.as_ref().is_none_or(|n| &l.subnet == n))
+            .filter(|l| want_active.is_none_or(|a| l.active(now) == a))
+            .filter(|l| {
+                let ip = l.ip.to_string();
+                matches(q.as_deref(), [l.duid.as_str(), &ip, l.mac.as_deref().unwrap_or("")])
+            }),
+        |l| l.id,
+    )?;
+    let page = page.map(|l| Lease6View {
+        state: if !l.active(now) {
+            "expired"
+        } else if l.declined {
+            "declined"
+        } else {
+            "active"
+        }
+        .into(),
+        lease: l,
+    });
+    Ok(Envelope::ok(Lease6List {
+        leases: page.items,
+        paging: page.info,
+    }))
+}
+
+/// Delete every DHCPv6 lease of a client DUID (all IAs and subnets); the addresses are
+/// free at once. Answers the deleted leases.
+#[utoipa::path(delete, path = "/api/v1/leases6/{duid}", tag = "dhcp", params(("duid" = String, Path, description = "The client's DUID in hex (':' or '-' separators allowed)")),
+    responses((status = 200, body = Vec<Lease6>), (status = 400, description = "Not a DUID"), (status = 404, description = "No lease"), (status = 401)))]
+pub async fn delete_lease6(
+    State(dhcp): State<Arc<DhcpControl>>,
+    ApiPath(duid): ApiPath<String>,
+) -> Result<Envelope<Vec<Lease6>>> {
+    let gone = dhcp.delete_leases6(&duid).await?;
+    if gone.is_empty() {
+        return Err(ApiError::NotFound(format!("no DHCPv6 lease for DUID {duid}")));
+    }
+    Ok(Envelope::ok(gone))
 }
 
 /// Per-subnet pool usage (subnets in `server` or `proxy` mode).
@@ -535,6 +639,8 @@ pub async fn put_tftp(
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_leases))
+        .routes(routes!(list_leases6))
+        .routes(routes!(delete_lease6))
         .routes(routes!(lease_stats))
         .routes(routes!(batch_delete))
         .routes(routes!(prune))

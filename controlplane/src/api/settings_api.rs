@@ -213,6 +213,7 @@ async fn interfaces(s: &SettingsCtx, p: InterfacesPatch) -> Result<Changed<Inter
             .dhcp
             .update_settings(DhcpSettingsPatch {
                 subnets,
+                subnets6: Vec::new(),
                 running: None,
                 applied: None,
             })

@@ -1,11 +1,15 @@
-//! `[dhcp]` configuration: subnets with their mode, pool, options and reservations, and
-//! the client-architecture map (RFC 4578 option 93 code to boot file). Validated by
-//! [`DhcpConfig::validate`] before anything starts. Holds no global state.
+//! `[dhcp]` configuration: IPv4 subnets with their mode, pool, options and reservations,
+//! IPv6 subnets (`[[dhcp.subnets6]]`, DHCPv6 for network boot, issue 12), and the
+//! client-architecture map (RFC 4578 option 93 / RFC 5970 option 61 code to boot file).
+//! Validated by [`DhcpConfig::validate`] before anything starts. Holds no global state.
 
-use std::{collections::BTreeMap, net::Ipv4Addr};
+use std::{
+    collections::BTreeMap,
+    net::{Ipv4Addr, Ipv6Addr},
+};
 
 use anyhow::{bail, Context};
-use ipnet::Ipv4Net;
+use ipnet::{Ipv4Net, Ipv6Net};
 use serde::{Deserialize, Serialize};
 
 use crate::net::types::{normalise_mac, MacAddr};
@@ -17,6 +21,9 @@ use crate::net::types::{normalise_mac, MacAddr};
 pub struct DhcpConfig {
     /// `[[dhcp.subnets]]`, in order; the first match wins when several could apply.
     pub subnets: Vec<SubnetConfig>,
+    /// `[[dhcp.subnets6]]`: IPv6 links Bootlane answers DHCPv6 on (RFC 8415 with the
+    /// network-boot options of RFC 5970), in order; the first match wins.
+    pub subnets6: Vec<Subnet6Config>,
     /// `[dhcp.arch_map]`: client architecture code (decimal, as a string key) to boot
     /// file, merged over [`default_arch_map`]. A value starting with `http://` or
     /// `https://` is a URL (UEFI HTTP boot); `{server}` and `{http_port}` in it are
@@ -82,6 +89,46 @@ pub struct SubnetConfig {
     pub secure_boot: bool,
 }
 
+/// `[[dhcp.subnets6]]`: one IPv6 link (issue 12 "IPv6").
+///
+/// `server` mode assigns IA_NA addresses from `range_start..=range_end` (leases persisted
+/// beside the IPv4 ones) and hands boot clients their boot-file URL (option 59);
+/// `proxy` mode never assigns addresses and answers beside another DHCPv6 server:
+/// Information-Request from anyone (stateless DHCPv6, RFC 8415 §18.2.6) and Solicit from
+/// boot clients only (an Advertise with the boot-file URL, no addresses and preference
+/// 0, which PXE firmware takes as a proxy offer). Router advertisements are the
+/// network's job (managed flag for `server`, other-config flag for `proxy`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Subnet6Config {
+    /// `server`, `proxy` or `off` (default `off`).
+    #[serde(default)]
+    pub mode: SubnetMode,
+    /// The interface the link is reached on (socket bound with `SO_BINDTODEVICE`, joined
+    /// to `ff02::1:2`, All_DHCP_Relay_Agents_and_Servers).
+    pub interface: String,
+    /// The on-link prefix, e.g. `fd00:77::/64`.
+    pub prefix: Ipv6Net,
+    /// First pool address (server mode; inclusive).
+    #[serde(default)]
+    pub range_start: Option<Ipv6Addr>,
+    /// Last pool address (server mode; inclusive).
+    #[serde(default)]
+    pub range_end: Option<Ipv6Addr>,
+    /// DNS recursive name servers (option 23). Default: Bootlane's own address on the link.
+    #[serde(default)]
+    pub dns: Option<Vec<Ipv6Addr>>,
+    /// Valid lifetime of assigned addresses in seconds (RFC 8415 §21.6). Default 3600;
+    /// at least 60. The preferred lifetime is the same; T1 and T2 are 0.5 and 0.8 of it.
+    #[serde(default = "default_lease_time")]
+    pub lease_time_secs: u32,
+    /// Bootlane's own address on this link, put in boot-file URLs (TFTP and HTTP). Default:
+    /// a global address of `interface` inside `prefix`, else any global address of
+    /// `interface`.
+    #[serde(default)]
+    pub server_address: Option<Ipv6Addr>,
+}
+
 /// A fixed address for one MAC.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -124,6 +171,7 @@ impl DhcpConfig {
     /// True when any subnet is in `server` or `proxy` mode.
     pub fn any_active(&self) -> bool {
         self.subnets.iter().any(|s| s.mode != SubnetMode::Off)
+            || self.subnets6.iter().any(|s| s.mode != SubnetMode::Off)
     }
 
     /// The effective architecture map: the defaults with `[dhcp.arch_map]` applied.
@@ -153,6 +201,9 @@ impl DhcpConfig {
     /// The first problem, naming the subnet and the key.
     pub fn validate(&self) -> anyhow::Result<()> {
         self.arch_map()?;
+        for (i, s) in self.subnets6.iter().enumerate() {
+            s.validate(&format!("[[dhcp.subnets6]] #{} ({})", i + 1, s.prefix))?;
+        }
         for (i, s) in self.subnets.iter().enumerate() {
             let at = format!("[[dhcp.subnets]] #{} ({})", i + 1, s.cidr);
             if s.interface.is_empty() {
@@ -207,6 +258,53 @@ impl DhcpConfig {
                     bail!("{at}: address {} is reserved twice", r.ip);
                 }
             }
+        }
+        Ok(())
+    }
+}
+
+impl Subnet6Config {
+    /// Checks one IPv6 subnet: interface set, pool inside the prefix and ordered (both ends
+    /// or neither; required in server mode), lease time at least 60 s, DNS servers and the
+    /// server address not multicast or unspecified.
+    ///
+    /// # Errors
+    /// The first problem, prefixed with `at` (which names the subnet).
+    pub fn validate(&self, at: &str) -> anyhow::Result<()> {
+        if self.interface.is_empty() {
+            bail!("{at}: interface must be set");
+        }
+        if self.lease_time_secs < 60 {
+            bail!("{at}: lease_time_secs must be at least 60");
+        }
+        let net = self.prefix.trunc();
+        if net.prefix_len() > 120 {
+            bail!("{at}: the prefix must be /120 or shorter (a /64 is usual)");
+        }
+        match (self.range_start, self.range_end) {
+            (Some(a), Some(b)) => {
+                if !net.contains(&a) || !net.contains(&b) {
+                    bail!("{at}: range_start and range_end must lie inside {net}");
+                }
+                if u128::from(a) > u128::from(b) {
+                    bail!("{at}: range_start {a} is after range_end {b}");
+                }
+                if a == net.network() {
+                    bail!("{at}: the pool must not include the subnet-router anycast address {a}");
+                }
+            }
+            (None, None) if self.mode == SubnetMode::Server => {
+                bail!("{at}: server mode needs range_start and range_end")
+            }
+            (None, None) => {}
+            _ => bail!("{at}: set both range_start and range_end, or neither"),
+        }
+        let unicast = |a: &Ipv6Addr| !a.is_unspecified() && !a.is_multicast();
+        if let Some(bad) = self.dns.iter().flatten().find(|a| !unicast(a)) {
+            bail!("{at}: dns server {bad} must be a unicast address");
+        }
+        if let Some(a) = self.server_address.filter(|a| !unicast(a)) {
+            bail!("{at}: server_address {a} must be a unicast address");
         }
         Ok(())
     }

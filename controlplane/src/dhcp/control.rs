@@ -158,7 +158,11 @@ pub struct SubnetPatch {
 #[serde(deny_unknown_fields)]
 pub struct DhcpSettingsPatch {
     /// Subnets to change (others keep their settings).
+    #[serde(default)]
     pub subnets: Vec<SubnetPatch>,
+    /// IPv6 subnets to change (others keep their settings).
+    #[serde(default)]
+    pub subnets6: Vec<super::v6::control::Subnet6Patch>,
     /// Read-only, ignored.
     pub running: Option<serde_json::Value>,
     /// Read-only, ignored.
@@ -211,6 +215,8 @@ pub struct DhcpSettingsView {
     pub running: bool,
     /// Every configured subnet.
     pub subnets: Vec<SubnetView>,
+    /// Every configured IPv6 subnet (`[[dhcp.subnets6]]`, DHCPv6).
+    pub subnets6: Vec<super::v6::control::Subnet6View>,
 }
 
 /// One architecture map entry.
@@ -270,7 +276,8 @@ pub fn arch_view(map: &BTreeMap<u16, String>) -> ArchMap {
     }
 }
 
-/// `GET /leases/stats` entry.
+/// `GET /leases/stats` entry (IPv4 and IPv6 subnets; an IPv6 pool's size saturates at
+/// 2^64 - 1).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct SubnetStats {
     /// The subnet.
@@ -301,6 +308,7 @@ pub struct DhcpControl {
     arch: RwLock<Option<BTreeMap<u16, String>>>,
     write: tokio::sync::Mutex<()>,
     events: Arc<EventBus>,
+    v6: super::v6::control::Dhcp6Control,
 }
 
 fn key_of(cfg: &SubnetConfig) -> String {
@@ -359,6 +367,7 @@ impl DhcpControl {
             arch: RwLock::new(arch),
             write: tokio::sync::Mutex::new(()),
             events,
+            v6: super::v6::control::Dhcp6Control::open(store, &base.subnets6).await?,
         }))
     }
 
@@ -366,6 +375,11 @@ impl DhcpControl {
     /// reservations, before stored overrides).
     pub fn file_config(&self) -> &DhcpConfig {
         &self.base
+    }
+
+    /// The IPv6 half: DHCPv6 subnets, leases and the running DHCPv6 handler.
+    pub fn v6(&self) -> &super::v6::control::Dhcp6Control {
+        &self.v6
     }
 
     /// The lease database (shared with the handler).
@@ -385,6 +399,7 @@ impl DhcpControl {
         if let Ok(mut g) = self.handler.write() {
             *g = None;
         }
+        self.v6.attach(None);
     }
 
     /// The event bus (the DHCP service publishes lease events on it).
@@ -401,12 +416,12 @@ impl DhcpControl {
         self.handler.read().ok().and_then(|g| g.clone())
     }
 
-    /// True when any effective subnet is in `server` or `proxy` mode.
+    /// True when any effective subnet (IPv4 or IPv6) is in `server` or `proxy` mode.
     ///
     /// # Errors
     /// Store errors.
     pub fn any_active(&self) -> Result<bool> {
-        Ok(self.effective_subnets()?.iter().any(|s| s.mode != SubnetMode::Off))
+        Ok(self.effective_subnets()?.iter().any(|s| s.mode != SubnetMode::Off) || self.v6.any_active())
     }
 
     fn overrides(&self) -> BTreeMap<String, SubnetOverride> {
@@ -463,6 +478,7 @@ impl DhcpControl {
 
     /// Pushes the effective subnets and arch map into the running handler.
     fn apply(&self) -> Result<()> {
+        self.v6.apply(self.arch_map());
         let Some(h) = self.handler() else {
             return Ok(());
         };
@@ -517,6 +533,7 @@ impl DhcpControl {
             applied: String::new(),
             running: running.is_some(),
             subnets,
+            subnets6: self.v6.views(),
         })
     }
 
@@ -579,18 +596,21 @@ impl DhcpControl {
         }
         let candidate = DhcpConfig {
             subnets: self.effective_with(&overrides)?,
+            subnets6: Vec::new(),
             arch_map: BTreeMap::new(),
         };
         candidate
             .validate()
             .map_err(|e| ServiceError::Invalid(format!("{e:#}")))?;
+        let (restart6, changed6) = self.v6.update(patch.subnets6, self.arch_map()).await?;
+        restart |= restart6;
         self.kv.put(SETTINGS_KEY, &overrides).await?;
         if let Ok(mut g) = self.overrides.write() {
             *g = overrides;
         }
         self.apply()?;
         let after = self.settings()?;
-        if old_overrides != self.overrides() {
+        if changed6 || old_overrides != self.overrides() {
             self.events.publish(NewEvent::write(
                 "dhcp.settings.changed",
                 "settings",
@@ -880,12 +900,32 @@ impl DhcpControl {
         Ok(gone)
     }
 
-    /// Deletes expired leases and declines. Returns how many.
+    /// Deletes every DHCPv6 lease of the client `duid` (hex). Returns them.
+    ///
+    /// # Errors
+    /// Invalid DUID, store errors.
+    pub async fn delete_leases6(&self, duid: &str) -> Result<Vec<super::v6::leases::Lease6>> {
+        let gone = self.v6.delete_leases(duid).await?;
+        for l in &gone {
+            self.events.publish(NewEvent::write(
+                "dhcp6.lease.deleted",
+                "lease6",
+                &l.duid,
+                "delete",
+                format!("DHCPv6 lease {} for DUID {} deleted", l.ip, l.duid),
+                Some(l),
+                None::<&super::v6::leases::Lease6>,
+            ));
+        }
+        Ok(gone)
+    }
+
+    /// Deletes expired leases and declines (IPv4 and IPv6). Returns how many.
     ///
     /// # Errors
     /// Store errors.
     pub async fn prune(&self) -> Result<usize> {
-        let n = self.leases.lock().await.prune(now_secs()).await?;
+        let n = self.leases.lock().await.prune(now_secs()).await? + self.v6.prune().await?;
         if n > 0 {
             self.events.publish(NewEvent::write(
                 "dhcp.leases.pruned",
@@ -922,6 +962,19 @@ impl DhcpControl {
         let cfgs = self.effective_subnets()?;
         let now = now_secs();
         let leases = self.all_leases().await;
+        let v6 = self
+            .v6
+            .stats()
+            .await
+            .into_iter()
+            .map(|(subnet, mode, size, used)| SubnetStats {
+                subnet,
+                mode,
+                size,
+                used,
+                reserved: 0,
+                free: size.saturating_sub(used),
+            });
         Ok(cfgs
             .iter()
             .filter(|c| c.mode != SubnetMode::Off)
@@ -950,6 +1003,7 @@ impl DhcpControl {
                     free: size.saturating_sub(taken),
                 }
             })
+            .chain(v6)
             .collect())
     }
 }

@@ -5,8 +5,9 @@
 //!
 //! Layout: [`config`] (the `[dhcp]` section), [`packet`] (wire format and client
 //! classification), [`handler`] (pure request → reply logic), [`leases`] (the lease
-//! table), [`server`] (sockets and receive loops). [`DhcpService::start`] ties them
-//! together for `run()`. Nothing starts when no subnet is active (the default).
+//! table), [`server`] (sockets and receive loops), [`v6`] (DHCPv6 on the
+//! `[[dhcp.subnets6]]` links, issue 12). [`DhcpService::start`] ties them together for
+//! `run()`. Nothing starts when no subnet is active (the default).
 
 pub mod config;
 pub mod control;
@@ -14,6 +15,7 @@ pub mod handler;
 pub mod leases;
 pub mod packet;
 pub mod server;
+pub mod v6;
 
 use std::{collections::BTreeSet, sync::Arc};
 
@@ -33,6 +35,9 @@ pub struct DhcpService {
     pub handler: Arc<BootHandler>,
     server: Server<BootHandler>,
     expiry: tokio::task::JoinHandle<()>,
+    /// The DHCPv6 handler, when an IPv6 subnet is active.
+    pub handler6: Option<Arc<v6::handler::Dhcp6Handler>>,
+    loops6: Vec<tokio::task::JoinHandle<()>>,
     /// Where it listens (`interface:port`).
     pub listen: Vec<String>,
 }
@@ -63,7 +68,7 @@ impl DhcpService {
         secure_boot: handler::SecureBootHosts,
     ) -> anyhow::Result<Option<Self>> {
         if !control.any_active()? {
-            tracing::info!("DHCP off (no [[dhcp.subnets]] in server or proxy mode)");
+            tracing::info!("DHCP off (no [[dhcp.subnets]] or [[dhcp.subnets6]] in server or proxy mode)");
             return Ok(None);
         }
         let ifaddrs = crate::net::interface_addrs();
@@ -82,10 +87,46 @@ impl DhcpService {
                 control.leases(),
             )
             .with_events(control.events().clone())
-            .with_http_base(http_base)
-            .with_access(access)
-            .with_secure_boot(secure_boot),
+            .with_http_base(http_base.clone())
+            .with_access(access.clone())
+            .with_secure_boot(secure_boot.clone()),
         );
+        let subnets6 = control
+            .v6()
+            .effective()
+            .iter()
+            .filter(|s| s.mode != SubnetMode::Off)
+            .map(|s| v6::handler::Subnet6::resolve(s, &ifaddrs))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let (handler6, loops6, listen6) = if subnets6.is_empty() {
+            (None, Vec::new(), Vec::new())
+        } else {
+            let h = Arc::new(
+                v6::handler::Dhcp6Handler::new(
+                    subnets6,
+                    control.arch_map(),
+                    http_port,
+                    control.v6().duid().to_vec(),
+                    control.v6().leases(),
+                )
+                .with_events(control.events().clone())
+                .with_http_base(http_base.clone())
+                .with_access(access.clone())
+                .with_secure_boot(secure_boot.clone()),
+            );
+            let mut loops = Vec::new();
+            let mut listen = Vec::new();
+            let ifaces: BTreeSet<String> = h.subnets().iter().map(|s| s.cfg.interface.clone()).collect();
+            for iface in ifaces {
+                let sock = v6::bind_socket(&iface, v6::SERVER_PORT)?;
+                loops.push(v6::spawn_loop(sock, &iface, h.clone(), token.clone())?);
+                listen.push(format!("{iface}:[::]:{}", v6::SERVER_PORT));
+            }
+            for s in h.subnets().iter() {
+                tracing::info!(subnet = %s.net, mode = ?s.cfg.mode, interface = %s.cfg.interface, server = %s.server, "DHCPv6 serving");
+            }
+            (Some(h), loops, listen)
+        };
         let expiry = tokio::spawn(watch_expiry(control.clone(), token.clone()));
         let mut server = Server::new(handler.clone(), token);
         let mut listen = Vec::new();
@@ -113,11 +154,15 @@ impl DhcpService {
                 "DHCP serving"
             );
         }
+        listen.extend(listen6);
         control.attach(handler.clone());
+        control.v6().attach(handler6.clone());
         Ok(Some(Self {
             handler,
             server,
             expiry,
+            handler6,
+            loops6,
             listen,
         }))
     }
@@ -125,6 +170,10 @@ impl DhcpService {
     /// Stops the receive loops and waits for them.
     pub async fn shutdown(self) {
         self.server.shutdown().await;
+        for l in self.loops6 {
+            l.abort();
+            let _ = l.await;
+        }
         self.expiry.abort();
     }
 }

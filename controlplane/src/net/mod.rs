@@ -60,6 +60,31 @@ pub fn interface_addrs() -> Vec<IfAddr> {
     }
 }
 
+/// The IPv6 twin of a wildcard IPv4 listen address: `0.0.0.0:port` also listens on
+/// `[::]:port` (issue 12 "TFTP and HTTP over IPv6"); any other address is taken as
+/// written and has no twin.
+pub fn ipv6_twin(addr: std::net::SocketAddr) -> Option<std::net::SocketAddr> {
+    (addr.ip() == IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED))
+        .then(|| std::net::SocketAddr::new(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED), addr.port()))
+}
+
+/// Binds an IPv6-only socket of `ty` (UDP datagram or TCP stream, listening) on `addr`
+/// (so the IPv4 socket on the same port stays separate), non-blocking.
+///
+/// # Errors
+/// Socket errors (port in use, IPv6 disabled on this machine).
+pub fn bind_v6only(addr: std::net::SocketAddr, ty: socket2::Type) -> std::io::Result<socket2::Socket> {
+    let s = socket2::Socket::new(socket2::Domain::IPV6, ty, None)?;
+    s.set_only_v6(true)?;
+    s.set_reuse_address(true)?;
+    s.set_nonblocking(true)?;
+    s.bind(&addr.into())?;
+    if ty == socket2::Type::STREAM {
+        s.listen(1024)?;
+    }
+    Ok(s)
+}
+
 /// Interface index by name (`if_nametoindex`), `None` if there is no such interface.
 pub fn ifindex(name: &str) -> Option<u32> {
     let c = std::ffi::CString::new(name).ok()?;

@@ -85,6 +85,8 @@ pub struct TftpService {
     pub server: Server<FsHandler>,
     /// The bound address.
     pub addr: SocketAddr,
+    /// The IPv6 twin `[::]:port` of a `0.0.0.0` listen address, when it could be bound.
+    pub also: Option<SocketAddr>,
 }
 
 impl TftpService {
@@ -129,7 +131,19 @@ impl TftpService {
             .with_access(access);
         let addr = server.register_socket(sock)?;
         tracing::info!(%addr, root = %root.display(), "TFTP serving");
-        Ok(Self { server, addr })
+        // `0.0.0.0` also serves IPv6 clients (issue 12), on the same port.
+        let mut also = None;
+        if let Some(v6) = crate::net::ipv6_twin(addr) {
+            match crate::net::bind_v6only(v6, socket2::Type::DGRAM) {
+                Ok(s) => {
+                    let a = server.register_socket(s.into())?;
+                    tracing::info!(addr = %a, "TFTP serving over IPv6");
+                    also = Some(a);
+                }
+                Err(e) => tracing::warn!("TFTP: not serving IPv6 on {v6}: {e}"),
+            }
+        }
+        Ok(Self { server, addr, also })
     }
 
     /// Stops the server.
@@ -198,7 +212,7 @@ impl crate::supervisor::Service for TftpUnit {
                 self.generated.clone(),
             )?;
             self.control.attach(t.server.limits());
-            let listen = vec![t.addr.to_string()];
+            let listen: Vec<String> = std::iter::once(t.addr).chain(t.also).map(|a| a.to_string()).collect();
             *self.listen.lock().expect("listen lock") = Some(listen.clone());
             *running = Some(t);
             Ok(listen)

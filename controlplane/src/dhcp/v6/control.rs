@@ -1,0 +1,355 @@
+//! Live DHCPv6 administration (issue 12 "IPv6": "`[dhcp]` and `/services/dhcp` grow IPv6
+//! subnets"): the IPv6 half of [`DhcpControl`](crate::dhcp::control::DhcpControl), which
+//! owns one [`Dhcp6Control`] and delegates to it.
+//!
+//! - `PUT /services/dhcp` `subnets6` entries change a `[[dhcp.subnets6]]` subnet: pool,
+//!   DNS servers and lease time apply live; `mode`, `interface` and `server_address` need
+//!   new sockets (the caller restarts the service).
+//! - `GET /leases6`, `DELETE /leases6/{duid}` and `POST /leases/prune` work on the lease
+//!   database the handler allocates from.
+//!
+//! State: the stored overrides (cached), the lease database, the server DUID, the
+//! running handler once DHCP started.
+
+use std::{
+    collections::BTreeMap,
+    net::Ipv6Addr,
+    sync::{Arc, RwLock},
+};
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{
+    handler::Dhcp6Handler,
+    leases::{Lease6, Lease6Db},
+};
+use crate::{
+    dhcp::{
+        config::{Subnet6Config, SubnetMode},
+        leases::now_secs,
+    },
+    service_error::ServiceError,
+    store::{Kv, Store},
+};
+
+type Result<T, E = ServiceError> = std::result::Result<T, E>;
+
+const OVERRIDES_KEY: &str = "subnet6_overrides";
+
+/// Stored per-subnet overrides over the file's `[[dhcp.subnets6]]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct Override6 {
+    mode: Option<SubnetMode>,
+    interface: Option<String>,
+    server_address: Option<Ipv6Addr>,
+    range_start: Option<Ipv6Addr>,
+    range_end: Option<Ipv6Addr>,
+    dns: Option<Vec<Ipv6Addr>>,
+    lease_time_secs: Option<u32>,
+}
+
+/// One IPv6 subnet in `PUT /services/dhcp` (`subnets6`): `prefix` names a subnet of the
+/// configuration file; the other fields change it. A GET answer can be PUT back.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Subnet6Patch {
+    /// The prefix, as in the configuration file (e.g. `fd00:77::/64`).
+    pub prefix: String,
+    /// First pool address (server mode; live).
+    #[schema(value_type = Option<String>)]
+    pub range_start: Option<Ipv6Addr>,
+    /// Last pool address (server mode; live).
+    #[schema(value_type = Option<String>)]
+    pub range_end: Option<Ipv6Addr>,
+    /// DNS servers (option 23; live).
+    #[schema(value_type = Option<Vec<String>>)]
+    pub dns: Option<Vec<Ipv6Addr>>,
+    /// Valid lifetime in seconds, at least 60 (live).
+    pub lease_time_secs: Option<u32>,
+    /// `server`, `proxy` or `off` (restarts the service).
+    pub mode: Option<SubnetMode>,
+    /// The interface (restarts the service).
+    pub interface: Option<String>,
+    /// Bootlane's address on the link (restarts the service).
+    #[schema(value_type = Option<String>)]
+    pub server_address: Option<Ipv6Addr>,
+    /// Read-only, ignored.
+    pub server: Option<serde_json::Value>,
+}
+
+/// An IPv6 subnet as `GET /services/dhcp` shows it (`subnets6`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Subnet6View {
+    /// `server`, `proxy` or `off`.
+    pub mode: SubnetMode,
+    /// Interface.
+    pub interface: String,
+    /// The prefix.
+    pub prefix: String,
+    /// First pool address.
+    #[schema(value_type = Option<String>)]
+    pub range_start: Option<Ipv6Addr>,
+    /// Last pool address.
+    #[schema(value_type = Option<String>)]
+    pub range_end: Option<Ipv6Addr>,
+    /// DNS servers handed out (`null`: Bootlane's own address).
+    #[schema(value_type = Option<Vec<String>>)]
+    pub dns: Option<Vec<Ipv6Addr>>,
+    /// Valid lifetime in seconds.
+    pub lease_time_secs: u32,
+    /// Configured server address (`null`: from the interface).
+    #[schema(value_type = Option<String>)]
+    pub server_address: Option<Ipv6Addr>,
+    /// The server address in use (when DHCP runs).
+    #[schema(value_type = Option<String>)]
+    pub server: Option<Ipv6Addr>,
+}
+
+/// The IPv6 half of the live DHCP administration.
+pub struct Dhcp6Control {
+    base: Vec<Subnet6Config>,
+    kv: Kv,
+    overrides: RwLock<BTreeMap<String, Override6>>,
+    leases: Arc<tokio::sync::Mutex<Lease6Db>>,
+    duid: Vec<u8>,
+    handler: RwLock<Option<Arc<Dhcp6Handler>>>,
+}
+
+fn key_of(c: &Subnet6Config) -> String {
+    c.prefix.trunc().to_string()
+}
+
+impl Dhcp6Control {
+    /// Opens the stored overrides, the server DUID and the DHCPv6 leases.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn open(store: &Store, base: &[Subnet6Config]) -> Result<Self> {
+        let kv = store.kv("dhcp_settings")?;
+        Ok(Self {
+            base: base.to_vec(),
+            overrides: RwLock::new(kv.get(OVERRIDES_KEY)?.unwrap_or_default()),
+            duid: super::server_duid(&kv).await?,
+            kv,
+            leases: Arc::new(tokio::sync::Mutex::new(Lease6Db::load(store).await?)),
+            handler: RwLock::new(None),
+        })
+    }
+
+    /// The server DUID (Server Identifier, option 2).
+    pub fn duid(&self) -> &[u8] {
+        &self.duid
+    }
+
+    /// The lease database (shared with the handler).
+    pub fn leases(&self) -> Arc<tokio::sync::Mutex<Lease6Db>> {
+        self.leases.clone()
+    }
+
+    /// Connects (`Some`) or disconnects (`None`) the running handler.
+    pub fn attach(&self, handler: Option<Arc<Dhcp6Handler>>) {
+        if let Ok(mut g) = self.handler.write() {
+            *g = handler;
+        }
+    }
+
+    fn handler(&self) -> Option<Arc<Dhcp6Handler>> {
+        self.handler.read().ok().and_then(|g| g.clone())
+    }
+
+    fn overrides(&self) -> BTreeMap<String, Override6> {
+        self.overrides.read().map(|g| g.clone()).unwrap_or_default()
+    }
+
+    fn effective_with(&self, overrides: &BTreeMap<String, Override6>) -> Vec<Subnet6Config> {
+        self.base
+            .iter()
+            .map(|s| {
+                let mut c = s.clone();
+                if let Some(o) = overrides.get(&key_of(s)) {
+                    c.mode = o.mode.unwrap_or(c.mode);
+                    c.interface = o.interface.clone().unwrap_or(c.interface);
+                    c.server_address = o.server_address.or(c.server_address);
+                    c.range_start = o.range_start.or(c.range_start);
+                    c.range_end = o.range_end.or(c.range_end);
+                    c.dns = o.dns.clone().or(c.dns);
+                    c.lease_time_secs = o.lease_time_secs.unwrap_or(c.lease_time_secs);
+                }
+                c
+            })
+            .collect()
+    }
+
+    /// The effective IPv6 subnets: the file's with stored overrides.
+    pub fn effective(&self) -> Vec<Subnet6Config> {
+        self.effective_with(&self.overrides())
+    }
+
+    /// True when any effective IPv6 subnet is in `server` or `proxy` mode.
+    pub fn any_active(&self) -> bool {
+        self.effective().iter().any(|s| s.mode != SubnetMode::Off)
+    }
+
+    /// Pushes the effective subnets and `arch_map` into the running handler.
+    pub fn apply(&self, arch_map: BTreeMap<u16, String>) {
+        let Some(h) = self.handler() else { return };
+        let cfgs = self.effective();
+        let rebuilt = h
+            .subnets()
+            .iter()
+            .map(|s| {
+                cfgs.iter()
+                    .find(|c| key_of(c) == s.key)
+                    .map_or_else(|| s.clone(), |c| s.rebuild(c))
+            })
+            .collect();
+        h.set_subnets(rebuilt);
+        h.set_arch_map(arch_map);
+    }
+
+    /// The `subnets6` of `GET /services/dhcp`.
+    pub fn views(&self) -> Vec<Subnet6View> {
+        let running = self.handler().map(|h| h.subnets());
+        self.effective()
+            .into_iter()
+            .map(|c| {
+                let key = key_of(&c);
+                Subnet6View {
+                    mode: c.mode,
+                    interface: c.interface.clone(),
+                    prefix: c.prefix.to_string(),
+                    range_start: c.range_start,
+                    range_end: c.range_end,
+                    dns: c.dns.clone(),
+                    lease_time_secs: c.lease_time_secs,
+                    server_address: c.server_address,
+                    server: running
+                        .as_ref()
+                        .and_then(|r| r.iter().find(|s| s.key == key).map(|s| s.server)),
+                }
+            })
+            .collect()
+    }
+
+    /// Validates and stores `patches`, then applies the live part. Returns whether new
+    /// sockets are needed (mode, interface or server address changed) and whether
+    /// anything changed.
+    ///
+    /// # Errors
+    /// Invalid (unknown prefix, a value the file would refuse), store errors.
+    pub async fn update(&self, patches: Vec<Subnet6Patch>, arch_map: BTreeMap<u16, String>) -> Result<(bool, bool)> {
+        let old = self.overrides();
+        let mut overrides = old.clone();
+        let before = self.effective();
+        let mut restart = false;
+        for p in patches {
+            let want = p.prefix.trim();
+            let Some(base) = self
+                .base
+                .iter()
+                .find(|s| key_of(s) == want || s.prefix.to_string() == want)
+            else {
+                return Err(ServiceError::Invalid(format!(
+                    "IPv6 subnet {want:?} is not in the configuration file; adding or removing subnets needs a \
+                     [[dhcp.subnets6]] entry and a restart"
+                )));
+            };
+            let cur = before.iter().find(|c| key_of(c) == key_of(base));
+            let o = overrides.entry(key_of(base)).or_default();
+            if let Some(m) = p.mode {
+                restart |= cur.is_none_or(|c| c.mode != m);
+                o.mode = Some(m);
+            }
+            if let Some(i) = &p.interface {
+                let i = i.trim();
+                if i.is_empty() || i.len() > 15 || i.contains(['/', ' ', '\0']) {
+                    return Err(ServiceError::Invalid(format!(
+                        "IPv6 subnet {want}: 'interface' {i:?} is not an interface name (1-15 bytes, no '/' or spaces)"
+                    )));
+                }
+                restart |= cur.is_none_or(|c| c.interface != i);
+                o.interface = Some(i.to_string());
+            }
+            if p.server_address.is_some() {
+                restart |= cur.is_none_or(|c| c.server_address != p.server_address);
+                o.server_address = p.server_address;
+            }
+            o.range_start = p.range_start.or(o.range_start);
+            o.range_end = p.range_end.or(o.range_end);
+            if p.dns.is_some() {
+                o.dns = p.dns;
+            }
+            o.lease_time_secs = p.lease_time_secs.or(o.lease_time_secs);
+        }
+        for (i, c) in self.effective_with(&overrides).iter().enumerate() {
+            c.validate(&format!("subnets6 #{} ({})", i + 1, c.prefix))
+                .map_err(|e| ServiceError::Invalid(format!("{e:#}")))?;
+        }
+        if overrides == old {
+            return Ok((false, false));
+        }
+        self.kv.put(OVERRIDES_KEY, &overrides).await?;
+        if let Ok(mut g) = self.overrides.write() {
+            *g = overrides;
+        }
+        self.apply(arch_map);
+        Ok((restart, true))
+    }
+
+    /// Every DHCPv6 lease, in id order.
+    pub async fn all_leases(&self) -> Vec<Lease6> {
+        let mut v: Vec<Lease6> = self.leases.lock().await.all().cloned().collect();
+        v.sort_by_key(|l| l.id);
+        v
+    }
+
+    /// Deletes every lease of the client `duid` (hex, any case, `:` or `-` separators
+    /// allowed). Returns them (empty: none).
+    ///
+    /// # Errors
+    /// Invalid DUID, store errors.
+    pub async fn delete_leases(&self, duid: &str) -> Result<Vec<Lease6>> {
+        let d: String = duid
+            .chars()
+            .filter(|c| !matches!(c, ':' | '-'))
+            .collect::<String>()
+            .to_ascii_lowercase();
+        if d.is_empty() || d.len() % 2 != 0 || d.len() > 260 || !d.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(ServiceError::Invalid(format!(
+                "{duid:?} is not a DUID: give its bytes in hex, e.g. 000401020304..."
+            )));
+        }
+        Ok(self.leases.lock().await.remove_duid(&d).await?)
+    }
+
+    /// Deletes expired DHCPv6 leases and declines. Returns how many.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn prune(&self) -> Result<usize> {
+        Ok(self.leases.lock().await.prune(now_secs()).await?)
+    }
+
+    /// Per active IPv6 subnet: `(prefix, mode, pool size, active leases)`; the size
+    /// saturates at `u64::MAX`.
+    pub async fn stats(&self) -> Vec<(String, SubnetMode, u64, u64)> {
+        let now = now_secs();
+        let leases = self.all_leases().await;
+        self.effective()
+            .iter()
+            .filter(|c| c.mode != SubnetMode::Off)
+            .map(|c| {
+                let key = key_of(c);
+                let size = match (c.mode, c.range_start, c.range_end) {
+                    (SubnetMode::Server, Some(a), Some(b)) => {
+                        u64::try_from(u128::from(b) - u128::from(a) + 1).unwrap_or(u64::MAX)
+                    }
+                    _ => 0,
+                };
+                let used = leases.iter().filter(|l| l.subnet == key && l.active(now)).count() as u64;
+                (key, c.mode, size, used)
+            })
+            .collect()
+    }
+}

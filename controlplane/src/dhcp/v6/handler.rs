@@ -1,0 +1,746 @@
+//! DHCPv6 request → reply logic (issue 12 "IPv6"; RFC 8415 with the network-boot
+//! options of RFC 5970), free of sockets so unit tests drive it with bytes.
+//!
+//! - `server` subnets: Solicit → Advertise (an address set aside per IA_NA), Request →
+//!   Reply (leases bound and persisted), Renew/Rebind → Reply (extended; an IA without
+//!   binding gets a new address, the old one with lifetimes 0), Release and Decline →
+//!   Reply with status Success, Confirm → Success or NotOnLink, Information-Request →
+//!   Reply with options only. Rapid Commit (RFC 8415 §18.3.1) is not offered: with two
+//!   servers on a link it would bind addresses on both.
+//! - `proxy` subnets: no addresses ever; Information-Request gets the boot options, and a
+//!   boot client's Solicit gets an Advertise with the boot-file URL, each IA_NA marked
+//!   NoAddrsAvail and preference 0 (a proxy offer beside the real server).
+//! - Boot clients (RFC 5970: client architecture option 61, vendor class `PXEClient` or
+//!   `HTTPClient`, user class `iPXE`, or option 59 in the Option Request option) get the
+//!   boot-file URL, option 59: iPXE its script URL on the API port (breaking the
+//!   chain-load loop), HTTP boot clients the architecture map's URL with vendor class
+//!   `HTTPClient` echoed, everyone else `tftp://[server]/<file>` from the map.
+//!
+//! Messages from a relay (Relay-Forward) are not answered yet (dropped and counted).
+//! State: the subnets and architecture map (swapped live by the API), the lease database.
+
+use std::{
+    collections::BTreeMap,
+    net::{Ipv6Addr, SocketAddrV6},
+    sync::{Arc, RwLock},
+};
+
+use dhcproto::{
+    v6::{DhcpOption, DhcpOptions, IAAddr, Message, MessageType, OptionCode, Status, StatusCode, UnknownOption, IANA},
+    Decodable, Encodable,
+};
+use ipnet::Ipv6Net;
+
+use super::leases::{IaKey, Lease6, Lease6Db};
+use crate::{
+    dhcp::{
+        config::{Subnet6Config, SubnetMode},
+        handler::{secure_boot_file, HttpBaseUrl, SecureBootHosts, IPXE_SCRIPT_PATH},
+        leases::now_secs,
+    },
+    net::{types::MacAddr, IfAddr},
+};
+
+/// How long a declined address stays out of the pool (seconds).
+const DECLINE_HOLD: u64 = 3600;
+/// Most pool addresses probed for a free one per IA (a /64 pool is never scanned).
+const MAX_PROBES: u128 = 4096;
+
+/// Where a datagram came from.
+#[derive(Debug, Clone)]
+pub struct RecvContext6 {
+    /// The interface the socket serves (it selects the subnets).
+    pub interface: String,
+    /// The client's address (link-local, with its scope id) and port.
+    pub src: SocketAddrV6,
+}
+
+/// One configured IPv6 subnet, resolved: Bootlane's address on it is known.
+#[derive(Debug, Clone)]
+pub struct Subnet6 {
+    /// The configuration as written (with stored overrides).
+    pub cfg: Subnet6Config,
+    /// The prefix, truncated.
+    pub net: Ipv6Net,
+    /// Bootlane's address on this link (put in boot-file URLs).
+    pub server: Ipv6Addr,
+    /// DNS servers handed out (option 23).
+    pub dns: Vec<Ipv6Addr>,
+    /// Lease table key (the prefix as text).
+    pub key: String,
+}
+
+impl Subnet6 {
+    /// Resolves a configured subnet against the machine's interface addresses: the
+    /// configured `server_address`, else a global address of the interface inside the
+    /// prefix, else any global address of the interface.
+    ///
+    /// # Errors
+    /// When no address is configured and the interface has no global IPv6 address.
+    pub fn resolve(cfg: &Subnet6Config, ifaddrs: &[IfAddr]) -> anyhow::Result<Self> {
+        let net = cfg.prefix.trunc();
+        let v6 = |a: &IfAddr| match a.addr {
+            std::net::IpAddr::V6(v) if !a.is_local_only() => Some(v),
+            _ => None,
+        };
+        let on_iface = || ifaddrs.iter().filter(|a| a.iface == cfg.interface).filter_map(v6);
+        let server = cfg
+            .server_address
+            .or_else(|| on_iface().find(|a| net.contains(a)))
+            .or_else(|| on_iface().next())
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "DHCPv6 subnet {net}: interface {:?} has no global IPv6 address; set server_address",
+                    cfg.interface
+                )
+            })?;
+        Ok(Self::with_server(cfg, server))
+    }
+
+    fn with_server(cfg: &Subnet6Config, server: Ipv6Addr) -> Self {
+        let net = cfg.prefix.trunc();
+        Self {
+            dns: cfg.dns.clone().unwrap_or_else(|| vec![server]),
+            net,
+            server,
+            key: net.to_string(),
+            cfg: cfg.clone(),
+        }
+    }
+
+    /// The same subnet with a new configuration, keeping the server address resolved at
+    /// start (live changes from the API).
+    pub fn rebuild(&self, cfg: &Subnet6Config) -> Self {
+        Self::with_server(cfg, cfg.server_address.unwrap_or(self.server))
+    }
+
+    fn pool(&self) -> Option<(u128, u128)> {
+        match (self.cfg.mode, self.cfg.range_start, self.cfg.range_end) {
+            (SubnetMode::Server, Some(a), Some(b)) => Some((u128::from(a), u128::from(b))),
+            _ => None,
+        }
+    }
+
+    /// True when `ip` lies in the server-mode pool.
+    pub fn in_pool(&self, ip: Ipv6Addr) -> bool {
+        self.pool().is_some_and(|(a, b)| (a..=b).contains(&u128::from(ip)))
+    }
+}
+
+/// What the client said about itself.
+#[derive(Debug, Clone, Default)]
+pub struct Client6 {
+    /// DUID bytes (option 1); empty when absent (Information-Request may omit it).
+    pub duid: Vec<u8>,
+    /// The MAC, when the DUID or the link-local source tells it.
+    pub mac: Option<MacAddr>,
+    /// Option 61's first architecture.
+    pub arch: Option<u16>,
+    /// Vendor class (option 16) data starts with `PXEClient`.
+    pub pxe: bool,
+    /// Vendor class data starts with `HTTPClient` (UEFI HTTP boot).
+    pub http: bool,
+    /// User class (option 15) `iPXE`.
+    pub ipxe: bool,
+    /// Option 59 is in the Option Request option.
+    pub asks_boot_url: bool,
+    /// Option 23 is in the Option Request option.
+    pub asks_dns: bool,
+}
+
+impl Client6 {
+    /// Reads the client's identity and class from a request; `src` is its source address.
+    pub fn of(msg: &Message, src: &Ipv6Addr) -> Self {
+        let opts = msg.opts();
+        let mut c = Self::default();
+        if let Some(DhcpOption::ClientId(d)) = opts.get(OptionCode::ClientId) {
+            c.duid = d.clone();
+        }
+        c.mac = mac_from_duid(&c.duid).or_else(|| mac_from_eui64(src));
+        if let Some(DhcpOption::ClientArchType(a)) = opts.get(OptionCode::ClientArchType) {
+            c.arch = a.first().map(|x| x.0);
+        }
+        if let Some(DhcpOption::VendorClass(v)) = opts.get(OptionCode::VendorClass) {
+            c.pxe = v.data.iter().any(|d| d.starts_with(b"PXEClient"));
+            c.http = v.data.iter().any(|d| d.starts_with(b"HTTPClient"));
+        }
+        if let Some(DhcpOption::UserClass(u)) = opts.get(OptionCode::UserClass) {
+            c.ipxe = u.data.iter().any(|d| d.as_slice() == b"iPXE");
+        }
+        if let Some(DhcpOption::ORO(o)) = opts.get(OptionCode::ORO) {
+            c.asks_boot_url = o.opts.contains(&OptionCode::OptBootfileUrl);
+            c.asks_dns = o.opts.contains(&OptionCode::DomainNameServers);
+        }
+        c
+    }
+
+    /// True for a client that wants boot information.
+    pub fn is_boot_client(&self) -> bool {
+        self.arch.is_some() || self.pxe || self.http || self.ipxe || self.asks_boot_url
+    }
+
+    fn duid_hex(&self) -> String {
+        hex(&self.duid)
+    }
+}
+
+/// The body of a vendor class option 16 (RFC 8415 §21.16): enterprise number, then each
+/// item with its 2-byte length. With `enterprise` `None`, a user class option 15 body
+/// (§21.15). Used for encoding because dhcproto 0.15 miscounts these options' lengths.
+pub fn class_data(enterprise: impl Into<Option<u32>>, items: &[&[u8]]) -> Vec<u8> {
+    let mut v = enterprise.into().map(|e| e.to_be_bytes().to_vec()).unwrap_or_default();
+    for i in items {
+        v.extend_from_slice(&u16::try_from(i.len()).unwrap_or(u16::MAX).to_be_bytes());
+        v.extend_from_slice(&i[..i.len().min(usize::from(u16::MAX))]);
+    }
+    v
+}
+
+/// Lower-case hex of `b`.
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The MAC in a DUID-LLT (type 1) or DUID-LL (type 3) with hardware type 1 (Ethernet).
+pub fn mac_from_duid(d: &[u8]) -> Option<MacAddr> {
+    let ll = match d {
+        [0, 1, 0, 1, _, _, _, _, rest @ ..] | [0, 3, 0, 1, rest @ ..] => rest,
+        _ => return None,
+    };
+    <[u8; 6]>::try_from(ll).ok().map(MacAddr)
+}
+
+/// The MAC behind a modified-EUI-64 link-local address (RFC 4291 appendix A), as UEFI
+/// and iPXE form theirs.
+pub fn mac_from_eui64(a: &Ipv6Addr) -> Option<MacAddr> {
+    let o = a.octets();
+    if o[..8] != [0xfe, 0x80, 0, 0, 0, 0, 0, 0] || o[11] != 0xff || o[12] != 0xfe {
+        return None;
+    }
+    Some(MacAddr([o[8] ^ 0x02, o[9], o[10], o[13], o[14], o[15]]))
+}
+
+/// The DHCPv6 handler.
+pub struct Dhcp6Handler {
+    subnets: RwLock<Arc<Vec<Subnet6>>>,
+    arch_map: RwLock<Arc<BTreeMap<u16, String>>>,
+    http_port: u16,
+    http_base: Option<HttpBaseUrl>,
+    secure_boot: Option<SecureBootHosts>,
+    server_duid: Vec<u8>,
+    leases: Arc<tokio::sync::Mutex<Lease6Db>>,
+    events: Option<Arc<crate::events::EventBus>>,
+    access: Option<Arc<crate::access::gate::AccessGate>>,
+}
+
+impl Dhcp6Handler {
+    /// A handler for `subnets` (mode `off` dropped) answering with `server_duid` as its
+    /// Server Identifier, allocating from `leases`. `http_port` is the API port put in
+    /// iPXE script URLs.
+    pub fn new(
+        subnets: Vec<Subnet6>,
+        arch_map: BTreeMap<u16, String>,
+        http_port: u16,
+        server_duid: Vec<u8>,
+        leases: Arc<tokio::sync::Mutex<Lease6Db>>,
+    ) -> Self {
+        let h = Self {
+            subnets: RwLock::new(Arc::new(Vec::new())),
+            arch_map: RwLock::new(Arc::new(arch_map)),
+            http_port,
+            http_base: None,
+            secure_boot: None,
+            server_duid,
+            leases,
+            events: None,
+            access: None,
+        };
+        h.set_subnets(subnets);
+        h
+    }
+
+    /// Names the iPXE script URL from `base` when it holds a URL.
+    pub fn with_http_base(mut self, base: HttpBaseUrl) -> Self {
+        self.http_base = Some(base);
+        self
+    }
+
+    /// Hands the signed shim to the x86-64 UEFI boots of the hosts in `hosts`.
+    pub fn with_secure_boot(mut self, hosts: SecureBootHosts) -> Self {
+        self.secure_boot = Some(hosts);
+        self
+    }
+
+    /// Publishes `dhcp6.lease.granted|renewed|released|declined` on `events`.
+    pub fn with_events(mut self, events: Arc<crate::events::EventBus>) -> Self {
+        self.events = Some(events);
+        self
+    }
+
+    /// Enforces access control (by MAC, when the client's MAC can be told).
+    pub fn with_access(mut self, gate: Arc<crate::access::gate::AccessGate>) -> Self {
+        self.access = Some(gate);
+        self
+    }
+
+    /// The active subnets.
+    pub fn subnets(&self) -> Arc<Vec<Subnet6>> {
+        self.subnets.read().map(|g| g.clone()).unwrap_or_default()
+    }
+
+    /// Replaces the subnets (mode `off` ones dropped); applies to the next request.
+    pub fn set_subnets(&self, subnets: Vec<Subnet6>) {
+        let subnets: Vec<_> = subnets.into_iter().filter(|s| s.cfg.mode != SubnetMode::Off).collect();
+        if let Ok(mut g) = self.subnets.write() {
+            *g = Arc::new(subnets);
+        }
+    }
+
+    /// Replaces the architecture map; applies to the next request.
+    pub fn set_arch_map(&self, map: BTreeMap<u16, String>) {
+        if let Ok(mut g) = self.arch_map.write() {
+            *g = Arc::new(map);
+        }
+    }
+
+    /// A copy of every DHCPv6 lease (diagnostics and tests).
+    pub async fn leases_snapshot(&self) -> Vec<Lease6> {
+        self.leases.lock().await.all().cloned().collect()
+    }
+
+    /// The Server Identifier (a DUID).
+    pub fn server_duid(&self) -> &[u8] {
+        &self.server_duid
+    }
+
+    /// Handles one datagram; returns the reply's bytes, or `None` when nothing is due
+    /// (undecodable, not for this server, not for a configured link). Never panics.
+    pub async fn handle(&self, bytes: &[u8], ctx: &RecvContext6) -> Option<Vec<u8>> {
+        let Ok(msg) = Message::from_bytes(bytes) else {
+            count("invalid", "dropped");
+            return None;
+        };
+        let kind = msg.msg_type();
+        let reply = self.dispatch(&msg, ctx).await;
+        count(type_label(kind), if reply.is_some() { "replied" } else { "ignored" });
+        reply.and_then(|r| r.to_vec().ok())
+    }
+
+    async fn dispatch(&self, msg: &Message, ctx: &RecvContext6) -> Option<Message> {
+        use MessageType as T;
+        let kind = msg.msg_type();
+        let client = Client6::of(msg, ctx.src.ip());
+        let server_id = match msg.opts().get(OptionCode::ServerId) {
+            Some(DhcpOption::ServerId(s)) => Some(s.as_slice()),
+            _ => None,
+        };
+        // RFC 8415 §16: which messages must (not) carry a Server Identifier, and ours.
+        let for_us = match kind {
+            T::Solicit | T::Rebind | T::Confirm => server_id.is_none(),
+            T::Request | T::Renew | T::Release | T::Decline => server_id == Some(&self.server_duid[..]),
+            T::InformationRequest => server_id.is_none_or(|s| s == &self.server_duid[..]),
+            _ => false,
+        };
+        if !for_us || (client.duid.is_empty() && kind != T::InformationRequest) {
+            return None;
+        }
+        let subnets = self.subnets();
+        let subnet = select_subnet(&subnets, msg, ctx)?;
+        if !self.admitted(subnet, &client, kind, ctx) {
+            return None;
+        }
+        match (subnet.cfg.mode, kind) {
+            (SubnetMode::Server, T::Solicit) => Some(self.solicit(subnet, msg, &client).await),
+            (SubnetMode::Server, T::Request | T::Renew | T::Rebind) => Some(self.bind(subnet, msg, &client).await),
+            (SubnetMode::Server, T::Release | T::Decline) => Some(self.release(subnet, msg, &client, kind).await),
+            (SubnetMode::Server, T::Confirm) => self.confirm(subnet, msg, &client),
+            (SubnetMode::Proxy, T::Solicit) if client.is_boot_client() => {
+                let mut r = self.base(T::Advertise, msg, subnet, &client, false);
+                r.opts_mut().insert(DhcpOption::Preference(0));
+                for ia in ianas(msg) {
+                    r.opts_mut().insert(DhcpOption::IANA(no_addrs(
+                        ia.id,
+                        "proxy: addresses come from another server",
+                    )));
+                }
+                Some(r)
+            }
+            (_, T::InformationRequest) if subnet.cfg.mode == SubnetMode::Server || client.is_boot_client() => {
+                Some(self.base(T::Reply, msg, subnet, &client, subnet.cfg.mode == SubnetMode::Server))
+            }
+            _ => None,
+        }
+    }
+
+    /// Access control: when the gate enforces and the client's MAC is known, learns its
+    /// address (for TFTP and HTTP over IPv6) and asks the gate about Solicit, Request,
+    /// Renew, Rebind and Information-Request. Clients whose MAC cannot be told are judged
+    /// by the gate as unknown devices.
+    fn admitted(&self, subnet: &Subnet6, c: &Client6, kind: MessageType, ctx: &RecvContext6) -> bool {
+        use crate::access::{gate::Seen, model::Protocol};
+        let Some(gate) = self.access.as_ref().filter(|g| g.enforcing()) else {
+            return true;
+        };
+        if let Some(mac) = c.mac {
+            gate.learn(*ctx.src.ip(), mac);
+        }
+        if matches!(kind, MessageType::Release | MessageType::Decline | MessageType::Confirm) {
+            return true;
+        }
+        let protocol = match subnet.cfg.mode {
+            SubnetMode::Proxy => Protocol::ProxyDhcp,
+            _ => Protocol::Dhcp,
+        };
+        let seen = Seen {
+            protocol,
+            mac: c.mac,
+            ip: Some((*ctx.src.ip()).into()),
+            arch: c.arch,
+            vendor_class: None,
+        };
+        if gate.check(&seen).refused() {
+            tracing::info!(mac = ?c.mac, kind = type_label(kind), "DHCPv6 request ignored: access control refuses this client");
+            return false;
+        }
+        true
+    }
+
+    /// A reply skeleton: Server and Client Identifiers, then DNS servers (`with_dns`, when
+    /// asked for or by default in server mode) and the boot options for boot clients.
+    fn base(&self, kind: MessageType, req: &Message, s: &Subnet6, c: &Client6, with_dns: bool) -> Message {
+        let mut r = Message::new_with_id(kind, req.xid());
+        let o = r.opts_mut();
+        o.insert(DhcpOption::ServerId(self.server_duid.clone()));
+        if !c.duid.is_empty() {
+            o.insert(DhcpOption::ClientId(c.duid.clone()));
+        }
+        if s.cfg.mode == SubnetMode::Server && (with_dns || c.asks_dns) {
+            o.insert(DhcpOption::DomainNameServers(s.dns.clone()));
+        }
+        self.add_boot(o, s, c);
+        r
+    }
+
+    /// Adds option 59 (and vendor class `HTTPClient` for HTTP boot) for a boot client.
+    fn add_boot(&self, o: &mut DhcpOptions, s: &Subnet6, c: &Client6) {
+        if !c.is_boot_client() {
+            return;
+        }
+        let Some(url) = self.boot_url(s, c) else {
+            tracing::warn!(mac = ?c.mac, arch = ?c.arch, "no [dhcp.arch_map] entry for this DHCPv6 client architecture; no boot-file URL sent");
+            return;
+        };
+        o.insert(DhcpOption::Unknown(UnknownOption::new(
+            OptionCode::OptBootfileUrl,
+            url.into_bytes(),
+        )));
+        if c.http && !c.ipxe {
+            // UEFI HTTP boot takes only offers whose vendor class is HTTPClient.
+            // Encoded by hand: dhcproto 0.15 writes option 16's length as the item count.
+            o.insert(DhcpOption::Unknown(UnknownOption::new(
+                OptionCode::VendorClass,
+                class_data(343, &[b"HTTPClient"]),
+            )));
+        }
+    }
+
+    /// The boot-file URL for a boot client (RFC 5970 §3.1): iPXE's script URL, the arch
+    /// map's URL, or `tftp://[server]/<file>`. Architecture defaults to 7 (x64 UEFI), as
+    /// no BIOS boots over IPv6.
+    pub fn boot_url(&self, s: &Subnet6, c: &Client6) -> Option<String> {
+        let server = format!("[{}]", s.server);
+        if c.ipxe {
+            let base = self
+                .http_base
+                .as_ref()
+                .and_then(|b| b.read().ok().and_then(|g| g.clone()))
+                .unwrap_or_else(|| format!("http://{server}:{}", self.http_port));
+            return Some(format!("{base}{IPXE_SCRIPT_PATH}"));
+        }
+        let arch = c.arch.unwrap_or(7);
+        let wants_sb = c.mac.is_some_and(|m| {
+            self.secure_boot
+                .as_ref()
+                .is_some_and(|h| h.read().is_ok_and(|g| g.contains(&m)))
+        });
+        let file = match (wants_sb && !c.http).then(|| secure_boot_file(arch)).flatten() {
+            Some(f) => f.to_string(),
+            None => self.arch_map.read().ok()?.get(&arch)?.clone(),
+        };
+        let file = file
+            .replace("{server}", &server)
+            .replace("{http_port}", &self.http_port.to_string());
+        if file.contains("://") {
+            Some(file)
+        } else {
+            Some(format!("tftp://{server}/{}", file.trim_start_matches('/')))
+        }
+    }
+
+    fn times(s: &Subnet6) -> (u32, u32, u32) {
+        let valid = s.cfg.lease_time_secs;
+        (valid / 2, valid / 5 * 4, valid)
+    }
+
+    fn ia_with(&self, s: &Subnet6, id: u32, addrs: &[(Ipv6Addr, u32)]) -> IANA {
+        let (t1, t2, _) = Self::times(s);
+        let mut opts = DhcpOptions::new();
+        for (a, life) in addrs {
+            opts.insert(DhcpOption::IAAddr(IAAddr {
+                addr: *a,
+                preferred_life: *life,
+                valid_life: *life,
+                opts: DhcpOptions::new(),
+            }));
+        }
+        IANA { id, t1, t2, opts }
+    }
+
+    /// A free pool address for `ia`: its binding, its advertised address, the address it
+    /// asked for, then a hash-chosen start probed forward (never-used addresses first).
+    fn pick(s: &Subnet6, ia: &IaKey, hint: Option<Ipv6Addr>, db: &Lease6Db, now: u64) -> Option<Ipv6Addr> {
+        let (lo, hi) = s.pool()?;
+        let ok = |ip: Ipv6Addr| s.in_pool(ip) && db.free_for(ip, ia, now);
+        if let Some(l) = db.by_ia(ia).filter(|l| ok(l.ip)) {
+            return Some(l.ip);
+        }
+        if let Some(ip) = db.offered(ia, now).filter(|ip| ok(*ip)) {
+            return Some(ip);
+        }
+        if let Some(ip) = hint.filter(|ip| ok(*ip)) {
+            return Some(ip);
+        }
+        let size = hi - lo + 1;
+        let start = fnv(&[ia.1.as_bytes(), &ia.2.to_be_bytes()]) % size;
+        let mut fallback = None;
+        for i in 0..size.min(MAX_PROBES) {
+            let ip = Ipv6Addr::from(lo + (start + i) % size);
+            if ok(ip) {
+                if db.never_used(ip) {
+                    return Some(ip);
+                }
+                fallback = fallback.or(Some(ip));
+            }
+        }
+        fallback
+    }
+
+    async fn solicit(&self, s: &Subnet6, req: &Message, c: &Client6) -> Message {
+        let mut r = self.base(MessageType::Advertise, req, s, c, true);
+        let now = now_secs();
+        let mut db = self.leases.lock().await;
+        let mut any = false;
+        for ia in ianas(req) {
+            let key = (s.key.clone(), c.duid_hex(), ia.id);
+            match Self::pick(s, &key, hint(ia), &db, now) {
+                Some(ip) => {
+                    db.hold_offer(ip, &key, now);
+                    any = true;
+                    r.opts_mut()
+                        .insert(DhcpOption::IANA(self.ia_with(s, ia.id, &[(ip, Self::times(s).2)])));
+                }
+                None => r
+                    .opts_mut()
+                    .insert(DhcpOption::IANA(no_addrs(ia.id, "the pool is full"))),
+            }
+        }
+        if !any && ianas(req).next().is_some() {
+            r.opts_mut()
+                .insert(status(Status::NoAddrsAvail, "no address available"));
+        }
+        r
+    }
+
+    async fn bind(&self, s: &Subnet6, req: &Message, c: &Client6) -> Message {
+        let kind = req.msg_type();
+        let mut r = self.base(MessageType::Reply, req, s, c, true);
+        let now = now_secs();
+        let valid = Self::times(s).2;
+        let mut db = self.leases.lock().await;
+        for ia in ianas(req) {
+            let key = (s.key.clone(), c.duid_hex(), ia.id);
+            let renewing = db.by_ia(&key).is_some_and(|l| l.active(now));
+            let Some(ip) = Self::pick(s, &key, hint(ia), &db, now) else {
+                r.opts_mut()
+                    .insert(DhcpOption::IANA(no_addrs(ia.id, "the pool is full")));
+                continue;
+            };
+            let lease = Lease6 {
+                id: 0,
+                duid: key.1.clone(),
+                iaid: ia.id,
+                ip,
+                subnet: s.key.clone(),
+                mac: c.mac.map(|m| m.to_string()),
+                arch: c.arch,
+                expires_at: now + u64::from(valid),
+                declined: false,
+            };
+            match db.bind(lease).await {
+                Ok(l) => {
+                    if let (Some(g), Some(m)) = (self.access.as_ref(), c.mac) {
+                        g.learn(l.ip, m);
+                    }
+                    // Addresses the client still holds that it can no longer use: lifetime 0.
+                    let mut addrs: Vec<(Ipv6Addr, u32)> = ia_addrs(ia).filter(|a| *a != ip).map(|a| (a, 0)).collect();
+                    addrs.insert(0, (ip, valid));
+                    r.opts_mut().insert(DhcpOption::IANA(self.ia_with(s, ia.id, &addrs)));
+                    let verb = if renewing || kind != MessageType::Request {
+                        "renewed"
+                    } else {
+                        "granted"
+                    };
+                    self.lease_event(verb, &l, c);
+                }
+                Err(e) => {
+                    tracing::error!("DHCPv6: storing the lease of {ip} failed: {e}");
+                    r.opts_mut()
+                        .insert(DhcpOption::IANA(no_addrs(ia.id, "the lease could not be stored")));
+                }
+            }
+        }
+        r
+    }
+
+    async fn release(&self, s: &Subnet6, req: &Message, c: &Client6, kind: MessageType) -> Message {
+        let mut r = self.base(MessageType::Reply, req, s, c, false);
+        // Release and Decline replies carry no boot or DNS options (RFC 8415 §18.3.7-8).
+        r.opts_mut().remove(OptionCode::OptBootfileUrl);
+        r.opts_mut().remove(OptionCode::VendorClass);
+        let now = now_secs();
+        let mut db = self.leases.lock().await;
+        for ia in ianas(req) {
+            let key = (s.key.clone(), c.duid_hex(), ia.id);
+            for ip in ia_addrs(ia) {
+                let done = if kind == MessageType::Decline {
+                    db.decline(&key, ip, now, now + DECLINE_HOLD).await
+                } else {
+                    db.release(&key, ip, now).await
+                };
+                match done {
+                    Ok(true) => {
+                        let verb = if kind == MessageType::Decline {
+                            "declined"
+                        } else {
+                            "released"
+                        };
+                        if let Some(l) = db.all().find(|l| l.ip == ip).cloned() {
+                            self.lease_event(verb, &l, c);
+                        }
+                    }
+                    Ok(false) => {}
+                    Err(e) => tracing::error!("DHCPv6: storing the release of {ip} failed: {e}"),
+                }
+            }
+        }
+        r.opts_mut().insert(status(Status::Success, "done"));
+        r
+    }
+
+    /// Confirm (RFC 8415 §18.3.3): Success when every address is on this link, NotOnLink
+    /// otherwise; no reply when the message carries no address.
+    fn confirm(&self, s: &Subnet6, req: &Message, c: &Client6) -> Option<Message> {
+        let addrs: Vec<Ipv6Addr> = ianas(req).flat_map(ia_addrs).collect();
+        if addrs.is_empty() {
+            return None;
+        }
+        let mut r = self.base(MessageType::Reply, req, s, c, false);
+        let on_link = addrs.iter().all(|a| s.net.contains(a));
+        r.opts_mut().insert(if on_link {
+            status(Status::Success, "all addresses are on link")
+        } else {
+            status(Status::NotOnLink, "an address is not on this link")
+        });
+        Some(r)
+    }
+
+    fn lease_event(&self, verb: &str, l: &Lease6, c: &Client6) {
+        let Some(ev) = &self.events else { return };
+        let who = c.mac.map_or_else(|| l.duid.clone(), |m| m.to_string());
+        ev.publish(
+            crate::events::NewEvent::new(
+                format!("dhcp6.lease.{verb}"),
+                format!("DHCPv6 lease {} {verb} for {who}", l.ip),
+            )
+            .resource("lease6", &l.duid)
+            .data(serde_json::json!({
+                "duid": l.duid, "iaid": l.iaid, "ip": l.ip.to_string(), "subnet": l.subnet,
+                "mac": l.mac, "arch": l.arch, "expires_at": l.expires_at,
+            })),
+        );
+    }
+}
+
+/// The subnet for a request: on the receiving interface, the one whose prefix holds an
+/// address the client names, else the first.
+fn select_subnet<'a>(subnets: &'a [Subnet6], msg: &Message, ctx: &RecvContext6) -> Option<&'a Subnet6> {
+    let mut here = subnets.iter().filter(|s| s.cfg.interface == ctx.interface).peekable();
+    let first = here.peek().copied();
+    let named: Vec<Ipv6Addr> = ianas(msg).flat_map(ia_addrs).collect();
+    here.find(|s| named.iter().any(|a| s.net.contains(a))).or(first)
+}
+
+fn ianas(msg: &Message) -> impl Iterator<Item = &IANA> {
+    msg.opts()
+        .get_all(OptionCode::IANA)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|o| match o {
+            DhcpOption::IANA(ia) => Some(ia),
+            _ => None,
+        })
+}
+
+fn ia_addrs(ia: &IANA) -> impl Iterator<Item = Ipv6Addr> + '_ {
+    ia.opts.iter().filter_map(|o| match o {
+        DhcpOption::IAAddr(a) => Some(a.addr),
+        _ => None,
+    })
+}
+
+fn hint(ia: &IANA) -> Option<Ipv6Addr> {
+    ia_addrs(ia).next()
+}
+
+fn status(s: Status, msg: &str) -> DhcpOption {
+    DhcpOption::StatusCode(StatusCode {
+        status: s,
+        msg: msg.to_string(),
+    })
+}
+
+fn no_addrs(id: u32, why: &str) -> IANA {
+    let mut opts = DhcpOptions::new();
+    opts.insert(status(Status::NoAddrsAvail, why));
+    IANA { id, t1: 0, t2: 0, opts }
+}
+
+/// FNV-1a over `parts` (a stable start for the pool probe, the same on every restart).
+fn fnv(parts: &[&[u8]]) -> u128 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in parts.iter().flat_map(|p| p.iter()) {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    u128::from(h)
+}
+
+/// Lower-case label of a DHCPv6 message type for metrics.
+pub fn type_label(kind: MessageType) -> &'static str {
+    use MessageType as T;
+    match kind {
+        T::Solicit => "v6_solicit",
+        T::Request => "v6_request",
+        T::Renew => "v6_renew",
+        T::Rebind => "v6_rebind",
+        T::Release => "v6_release",
+        T::Decline => "v6_decline",
+        T::Confirm => "v6_confirm",
+        T::InformationRequest => "v6_information_request",
+        _ => "v6_other",
+    }
+}
+
+fn count(kind: &'static str, outcome: &'static str) {
+    metrics::counter!(crate::metrics::DHCP_MESSAGES, "type" => kind, "outcome" => outcome).increment(1);
+}
