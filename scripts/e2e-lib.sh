@@ -74,8 +74,8 @@ e2e_netns() {
     in_srv ip link set tap0 up
 }
 
-# Bootlane <binary> in the server namespace with one DHCP subnet on br0 (<net>.100-150),
-# XDP off; waits for it and logs in as admin.
+# Bootlane <binary> in the server namespace with one DHCP subnet on br0 (<net>.100-150,
+# unless E2E_DHCP4=0), XDP off; waits for it (at $BASE) and logs in as admin.
 e2e_start_bootlane() {
     cat >"$WORK/bootlane.toml" <<EOF2
 data_dir = "$WORK/data"
@@ -85,6 +85,10 @@ listen = "0.0.0.0:8080"
 
 [dns.xdp]
 mode = "off"
+EOF2
+    # E2E_DHCP4=0: no IPv4 DHCP subnet (an IPv6-only link, e2e-ipv6.sh).
+    if [[ "${E2E_DHCP4:-1}" != 0 ]]; then
+        cat >>"$WORK/bootlane.toml" <<EOF2
 
 [[dhcp.subnets]]
 mode = "server"
@@ -95,6 +99,7 @@ range_end = "$E2E_NET.150"
 router = "$SERVER"
 lease_time_secs = 600
 EOF2
+    fi
     # Extra sections a script needs (E2E_EXTRA_TOML), appended as is.
     printf '%s\n' "${E2E_EXTRA_TOML:-}" >>"$WORK/bootlane.toml"
     log "starting Bootlane"

@@ -64,6 +64,8 @@ check /usr/lib/grub/x86_64-efi-signed/grubnetx64.efi.signed grub-efi-amd64-signe
 check qemu-system-aarch64 qemu-system-arm
 check /usr/share/AAVMF/AAVMF_CODE.fd qemu-efi-aarch64
 check /usr/lib/debian-installer/images/12/arm64/text/debian-installer/arm64/grubaa64.efi debian-installer-12-netboot-arm64
+# IPv6 netboot (issue 12): radvd sends the lab link's router advertisements (managed flag).
+check radvd radvd
 # NFS exports (issue 9 "NFS"): exportfs, rpc.nfsd and rpc.mountd for the server side
 # Bootlane drives, mount.nfs4 for the test's client namespace.
 check /usr/sbin/exportfs nfs-kernel-server

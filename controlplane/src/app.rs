@@ -116,7 +116,10 @@ pub async fn build(
         ),
         Arc::new(HttpBootUnit {
             serving: boot_serving.clone(),
-            listen: config.api.listen.to_string(),
+            listen: std::iter::once(config.api.listen)
+                .chain(crate::net::ipv6_twin(config.api.listen))
+                .map(|a| a.to_string())
+                .collect(),
         }),
     ];
     let supervisor = Supervisor::new(&store, events.clone(), units)?;

@@ -129,8 +129,9 @@ async fn limit(State(st): State<BootState>, req: Request, next: axum::middleware
 pub struct HttpBootUnit {
     /// Shared with [`BootState::serving`].
     pub serving: Arc<AtomicBool>,
-    /// The API listen address the routes are served on.
-    pub listen: String,
+    /// The API listen addresses the routes are served on (`0.0.0.0:port` and its IPv6
+    /// twin `[::]:port`).
+    pub listen: Vec<String>,
 }
 
 impl crate::supervisor::Service for HttpBootUnit {
@@ -139,7 +140,7 @@ impl crate::supervisor::Service for HttpBootUnit {
     }
     fn start(&self) -> futures::future::BoxFuture<'_, anyhow::Result<Vec<String>>> {
         self.serving.store(true, Ordering::SeqCst);
-        Box::pin(async move { Ok(vec![self.listen.clone()]) })
+        Box::pin(async move { Ok(self.listen.clone()) })
     }
     fn stop(&self) -> futures::future::BoxFuture<'_, ()> {
         self.serving.store(false, Ordering::SeqCst);
@@ -149,7 +150,7 @@ impl crate::supervisor::Service for HttpBootUnit {
         true
     }
     fn serving(&self) -> Option<Vec<String>> {
-        self.serving.load(Ordering::SeqCst).then(|| vec![self.listen.clone()])
+        self.serving.load(Ordering::SeqCst).then(|| self.listen.clone())
     }
 }
 

@@ -15,15 +15,21 @@
 //! - ARM64 (`scripts/e2e-arm64.sh`, Proof: "AAVMF on `qemu-system-aarch64` to the ARM64
 //!   kernel"): architecture 11's boot file is Debian's signed ARM64 GRUB, whose generated
 //!   menu (at the d-i GRUB's prefix) boots the real ARM64 installer kernel under AAVMF.
+//! - IPv6 (`scripts/e2e-ipv6.sh`, Proof: "OVMF over IPv6 only (no IPv4 address on the lab
+//!   link) to its iPXE script"): radvd with the managed flag, `dhclient -6` leased from the
+//!   DHCPv6 pool with the boot-file URL (and by Information-Request), TFTP over IPv6, OVMF's
+//!   PXEv6 to ipxe.efi, iPXE's own DHCPv6 to its script over HTTP/IPv6, then proxy mode
+//!   set live through `PUT /services/dhcp`.
 
 use bootlane_tests::run_e2e_parallel;
 
-/// Secure Boot, UEFI HTTP boot and ARM64, at once.
+/// Secure Boot, UEFI HTTP boot, ARM64 and IPv6, at once.
 #[test]
-fn secure_boot_http_boot_and_arm64_firmware_boots() {
+fn secure_boot_http_boot_arm64_and_ipv6_firmware_boots() {
     run_e2e_parallel(&[
         ("e2e-secureboot.sh", "e2e-secureboot"),
         ("e2e-httpboot.sh", "e2e-httpboot"),
         ("e2e-arm64.sh", "e2e-arm64"),
+        ("e2e-ipv6.sh", "e2e-ipv6"),
     ]);
 }
