@@ -5,7 +5,8 @@
 // download cannot work here).
 //
 // DHCP: when the tests run as root, the server also gets an active DHCP subnet on a
-// dummy interface of its own (`bl-ui-<pid>`, 10.213.0.1/24; a veth pair where the kernel
+// dummy interface of its own (`bl-ui-<pid>`, 10.213.0.1/24, and a DHCPv6 link
+// fd00:213::/64 on it; a veth pair where the kernel
 // has no dummy module), created here and removed
 // when the server stops, when the test process exits, or when start-up fails. Without
 // root (or without `ip`), no subnet is configured and `server.dhcpIface` is null.
@@ -74,6 +75,10 @@ function dummyInterface() {
   }
   try {
     ip('addr', 'add', '10.213.0.1/24', 'dev', name);
+    // The DHCPv6 link (fd00:213::/64): an address without duplicate detection, and the
+    // multicast flag a dummy lacks, so the server can join ff02::1:2 there.
+    ip('link', 'set', name, 'multicast', 'on');
+    ip('-6', 'addr', 'add', 'fd00:213::1/64', 'dev', name, 'nodad');
     ip('link', 'set', name, 'up');
   } catch (e) {
     remove();
@@ -85,7 +90,9 @@ function dummyInterface() {
 const DHCP_SUBNET = (iface) =>
   `[[dhcp.subnets]]\nmode = "server"\ninterface = "${iface}"\ncidr = "10.213.0.0/24"\n` +
   `range_start = "10.213.0.100"\nrange_end = "10.213.0.199"\nrouter = "10.213.0.1"\n` +
-  `server_address = "10.213.0.1"\n`;
+  `server_address = "10.213.0.1"\n` +
+  `[[dhcp.subnets6]]\nmode = "server"\ninterface = "${iface}"\nprefix = "fd00:213::/64"\n` +
+  `range_start = "fd00:213::100"\nrange_end = "fd00:213::1ff"\nserver_address = "fd00:213::1"\n`;
 
 /**
  * A running server: `base` is `http://127.0.0.1:PORT`, `dnsPort` its DNS port,

@@ -370,6 +370,45 @@ test('DHCP settings as a form: a lease time change reaches the API; a bad one sh
   await ctx.close();
 });
 
+test('DHCPv6: the IPv6 link as a form (a pool outside the prefix beside its field, a good one applied live) and the DHCPv6 leases table', async (t) => {
+  if (!server.dhcpIface) {
+    t.skip('no DHCP subnet (the dummy interface needs root)');
+    return;
+  }
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/services/dhcp`);
+  await login(page);
+  await settled(page);
+  const form = page.getByTestId('dhcp-subnet6-0');
+  const start = form.getByLabel('Pool start');
+  await start.waitFor();
+  assert.equal(await start.inputValue(), 'fd00:213::100');
+  assert.match(await page.getByTestId('subnet6-0').innerText(), /serving as fd00:213::1/);
+  // Outside the prefix: refused, its message beside the field, nothing stored.
+  await start.fill('fd00:999::100');
+  await form.getByRole('button', { name: 'Save' }).click();
+  const bad = form.locator('.field.bad');
+  await bad.waitFor();
+  assert.match(await bad.locator('.field-error').innerText(), /range_start and range_end must lie inside fd00:213::\/64/);
+  assert.equal((await api('GET', '/services/dhcp')).subnets6[0].range_start, 'fd00:213::100');
+  // Inside: applied live, only that key sent.
+  await start.fill('fd00:213::180');
+  await start.press('Enter');
+  await page.getByTestId('dhcp-subnet6-0-note').filter({ hasText: 'applied live' }).waitFor();
+  const after = (await api('GET', '/services/dhcp')).subnets6[0];
+  assert.equal(after.range_start, 'fd00:213::180');
+  assert.equal(after.range_end, 'fd00:213::1ff');
+  // The leases page has the DHCPv6 table, and its subnet filter offers IPv4 subnets only.
+  await page.goto(`${server.base}/dhcp/leases`);
+  await settled(page);
+  const v6 = page.getByTestId('leases6-section');
+  await until(async () => /DHCPv6 leases\s+No DHCPv6 leases\./.test(await v6.innerText()), 'the DHCPv6 leases table (empty: no client on the dummy link)');
+  const subnets = await page.getByLabel('subnet').locator('option').allInnerTexts();
+  assert.ok(subnets.includes('10.213.0.0/24') && !subnets.some((x) => x.includes(':')), `v4 subnets only: ${subnets}`);
+  await page.screenshot({ path: join(SHOTS, 'dhcp6.png'), fullPage: true });
+  await ctx.close();
+});
+
 test('the arch map as rows: one added, then removed (confirmed); a bad boot file shows beside its row', async () => {
   const { ctx, page } = await newPage();
   await page.goto(`${server.base}/services/dhcp`);

@@ -1,5 +1,5 @@
 // DHCP (issues 4 and 5): leases (filters by MAC, state and subnet, pool stats, delete,
-// prune) and reservations (create/delete). Live on `dhcp.*` events. The DHCP, TFTP and
+// prune), DHCPv6 leases (issue 12: by DUID and IA, delete) and reservations (create/delete). Live on `dhcp.*` events. The DHCP, TFTP and
 // arch map settings are in `dhcpsettings.tsx`.
 
 import { useState } from 'preact/hooks';
@@ -81,9 +81,11 @@ export function Leases() {
         </select>
         <select aria-label="subnet" value={subnet} onChange={(e) => (setSubnet(e.currentTarget.value), setPage(1))}>
           <option value="">All subnets</option>
-          {pools.data?.map((p) => (
-            <option>{p.subnet}</option>
-          ))}
+          {pools.data
+            ?.filter((p) => !p.subnet.includes(':'))
+            .map((p) => (
+              <option>{p.subnet}</option>
+            ))}
         </select>
       </div>
       <PoolCards />
@@ -110,7 +112,58 @@ export function Leases() {
         ]}
       />
       {data && <Pager page={page} size={size} total={data.total} go={setPage} />}
+      <Leases6 />
     </section>
+  );
+}
+
+/** `crate::dhcp::v6::leases::Lease6` with its state. */
+interface Lease6 {
+  id: number;
+  duid: string;
+  iaid: number;
+  ip: string;
+  subnet: string;
+  mac?: string | null;
+  arch?: number | null;
+  expires_at: number;
+  declined: boolean;
+  state: string;
+}
+
+/** DHCPv6 leases (`GET /leases6`), live on `dhcp6.` events; delete by DUID. */
+function Leases6() {
+  const [page, setPage] = useState(1);
+  const size = 50;
+  const { data, error, reload } = useGet<{ leases: Lease6[]; total: number }>(`/leases6${qs({ page, size })}`, ['dhcp6.']);
+  const [msg, setMsg] = useState<string | null>(null);
+  return (
+    <div data-testid="leases6-section">
+      <h2>DHCPv6 leases</h2>
+      <Err msg={error ?? msg} />
+      <Table
+        testid="leases6"
+        rows={data?.leases}
+        empty="No DHCPv6 leases."
+        cols={[
+          { h: 'DUID', f: (l) => <code title={l.duid}>{l.duid.length > 24 ? `${l.duid.slice(0, 24)}…` : l.duid}</code> },
+          { h: 'IAID', f: (l) => l.iaid },
+          { h: 'IPv6 address', f: (l) => l.ip },
+          { h: 'MAC', f: (l) => (l.mac ? <code>{l.mac}</code> : '-') },
+          { h: 'Prefix', f: (l) => l.subnet },
+          { h: 'Arch', f: (l) => l.arch ?? '-' },
+          { h: 'State', f: (l) => <span class={`state ${l.state}`}>{l.state}</span> },
+          { h: 'Expires', f: (l) => when(l.expires_at) },
+          {
+            h: '',
+            f: (l) => (
+              <Danger label="Delete" question={`Delete every DHCPv6 lease of DUID ${l.duid}?`} action={() => api('DELETE', `/leases6/${l.duid}`).then(reload, (e: Error) => setMsg(e.message))} />
+            ),
+          },
+        ]}
+      />
+      {data && <Pager page={page} size={size} total={data.total} go={setPage} />}
+    </div>
   );
 }
 

@@ -26,11 +26,25 @@ interface SubnetView {
   reservations: number;
 }
 
+/** `crate::dhcp::v6::control::Subnet6View`. */
+interface Subnet6View {
+  mode: 'server' | 'proxy' | 'off';
+  interface: string;
+  prefix: string;
+  range_start?: string | null;
+  range_end?: string | null;
+  dns?: string[] | null;
+  lease_time_secs: number;
+  server_address?: string | null;
+  server?: string | null;
+}
+
 /** `crate::dhcp::control::DhcpSettingsView`. */
 interface DhcpView {
   running: boolean;
   applied?: string;
   subnets: SubnetView[];
+  subnets6: Subnet6View[];
 }
 
 /** Subnet keys whose change gives the DHCP service new sockets (a restart). */
@@ -100,6 +114,64 @@ function SubnetForm(props: { s: SubnetView; i: number; running: boolean; ifaces?
   );
 }
 
+/** One `[[dhcp.subnets6]]` link (DHCPv6, issue 12): `PUT /services/dhcp` with `subnets6`. */
+function Subnet6Form(props: { s: Subnet6View; i: number; running: boolean; ifaces?: string[]; saved: () => void }) {
+  const s = props.s;
+  return (
+    <div class="panel" data-testid={`subnet6-${props.i}`}>
+      <h2>
+        IPv6 link {s.prefix} <span class="muted">{s.server ? `(serving as ${s.server})` : ''}</span>
+      </h2>
+      <SettingsForm
+        testid={`dhcp-subnet6-${props.i}`}
+        fields={[
+          {
+            name: 'mode',
+            label: 'Mode',
+            type: 'select',
+            options: ['server', 'proxy', 'off'],
+            hint: 'server: IA_NA addresses from the pool and the boot-file URL; proxy: boot-file URL only, beside another DHCPv6 server; off. A change restarts DHCP.',
+          },
+          { name: 'interface', label: 'Interface', list: props.ifaces, hint: 'A change restarts DHCP.' },
+          { name: 'server_address', label: 'Server address', placeholder: 'a global address of the interface', hint: 'Put in boot-file URLs. A change restarts DHCP.' },
+          { name: 'range_start', label: 'Pool start', placeholder: 'fd00::100' },
+          { name: 'range_end', label: 'Pool end', placeholder: 'fd00::1ff' },
+          { name: 'dns', label: 'DNS servers (option 23)', placeholder: 'Bootlane’s own address', hint: 'Comma separated.' },
+          { name: 'lease_time_secs', label: 'Valid lifetime (s)', type: 'number', hint: 'At least 60; T1 and T2 are half and four fifths of it.' },
+        ]}
+        values={{
+          mode: s.mode,
+          interface: s.interface,
+          server_address: s.server_address ?? '',
+          range_start: s.range_start ?? '',
+          range_end: s.range_end ?? '',
+          dns: s.dns?.join(', ') ?? '',
+          lease_time_secs: String(s.lease_time_secs),
+        }}
+        kinds={{
+          mode: 'text',
+          interface: 'text',
+          server_address: 'opt',
+          range_start: 'opt',
+          range_end: 'opt',
+          dns: 'list',
+          lease_time_secs: 'int',
+        }}
+        confirm={(p) => {
+          if (p.mode === 'off') return `Turn DHCPv6 off on ${s.prefix}? Clients there get no answers any more.`;
+          if (props.running && RESTART_KEYS.some((k) => k in p)) return `This restarts the DHCP service (all subnets) to apply it. Continue?`;
+          return null;
+        }}
+        put={async (p) => {
+          const r = await api<DhcpView>('PUT', '/services/dhcp', { subnets6: [{ prefix: s.prefix, ...p }] });
+          props.saved();
+          return appliedText(r.applied);
+        }}
+      />
+    </div>
+  );
+}
+
 export function DhcpSettings() {
   const { data, error, reload } = useGet<DhcpView>('/services/dhcp', ['dhcp.settings', 'service.']);
   const ifaces = useGet<{ name: string }[]>('/interfaces');
@@ -112,12 +184,15 @@ export function DhcpSettings() {
           <p>
             DHCP is <span class={`state ${data.running ? 'running' : 'stopped'}`}>{data.running ? 'running' : 'not running'}</span>. Pool,
             gateway, DNS servers and lease time apply live; subnets are added or removed in the configuration file (
-            <code>[[dhcp.subnets]]</code>).
+            <code>[[dhcp.subnets]]</code>, and <code>[[dhcp.subnets6]]</code> for DHCPv6).
           </p>
         )}
         {data && !data.subnets.length && <p class="muted">No subnets are configured.</p>}
         {data?.subnets.map((s, i) => (
           <SubnetForm s={s} i={i} running={data.running} ifaces={ifaces.data?.map((x) => x.name)} saved={reload} />
+        ))}
+        {data?.subnets6.map((s, i) => (
+          <Subnet6Form s={s} i={i} running={data.running} ifaces={ifaces.data?.map((x) => x.name)} saved={reload} />
         ))}
       </section>
       <ArchMap />
