@@ -93,11 +93,12 @@ pub struct SubnetConfig {
 ///
 /// `server` mode assigns IA_NA addresses from `range_start..=range_end` (leases persisted
 /// beside the IPv4 ones) and hands boot clients their boot-file URL (option 59);
-/// `proxy` mode never assigns addresses and answers beside another DHCPv6 server:
-/// Information-Request from anyone (stateless DHCPv6, RFC 8415 §18.2.6) and Solicit from
-/// boot clients only (an Advertise with the boot-file URL, no addresses and preference
-/// 0, which PXE firmware takes as a proxy offer). Router advertisements are the
-/// network's job (managed flag for `server`, other-config flag for `proxy`).
+/// `proxy` mode (information-only) never assigns addresses and answers beside another
+/// DHCPv6 server: Information-Request from boot clients (stateless DHCPv6, RFC 8415
+/// §18.2.6, as iPXE does on a link with the other-config flag) gets the boot-file URL;
+/// Solicits are left to the other server (UEFI PXE takes the URL only in the offer that
+/// carries its address). Router advertisements are the network's job (managed flag for
+/// `server`, other-config flag for `proxy`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Subnet6Config {

@@ -315,7 +315,7 @@ impl Dhcp6Control {
             .filter(|c| !matches!(c, ':' | '-'))
             .collect::<String>()
             .to_ascii_lowercase();
-        if d.is_empty() || d.len() % 2 != 0 || d.len() > 260 || !d.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if d.is_empty() || !d.len().is_multiple_of(2) || d.len() > 260 || !d.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(ServiceError::Invalid(format!(
                 "{duid:?} is not a DUID: give its bytes in hex, e.g. 000401020304..."
             )));

@@ -7,9 +7,11 @@
 //!   Reply with status Success, Confirm → Success or NotOnLink, Information-Request →
 //!   Reply with options only. Rapid Commit (RFC 8415 §18.3.1) is not offered: with two
 //!   servers on a link it would bind addresses on both.
-//! - `proxy` subnets: no addresses ever; Information-Request gets the boot options, and a
-//!   boot client's Solicit gets an Advertise with the boot-file URL, each IA_NA marked
-//!   NoAddrsAvail and preference 0 (a proxy offer beside the real server).
+//! - `proxy` subnets (information-only, beside another DHCPv6 server): no addresses ever;
+//!   an Information-Request from a boot client gets the boot options. Solicits are left to
+//!   the other server: measured with Debian's OVMF, an Advertise without addresses is no
+//!   proxy offer to UEFI PXE (with status NoAddrsAvail it cancels the boot, PXE-E21), so
+//!   answering one could only break a boot the other server would have made.
 //! - Boot clients (RFC 5970: client architecture option 61, vendor class `PXEClient` or
 //!   `HTTPClient`, user class `iPXE`, or option 59 in the Option Request option) get the
 //!   boot-file URL, option 59: iPXE its script URL on the API port (breaking the
@@ -354,17 +356,6 @@ impl Dhcp6Handler {
             (SubnetMode::Server, T::Request | T::Renew | T::Rebind) => Some(self.bind(subnet, msg, &client).await),
             (SubnetMode::Server, T::Release | T::Decline) => Some(self.release(subnet, msg, &client, kind).await),
             (SubnetMode::Server, T::Confirm) => self.confirm(subnet, msg, &client),
-            (SubnetMode::Proxy, T::Solicit) if client.is_boot_client() => {
-                let mut r = self.base(T::Advertise, msg, subnet, &client, false);
-                r.opts_mut().insert(DhcpOption::Preference(0));
-                for ia in ianas(msg) {
-                    r.opts_mut().insert(DhcpOption::IANA(no_addrs(
-                        ia.id,
-                        "proxy: addresses come from another server",
-                    )));
-                }
-                Some(r)
-            }
             (_, T::InformationRequest) if subnet.cfg.mode == SubnetMode::Server || client.is_boot_client() => {
                 Some(self.base(T::Reply, msg, subnet, &client, subnet.cfg.mode == SubnetMode::Server))
             }

@@ -2,8 +2,8 @@
 //! DUID, IAID and subnet; every write flushed, like the IPv4 leases beside it) and the
 //! in-memory index the DHCPv6 handler allocates from. [`Lease6Db::load`] rebuilds the
 //! index at start, so a restart never hands out an address that is still leased.
-//! Advertised addresses are held in memory for [`OFFER_HOLD`](super::super::leases::OFFER_HOLD)
-//! (RFC 8415 §18.3.9 lets a server set aside what it advertised).
+//! Advertised addresses are held in memory for
+//! [`OFFER_HOLD`] (RFC 8415 §18.3.9 lets a server set aside what it advertised).
 //!
 //! Global state: none; the handler owns one [`Lease6Db`] behind a mutex.
 
