@@ -1137,6 +1137,7 @@ test('Secure Boot: a host is flagged from its form, and the profile preview says
       { label: 'Local disk', type: 'local' },
       { label: 'iPXE shell', type: 'custom', script: 'shell' },
       { label: 'Remote kernel', type: 'linux', kernel: 'http://mirror.lab/linux' },
+      { label: 'Other TFTP', type: 'linux', kernel: 'tftp://10.0.0.9/linux' },
     ],
   });
   t.after(async () => {
@@ -1159,10 +1160,11 @@ test('Secure Boot: a host is flagged from its form, and the profile preview says
   await settled(page);
   await page.getByTestId('profiles').locator('tr', { hasText: 'ui-sb-profile' }).getByRole('button', { name: 'Preview' }).click();
   const findings = page.getByTestId('secure-boot-findings');
-  await until(async () => (await findings.locator('tbody tr').count()) === 3, 'three findings');
+  await until(async () => (await findings.locator('tbody tr').count()) === 4, 'four findings');
   assert.match(await findings.locator('tbody tr').nth(0).innerText(), /ok/);
   assert.match(await findings.locator('tbody tr').nth(1).innerText(), /blocked[\s\S]*iPXE/);
-  assert.match(await findings.locator('tbody tr').nth(2).innerText(), /unchecked[\s\S]*URL/);
+  assert.match(await findings.locator('tbody tr').nth(2).innerText(), /blocked[\s\S]*loads over TFTP only/);
+  assert.match(await findings.locator('tbody tr').nth(3).innerText(), /unchecked[\s\S]*another TFTP server/);
   const text = page.getByTestId('profile-preview-text');
   await until(async () => /# e2 "iPXE shell" is left out/.test(await text.innerText()), 'the GRUB text with the iPXE entry left out');
   await page.getByRole('group', { name: 'preview format' }).getByRole('button', { name: 'iPXE' }).click();

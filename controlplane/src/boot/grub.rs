@@ -319,18 +319,24 @@ pub enum SecureBootVerdict {
 /// GRUB: kernels and chain-loaded EFI binaries in the boot directory (`root`) must carry an
 /// Authenticode signature (PE/COFF attribute certificate table, read with
 /// [`crate::media::bootloader::authenticode`]); iPXE entries (`sanboot`, `custom`) and
-/// iPXE binaries cannot run at all; other servers' URLs are `unchecked` (URLs of this
-/// server's `/boot/` tree, `base_url` as in [`render`], are its files). Initrds are not
-/// signed objects (GRUB hands them to the kernel as data).
+/// iPXE binaries cannot run at all; what the GRUB menu leaves out (HTTP(S) URLs of other
+/// servers: signed GRUB loads over TFTP only) is `blocked`; `tftp://` URLs of other servers
+/// are `unchecked` (URLs of this server's `/boot/` tree, `base_url` as in [`render`], are
+/// its files). Initrds are not signed objects (GRUB hands them to the kernel as data), but
+/// one GRUB cannot load blocks its entry.
 pub fn secure_boot_findings(profile: &Profile, root: &Path, base_url: &str) -> Vec<SecureBootFinding> {
     use crate::media::bootloader::{authenticode, ipxe_version};
     let own = format!("{base_url}/boot/");
     let check = |p: &str, what: &str| -> (SecureBootVerdict, String) {
+        // What the GRUB menu leaves out cannot run: the same rule as `render`.
+        if let Err(why) = grub_path(p, base_url) {
+            return (SecureBootVerdict::Blocked, format!("the {what} {why}"));
+        }
         let p = p.strip_prefix(own.as_str()).unwrap_or(p);
         if p.contains("://") {
             return (
                 SecureBootVerdict::Unchecked,
-                format!("the {what} {p} is a URL: its signature cannot be checked here"),
+                format!("the {what} {p} is on another TFTP server: its signature cannot be checked here"),
             );
         }
         let file = match super::resolve_in_root(root, p) {
@@ -379,7 +385,10 @@ pub fn secure_boot_findings(profile: &Profile, root: &Path, base_url: &str) -> V
                     "boots from the local disk through the firmware".into(),
                 ),
                 EntryType::Linux => match e.kernel.as_deref() {
-                    Some(k) => check(k, "kernel"),
+                    Some(k) => match e.initrds.iter().find_map(|i| grub_path(i, base_url).err()) {
+                        Some(why) => (SecureBootVerdict::Blocked, format!("the initrd {why}")),
+                        None => check(k, "kernel"),
+                    },
                     None => (SecureBootVerdict::Blocked, "it has no kernel".into()),
                 },
                 EntryType::Chain => match e.url.as_deref() {
@@ -577,6 +586,11 @@ mod tests {
         linux.kernel = Some("plain".into());
         let mut remote = entry("Remote", EntryType::Linux);
         remote.kernel = Some("http://mirror/linux".into());
+        let mut tftp = entry("Other TFTP", EntryType::Linux);
+        tftp.kernel = Some("tftp://10.0.0.9/linux".into());
+        let mut http_initrd = entry("HTTP initrd", EntryType::Linux);
+        http_initrd.kernel = Some("http://10.0.0.1:8080/boot/plain".into());
+        http_initrd.initrds = vec!["https://mirror/initrd.gz".into()];
         let mut missing = entry("Missing", EntryType::Linux);
         missing.kernel = Some("nope/linux".into());
         let p = profile(
@@ -587,14 +601,18 @@ mod tests {
                 remote,
                 missing,
                 entry("C", EntryType::Custom),
+                tftp,
+                http_initrd,
             ],
         );
         let f = secure_boot_findings(&p, root, "http://10.0.0.1:8080");
         let v: Vec<_> = f.iter().map(|x| x.verdict).collect();
         use SecureBootVerdict::*;
-        assert_eq!(v, [Ok, Blocked, Unchecked, Blocked, Blocked], "{f:?}");
+        assert_eq!(v, [Ok, Blocked, Blocked, Blocked, Blocked, Unchecked, Blocked], "{f:?}");
         assert!(f[1].detail.contains("not a PE image"), "{f:?}");
+        assert!(f[2].detail.contains("loads over TFTP only"), "the HTTP kernel is left out of the menu: {f:?}");
         assert!(f[4].detail.contains("iPXE"), "{f:?}");
+        assert!(f[6].detail.starts_with("the initrd"), "{f:?}");
         // Real binaries where the machine has them: Debian's signed shim and unsigned iPXE.
         for (file, want) in [
             ("/usr/lib/shim/shimx64.efi.signed", Ok),
