@@ -470,6 +470,30 @@ impl<T: Entity> Table<T> {
         old.map(|v| serde_json::from_slice(&v)).transpose().map_err(Into::into)
     }
 
+    /// [`Table::transaction`] without the flush: the change is atomic and visible at once
+    /// but durable only after the next [`Table::flush`] (or any other flushing write).
+    /// For group commits (the DHCP server flushes once per batch of requests, before
+    /// acknowledging any of them).
+    ///
+    /// # Errors
+    /// As [`Store::transaction`].
+    pub async fn transaction_unflushed<R, F>(&self, f: F) -> Result<R>
+    where
+        F: Fn(&Tx<'_>) -> Result<R, TxError>,
+    {
+        let _w = self.gate.read().await;
+        run_transaction(&self.db, &[T::TREE], f)
+    }
+
+    /// Makes every write so far durable (one `fsync` of the database's log).
+    ///
+    /// # Errors
+    /// sled errors.
+    pub async fn flush(&self) -> Result<()> {
+        self.db.flush_async().await?;
+        Ok(())
+    }
+
     /// Runs `f` as one atomic transaction over this table alone (see
     /// [`Store::transaction`]), then flushes.
     ///

@@ -64,6 +64,13 @@ pub struct DhcpReply {
 pub trait DhcpHandler: Send + Sync + 'static {
     /// Handles one request received as described by `ctx`.
     fn handle(&self, req: DhcpRequest, ctx: RecvContext) -> impl Future<Output = Option<DhcpReply>> + Send;
+
+    /// Makes the lease writes of the requests handled so far durable; called by the
+    /// receive loop once per batch, before any of its replies is sent (group commit,
+    /// issue 14). False when that failed: the batch's acknowledgements must not be sent.
+    fn commit(&self) -> impl Future<Output = bool> + Send {
+        async { true }
+    }
 }
 
 /// One configured subnet, resolved: its server address is known.
@@ -374,6 +381,11 @@ impl BootHandler {
         self.arch_map.read().map(|g| g.clone()).unwrap_or_default()
     }
 
+    /// The lease database this handler allocates from.
+    pub fn leases_db(&self) -> &Arc<tokio::sync::Mutex<LeaseDb>> {
+        &self.leases
+    }
+
     /// A copy of every lease (for diagnostics and tests).
     pub async fn leases(&self) -> Vec<Lease> {
         self.leases.lock().await.all().cloned().collect()
@@ -556,9 +568,9 @@ impl BootHandler {
     }
 
     /// The address to offer `mac`, in the documented order.
-    fn pick(&self, s: &Subnet, req: &DhcpRequest, db: &LeaseDb, now: u64) -> Option<Ipv4Addr> {
+    fn pick(&self, s: &Subnet, req: &DhcpRequest, db: &mut LeaseDb, now: u64) -> Option<Ipv4Addr> {
         let mac = req.mac;
-        let ok = |ip: Ipv4Addr| s.allowed(ip, mac) && db.free_for(ip, mac, now);
+        let ok = |db: &LeaseDb, ip: Ipv4Addr| s.allowed(ip, mac) && db.free_for(ip, mac, now);
         if let Some(r) = s.reservations.get(&mac) {
             if db.free_for(r.ip, mac, now) {
                 return Some(r.ip);
@@ -567,18 +579,25 @@ impl BootHandler {
             return None;
         }
         if let Some(l) = db.by_mac(&s.key, mac) {
-            if ok(l.ip) {
+            if ok(db, l.ip) {
                 return Some(l.ip);
             }
         }
-        if let Some(ip) = req.requested_ip.filter(|ip| ok(*ip)) {
+        if let Some(ip) = req.requested_ip.filter(|ip| ok(db, *ip)) {
+            return Some(ip);
+        }
+        // A client repeating its DISCOVER gets the address already held for it.
+        if let Some(ip) = db.offered_to(mac, now).filter(|ip| s.in_pool(*ip) && ok(db, *ip)) {
             return Some(ip);
         }
         let (a, b) = (u32::from(s.cfg.range_start?), u32::from(s.cfg.range_end?));
-        let pool = || (a..=b).map(Ipv4Addr::from);
-        pool()
-            .find(|ip| db.never_used(*ip) && ok(*ip))
-            .or_else(|| pool().find(|ip| ok(*ip)))
+        // A never-used address first, resuming where the last search stopped (issue 14: a
+        // scan from the pool's start per DISCOVER made a /16 flood quadratic); then any
+        // free one, which only happens once the pool has no fresh address left.
+        if let Some(ip) = db.fresh_address(&s.key, a, b, ok) {
+            return Some(ip);
+        }
+        (a..=b).map(Ipv4Addr::from).find(|ip| ok(db, *ip))
     }
 
     async fn server_mode(&self, s: &Subnet, req: &DhcpRequest, ctx: &RecvContext) -> Option<DhcpReply> {
@@ -587,7 +606,7 @@ impl BootHandler {
         match req.kind {
             MessageType::Discover => {
                 let mut db = self.leases.lock().await;
-                let Some(ip) = self.pick(s, req, &db, now) else {
+                let Some(ip) = self.pick(s, req, &mut db, now) else {
                     tracing::warn!(%mac, subnet = %s.net, "no free address to offer");
                     return None;
                 };
@@ -756,6 +775,16 @@ impl BootHandler {
 }
 
 impl DhcpHandler for BootHandler {
+    async fn commit(&self) -> bool {
+        match self.leases.lock().await.commit().await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!("flushing DHCP leases failed; this batch's DHCPACKs are not sent: {e}");
+                false
+            }
+        }
+    }
+
     async fn handle(&self, req: DhcpRequest, ctx: RecvContext) -> Option<DhcpReply> {
         if let Some(gate) = self.access.as_ref().filter(|g| g.enforcing()) {
             if !self.admitted(gate, &req, &ctx) {

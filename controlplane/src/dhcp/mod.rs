@@ -127,6 +127,8 @@ impl DhcpService {
             }
             (Some(h), loops, listen)
         };
+        // Group commit (issue 14): DHCPACK lease writes are flushed once per receive batch.
+        control.leases().lock().await.set_group_commit(true);
         let expiry = tokio::spawn(watch_expiry(control.clone(), token.clone()));
         let mut server = Server::new(handler.clone(), token);
         let mut listen = Vec::new();
@@ -170,6 +172,13 @@ impl DhcpService {
     /// Stops the receive loops and waits for them.
     pub async fn shutdown(self) {
         self.server.shutdown().await;
+        {
+            let mut db = self.handler.leases_db().lock().await;
+            db.set_group_commit(false);
+            if let Err(e) = db.commit().await {
+                tracing::error!("flushing DHCP leases at stop failed: {e}");
+            }
+        }
         for l in self.loops6 {
             l.abort();
             let _ = l.await;

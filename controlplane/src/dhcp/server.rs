@@ -1,7 +1,8 @@
 //! DHCP transport: [`bind_socket`] opens `0.0.0.0:<port>` with `SO_BROADCAST` and
 //! `SO_BINDTODEVICE` (so replies to clients without an address leave by the right
 //! interface, and each interface has its own socket on the shared port), and [`Server`]
-//! runs one receive loop per registered socket, feeding a [`DhcpHandler`]. Sockets are
+//! runs one receive loop per registered socket, feeding a [`DhcpHandler`] in batches:
+//! what is queued is handled, the lease writes are flushed once, then the replies go out. Sockets are
 //! bound by the caller, so tests use `127.0.0.1:0`. Every task stops when the
 //! cancellation token fires; [`Server::shutdown`] waits for them.
 
@@ -16,13 +17,15 @@ use tokio::{net::UdpSocket, task::JoinSet};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    handler::{DhcpHandler, RecvContext},
+    handler::{DhcpHandler, DhcpReply, RecvContext},
     packet::{encode, DhcpRequest},
 };
 
 /// Largest DHCP datagram accepted (RFC 2131 allows options beyond 576 bytes when the
 /// client says so; nothing legitimate comes near 4 KiB).
 const MAX_DATAGRAM: usize = 4096;
+/// Most datagrams handled before their lease writes are flushed and their replies sent.
+const BATCH: usize = 64;
 
 /// Binds a DHCP socket on `0.0.0.0:port`, bound to `interface` (`SO_BINDTODEVICE`,
 /// needs `CAP_NET_RAW`), with `SO_BROADCAST` and `SO_REUSEADDR` (one socket per
@@ -93,44 +96,79 @@ async fn recv_loop<H: DhcpHandler>(
     port: u16,
 ) {
     let mut buf = vec![0u8; MAX_DATAGRAM];
+    let mut replies = Vec::with_capacity(BATCH);
     loop {
-        let (n, peer) = tokio::select! {
+        // Wait for one datagram, then take whatever else is already queued (up to BATCH):
+        // under load the batch grows, and its lease writes share one flush (group commit).
+        let first = tokio::select! {
             _ = token.cancelled() => return,
-            r = sock.recv_from(&mut buf) => match r {
-                Ok(r) => r,
-                Err(e) => { tracing::debug!("DHCP receive error: {e}"); continue; }
-            },
+            r = sock.recv_from(&mut buf) => r,
         };
-        let SocketAddr::V4(src) = peer else { continue };
-        let req = match DhcpRequest::parse(&buf[..n]) {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::debug!(%src, "dropping a DHCP datagram: {e}");
-                metrics::counter!(crate::metrics::DHCP_MESSAGES, "type" => "invalid", "outcome" => "dropped")
-                    .increment(1);
-                continue;
+        let mut next = Some(first);
+        let mut taken = 0;
+        while let Some(r) = next.take() {
+            taken += 1;
+            match r {
+                Ok((n, peer)) => {
+                    if let Some(reply) = handle_one(&*handler, &buf[..n], peer, &interface, port).await {
+                        replies.push(reply);
+                    }
+                }
+                Err(e) => tracing::debug!("DHCP receive error: {e}"),
             }
-        };
-        let ctx = RecvContext {
-            interface: interface.clone(),
-            port,
-            src,
-        };
-        // Requests are handled in order on this socket; the handler's own lock makes
-        // concurrency pointless, and ordering keeps DISCOVER before REQUEST.
-        let Some(reply) = handler.handle(req, ctx).await else {
+            if taken < BATCH {
+                match sock.try_recv_from(&mut buf) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    r => next = Some(r),
+                }
+            }
+        }
+        if replies.is_empty() {
             continue;
-        };
-        let bytes = match encode(&reply.msg) {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::error!("encoding a DHCP reply failed: {e}");
-                continue;
+        }
+        // Every lease acknowledged below is on disk first.
+        if !handler.commit().await {
+            replies.retain(|r: &DhcpReply| r.msg.opts().msg_type() != Some(dhcproto::v4::MessageType::Ack));
+        }
+        for reply in replies.drain(..) {
+            let bytes = match encode(&reply.msg) {
+                Ok(b) => b,
+                Err(e) => {
+                    tracing::error!("encoding a DHCP reply failed: {e}");
+                    continue;
+                }
+            };
+            let dest = reply.dest;
+            if let Err(e) = sock.send_to(&bytes, dest).await {
+                tracing::debug!(%dest, "sending a DHCP reply failed: {e}");
             }
-        };
-        let dest = reply.dest;
-        if let Err(e) = sock.send_to(&bytes, dest).await {
-            tracing::debug!(%dest, "sending a DHCP reply failed: {e}");
         }
     }
+}
+
+/// Parses and handles one datagram; `None` when it is dropped or needs no reply.
+async fn handle_one<H: DhcpHandler>(
+    handler: &H,
+    datagram: &[u8],
+    peer: SocketAddr,
+    interface: &str,
+    port: u16,
+) -> Option<DhcpReply> {
+    let SocketAddr::V4(src) = peer else { return None };
+    let req = match DhcpRequest::parse(datagram) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::debug!(%src, "dropping a DHCP datagram: {e}");
+            metrics::counter!(crate::metrics::DHCP_MESSAGES, "type" => "invalid", "outcome" => "dropped").increment(1);
+            return None;
+        }
+    };
+    let ctx = RecvContext {
+        interface: interface.to_string(),
+        port,
+        src,
+    };
+    // Requests are handled in order on this socket; the handler's own lock makes
+    // concurrency pointless, and ordering keeps DISCOVER before REQUEST.
+    handler.handle(req, ctx).await
 }

@@ -881,3 +881,178 @@ async fn pxelinux_in_the_arch_map_is_given_to_bios_ipxe_clients_too() {
         assert_eq!(crate::dhcp::handler::is_pxelinux_loader(f), yes, "{f}");
     }
 }
+
+/// A /16-sized pool: distinct clients get distinct fresh addresses in pool order (the search
+/// resumes where it stopped), an address freed by deleting its lease is handed out again,
+/// and an offer that lapsed unused is found again once no fresh address is left.
+#[tokio::test]
+async fn fresh_addresses_resume_the_search_and_freed_ones_come_back() {
+    let mut cfg = subnet(SubnetMode::Server);
+    cfg.cidr = "10.77.0.0/16".parse().unwrap();
+    cfg.range_start = Some(Ipv4Addr::new(10, 77, 1, 0));
+    cfg.range_end = Some(Ipv4Addr::new(10, 77, 250, 250));
+    let h = handler_with(vec![cfg], LeaseDb::in_memory());
+    let mac = |i: u32| {
+        let b = i.to_be_bytes();
+        [0x52, 0x54, b[0], b[1], b[2], b[3]]
+    };
+    let mut last = 0u32;
+    for i in 0..2000 {
+        let ip = u32::from(dora(&h, mac(i)).await.msg.yiaddr());
+        assert!(
+            ip > last,
+            "client {i} got {ip} after {last}: fresh addresses in pool order"
+        );
+        last = ip;
+    }
+    // The first client's lease deleted: its address is fresh again and comes back first.
+    let first = h.leases().await.into_iter().min_by_key(|l| u32::from(l.ip)).unwrap();
+    h.leases_db()
+        .lock()
+        .await
+        .remove_mac(crate::net::types::normalise_mac(&first.mac).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(dora(&h, mac(9999)).await.msg.yiaddr(), first.ip);
+
+    // A two-address pool: the search position is past both, yet the full scan still finds
+    // what is free for a client (its own held offer).
+    let mut small = subnet(SubnetMode::Server);
+    small.range_end = Some(Ipv4Addr::new(10, 77, 0, 101));
+    let h = handler_with(vec![small], LeaseDb::in_memory());
+    let offered = ask(&h, req(MessageType::Discover, MAC_A, |_| {}))
+        .await
+        .unwrap()
+        .msg
+        .yiaddr();
+    let other = dora(&h, MAC_B).await.msg.yiaddr();
+    assert_ne!(offered, other);
+    // Only A's held offer is left: a third client gets nothing while it is held...
+    let third = [0x52, 0x54, 0, 0x77, 0, 0x44];
+    assert!(ask(&h, req(MessageType::Discover, third, |_| {})).await.is_none());
+    // ...and A itself gets the same address again (its offer is found by the full scan).
+    let again = ask(&h, req(MessageType::Discover, MAC_A, |_| {}))
+        .await
+        .unwrap()
+        .msg
+        .yiaddr();
+    assert_eq!(again, offered);
+}
+
+/// Offers are indexed both ways: a client's new offer frees its old one at once, and a
+/// thousand outstanding offers never block another client's.
+#[test]
+fn offers_are_held_and_dropped_per_client() {
+    let mut db = LeaseDb::in_memory();
+    let a = crate::net::types::MacAddr(MAC_A);
+    let b = crate::net::types::MacAddr(MAC_B);
+    let (x, y) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    db.hold_offer(x, a, 100);
+    assert!(!db.free_for(x, b, 100));
+    db.hold_offer(y, a, 100);
+    assert!(
+        db.free_for(x, b, 100),
+        "A's earlier offer was dropped when it got a new one"
+    );
+    assert!(!db.free_for(y, b, 100));
+    db.drop_offer(a);
+    assert!(db.free_for(y, b, 100));
+    for i in 0..10_000u32 {
+        let m = crate::net::types::MacAddr([2, 0, 0, (i >> 16) as u8, (i >> 8) as u8, i as u8]);
+        db.hold_offer(Ipv4Addr::from(0x0b00_0000 + i), m, 100);
+    }
+    // Lapsed ones are purged as the table grows; live ones are kept.
+    db.hold_offer(x, b, 100 + 61);
+    assert!(db.free_for(Ipv4Addr::from(0x0b00_0000), a, 100 + 61));
+    assert!(!db.free_for(x, a, 100 + 61));
+}
+
+/// Group commit: leases bound in group-commit mode are stored at once and made durable by
+/// `commit`; the receive loop sends no DHCPACK when the commit fails.
+#[tokio::test]
+async fn group_commit_binds_then_flushes_once() {
+    let store = Store::temporary();
+    let mut db = LeaseDb::load(&store).await.unwrap();
+    db.set_group_commit(true);
+    let h = handler_with(vec![subnet(SubnetMode::Server)], db);
+    let ip_a = dora(&h, MAC_A).await.msg.yiaddr();
+    let ip_b = dora(&h, MAC_B).await.msg.yiaddr();
+    assert!(h.commit().await);
+    let again = LeaseDb::load(&store).await.unwrap();
+    let mut ips: Vec<_> = again.all().map(|l| l.ip).collect();
+    ips.sort();
+    assert_eq!(ips, vec![ip_a, ip_b]);
+}
+
+/// `ctx` as the server sees a client without an address, on port 67.
+fn ctx_as_client(ctx: RecvContext) -> RecvContext {
+    RecvContext {
+        port: 67,
+        src: SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 68),
+        ..ctx
+    }
+}
+
+/// The message type of the next datagram on `c` within 500 ms.
+async fn recv_kind(c: &tokio::net::UdpSocket) -> Option<MessageType> {
+    let mut buf = vec![0u8; 1500];
+    match tokio::time::timeout(std::time::Duration::from_millis(500), c.recv(&mut buf)).await {
+        Ok(Ok(n)) => {
+            use dhcproto::Decodable;
+            Message::from_bytes(&buf[..n]).ok().and_then(|m| m.opts().msg_type())
+        }
+        _ => None,
+    }
+}
+
+/// The receive loop, on a real socket: a batch's DHCPACK is withheld when the handler
+/// cannot make its leases durable, while a DHCPOFFER still goes out; with a good commit
+/// the ACK arrives.
+#[tokio::test]
+async fn no_ack_leaves_the_loop_when_the_commit_fails() {
+    use std::sync::Arc;
+    /// The real handler answering as on port 67, with replies sent back to the test's
+    /// socket, and a commit that succeeds or not.
+    struct Commit(BootHandler, bool);
+    impl DhcpHandler for Commit {
+        async fn handle(&self, req: DhcpRequest, ctx: RecvContext) -> Option<DhcpReply> {
+            let src = ctx.src;
+            // As a client without an address on the served link, on port 67.
+            let mut r = self.0.handle(req, ctx_as_client(ctx)).await?;
+            r.dest = src;
+            Some(r)
+        }
+        async fn commit(&self) -> bool {
+            self.1
+        }
+    }
+    for commit_ok in [false, true] {
+        let inner = handler_with(vec![subnet(SubnetMode::Server)], LeaseDb::in_memory());
+        let token = tokio_util::sync::CancellationToken::new();
+        let mut server = super::server::Server::new(Arc::new(Commit(inner, commit_ok)), token.clone());
+        let addr = server
+            .register_socket(std::net::UdpSocket::bind("127.0.0.1:0").unwrap(), "eth0")
+            .unwrap();
+        let client = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let discover = req(MessageType::Discover, MAC_A, |_| {});
+        client.send_to(&encode(&discover.msg).unwrap(), addr).await.unwrap();
+        assert_eq!(
+            recv_kind(&client).await,
+            Some(MessageType::Offer),
+            "the offer is sent either way"
+        );
+        let request = req(MessageType::Request, MAC_A, |m| {
+            m.opts_mut()
+                .insert(DhcpOption::RequestedIpAddress(Ipv4Addr::new(10, 77, 0, 100)));
+            m.opts_mut().insert(DhcpOption::ServerIdentifier(SERVER));
+        });
+        client.send_to(&encode(&request.msg).unwrap(), addr).await.unwrap();
+        let got = recv_kind(&client).await;
+        if commit_ok {
+            assert_eq!(got, Some(MessageType::Ack));
+        } else {
+            assert_eq!(got, None, "no DHCPACK for a lease that is not on disk");
+        }
+        server.shutdown().await;
+    }
+}
