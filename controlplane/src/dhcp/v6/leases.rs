@@ -67,12 +67,23 @@ pub struct Lease6Db {
     by_ia: HashMap<IaKey, Ipv6Addr>,
     /// Outstanding advertisements: address → (IA, until).
     offers: HashMap<Ipv6Addr, (IaKey, u64)>,
+    /// The address advertised to each IA (the other direction of `offers`), so holding
+    /// and finding an advertisement costs the same under a Solicit flood.
+    offer_of: HashMap<IaKey, Ipv6Addr>,
+    /// `offers` is purged of lapsed entries when it grows past this.
+    purge_at: usize,
 }
+
+/// Smallest size at which lapsed advertisements are purged.
+const PURGE_MIN: usize = 4096;
 
 impl Lease6Db {
     /// An empty database that persists nothing (unit tests).
     pub fn in_memory() -> Self {
-        Self::default()
+        Self {
+            purge_at: PURGE_MIN,
+            ..Self::default()
+        }
     }
 
     /// Loads every stored lease; a row that conflicts with a newer one for the same address
@@ -142,16 +153,33 @@ impl Lease6Db {
 
     /// Sets `ip` aside for `ia` (an Advertise) for `OFFER_HOLD`.
     pub fn hold_offer(&mut self, ip: Ipv6Addr, ia: &IaKey, now: u64) {
-        self.offers.retain(|_, (k, until)| *until > now && k != ia);
+        self.drop_offer(ia);
+        if self.offers.len() >= self.purge_at.max(PURGE_MIN) {
+            self.offers.retain(|_, (_, until)| *until > now);
+            let offers = &self.offers;
+            self.offer_of
+                .retain(|k, ip| offers.get(ip).is_some_and(|(o, _)| o == k));
+            self.purge_at = (self.offers.len() * 2).max(PURGE_MIN);
+        }
         self.offers.insert(ip, (ia.clone(), now + OFFER_HOLD.as_secs().max(1)));
+        self.offer_of.insert(ia.clone(), ip);
+    }
+
+    fn drop_offer(&mut self, ia: &IaKey) {
+        if let Some(ip) = self.offer_of.remove(ia) {
+            if self.offers.get(&ip).is_some_and(|(k, _)| k == ia) {
+                self.offers.remove(&ip);
+            }
+        }
     }
 
     /// The address advertised to `ia`, if the advertisement is still held.
     pub fn offered(&self, ia: &IaKey, now: u64) -> Option<Ipv6Addr> {
+        let ip = *self.offer_of.get(ia)?;
         self.offers
-            .iter()
-            .find(|(_, (k, until))| k == ia && *until > now)
-            .map(|(ip, _)| *ip)
+            .get(&ip)
+            .filter(|(k, until)| k == ia && *until > now)
+            .map(|_| ip)
     }
 
     /// Records (creates or extends) `lease` for its IA and persists it; an older address of
@@ -183,7 +211,10 @@ impl Lease6Db {
                 self.by_ia.remove(&key_of(g));
             }
         }
-        self.offers.retain(|ip, (k, _)| *k != ia && *ip != lease.ip);
+        self.drop_offer(&ia);
+        if let Some((other, _)) = self.offers.remove(&lease.ip) {
+            self.offer_of.remove(&other);
+        }
         self.by_ia.insert(ia, lease.ip);
         self.by_ip.insert(lease.ip, lease.clone());
         Ok(lease)
@@ -230,7 +261,7 @@ impl Lease6Db {
         l.expires_at = until;
         let l = self.write(l).await?;
         self.by_ia.remove(ia);
-        self.offers.retain(|_, (k, _)| k != ia);
+        self.drop_offer(ia);
         self.by_ip.insert(ip, l);
         Ok(true)
     }
@@ -243,6 +274,7 @@ impl Lease6Db {
         let gone: Vec<Lease6> = self.by_ip.values().filter(|l| l.duid == duid).cloned().collect();
         self.forget(&gone).await?;
         self.offers.retain(|_, (k, _)| k.1 != duid);
+        self.offer_of.retain(|k, _| k.1 != duid);
         Ok(gone)
     }
 
