@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# Boot-path benchmarks (issue 4), Bootlane against dnsmasq in the same invocation:
-#   DHCP: perfdhcp (full DORA, unique clients) from a client namespace; score = the highest
-#         offered rate (ladder 500, 1000, 2000, ... per second) at which both exchanges
-#         dropped at most 2.5 % (Kea's published method), $DHCP_SECS s per rung;
+# Boot-path benchmarks (issues 4 and 14), Bootlane against dnsmasq and ISC Kea in the same
+# invocation:
+#   DHCP: perfdhcp (full DORA) from a client namespace; score = the highest offered rate
+#         (ladder 250, 500, 1000, ... per second) at which both exchanges dropped at most
+#         2.5 % (Kea's published method), $DHCP_SECS s per rung; two pools: a /16
+#         (10.77.1.0-10.77.250.250) with 50,000 distinct clients, and a /24
+#         (10.77.0.10-10.77.0.250) with 200 (a /24 cannot lease to 50,000 clients: with
+#         one-hour leases it is exhausted after 241). Lease durability: Bootlane fsyncs every
+#         acknowledged lease before the DHCPACK (group commit: one fsync per receive
+#         batch); Kea's memfile appends each lease to its CSV file before the ACK without
+#         fsync (persist on, lfc off); dnsmasq rewrites its lease file, without fsync.
 #   TFTP: 500 parallel `curl tftp://.../ipxe.efi` from the client namespace; wall time and
 #         failures (dnsmasq with --tftp-max=1000: its default of 50 fails most of them).
 # Usage: bench-boot.sh <bootlane binary> [dhcp|tftp|all]. Prints markdown tables.
@@ -45,10 +52,17 @@ enabled = true
 mode = "server"
 interface = "vsrv"
 cidr = "10.77.0.0/16"
-range_start = "10.77.1.0"
-range_end = "10.77.250.250"
+range_start = "@START@"
+range_end = "@END@"
 lease_time_secs = 3600
 EOF
+cp "$WORK/bootlane.toml" "$WORK/bootlane.toml.in"
+# pool <start> <end>: the pool every server gets next.
+pool() {
+  POOL_START=$1 POOL_END=$2
+  sed "s/@START@/$1/; s/@END@/$2/" "$WORK/bootlane.toml.in" >"$WORK/bootlane.toml"
+}
+pool 10.77.1.0 10.77.250.250
 
 start_bootlane() {
   rm -rf "$WORK/data/db"
@@ -64,12 +78,28 @@ start_dnsmasq() {
   SPID=$!; PIDS+=($SPID)
   sleep 1
 }
+start_kea() {
+  rm -f "$WORK"/kea-leases4.csv*
+  cat >"$WORK/kea.json" <<EOF
+{"Dhcp4": {
+  "interfaces-config": {"interfaces": ["vsrv"], "dhcp-socket-type": "raw"},
+  "lease-database": {"type": "memfile", "persist": true, "name": "$WORK/kea-leases4.csv", "lfc-interval": 0},
+  "valid-lifetime": 3600,
+  "subnet4": [{"id": 1, "subnet": "10.77.0.0/16", "pools": [{"pool": "$POOL_START - $POOL_END"}]}],
+  "loggers": [{"name": "kea-dhcp4", "severity": "ERROR", "output_options": [{"output": "$WORK/kea.log"}]}]
+}}
+EOF
+  KEA_PIDFILE_DIR="$WORK" KEA_LOCKFILE_DIR="$WORK" ip netns exec "$SRV" kea-dhcp4 -c "$WORK/kea.json" >"$WORK/kea.out" 2>&1 &
+  SPID=$!; PIDS+=($SPID)
+  sleep 1.5
+  kill -0 "$SPID" 2>/dev/null || { echo "Kea did not start" >&2; cat "$WORK/kea.out" "$WORK/kea.log" >&2; exit 1; }
+}
 stop() { kill -9 "$SPID" 2>/dev/null || true; wait "$SPID" 2>/dev/null || true; }
 
 # perfdhcp at <rate> -> worst drop ratio (percent) of the two exchanges.
 dhcp_shot() {
   # perfdhcp exits non-zero whenever anything was dropped; the ratio decides here.
-  { ip netns exec "$CLI" timeout $((DHCP_SECS + 15)) perfdhcp -4 -r "$1" -R 200000 -p "$DHCP_SECS" -l vcli 2>&1 || true; } |
+  { ip netns exec "$CLI" timeout $((DHCP_SECS + 15)) perfdhcp -4 -r "$1" -R "$CLIENTS" -p "$DHCP_SECS" -l vcli 2>&1 || true; } |
     awk 'BEGIN {w = 0} /drops ratio:/ {gsub(/%/, "", $3); if ($3 + 0 > w) w = $3 + 0; n++} END {if (n < 2) print 100; else print w}'
 }
 dhcp_ladder() { # -> "<best rate> <drops at best>"
@@ -92,21 +122,32 @@ tftp500() { # -> "<seconds> <failures>"
   echo "$(echo "$(date +%s.%N) - $t0" | bc | xargs printf '%.1f') $fails"
 }
 
-if [[ $WHAT == dhcp || $WHAT == all ]]; then
+# dhcp_round <label> <start> <end> <distinct clients>: the three servers on one pool.
+dhcp_round() {
+  local label=$1 bl bld dm dmd kr krd
+  pool "$2" "$3"
+  CLIENTS=$4
   if [[ -z ${SKIP_BOOTLANE:-} ]]; then start_bootlane; read -r bl bld < <(dhcp_ladder bootlane); stop; else bl=0 bld=-; fi
-  start_dnsmasq --dhcp-range=10.77.1.0,10.77.250.250,255.255.0.0,1h --dhcp-leasefile="$WORK/dnsmasq.leases" \
+  start_kea; read -r kr krd < <(dhcp_ladder kea); stop
+  start_dnsmasq --dhcp-range="$2,$3,255.255.0.0,1h" --dhcp-leasefile="$WORK/dnsmasq.leases" \
     --no-ping --dhcp-lease-max=200000
   read -r dm dmd < <(dhcp_ladder dnsmasq); stop
-  ratio=$(awk -v a="$bl" -v b="$dm" 'BEGIN {printf "%.2f", (b ? a / b : 0)}')
+  ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b ? a / b : 0)}'; }
   echo
-  echo "### DHCP (perfdhcp -4, full DORA, unique clients, ${DHCP_SECS}s per rate; best rate with <= 2.5 % drops)"
+  echo "### DHCP, $label pool $2-$3, $4 distinct clients (perfdhcp -4, full DORA, ${DHCP_SECS}s per rate; best rate with <= 2.5 % drops)"
   echo
-  echo "| server | best rate (leases/s) | worst drops at that rate | ratio vs dnsmasq |"
-  echo "|---|---:|---:|---:|"
-  echo "| Bootlane | $bl | $bld % | ${ratio}x |"
-  echo "| dnsmasq 2.90 | $dm | $dmd % | 1.00x |"
+  echo "| server | best rate (leases/s) | worst drops at that rate | ratio vs Kea | ratio vs dnsmasq |"
+  echo "|---|---:|---:|---:|---:|"
+  echo "| Bootlane (fsync per batch) | $bl | $bld % | $(ratio "$bl" "$kr")x | $(ratio "$bl" "$dm")x |"
+  echo "| Kea $(kea-dhcp4 -v 2>/dev/null | head -1) (memfile, no fsync) | $kr | $krd % | 1.00x | $(ratio "$kr" "$dm")x |"
+  echo "| dnsmasq 2.90 (--no-ping) | $dm | $dmd % | $(ratio "$dm" "$kr")x | 1.00x |"
+}
+if [[ $WHAT == dhcp || $WHAT == all ]]; then
+  dhcp_round /16 10.77.1.0 10.77.250.250 50000
+  dhcp_round /24 10.77.0.10 10.77.0.250 200
 fi
 if [[ $WHAT == tftp || $WHAT == all ]]; then
+  pool 10.77.1.0 10.77.250.250
   start_bootlane; read -r bt bf < <(tftp500); stop
   start_dnsmasq --enable-tftp --tftp-root="$WORK/data/boot" --tftp-max=1000
   read -r dt df < <(tftp500); stop

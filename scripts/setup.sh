@@ -19,6 +19,9 @@ check dnsperf dnsperf
 check dnsmasq dnsmasq-base
 check ip iproute2
 check perfdhcp kea-admin
+# The DHCP benchmark's stronger peer (issue 14): ISC Kea's DHCPv4 server (never started as a
+# daemon here: policy-rc.d below).
+check kea-dhcp4 kea-dhcp4-server
 check udhcpc udhcpc
 check dhclient isc-dhcp-client
 check tftp tftp-hpa
