@@ -18,7 +18,7 @@ set -euo pipefail
 BIN=$(readlink -f "${1:?usage: bench-boot.sh <bootlane binary> [dhcp|tftp|all]}")
 WHAT=${2:-all}
 DHCP_SECS=${DHCP_SECS:-5}
-RATES=${RATES:-"250 500 1000 2000 3000 4000 6000 8000"}
+RATES=${RATES:-"250 500 1000 2000 3000 4000 5000 6000 8000"}
 tag="bt$$"
 SRV="${tag}s" CLI="${tag}c"
 WORK=$(mktemp -d /tmp/bootlane-bench-boot.XXXXXX)

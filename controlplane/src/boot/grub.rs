@@ -610,7 +610,10 @@ mod tests {
         use SecureBootVerdict::*;
         assert_eq!(v, [Ok, Blocked, Blocked, Blocked, Blocked, Unchecked, Blocked], "{f:?}");
         assert!(f[1].detail.contains("not a PE image"), "{f:?}");
-        assert!(f[2].detail.contains("loads over TFTP only"), "the HTTP kernel is left out of the menu: {f:?}");
+        assert!(
+            f[2].detail.contains("loads over TFTP only"),
+            "the HTTP kernel is left out of the menu: {f:?}"
+        );
         assert!(f[4].detail.contains("iPXE"), "{f:?}");
         assert!(f[6].detail.starts_with("the initrd"), "{f:?}");
         // Real binaries where the machine has them: Debian's signed shim and unsigned iPXE.

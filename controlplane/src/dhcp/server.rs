@@ -25,7 +25,10 @@ use super::{
 /// client says so; nothing legitimate comes near 4 KiB).
 const MAX_DATAGRAM: usize = 4096;
 /// Most datagrams handled before their lease writes are flushed and their replies sent.
-const BATCH: usize = 64;
+const BATCH: usize = 256;
+/// Datagrams queued between the reader and the handler; beyond it new ones are dropped
+/// (and counted as `type="queued", outcome="dropped"`), as a full kernel buffer would.
+const QUEUE: usize = 16384;
 
 /// Binds a DHCP socket on `0.0.0.0:port`, bound to `interface` (`SO_BINDTODEVICE`,
 /// needs `CAP_NET_RAW`), with `SO_BROADCAST` and `SO_REUSEADDR` (one socket per
@@ -95,32 +98,46 @@ async fn recv_loop<H: DhcpHandler>(
     interface: String,
     port: u16,
 ) {
-    let mut buf = vec![0u8; MAX_DATAGRAM];
+    // A reader task drains the socket into a queue while the handler works (and while a
+    // batch's flush waits on the disk): the kernel's receive buffer, a few hundred
+    // datagrams, would otherwise overflow under a flood during every fsync.
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<(Vec<u8>, SocketAddr)>(QUEUE);
+    let reader = {
+        let (sock, token) = (sock.clone(), token.clone());
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; MAX_DATAGRAM];
+            loop {
+                let r = tokio::select! {
+                    _ = token.cancelled() => return,
+                    r = sock.recv_from(&mut buf) => r,
+                };
+                match r {
+                    Ok((n, peer)) => {
+                        if tx.try_send((buf[..n].to_vec(), peer)).is_err() {
+                            metrics::counter!(crate::metrics::DHCP_MESSAGES, "type" => "queued", "outcome" => "dropped")
+                                .increment(1);
+                        }
+                    }
+                    Err(e) => tracing::debug!("DHCP receive error: {e}"),
+                }
+            }
+        })
+    };
+    let mut batch = Vec::with_capacity(BATCH);
     let mut replies = Vec::with_capacity(BATCH);
     loop {
-        // Wait for one datagram, then take whatever else is already queued (up to BATCH):
-        // under load the batch grows, and its lease writes share one flush (group commit).
-        let first = tokio::select! {
-            _ = token.cancelled() => return,
-            r = sock.recv_from(&mut buf) => r,
+        // Whatever is queued (up to BATCH) is one batch: under load it grows, and its lease
+        // writes share one flush (group commit).
+        let n = tokio::select! {
+            _ = token.cancelled() => break,
+            n = rx.recv_many(&mut batch, BATCH) => n,
         };
-        let mut next = Some(first);
-        let mut taken = 0;
-        while let Some(r) = next.take() {
-            taken += 1;
-            match r {
-                Ok((n, peer)) => {
-                    if let Some(reply) = handle_one(&*handler, &buf[..n], peer, &interface, port).await {
-                        replies.push(reply);
-                    }
-                }
-                Err(e) => tracing::debug!("DHCP receive error: {e}"),
-            }
-            if taken < BATCH {
-                match sock.try_recv_from(&mut buf) {
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    r => next = Some(r),
-                }
+        if n == 0 {
+            break;
+        }
+        for (datagram, peer) in batch.drain(..) {
+            if let Some(reply) = handle_one(&*handler, &datagram, peer, &interface, port).await {
+                replies.push(reply);
             }
         }
         if replies.is_empty() {
@@ -144,6 +161,7 @@ async fn recv_loop<H: DhcpHandler>(
             }
         }
     }
+    reader.abort();
 }
 
 /// Parses and handles one datagram; `None` when it is dropped or needs no reply.
