@@ -26,6 +26,8 @@ use super::{
 const MAX_DATAGRAM: usize = 4096;
 /// Most datagrams handled before their lease writes are flushed and their replies sent.
 const BATCH: usize = 256;
+/// How long a batch holding a DHCPACK waits for more requests before its flush.
+const LINGER: std::time::Duration = std::time::Duration::from_micros(500);
 /// Datagrams queued between the reader and the handler; beyond it new ones are dropped
 /// (and counted as `type="queued", outcome="dropped"`), as a full kernel buffer would.
 const QUEUE: usize = 16384;
@@ -142,6 +144,24 @@ async fn recv_loop<H: DhcpHandler>(
         }
         if replies.is_empty() {
             continue;
+        }
+        // A batch that will flush lingers briefly for more requests, so that one fsync
+        // covers more leases under load (a lone request waits LINGER at most).
+        let is_ack = |r: &DhcpReply| r.msg.opts().msg_type() == Some(dhcproto::v4::MessageType::Ack);
+        if replies.iter().any(is_ack) {
+            let until = tokio::time::Instant::now() + LINGER;
+            while replies.len() < BATCH {
+                match tokio::time::timeout_at(until, rx.recv_many(&mut batch, BATCH - replies.len())).await {
+                    Ok(n) if n > 0 => {
+                        for (datagram, peer) in batch.drain(..) {
+                            if let Some(reply) = handle_one(&*handler, &datagram, peer, &interface, port).await {
+                                replies.push(reply);
+                            }
+                        }
+                    }
+                    _ => break,
+                }
+            }
         }
         // Every lease acknowledged below is on disk first.
         if !handler.commit().await {
