@@ -49,17 +49,7 @@ log "/boot/ipxe.efi is served as application/efi; architecture 16 is mapped to i
 
 # ---- 2. OVMF's HTTP boot client -> ipxe.efi over HTTP -> the iPXE script ---------------------
 log "booting OVMF, whose PXE attempts fail first, into UEFI HTTP boot (up to 300 s)"
-cp "$VARS" "$WORK/vars.fd"
-: >"$WORK/serial.log"
-T0=$(date +%s)
-ip netns exec "$SRV" timeout 320 qemu-system-x86_64 -accel tcg -m 512 -machine q35 \
-    -drive if=pflash,format=raw,unit=0,file="$CODE",readonly=on \
-    -drive if=pflash,format=raw,unit=1,file="$WORK/vars.fd" \
-    -display none -serial "file:$WORK/serial.log" -monitor none -no-reboot \
-    -netdev tap,id=n0,ifname=tap0,script=no,downscript=no \
-    -device virtio-net-pci,netdev=n0,mac=$MAC,romfile= >"$WORK/qemu.log" 2>&1 &
-PIDS+=($!)
-Q_PID=$!
+e2e_ovmf "$MAC"
 e2e_wait_serial "$WORK/serial.log" "Bootlane: booting $MAC" 300 "$Q_PID"
 DURATION=$(($(date +%s) - T0))
 kill "$Q_PID" 2>/dev/null || true

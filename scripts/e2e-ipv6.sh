@@ -99,10 +99,17 @@ cat >"$WORK/dhclient-script" <<EOF
 env | sort >"$WORK/dhclient.\$reason.env"
 EOF
 chmod +x "$WORK/dhclient-script"
-in_cli timeout 30 dhclient -6 -1 -v -cf "$WORK/dhclient6.conf" -sf "$WORK/dhclient-script" \
-    -lf "$WORK/dhclient6.leases" -pf "$WORK/dhclient6.pid" vcli >"$WORK/dhclient6.log" 2>&1 ||
-    fail "dhclient -6 got no lease: $(tail -n 5 "$WORK/dhclient6.log")"
-[[ -f "$WORK/dhclient6.pid" ]] && PIDS+=("$(cat "$WORK/dhclient6.pid")")
+# dhclient6 <name> [dhclient args...]: one dhclient -6 -1 run on vcli with the config and
+# script above, its lease, pid and log files named <name>; its daemon is stopped on exit.
+dhclient6() {
+    local name=$1 rc=0
+    shift
+    in_cli timeout "${DHCLIENT_SECS:-30}" dhclient -6 -1 -v "$@" -cf "$WORK/dhclient6.conf" -sf "$WORK/dhclient-script" \
+        -lf "$WORK/$name.leases" -pf "$WORK/$name.pid" vcli >"$WORK/$name.log" 2>&1 || rc=$?
+    [[ -f "$WORK/$name.pid" ]] && PIDS+=("$(cat "$WORK/$name.pid")")
+    return $rc
+}
+dhclient6 dhclient6 || fail "dhclient -6 got no lease: $(tail -n 5 "$WORK/dhclient6.log")"
 ADDR=$(sed -n 's/^new_ip6_address=//p' "$WORK/dhclient.BOUND6.env")
 [[ "$ADDR" == "$P::1"* ]] || fail "dhclient -6 was bound to '$ADDR', not a pool address"
 grep -q "^new_dhcp6_bootfile_url=tftp://\[$SERVER6\]/ipxe.efi" "$WORK/dhclient.BOUND6.env" ||
@@ -116,10 +123,7 @@ log "dhclient -6 leased $ADDR with the boot-file URL; GET /leases6 lists it"
 kill "$(cat "$WORK/dhclient6.pid")" 2>/dev/null || true
 rm -f "$WORK"/dhclient.*.env
 
-in_cli timeout 30 dhclient -6 -S -1 -v -cf "$WORK/dhclient6.conf" -sf "$WORK/dhclient-script" \
-    -lf "$WORK/dhclient6-info.leases" -pf "$WORK/dhclient6-info.pid" vcli >"$WORK/dhclient6-info.log" 2>&1 ||
-    fail "dhclient -6 -S got no reply: $(tail -n 5 "$WORK/dhclient6-info.log")"
-[[ -f "$WORK/dhclient6-info.pid" ]] && PIDS+=("$(cat "$WORK/dhclient6-info.pid")")
+dhclient6 dhclient6-info -S || fail "dhclient -6 -S got no reply: $(tail -n 5 "$WORK/dhclient6-info.log")"
 grep -q "^new_dhcp6_bootfile_url=tftp://\[$SERVER6\]/ipxe.efi" "$WORK/dhclient.RENEW6.env" ||
     fail "no boot-file URL in the Information-Request's reply"
 log "dhclient -6 -S (Information-Request) got the boot-file URL"
@@ -130,18 +134,7 @@ log "TFTP over IPv6: ipxe.efi fetched intact"
 
 # ---- 2. OVMF PXEv6 -> ipxe.efi over TFTP/IPv6 -> iPXE's DHCPv6 -> the script over HTTP/IPv6 --
 log "booting OVMF over IPv6 only (PXEv4 off through fw_cfg; up to 300 s)"
-cp "$VARS" "$WORK/vars.fd"
-: >"$WORK/serial.log"
-T0=$(date +%s)
-ip netns exec "$SRV" timeout 320 qemu-system-x86_64 -accel tcg -m 512 -machine q35 \
-    -drive if=pflash,format=raw,unit=0,file="$CODE",readonly=on \
-    -drive if=pflash,format=raw,unit=1,file="$WORK/vars.fd" \
-    -fw_cfg name=opt/org.tianocore/IPv4PXESupport,string=n \
-    -display none -serial "file:$WORK/serial.log" -monitor none -no-reboot \
-    -netdev tap,id=n0,ifname=tap0,script=no,downscript=no \
-    -device virtio-net-pci,netdev=n0,mac=$MAC,romfile= >"$WORK/qemu.log" 2>&1 &
-PIDS+=($!)
-Q_PID=$!
+e2e_ovmf "$MAC" -fw_cfg name=opt/org.tianocore/IPv4PXESupport,string=n
 e2e_wait_serial "$WORK/serial.log" "Bootlane: booting $MAC" 300 "$Q_PID"
 DURATION=$(($(date +%s) - T0))
 kill "$Q_PID" 2>/dev/null || true
@@ -169,14 +162,10 @@ for _ in $(seq 1 20); do
     sleep 0.5
 done
 rm -f "$WORK"/dhclient.*.env
-in_cli timeout 30 dhclient -6 -S -1 -v -cf "$WORK/dhclient6.conf" -sf "$WORK/dhclient-script" \
-    -lf "$WORK/dhclient6-proxy.leases" -pf "$WORK/dhclient6-proxy.pid" vcli >"$WORK/dhclient6-proxy.log" 2>&1 ||
-    fail "dhclient -6 -S got no reply in proxy mode"
-[[ -f "$WORK/dhclient6-proxy.pid" ]] && PIDS+=("$(cat "$WORK/dhclient6-proxy.pid")")
+dhclient6 dhclient6-proxy -S || fail "dhclient -6 -S got no reply in proxy mode"
 grep -q "^new_dhcp6_bootfile_url=tftp://\[$SERVER6\]/ipxe.efi" "$WORK/dhclient.RENEW6.env" ||
     fail "no boot-file URL for an Information-Request in proxy mode"
-if in_cli timeout 12 dhclient -6 -1 -v -cf "$WORK/dhclient6.conf" -sf "$WORK/dhclient-script" \
-    -lf "$WORK/dhclient6-p2.leases" -pf "$WORK/dhclient6-p2.pid" vcli >"$WORK/dhclient6-p2.log" 2>&1; then
+if DHCLIENT_SECS=12 dhclient6 dhclient6-p2; then
     fail "a plain client got an address in proxy mode"
 fi
 log "proxy mode (set live): Information-Request answered with the boot-file URL, no address handed out"

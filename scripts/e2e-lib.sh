@@ -127,6 +127,25 @@ e2e_upload() {
     done
 }
 
+# e2e_ovmf <mac> [qemu args...]: a QEMU q35 machine with OVMF ($CODE, a copy of $VARS; the
+# firmware's own network stack, no iPXE ROM) on tap0 of the server namespace, its serial
+# console in $WORK/serial.log, killed after 320 s at the latest; sets Q_PID and T0.
+e2e_ovmf() {
+    local mac=$1
+    shift
+    cp "$VARS" "$WORK/vars.fd"
+    : >"$WORK/serial.log"
+    T0=$(date +%s)
+    ip netns exec "$SRV" timeout 320 qemu-system-x86_64 -accel tcg -m 512 -machine q35 \
+        -drive if=pflash,format=raw,unit=0,file="$CODE",readonly=on \
+        -drive if=pflash,format=raw,unit=1,file="$WORK/vars.fd" "$@" \
+        -display none -serial "file:$WORK/serial.log" -monitor none -no-reboot \
+        -netdev tap,id=n0,ifname=tap0,script=no,downscript=no \
+        -device virtio-net-pci,netdev=n0,mac="$mac",romfile= >"$WORK/qemu.log" 2>&1 &
+    Q_PID=$!
+    PIDS+=("$Q_PID")
+}
+
 # e2e_wait_serial <serial log> <pattern> <seconds> <qemu pid>: waits until the pattern is on
 # the serial console; on timeout or when QEMU ends first, prints the last TFTP transfers and
 # the console (escape sequences stripped) and fails.

@@ -84,6 +84,26 @@ fn subnet_filter(subnet: Option<&str>) -> Result<Option<String>> {
     }
 }
 
+/// The `state` filter of the lease lists: `active` → `Some(true)`, `expired` →
+/// `Some(false)`, absent or blank → `None`; anything else is a 400.
+fn state_filter(state: Option<&str>) -> Result<Option<bool>> {
+    match state {
+        None | Some("") => Ok(None),
+        Some("active") => Ok(Some(true)),
+        Some("expired") => Ok(Some(false)),
+        Some(o) => Err(ApiError::BadRequest(format!("'state' {o:?} must be active or expired"))),
+    }
+}
+
+/// A lease's `state` in the lists: `expired`, `declined` (in force) or `active`.
+fn lease_state(active: bool, declined: bool) -> &'static str {
+    match (active, declined) {
+        (false, _) => "expired",
+        (true, true) => "declined",
+        (true, false) => "active",
+    }
+}
+
 /// List leases, in id order. `q` searches MAC, IP and host name.
 #[utoipa::path(get, path = "/api/v1/leases", tag = "dhcp", params(ListQuery, LeaseFilter),
     responses((status = 200, body = LeaseList), (status = 400, description = "Bad filter or paging"), (status = 401)))]
@@ -101,12 +121,7 @@ pub async fn list_leases(
         None => None,
     };
     let subnet = subnet_filter(f.subnet.as_deref())?;
-    let want_active = match f.state.as_deref() {
-        None | Some("") => None,
-        Some("active") => Some(true),
-        Some("expired") => Some(false),
-        Some(o) => return Err(ApiError::BadRequest(format!("'state' {o:?} must be active or expired"))),
-    };
+    let want_active = state_filter(f.state.as_deref())?;
     let q = lq.needle();
     let now = now_secs();
     let page = lq.paginate(
@@ -123,14 +138,7 @@ pub async fn list_leases(
         |l| l.id,
     )?;
     let page = page.map(|l| LeaseView {
-        state: if !l.active(now) {
-            "expired"
-        } else if l.declined {
-            "declined"
-        } else {
-            "active"
-        }
-        .into(),
+        state: lease_state(l.active(now), l.declined).into(),
         lease: l,
     });
     Ok(Envelope::ok(LeaseList {
@@ -188,12 +196,7 @@ pub async fn list_leases6(
         ),
         None => None,
     };
-    let want_active = match f.state.as_deref() {
-        None | Some("") => None,
-        Some("active") => Some(true),
-        Some("expired") => Some(false),
-        Some(o) => return Err(ApiError::BadRequest(format!("'state' {o:?} must be active or expired"))),
-    };
+    let want_active = state_filter(f.state.as_deref())?;
     let q = lq.needle();
     let now = now_secs();
     let page = lq.paginate(
@@ -210,14 +213,7 @@ pub async fn list_leases6(
         |l| l.id,
     )?;
     let page = page.map(|l| Lease6View {
-        state: if !l.active(now) {
-            "expired"
-        } else if l.declined {
-            "declined"
-        } else {
-            "active"
-        }
-        .into(),
+        state: lease_state(l.active(now), l.declined).into(),
         lease: l,
     });
     Ok(Envelope::ok(Lease6List {

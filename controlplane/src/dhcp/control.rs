@@ -325,6 +325,18 @@ fn hostname(h: &str) -> Result<String> {
     }
 }
 
+/// A trimmed interface name from a settings patch (1-15 bytes, no `/`, space or NUL);
+/// `at` names the subnet in the 400.
+pub(crate) fn interface_name<'a>(name: &'a str, at: &str) -> Result<&'a str> {
+    let i = name.trim();
+    if i.is_empty() || i.len() > 15 || i.contains(['/', ' ', '\0']) {
+        return Err(ServiceError::Invalid(format!(
+            "{at}: 'interface' {i:?} is not an interface name (1-15 bytes, no '/' or spaces)"
+        )));
+    }
+    Ok(i)
+}
+
 /// Checks an architecture map entry's boot file.
 fn check_boot_file(code: u32, f: &str) -> Result<()> {
     let bad = |why: &str| Err(ServiceError::Invalid(format!("arch {code}: boot_file {f:?} {why}")));
@@ -571,13 +583,7 @@ impl DhcpControl {
                 o.mode = Some(m);
             }
             if let Some(i) = &p.interface {
-                let i = i.trim();
-                if i.is_empty() || i.len() > 15 || i.contains(['/', ' ', '\0']) {
-                    return Err(ServiceError::Invalid(format!(
-                        "subnet {}: 'interface' {i:?} is not an interface name (1-15 bytes, no '/' or spaces)",
-                        base.cidr
-                    )));
-                }
+                let i = interface_name(i, &format!("subnet {}", base.cidr))?;
                 restart |= cur.is_none_or(|c| c.interface != i);
                 o.interface = Some(i.to_string());
             }

@@ -262,12 +262,7 @@ impl Dhcp6Control {
                 o.mode = Some(m);
             }
             if let Some(i) = &p.interface {
-                let i = i.trim();
-                if i.is_empty() || i.len() > 15 || i.contains(['/', ' ', '\0']) {
-                    return Err(ServiceError::Invalid(format!(
-                        "IPv6 subnet {want}: 'interface' {i:?} is not an interface name (1-15 bytes, no '/' or spaces)"
-                    )));
-                }
+                let i = crate::dhcp::control::interface_name(i, &format!("IPv6 subnet {want}"))?;
                 restart |= cur.is_none_or(|c| c.interface != i);
                 o.interface = Some(i.to_string());
             }
