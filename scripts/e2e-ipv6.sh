@@ -10,7 +10,7 @@
 # DHCPv6; the prefix is on-link, not autonomous). Bootlane serves [[dhcp.subnets6]]
 # fd00:91::/64 in server mode.
 #   1. Real DHCPv6 clients: `dhclient -6` gets an IA_NA address from the pool and the
-#      boot-file URL (option 59); the lease is in `GET /leases6`; `dhclient -6 -S`
+#      boot-file URL (option 59); the lease is in `GET /leases6` and `DELETE /leases6/<duid>` frees it; `dhclient -6 -S`
 #      (Information-Request) gets option 59 too; TFTP over IPv6 with tftp-hpa.
 #   2. OVMF (the firmware's own IPv6 PXE client; its PXEv4 option switched off through
 #      fw_cfg) solicits, is given an address and `tftp://[fd00:91::1]/ipxe.efi`, loads
@@ -122,6 +122,12 @@ log "dhclient -6 leased $ADDR with the boot-file URL; GET /leases6 lists it"
 # stateless reply as reason RENEW6).
 kill "$(cat "$WORK/dhclient6.pid")" 2>/dev/null || true
 rm -f "$WORK"/dhclient.*.env
+DUID=$(json '[l["duid"] for l in d["data"]["leases"] if l["ip"] == "'"$ADDR"'"][0]' <"$WORK/leases6.json")
+api DELETE "/leases6/$DUID" >/dev/null || fail "DELETE /leases6/$DUID"
+api GET /leases6 | grep -q "\"$ADDR\"" && fail "$ADDR is still listed after DELETE /leases6/$DUID"
+api GET "/events?kind=dhcp6.lease.deleted&size=5" | grep -q "$DUID" || fail "no dhcp6.lease.deleted event for $DUID"
+[[ $(status DELETE "/api/v1/leases6/$DUID") == 404 ]] || fail "a second DELETE /leases6/$DUID is not a 404"
+log "DELETE /leases6/<duid> freed $ADDR (event dhcp6.lease.deleted; again: 404)"
 
 dhclient6 dhclient6-info -S || fail "dhclient -6 -S got no reply: $(tail -n 5 "$WORK/dhclient6-info.log")"
 grep -q "^new_dhcp6_bootfile_url=tftp://\[$SERVER6\]/ipxe.efi" "$WORK/dhclient.RENEW6.env" ||

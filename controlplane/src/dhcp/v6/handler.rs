@@ -396,15 +396,23 @@ impl Dhcp6Handler {
         true
     }
 
-    /// A reply skeleton: Server and Client Identifiers, then DNS servers (`with_dns`, when
-    /// asked for or by default in server mode) and the boot options for boot clients.
-    fn base(&self, kind: MessageType, req: &Message, s: &Subnet6, c: &Client6, with_dns: bool) -> Message {
+    /// A reply with the Server and Client Identifiers only (RFC 8415 §18.3.7-8: what
+    /// Release, Decline and Confirm replies carry besides a status).
+    fn ids(&self, kind: MessageType, req: &Message, c: &Client6) -> Message {
         let mut r = Message::new_with_id(kind, req.xid());
         let o = r.opts_mut();
         o.insert(DhcpOption::ServerId(self.server_duid.clone()));
         if !c.duid.is_empty() {
             o.insert(DhcpOption::ClientId(c.duid.clone()));
         }
+        r
+    }
+
+    /// [`Self::ids`], then DNS servers (`with_dns`, or when asked for; server mode only)
+    /// and the boot options for boot clients.
+    fn base(&self, kind: MessageType, req: &Message, s: &Subnet6, c: &Client6, with_dns: bool) -> Message {
+        let mut r = self.ids(kind, req, c);
+        let o = r.opts_mut();
         if s.cfg.mode == SubnetMode::Server && (with_dns || c.asks_dns) {
             o.insert(DhcpOption::DomainNameServers(s.dns.clone()));
         }
@@ -594,10 +602,7 @@ impl Dhcp6Handler {
     }
 
     async fn release(&self, s: &Subnet6, req: &Message, c: &Client6, kind: MessageType) -> Message {
-        let mut r = self.base(MessageType::Reply, req, s, c, false);
-        // Release and Decline replies carry no boot or DNS options (RFC 8415 §18.3.7-8).
-        r.opts_mut().remove(OptionCode::OptBootfileUrl);
-        r.opts_mut().remove(OptionCode::VendorClass);
+        let mut r = self.ids(MessageType::Reply, req, c);
         let now = now_secs();
         let mut db = self.leases.lock().await;
         for ia in ianas(req) {
@@ -635,7 +640,7 @@ impl Dhcp6Handler {
         if addrs.is_empty() {
             return None;
         }
-        let mut r = self.base(MessageType::Reply, req, s, c, false);
+        let mut r = self.ids(MessageType::Reply, req, c);
         let on_link = addrs.iter().all(|a| s.net.contains(a));
         r.opts_mut().insert(if on_link {
             status(Status::Success, "all addresses are on link")

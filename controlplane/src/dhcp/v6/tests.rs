@@ -191,6 +191,10 @@ async fn uefi_pxe_gets_an_address_and_a_tftp_boot_url_then_binds_it() {
         r.opts().get(OptionCode::StatusCode),
         Some(DhcpOption::StatusCode(s)) if s.status == Status::Success
     ));
+    assert!(
+        boot_url(&r).is_none() && r.opts().get(OptionCode::DomainNameServers).is_none(),
+        "a Release reply carries identifiers and status only: {r:?}"
+    );
     assert!(!h_leases(&h).await[0].active(crate::dhcp::leases::now_secs()));
     let again = ask(&h, &msg(MessageType::Solicit, vec![iana(None), arch(7)]))
         .await
