@@ -168,6 +168,12 @@ pub fn negotiate(req: &Request, size: u64) -> Negotiated {
         oack: Vec::new(),
     };
     for (k, v) in &req.options {
+        // An option sent twice counts once, the first accepted value: the OACK must name
+        // each option once with the value the transfer uses (a second `blksize` once
+        // made the OACK say 2048 while 1024-byte blocks were sent; found by fuzzing).
+        if n.oack.iter().any(|(o, _)| o == k) {
+            continue;
+        }
         let Ok(num) = v.trim().parse::<u64>() else {
             continue;
         };

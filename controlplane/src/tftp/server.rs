@@ -463,22 +463,26 @@ pub async fn send_file(
         let oack = packet::oack(&plan.opts.oack);
         loop {
             let _ = sock.send_to(&oack, peer).await;
-            match wait(sock, peer, Instant::now() + rto, token).await {
-                Reply::Ack(0) => break,
-                // A stray ACK is not an answer to the OACK: count it like a timeout, so a
-                // peer repeating it cannot hold the transfer open forever.
-                Reply::Ack(_) => {
-                    if !backoff(&mut rto, &mut misses) {
-                        return Outcome::TimedOut;
-                    }
+            let deadline = Instant::now() + rto;
+            let acknowledged = loop {
+                match wait(sock, peer, deadline, token).await {
+                    Reply::Ack(0) => break true,
+                    // A stray ACK is not an answer to the OACK: ignored, and the OACK is
+                    // resent only when the timer runs out, never in answer to a packet
+                    // (resending on every stray ACK was the Sorcerer's Apprentice, RFC
+                    // 1123 §4.2.3.1; found by fuzzing). The deadline stays, so a peer
+                    // repeating it cannot hold the transfer open.
+                    Reply::Ack(_) => continue,
+                    Reply::Error => return Outcome::ClientError,
+                    Reply::Cancelled => return Outcome::Cancelled,
+                    Reply::Timeout => break false,
                 }
-                Reply::Error => return Outcome::ClientError,
-                Reply::Cancelled => return Outcome::Cancelled,
-                Reply::Timeout => {
-                    if !backoff(&mut rto, &mut misses) {
-                        return Outcome::TimedOut;
-                    }
-                }
+            };
+            if acknowledged {
+                break;
+            }
+            if !backoff(&mut rto, &mut misses) {
+                return Outcome::TimedOut;
             }
         }
         rto = first_timeout;

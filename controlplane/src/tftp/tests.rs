@@ -277,6 +277,58 @@ fn window_memory_is_bounded() {
     );
 }
 
+/// Fuzzing regression (`tftp_packet`): an option sent twice is negotiated once, with
+/// the first value, and the OACK says exactly what the transfer uses.
+#[test]
+fn regression_fuzz_repeated_option_counts_once() {
+    use super::{handler::negotiate, packet::Request};
+    let req = Request {
+        write: false,
+        filename: "small.bin".into(),
+        mode: "octet".into(),
+        options: vec![
+            ("blksize".into(), "2048".into()),
+            ("blksize".into(), "1024".into()),
+            ("tsize".into(), "0".into()),
+        ],
+    };
+    let n = negotiate(&req, 3300);
+    assert_eq!(n.blksize, 2048);
+    assert_eq!(
+        n.oack,
+        vec![
+            ("blksize".to_string(), "2048".to_string()),
+            ("tsize".to_string(), "3300".to_string())
+        ]
+    );
+}
+
+/// Fuzzing regression (`tftp_session`): a stray ACK while the OACK awaits ACK 0 gets no
+/// answer (no Sorcerer's Apprentice); the OACK is resent only when its timer runs out,
+/// and the transfer then proceeds.
+#[tokio::test]
+async fn regression_fuzz_stray_ack_before_oack_is_acknowledged() {
+    let l = lab(&[("s.bin", 700)]).await;
+    let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    sock.send_to(&packet::rrq("s.bin", "octet", &[("blksize", "1024")]), l.addr)
+        .await
+        .unwrap();
+    let (p, tid) = recv(&sock).await;
+    assert!(matches!(p, Packet::Oack(_)), "{p:?}");
+    let t0 = std::time::Instant::now();
+    sock.send_to(&packet::ack(1025), tid).await.unwrap();
+    let (p, _) = recv(&sock).await;
+    assert!(matches!(p, Packet::Oack(_)), "{p:?}");
+    assert!(
+        t0.elapsed() >= Duration::from_millis(150),
+        "the OACK came again after {:?}: in answer to the stray ACK, not its 200 ms timer",
+        t0.elapsed()
+    );
+    sock.send_to(&packet::ack(0), tid).await.unwrap();
+    let (p, _) = recv(&sock).await;
+    assert!(matches!(&p, Packet::Data(1, d) if d.len() == 700), "{p:?}");
+}
+
 /// Issue 7 §7: a completed transfer and a refused one show up in the rendered metrics.
 /// The recorder is shared by every test in the binary, so the test compares
 /// before/after values.
