@@ -549,6 +549,15 @@ fn encode(msg: &mut Message, limit: usize, m: &DnsMetrics) -> Vec<u8> {
             msg.answers.clear();
             msg.authorities.clear();
             msg.additionals.clear();
+            let b = msg.to_vec().unwrap_or_default();
+            if b.len() <= limit {
+                return b;
+            }
+            // Still too large: only an echoed question section can be that big (a NOTIMP
+            // answer to a query with hundreds of questions was 1710 bytes; found by
+            // fuzzing). A UDP answer never exceeds what the client can receive (RFC 1035
+            // §4.2.1), so the questions go as well.
+            msg.queries.clear();
             msg.to_vec().unwrap_or_default()
         }
         Err(e) => {

@@ -538,3 +538,22 @@ fn zone_transfers_over_udp() {
     );
     assert_ne!(r.response_code, ResponseCode::FormErr);
 }
+
+/// Fuzzing regression (`dns_handler`): a NOTIFY with 259 questions got a NOTIMP echoing
+/// them all, 1710 bytes over UDP to a client without EDNS. Every UDP answer fits 512
+/// bytes (or the client's EDNS size): the questions are dropped when nothing else can go.
+#[test]
+fn regression_fuzz_udp_answer_never_exceeds_the_client_limit() {
+    let mut q = vec![0xc9, 0x11, 0x20, 0x00, 0x01, 0x03, 0, 0, 0, 0, 0, 0];
+    for _ in 0..259 {
+        q.extend(b"\x03lab\x04test\x00\x00\x1c\x00\x01");
+    }
+    let Outcome::Reply(out) = handler().handle(&q, "10.77.0.2".parse().unwrap(), Transport::Udp) else {
+        panic!("a direct reply");
+    };
+    assert!(out.len() <= 512, "{} bytes", out.len());
+    let r = Message::from_vec(&out).unwrap();
+    assert_eq!(r.metadata.response_code, ResponseCode::NotImp);
+    assert!(r.metadata.truncation);
+    assert_eq!(&out[..2], &[0xc9, 0x11]);
+}
