@@ -318,7 +318,12 @@ impl Dhcp6Handler {
     /// Handles one datagram; returns the reply's bytes, or `None` when nothing is due
     /// (undecodable, not for this server, not for a configured link). Never panics.
     pub async fn handle(&self, bytes: &[u8], ctx: &RecvContext6) -> Option<Vec<u8>> {
-        let Ok(msg) = Message::from_bytes(bytes) else {
+        // dhcproto 0.15 subtracts option lengths unchecked (vendor options shorter than
+        // their enterprise number): an overflow panic in builds with overflow checks
+        // (debug, tests, fuzzing), an error in release. A hostile datagram must not take
+        // the receive loop down, so a panic is a decode error (as in DHCPv4's
+        // `DhcpRequest::parse`; found by fuzzing).
+        let Ok(Ok(msg)) = std::panic::catch_unwind(|| Message::from_bytes(bytes)) else {
             count("invalid", "dropped");
             return None;
         };
