@@ -20,6 +20,8 @@ pub(crate) const OPT_LEN: usize = 11;
 const TYPE_OPT: u16 = 41;
 /// EDNS option code COOKIE (RFC 7873 §4).
 const OPT_COOKIE: u16 = 10;
+/// EDNS option code PADDING (RFC 7830 §4).
+const OPT_PADDING: u16 = 12;
 /// Most EDNS options walked; a query with more goes to userspace.
 const MAX_OPTIONS: usize = 4;
 /// Longest OPT RDATA walked; a query with more goes to userspace.
@@ -149,8 +151,9 @@ pub(crate) fn parse_query(ctx: &XdpContext, dns: usize, dns_len: usize, key: &mu
 
 /// Walks the OPT RDATA (`rdlen` bytes at `rd`): every option must fit, and a COOKIE
 /// option must be 8 or 16-40 bytes long, else userspace answers FORMERR (RFC 7873
-/// §5.2.2), so the frame is passed as malformed. Options are otherwise ignored, as
-/// userspace ignores them. More than [`MAX_OPTIONS`] options or [`MAX_OPT_RDATA`] bytes
+/// §5.2.2), so the frame is passed as malformed. COOKIE and PADDING are otherwise
+/// ignored, as userspace ignores them; any other option sends the query to userspace,
+/// which checks its format. More than [`MAX_OPTIONS`] options or [`MAX_OPT_RDATA`] bytes
 /// go to userspace unchecked (fail open).
 #[inline(always)]
 fn check_options(ctx: &XdpContext, rd: usize, rdlen: usize) -> Result<(), u32> {
@@ -173,6 +176,12 @@ fn check_options(ctx: &XdpContext, rd: usize, rdlen: usize) -> Result<(), u32> {
         let len = read_u16(ctx, rd + pos + 2).map_err(|()| CNT_PASS_MALFORMED)? as usize;
         if code == OPT_COOKIE && len != 8 && !(16..=40).contains(&len) {
             return Err(CNT_PASS_MALFORMED);
+        }
+        // Any other option but PADDING goes to userspace, which validates it (a zero-length
+        // CLIENT-SUBNET is FORMERR there, RFC 7871 §7.1.1, but was answered here; found by
+        // the `xdp` fuzz target).
+        if code != OPT_COOKIE && code != OPT_PADDING {
+            return Err(CNT_PASS_UNSUPPORTED);
         }
         pos += 4 + len;
     }

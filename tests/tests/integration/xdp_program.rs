@@ -367,7 +367,8 @@ fn option(code: u16, len: usize) -> Vec<u8> {
 
 /// Issue 7 §9 (RFC 7873 §5.2.2): a query whose COOKIE option is malformed is left to
 /// userspace (which answers FORMERR) and never answered NOERROR in the kernel; a
-/// well-formed cookie, next to other options, is still answered by the fast path.
+/// well-formed cookie, next to padding, is still answered by the fast path, and any other
+/// option goes to userspace.
 #[test]
 fn r7_xdp_passes_malformed_cookies() {
     let t = crate::xdp_frames::loaded(&projection());
@@ -385,7 +386,7 @@ fn r7_xdp_passes_malformed_cookies() {
         expect_pass(&t, &frame(None, c, s, 53, &q), &format!("cookie of {len} bytes"));
     }
     // A malformed cookie after another option, and an option running past the RDATA.
-    let mut two = option(8, 7);
+    let mut two = option(12, 7);
     two.extend(option(10, 12));
     expect_pass(&t, &frame(None, c, s, 53, &with_options(base(), &two)), "second option");
     let mut overrun = option(10, 8);
@@ -396,10 +397,16 @@ fn r7_xdp_passes_malformed_cookies() {
     assert_eq!(after.pass_malformed - before.pass_malformed, 9, "{after:?}");
 
     for len in [8, 16, 40] {
-        let mut opts = option(8, 7);
+        let mut opts = option(12, 7);
         opts.extend(option(10, len));
         let q = with_options(base(), &opts);
         let (_, m) = expect_answer(&t, &frame(None, c, s, 53, &q));
         assert_eq!(addrs(&m), ["10.0.0.11", "10.0.0.12"], "cookie of {len} bytes");
+    }
+    // Any other option (here a CLIENT-SUBNET, zero-length and so malformed: userspace
+    // answers FORMERR) goes to userspace, which validates it (found by fuzzing).
+    for opts in [option(8, 0), option(8, 7), option(3, 0)] {
+        let q = with_options(base(), &opts);
+        expect_pass(&t, &frame(None, c, s, 53, &q), &format!("option {:?}", &opts[..2]));
     }
 }
