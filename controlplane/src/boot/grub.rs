@@ -191,7 +191,10 @@ fn menu(out: &mut String, profile: &Profile, host: Option<&str>, base_url: &str)
                     .and_then(|k| grub_path(k, base_url).ok())
                     .unwrap_or_default();
                 let _ = writeln!(out, "  echo {}", word(&format!("Loading {}", e.label)));
-                let mut line = format!("  linux {kernel}");
+                // Paths are quoted like every other word: a kernel named `vmlinuz;reboot`
+                // passes the profile checks (they are iPXE's rules) and would have run
+                // `reboot` in GRUB.
+                let mut line = format!("  linux {}", word(&kernel));
                 if let Some(c) = e.cmdline.as_deref().map(|c| c.replace(BASE_URL_VAR, base_url)) {
                     for w in c.split_whitespace() {
                         line.push(' ');
@@ -200,7 +203,12 @@ fn menu(out: &mut String, profile: &Profile, host: Option<&str>, base_url: &str)
                 }
                 let _ = writeln!(out, "{line}");
                 if !e.initrds.is_empty() {
-                    let list: Vec<String> = e.initrds.iter().filter_map(|r| grub_path(r, base_url).ok()).collect();
+                    let list: Vec<String> = e
+                        .initrds
+                        .iter()
+                        .filter_map(|r| grub_path(r, base_url).ok())
+                        .map(|p| word(&p))
+                        .collect();
                     let _ = writeln!(out, "  initrd {}", list.join(" "));
                 }
             }
@@ -210,7 +218,7 @@ fn menu(out: &mut String, profile: &Profile, host: Option<&str>, base_url: &str)
                     .as_deref()
                     .and_then(|u| grub_path(u, base_url).ok())
                     .unwrap_or_default();
-                let _ = writeln!(out, "  chainloader {target}");
+                let _ = writeln!(out, "  chainloader {}", word(&target));
             }
             _ => out.push_str("  exit\n"),
         }
@@ -459,6 +467,22 @@ mod tests {
         assert_eq!(word(""), "''");
     }
 
+    /// Found while writing the `render` fuzz target's GRUB oracle: a kernel, initrd or
+    /// chain path the profile checks accept (they follow iPXE's rules, where `;` inside a
+    /// word is harmless) was written unquoted, so GRUB ran what followed a `;`.
+    #[test]
+    fn regression_fuzz_paths_cannot_add_grub_commands() {
+        let mut linux = entry("Installer", EntryType::Linux);
+        linux.kernel = Some("vmlinuz;reboot".into());
+        linux.initrds = vec!["initrd|halt".into()];
+        let mut chain = entry("Chain", EntryType::Chain);
+        chain.url = Some("tftp://10.77.0.5/x&&reboot".into());
+        let t = render(&profile(5, vec![linux, chain]), None, None, "http://10.77.0.1:8080");
+        assert!(t.contains("  linux '/vmlinuz;reboot'\n"), "{t}");
+        assert!(t.contains("  initrd '/initrd|halt'\n"), "{t}");
+        assert!(t.contains("  chainloader '(tftp,10.77.0.5)/x&&reboot'\n"), "{t}");
+    }
+
     #[test]
     fn entries_default_timeout_and_local_boot() {
         let mut linux = entry("Debian installer", EntryType::Linux);
@@ -483,7 +507,7 @@ mod tests {
         );
         assert!(t.contains("\nmenuentry 'Local disk' --id e1 {\n  exit\n}\n"), "{t}");
         assert!(
-            t.contains("\nmenuentry 'Debian installer' --id e2 {\n  echo 'Loading Debian installer'\n  linux /d-i/linux console=ttyS0 'url=http://10.77.0.1:8080/preseed?x=1' priority=critical\n  initrd /d-i/initrd.gz /fw.cpio.gz (tftp,10.77.0.5)/d-i/extra.gz\n}\n"),
+            t.contains("\nmenuentry 'Debian installer' --id e2 {\n  echo 'Loading Debian installer'\n  linux /d-i/linux console=ttyS0 'url=http://10.77.0.1:8080/preseed?x=1' priority=critical\n  initrd /d-i/initrd.gz /fw.cpio.gz '(tftp,10.77.0.5)/d-i/extra.gz'\n}\n"),
             "{t}"
         );
         // 0 waits for a choice.
@@ -516,7 +540,7 @@ mod tests {
         assert!(t.contains("\n# e2 \"Custom\" is left out: a custom entry"), "{t}");
         assert!(t.contains("\n# e3 \"SAN\" is left out: a sanboot entry"), "{t}");
         assert!(
-            t.contains("\nmenuentry Shell --id e4 {\n  chainloader (tftp,10.77.0.1)/tools/shell.efi\n}\n"),
+            t.contains("\nmenuentry Shell --id e4 {\n  chainloader '(tftp,10.77.0.1)/tools/shell.efi'\n}\n"),
             "{t}"
         );
         assert!(
