@@ -1,7 +1,8 @@
 //! Builds the XDP program (`dataplane-ebpf`) for the BPF target with aya-build and leaves
 //! the object in `OUT_DIR/dataplane-ebpf`, where `src/dataplane` embeds it. With
 //! `AYA_BUILD_SKIP=1` (CI lanes without bpf-linker) nothing is built and the binary
-//! reports "built without XDP" at run time (cfg `bootlane_no_xdp`).
+//! reports "built without XDP" at run time (cfg `bootlane_no_xdp`). With
+//! `BOOTLANE_EBPF_OBJECT=<path>` that prebuilt object is embedded instead of building one.
 
 use anyhow::Context as _;
 
@@ -22,6 +23,17 @@ fn main() -> anyhow::Result<()> {
     let skip = std::env::var("AYA_BUILD_SKIP").is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"));
     if skip {
         println!("cargo::rustc-cfg=bootlane_no_xdp");
+        return Ok(());
+    }
+    // A prebuilt object (`cargo xtask fuzz` passes the one its debug build made): copied
+    // as is, so builds with other flags or triples do not rebuild the program and `core`
+    // for the BPF target (several minutes).
+    println!("cargo::rerun-if-env-changed=BOOTLANE_EBPF_OBJECT");
+    if let Some(object) = std::env::var_os("BOOTLANE_EBPF_OBJECT").filter(|v| !v.is_empty()) {
+        let out = std::path::PathBuf::from(std::env::var("OUT_DIR").context("OUT_DIR not set")?);
+        println!("cargo::rerun-if-changed={}", object.to_string_lossy());
+        std::fs::copy(&object, out.join("dataplane-ebpf"))
+            .with_context(|| format!("copying BOOTLANE_EBPF_OBJECT {}", object.to_string_lossy()))?;
         return Ok(());
     }
     let manifest = std::env::var("CARGO_MANIFEST_DIR").context("CARGO_MANIFEST_DIR not set")?;

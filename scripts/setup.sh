@@ -25,6 +25,8 @@ check kea-dhcp4 kea-dhcp4-server
 check udhcpc udhcpc
 check dhclient isc-dhcp-client
 check tftp tftp-hpa
+check tcpdump tcpdump
+check busybox busybox
 check curl curl
 check qemu-system-x86_64 qemu-system-x86
 check /usr/lib/ipxe/qemu/pxe-e1000.rom ipxe-qemu
@@ -124,6 +126,14 @@ if [[ "$(cargo deb --version 2>/dev/null)" != *" $cargo_deb_version" ]]; then
   echo "setup: installing cargo-deb $cargo_deb_version"
   env -u CARGO_TARGET_DIR cargo install --locked "cargo-deb@$cargo_deb_version"
 fi
+# `cargo xtask fuzz` (issue 14): cargo-fuzz, pinned; it drives libFuzzer on the nightly
+# toolchain that is already on the machine.
+cargo_fuzz_version=0.13.2
+if [[ "$(cargo fuzz --version 2>/dev/null)" != *" $cargo_fuzz_version"* ]]; then
+  echo "setup: installing cargo-fuzz $cargo_fuzz_version"
+  env -u CARGO_TARGET_DIR cargo install --locked "cargo-fuzz@$cargo_fuzz_version"
+fi
+rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 # API contract test (scripts/contract.sh): schemathesis, pinned, in its own venv.
 schemathesis_version=4.32.5
 venv=/opt/bootlane-venv

@@ -21,6 +21,8 @@ use std::{
 
 use serde_json::Value;
 
+pub mod xdp_frames;
+
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
 /// A unique short name (`<prefix><pid>x<n>`, at most 15 bytes for interface names).

@@ -13,6 +13,9 @@
 //! - `bench`: benchmarks against dnsmasq in the same invocation, and what SSE subscribers
 //!   cost the DNS path and API writes (`bench events`), and boot media: upload vs `cp`,
 //!   Range serving vs nginx (`bench media`).
+//! - `fuzz`: coverage-guided fuzzing of every parser and renderer (issue 14): cargo-fuzz
+//!   targets in `fuzz/`, seeds captured from real clients (`scripts/fuzz-seeds.sh`), each
+//!   target for `--seconds` (CI: 60).
 //! - `lab`: Bootlane and a QEMU machine in a namespace, the machine's console on the terminal.
 //! - `package`: the Debian package (issue 15): the UI, the release binary (eBPF object and UI
 //!   embedded), its man pages and completions (`bootlane generate`), then cargo-deb with
@@ -84,6 +87,19 @@ enum Cmd {
         /// `media` (1 GiB upload vs cp, 20 parallel Range downloads vs nginx) or `all`.
         #[arg(default_value = "all")]
         what: String,
+    },
+    /// Fuzz every parser and renderer (issue 14) with cargo-fuzz on nightly, each target
+    /// for `--seconds`, from seeds captured off real clients (`scripts/fuzz-seeds.sh`).
+    Fuzz {
+        /// Seconds per target.
+        #[arg(long, default_value_t = 60)]
+        seconds: u32,
+        /// Build optimised (several times the executions per second, several times the
+        /// build time: for long runs; CI's minute per target uses the quicker build).
+        #[arg(long)]
+        release: bool,
+        /// Targets to run (default: all of them, see `fuzz/Cargo.toml`).
+        targets: Vec<String>,
     },
 }
 
@@ -341,6 +357,103 @@ fn bench(what: &str) -> Result<()> {
     Ok(())
 }
 
+/// The XDP object of the newest build under `build_dir` (`<profile>/build`).
+fn newest_ebpf_object(build_dir: &Path) -> Result<PathBuf> {
+    let mut best: Option<(std::time::SystemTime, PathBuf)> = None;
+    for e in std::fs::read_dir(build_dir).with_context(|| format!("reading {}", build_dir.display()))? {
+        let p = e?.path().join("out").join("dataplane-ebpf");
+        if let Ok(m) = p.metadata().and_then(|m| m.modified()) {
+            if best.as_ref().is_none_or(|(t, _)| m > *t) {
+                best = Some((m, p));
+            }
+        }
+    }
+    best.map(|(_, p)| p)
+        .with_context(|| format!("no XDP object under {}: build the server first", build_dir.display()))
+}
+
+/// Every fuzz target, in the order `cargo xtask fuzz` runs them.
+const FUZZ_TARGETS: &[&str] = &[
+    "dns_handler",
+    "dhcp4",
+    "dhcp6",
+    "tftp_packet",
+    "tftp_session",
+    "render",
+    "xdp",
+];
+
+/// Builds the fuzz targets (cargo-fuzz, nightly; unoptimised unless `release`, debug
+/// assertions and overflow checks on either way; no AddressSanitizer: the targets drive safe Rust, where ASan finds
+/// nothing the assertions and bounds checks don't, at several times the build time), captures seed
+/// corpora from real clients into `target/fuzz/seeds/` when missing, and runs each target
+/// for `seconds` over its working corpus `target/fuzz/corpus/<target>/` (kept between
+/// runs) seeded from them. A crash stops the run with the reproducing input in
+/// `target/fuzz/artifacts/<target>/` and the command that replays it.
+fn fuzz(seconds: u32, release: bool, targets: Vec<String>) -> Result<()> {
+    let targets: Vec<String> = if targets.is_empty() {
+        FUZZ_TARGETS.iter().map(|t| t.to_string()).collect()
+    } else {
+        targets
+    };
+    if let Some(t) = targets.iter().find(|t| !FUZZ_TARGETS.contains(&t.as_str())) {
+        bail!("unknown fuzz target {t:?}: one of {}", FUZZ_TARGETS.join(", "));
+    }
+    if !is_root() {
+        bail!("`cargo xtask fuzz` needs root: the xdp target loads the XDP program, the seeds come from namespaces");
+    }
+    setup()?;
+    // The server's debug build: the seed captures run it, and its XDP object is embedded
+    // in the fuzz build as is (BOOTLANE_EBPF_OBJECT) rather than built a second time.
+    let bin = build_server(false)?;
+    let object = newest_ebpf_object(&target_dir().join("debug").join("build"))?;
+    let profile: &[&str] = if release { &["-O"] } else { &["--dev"] };
+    let fuzz_cmd = || {
+        let mut c = Command::new("cargo");
+        c.current_dir(root())
+            .env("BOOTLANE_EBPF_OBJECT", &object)
+            .args(["+nightly", "fuzz"]);
+        c
+    };
+    run(fuzz_cmd().arg("build").args(profile).args(["-a", "-s", "none"]))?;
+    let dir = target_dir().join("fuzz");
+    let seeds = dir.join("seeds");
+    if !seeds.join("dns_handler").exists() {
+        run(Command::new("bash").args([
+            root().join("scripts/fuzz-seeds.sh").display().to_string(),
+            bin.display().to_string(),
+            seeds.display().to_string(),
+        ]))?;
+    }
+    for t in &targets {
+        let corpus = dir.join("corpus").join(t);
+        let artifacts = dir.join("artifacts").join(t);
+        std::fs::create_dir_all(&corpus)?;
+        std::fs::create_dir_all(&artifacts)?;
+        let mut c = fuzz_cmd();
+        c.arg("run").args(profile).args(["-a", "-s", "none", t]).arg(&corpus);
+        if seeds.join(t).exists() {
+            c.arg(seeds.join(t));
+        }
+        c.arg("--").args([
+            format!("-max_total_time={seconds}"),
+            format!("-artifact_prefix={}/", artifacts.display()),
+            "-rss_limit_mb=4096".into(),
+            "-timeout=20".into(),
+            "-print_final_stats=1".into(),
+        ]);
+        println!("xtask: fuzzing {t} for {seconds} s");
+        run(&mut c).with_context(|| {
+            format!(
+                "fuzz target {t} failed: the input is in {}; replay it with `cargo +nightly fuzz run {} -a -s none {t} <file>`",
+                artifacts.display(),
+                profile[0]
+            )
+        })?;
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
@@ -366,6 +479,11 @@ fn main() -> ExitCode {
             .and_then(|_| package(!debug))
             .map(|deb| println!("{}", deb.display())),
         Cmd::Bench { what } => bench(&what),
+        Cmd::Fuzz {
+            seconds,
+            release,
+            targets,
+        } => fuzz(seconds, release, targets),
         Cmd::Lab { uefi, seconds } => setup().and_then(|_| build_server(false)).and_then(|bin| {
             let mut a = vec![
                 root().join("scripts/lab.sh").display().to_string(),

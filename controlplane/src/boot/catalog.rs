@@ -260,8 +260,15 @@ fn check_url(at: &str, url: Option<&str>, schemes: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// Validates a menu; `at` prefixes messages.
-fn validate_menu(menu: &ProfileMenu) -> Result<()> {
+/// Validates a menu as `POST/PUT /profiles` does (spec "Profiles"): 0-3600 s timeout,
+/// 1-50 entries, at most one default, each entry's fields for its type, and no text that
+/// would change the iPXE line it is pasted into (see `ipxe_text`). The renderers
+/// (iPXE, GRUB, PXELINUX) rely on it; the `render` fuzz target feeds them only menus it
+/// accepts.
+///
+/// # Errors
+/// [`ServiceError::Invalid`] naming the entry and the field.
+pub fn validate_menu(menu: &ProfileMenu) -> Result<()> {
     if menu.timeout_secs > 3600 {
         return Err(ServiceError::Invalid("'timeout_secs' must be 0-3600".into()));
     }
@@ -352,7 +359,13 @@ fn validate_menu(menu: &ProfileMenu) -> Result<()> {
     Ok(())
 }
 
-fn profile_name(n: &str) -> Result<String> {
+/// Checks and trims a profile name (spec "Profiles"): 1-64 characters, no control
+/// characters, nothing iPXE would read as a separator, comment, option or setting
+/// (the name is printed in the iPXE menu title).
+///
+/// # Errors
+/// [`ServiceError::Invalid`] saying which rule failed.
+pub fn profile_name(n: &str) -> Result<String> {
     let n = n.trim();
     if n.is_empty() || n.chars().count() > 64 || n.chars().any(|c| c.is_control()) {
         return Err(ServiceError::Invalid(

@@ -5,7 +5,7 @@
 mod dns_netns;
 
 // XDP fast path (issue 3): frame/query builders and the checksum-checking answer parser.
-mod xdp_frames;
+use bootlane_tests::xdp_frames;
 // XDP fast path: map names, test_run on crafted frames (hits and pass-throughs), 100k load.
 mod xdp_program;
 // XDP fast path: differential test, XDP answer bytes == userspace DnsHandler bytes.

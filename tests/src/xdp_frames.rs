@@ -1,4 +1,4 @@
-//! Frame and query builders for the XDP tests: raw DNS queries (exact case, EDNS with
+//! Frame and query builders for the XDP tests and the `xdp` fuzz target: raw DNS queries (exact case, EDNS with
 //! DO/version/cookie), Ethernet frames with an optional 802.1Q tag around IPv4 or IPv6
 //! UDP, and a parser for the program's output that checks the IPv4 header checksum and
 //! the UDP checksum (RFC 1071/768/8200) before handing back the DNS payload.
@@ -8,25 +8,25 @@ use std::net::IpAddr;
 use bootlane::dataplane::{xdp::XdpTable, Projection};
 
 /// MAC of the crafted client.
-pub(crate) const CLIENT_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];
+pub const CLIENT_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];
 /// MAC of the crafted server.
-pub(crate) const SERVER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
+pub const SERVER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
 
 /// EDNS options of a crafted query.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Edns {
+pub struct Edns {
     /// DO bit.
-    pub(crate) dnssec_ok: bool,
+    pub dnssec_ok: bool,
     /// EDNS version (0 is the only one we answer).
-    pub(crate) version: u8,
+    pub version: u8,
     /// Add an 8-byte client COOKIE option (RFC 7873).
-    pub(crate) cookie: bool,
+    pub cookie: bool,
     /// Advertised UDP size.
-    pub(crate) udp: u16,
+    pub udp: u16,
 }
 
 /// A DNS query in wire format, the name written exactly as given (case preserved).
-pub(crate) fn query(id: u16, name: &str, qtype: u16, rd: bool, edns: Option<Edns>) -> Vec<u8> {
+pub fn query(id: u16, name: &str, qtype: u16, rd: bool, edns: Option<Edns>) -> Vec<u8> {
     let mut q = Vec::new();
     q.extend(id.to_be_bytes());
     q.extend([if rd { 0x01 } else { 0x00 }, 0x00]);
@@ -56,7 +56,7 @@ pub(crate) fn query(id: u16, name: &str, qtype: u16, rd: bool, edns: Option<Edns
 }
 
 /// One's-complement sum of `b` (odd length padded with zero).
-pub(crate) fn sum(mut acc: u32, b: &[u8]) -> u32 {
+pub fn sum(mut acc: u32, b: &[u8]) -> u32 {
     for c in b.chunks(2) {
         acc += u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
     }
@@ -64,7 +64,7 @@ pub(crate) fn sum(mut acc: u32, b: &[u8]) -> u32 {
 }
 
 /// Folds and complements.
-pub(crate) fn finish(mut s: u32) -> u16 {
+pub fn finish(mut s: u32) -> u16 {
     while s >> 16 != 0 {
         s = (s & 0xffff) + (s >> 16);
     }
@@ -79,7 +79,7 @@ fn ip_bytes(a: IpAddr) -> Vec<u8> {
 }
 
 /// UDP checksum of `udp` (header with checksum field included) between `src` and `dst`.
-pub(crate) fn udp_sum(src: IpAddr, dst: IpAddr, udp: &[u8]) -> u32 {
+pub fn udp_sum(src: IpAddr, dst: IpAddr, udp: &[u8]) -> u32 {
     let mut s = sum(0, &ip_bytes(src));
     s = sum(s, &ip_bytes(dst));
     s += 17 + udp.len() as u32;
@@ -87,7 +87,7 @@ pub(crate) fn udp_sum(src: IpAddr, dst: IpAddr, udp: &[u8]) -> u32 {
 }
 
 /// An Ethernet frame (client → server) carrying `payload` over UDP.
-pub(crate) fn frame(vlan: Option<u16>, src: IpAddr, dst: IpAddr, dport: u16, payload: &[u8]) -> Vec<u8> {
+pub fn frame(vlan: Option<u16>, src: IpAddr, dst: IpAddr, dport: u16, payload: &[u8]) -> Vec<u8> {
     let mut f = Vec::new();
     f.extend(SERVER_MAC);
     f.extend(CLIENT_MAC);
@@ -131,26 +131,31 @@ pub(crate) fn frame(vlan: Option<u16>, src: IpAddr, dst: IpAddr, dport: u16, pay
 
 /// What the program sent back.
 #[derive(Debug)]
-pub(crate) struct Reply {
+pub struct Reply {
     /// Source address of the answer.
-    pub(crate) src: IpAddr,
+    pub src: IpAddr,
     /// Destination address of the answer.
-    pub(crate) dst: IpAddr,
+    pub dst: IpAddr,
     /// UDP source port.
-    pub(crate) sport: u16,
+    pub sport: u16,
     /// UDP destination port.
-    pub(crate) dport: u16,
+    pub dport: u16,
     /// 802.1Q TCI, if tagged.
-    pub(crate) vlan: Option<u16>,
+    pub vlan: Option<u16>,
     /// The DNS message.
-    pub(crate) dns: Vec<u8>,
+    pub dns: Vec<u8>,
 }
 
 /// Parses an answer frame, asserting MACs swapped, lengths consistent, IPv4 header
 /// checksum and UDP checksum valid.
-pub(crate) fn parse(f: &[u8]) -> Reply {
+pub fn parse(f: &[u8]) -> Reply {
     assert_eq!(&f[0..6], &CLIENT_MAC, "destination MAC is the client's");
     assert_eq!(&f[6..12], &SERVER_MAC, "source MAC is the server's");
+    parse_any(f)
+}
+
+/// [`parse`] without the MAC checks (frames whose MACs the caller chose).
+pub fn parse_any(f: &[u8]) -> Reply {
     let mut off = 12;
     let mut vlan = None;
     if f[off..off + 2] == [0x81, 0x00] {
@@ -194,7 +199,7 @@ pub(crate) fn parse(f: &[u8]) -> Reply {
 }
 
 /// Panics unless we run as root (the XDP tests need BPF_PROG_LOAD).
-pub(crate) fn require_root() {
+pub fn require_root() {
     // SAFETY: geteuid has no preconditions.
     assert_eq!(
         unsafe { libc::geteuid() },
@@ -204,7 +209,7 @@ pub(crate) fn require_root() {
 }
 
 /// Loads the program detached and applies `p`.
-pub(crate) fn loaded(p: &Projection) -> XdpTable {
+pub fn loaded(p: &Projection) -> XdpTable {
     require_root();
     let t = XdpTable::detached(bootlane_common::dns::DNS_MAP_CAPACITY).expect("load XDP program");
     bootlane::dataplane::DnsTable::apply(&t, p).expect("apply projection");
