@@ -577,6 +577,9 @@ def final(cookie, names):
     missing = [k for k in want if k not in recs]
     wrong = [k for k in want if k in recs and recs[k]["value"] != want[k]]
     zombies = [k for k in w["deleted"] if k in recs and k not in w["uncertain"]]
+    # Neither created by the script nor automatic (the server's own names): a stray write.
+    extra = [k for k, r in recs.items() if k not in want and k not in w["deleted"] and k not in w["uncertain"]
+             and not r.get("auto")]
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.connect((SERVER, 53))
     dns_bad = []
@@ -589,7 +592,7 @@ def final(cookie, names):
         if k not in w["uncertain"] and addr is not None:
             dns_bad.append(f"deleted {k} answers {addr}")
     out.update(records_expected=len(want), records_listed=len(recs), records_missing=missing,
-               records_wrong=wrong, records_zombie=zombies, dns_bad=dns_bad, api_acked=w["acked"],
+               records_wrong=wrong, records_zombie=zombies, records_extra=extra, dns_bad=dns_bad, api_acked=w["acked"],
                api_uncertain=len(w["uncertain"]), api_deleted=len(w["deleted"]))
     conn, h = api(cookie)
     out["events_stored"] = call(conn, h, "GET", "/api/v1/events?size=1")[1]["data"]["total"]
@@ -620,10 +623,10 @@ def verdict(goal, capacity, rate, cmd):
         check(growth(k) < goal, f"{what}: {base[k]:.1f} -> {last[k]:.1f}, {growth(k):+.1f} % (goal < {goal:g} %)")
     check(tot("errors") == 0, f"error responses: {tot('errors')} (DNS {tot('dns_err')}, API {tot('api_err')}, DHCP "
           f"{tot('dhcp_err')}, TFTP {tot('tftp_fail')}, HTTP {tot('http_fail')}, SSE disconnects/lag {tot('sse_err')})")
-    bad = f["records_missing"] + f["records_wrong"] + f["records_zombie"]
+    bad = f["records_missing"] + f["records_wrong"] + f["records_zombie"] + f["records_extra"]
     check(not bad, f"records: {f['records_expected']} expected (the host records and the writer's live ones), "
           f"{len(f['records_missing'])} missing, {len(f['records_wrong'])} with a wrong value, "
-          f"{len(f['records_zombie'])} deleted but listed {bad[:5]}")
+          f"{len(f['records_zombie'])} deleted but listed, {len(f['records_extra'])} unexpected {bad[:5]}")
     check(not f["dns_bad"], f"records over DNS: {len(f['dns_bad'])} wrong or unanswered {f['dns_bad'][:5]}")
     check(not f["leases_lost"] and f["leases_held"] == f["clients"],
           f"leases: {f['leases_held']} of {f['clients']} clients hold one, {len(f['leases_lost'])} of those not "
@@ -807,24 +810,27 @@ sampler 2>>"$WORK/sampler.err" & # in this namespace: /proc of the server
 WORKERS[sampler]=$!; PIDS+=($!)
 
 for ((m = 0; m < MINUTES; m++)); do
+  if ((m == MINUTES - 1)); then
+    # The load stops on the last minute mark: the writer and the DHCP clients write their
+    # state; the subscribers keep reading until stop-sse.
+    sleep_until $((T0 + 60 * MINUTES))
+    touch "$WORK/stop"
+  fi
   sleep_until $((T0 + 60 * (m + 1) + 3))
   kill -0 "$SPID" 2>/dev/null || { tail -20 "$WORK/bootlane.log" >&2; die "the server died in minute $((m + 1))"; }
   for w in "${!WORKERS[@]}"; do
-    [[ $w == dnsperf ]] && ((m == MINUTES - 1)) && continue # its last slice ends on the mark
+    [[ $w == sse ]] || ((m < MINUTES - 1)) || continue # the others stopped on the mark
     kill -0 "${WORKERS[$w]}" 2>/dev/null || { cat "$WORK/$w.err" >&2; die "the $w worker died in minute $((m + 1))"; }
   done
   py row "$m"
 done
 
-# Stop the load: the writer and the DHCP clients write their state; the subscribers get
-# two more seconds for the last events.
-touch "$WORK/stop"
 wait_for() { # wait_for <pid>: up to 40 s
   for _ in $(seq 400); do kill -0 "$1" 2>/dev/null || { wait "$1" 2>/dev/null || true; return; }; sleep 0.1; done
   say "worker $1 did not stop"
 }
 for w in "${!WORKERS[@]}"; do [[ $w == sse ]] || wait_for "${WORKERS[$w]}"; done
-sleep 2
+sleep 2 # for the last events to reach the subscribers
 touch "$WORK/stop-sse"
 wait_for "${WORKERS[sse]}"
 for f in dhcp-state api-state sse-state; do [[ -s $WORK/$f.json ]] || die "$f.json was not written"; done
