@@ -16,6 +16,10 @@
 //! - `fuzz`: coverage-guided fuzzing of every parser and renderer (issue 14): cargo-fuzz
 //!   targets in `fuzz/`, seeds captured from real clients (`scripts/fuzz-seeds.sh`), each
 //!   target for `--seconds` (CI: 60).
+//! - `soak`: the soak test (issue 14): every service of the release build under steady load
+//!   for `--minutes` (default 30; `scripts/soak.sh`), RSS, descriptors, sled size and p99
+//!   latencies every minute, then the goals checked (flat RSS and descriptors, no errors,
+//!   no lost record or lease).
 //! - `lab`: Bootlane and a QEMU machine in a namespace, the machine's console on the terminal.
 //! - `package`: the Debian package (issue 15): the UI, the release binary (eBPF object and UI
 //!   embedded), its man pages and completions (`bootlane generate`), then cargo-deb with
@@ -100,6 +104,15 @@ enum Cmd {
         release: bool,
         /// Targets to run (default: all of them, see `fuzz/Cargo.toml`).
         targets: Vec<String>,
+    },
+    /// Soak test: DNS at half its measured capacity, 200 DHCP clients renewing, TFTP and
+    /// HTTP downloads, API writes with 20 SSE subscribers, all at once; RSS, descriptors,
+    /// sled size and p99 latencies every minute; fails when RSS or descriptors grow by 5 %
+    /// or more after minute 5, on any error response, or a lost record or lease.
+    Soak {
+        /// How long the load runs.
+        #[arg(long, default_value_t = 30)]
+        minutes: u32,
     },
 }
 
@@ -454,6 +467,19 @@ fn fuzz(seconds: u32, release: bool, targets: Vec<String>) -> Result<()> {
     Ok(())
 }
 
+/// `scripts/soak.sh <release binary> <minutes>` as root; the command line is named in its
+/// report (`SOAK_CMD`).
+fn soak(minutes: u32) -> Result<()> {
+    if minutes == 0 {
+        bail!("--minutes must be at least 1");
+    }
+    setup()?;
+    let bin = build_server(true)?.display().to_string();
+    let script = root().join("scripts/soak.sh").display().to_string();
+    std::env::set_var("SOAK_CMD", format!("cargo xtask soak --minutes {minutes}"));
+    run(&mut privileged(Path::new("bash"), &[script, bin, minutes.to_string()]))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
@@ -484,6 +510,7 @@ fn main() -> ExitCode {
             release,
             targets,
         } => fuzz(seconds, release, targets),
+        Cmd::Soak { minutes } => soak(minutes),
         Cmd::Lab { uefi, seconds } => setup().and_then(|_| build_server(false)).and_then(|bin| {
             let mut a = vec![
                 root().join("scripts/lab.sh").display().to_string(),
