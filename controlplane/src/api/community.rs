@@ -20,7 +20,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::{
     error::{ApiError, Result},
     extract::{ApiJson, ApiPath, ApiQuery, Envelope},
-    files::{multipart_error, small_text},
+    files::{drain_refused, multipart_error, small_text},
     list::{matches, ListQuery, PageInfo},
     AppState,
 };
@@ -182,6 +182,17 @@ pub async fn import_local(
         }
         other => ApiError::BadRequest(other.body_text()),
     })?;
+    let received = receive_bundle(&svc, &mut mp).await;
+    if received.is_err() {
+        drain_refused(&mut mp, None).await;
+    }
+    let (file, rename, overwrite) = received?;
+    Ok(Envelope::created(svc.import_local(&file, rename, overwrite).await?))
+}
+
+/// The parts of `POST /store/import-local`: the bundle's bytes, `rename` and
+/// `overwrite`; the handler drains the body when this refuses it.
+async fn receive_bundle(svc: &CommunityService, mp: &mut Multipart) -> Result<(Vec<u8>, Option<String>, bool)> {
     let (mut rename, mut overwrite, mut file) = (None, false, None);
     while let Some(mut field) = mp.next_field().await.map_err(multipart_error)? {
         match field.name().unwrap_or_default() {
@@ -218,7 +229,7 @@ pub async fn import_local(
         }
     }
     let file = file.ok_or_else(|| ApiError::BadRequest("the multipart body has no 'file' part".into()))?;
-    Ok(Envelope::created(svc.import_local(&file, rename, overwrite).await?))
+    Ok((file, rename, overwrite))
 }
 
 /// The `/store` routes.

@@ -42,6 +42,11 @@ pub const UNLIMITED_ROUTES: &[&str] = &[UPLOAD_PATH, super::os_images::UPLOAD_PA
 pub const MULTIPART_SLACK: u64 = 64 << 10;
 /// Longest `dir` or `overwrite` part accepted, in bytes.
 const MAX_TEXT_PART: usize = 8 << 10;
+/// Most of a refused upload's remaining body read and discarded so that the client
+/// receives the refusal (bytes); see [`drain_refused`].
+pub const DRAIN_MAX_BYTES: u64 = 64 << 20;
+/// Longest time spent discarding a refused upload's remaining body.
+pub const DRAIN_MAX_TIME: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl FromRef<AppState> for Arc<FileService> {
     fn from_ref(s: &AppState) -> Self {
@@ -133,6 +138,42 @@ pub(crate) fn multipart_error(e: MultipartError) -> ApiError {
     }
 }
 
+/// The announced `Content-Length` of an upload less [`MULTIPART_SLACK`]: the most the
+/// file part can hold, judged before a byte is written. `None` when absent (chunked).
+pub(crate) fn announced_file_len(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(|n| n.saturating_sub(MULTIPART_SLACK))
+}
+
+/// Reads and discards what is left of an upload refused before its end (a bad `dir`, a
+/// name clash, no space), at most [`DRAIN_MAX_BYTES`] within [`DRAIN_MAX_TIME`].
+///
+/// HTTP/1.1 servers that answer before reading the body and then close the connection
+/// make the client's kernel see unread data and reset the connection: the client
+/// (curl: "Send failure: Broken pipe") loses the 4xx and its message. Reading the rest
+/// lets the refusal arrive on every ordinary upload; only a body announced larger than
+/// the bound is cut off at once (the connection then closes, RFC 9112 section 9.6).
+pub(crate) async fn drain_refused(mp: &mut Multipart, announced: Option<u64>) {
+    if announced.is_some_and(|n| n > DRAIN_MAX_BYTES) {
+        return;
+    }
+    let drain = async {
+        let mut total = 0u64;
+        while let Ok(Some(mut field)) = mp.next_field().await {
+            while let Ok(Some(chunk)) = field.chunk().await {
+                total += chunk.len() as u64;
+                if total > DRAIN_MAX_BYTES {
+                    return;
+                }
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DRAIN_MAX_TIME, drain).await;
+}
+
 /// A small text part (at most 8 KiB of UTF-8); shared with the OS image upload.
 /// Checks that no part follows the file part (a part after it would be ignored
 /// silently); `order` names the expected parts for the 400.
@@ -185,12 +226,17 @@ pub async fn upload(
         ),
         other => ApiError::BadRequest(other.body_text()),
     })?;
-    // The announced length bounds the file's size (less the multipart framing).
-    let announced = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
-        .map(|n| n.saturating_sub(MULTIPART_SLACK));
+    let announced = announced_file_len(&headers);
+    let received = receive(&files, &mut mp, announced).await;
+    if received.is_err() {
+        drain_refused(&mut mp, announced).await;
+    }
+    Ok(Envelope::created(received?))
+}
+
+/// The parts of `POST /files/upload` in order, the file streamed to disk; the handler
+/// drains the body when this refuses it.
+async fn receive(files: &Arc<FileService>, mp: &mut Multipart, announced: Option<u64>) -> Result<UploadedFile> {
     let mut dir = String::new();
     let mut overwrite = false;
     loop {
@@ -222,8 +268,8 @@ pub async fn upload(
                     up.write(chunk).await?;
                 }
                 drop(field);
-                ensure_last_part(&mut mp, "send dir, overwrite, then file").await?;
-                return Ok(Envelope::created(up.finish().await?));
+                ensure_last_part(mp, "send dir, overwrite, then file").await?;
+                return Ok(up.finish().await?);
             }
             other => {
                 return Err(ApiError::BadRequest(format!(

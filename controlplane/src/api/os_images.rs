@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use axum::{
     extract::{multipart::MultipartRejection, DefaultBodyLimit, FromRef, Multipart, State},
-    http::{header, HeaderMap},
+    http::HeaderMap,
 };
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -22,7 +22,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::{
     error::{ApiError, Result},
     extract::{ApiJson, ApiPath, ApiQuery, Envelope},
-    files::{ensure_last_part, multipart_error, small_text, MULTIPART_SLACK},
+    files::{announced_file_len, drain_refused, ensure_last_part, multipart_error, small_text},
     list::{matches, ListQuery, PageInfo},
     AppState,
 };
@@ -531,11 +531,17 @@ pub async fn upload(
         ),
         other => ApiError::BadRequest(other.body_text()),
     })?;
-    let announced = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
-        .map(|n| n.saturating_sub(MULTIPART_SLACK));
+    let announced = announced_file_len(&headers);
+    let received = receive(&images, &mut mp, announced).await;
+    if received.is_err() {
+        drain_refused(&mut mp, announced).await;
+    }
+    Ok(Envelope::created(received?))
+}
+
+/// The parts of `POST /os-images/upload` in order, the image streamed to disk; the
+/// handler drains the body when this refuses it.
+async fn receive(images: &Arc<OsImageService>, mp: &mut Multipart, announced: Option<u64>) -> Result<OsImage> {
     let mut name = None;
     loop {
         let Some(field) = mp.next_field().await.map_err(multipart_error)? else {
@@ -556,8 +562,8 @@ pub async fn upload(
                     up.write(chunk).await?;
                 }
                 drop(field);
-                ensure_last_part(&mut mp, "send name, then file").await?;
-                return Ok(Envelope::created(up.finish().await?));
+                ensure_last_part(mp, "send name, then file").await?;
+                return Ok(up.finish().await?);
             }
             other => {
                 return Err(ApiError::BadRequest(format!(

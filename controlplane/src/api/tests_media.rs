@@ -453,3 +453,70 @@ fn the_document_describes_the_media_types_under_their_own_names() {
     );
     assert!(upload["responses"]["507"].is_object());
 }
+
+/// Sends `body` as a multipart upload to `path` over a real TCP connection to `t`'s
+/// router, writing and reading at once as curl does; answers everything read back, or
+/// the first error: like curl, a send error (the server closed on unread data, the
+/// kernel reset the connection) counts even when some answer arrived.
+async fn upload_over_tcp(t: &T, path: &str, body: Vec<u8>) -> Result<String, std::io::Error> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let app = t.app.clone();
+    tokio::spawn(
+        async move { axum::serve(l, app.into_make_service_with_connect_info::<std::net::SocketAddr>()).await },
+    );
+    let s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut rd, mut wr) = s.into_split();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nCookie: {}\r\nContent-Type: multipart/form-data; boundary={BOUNDARY}\r\nContent-Length: {}\r\n\r\n",
+        t.cookie.as_deref().unwrap_or_default(),
+        body.len()
+    );
+    let writer = tokio::spawn(async move {
+        wr.write_all(head.as_bytes()).await?;
+        for chunk in body.chunks(64 << 10) {
+            wr.write_all(chunk).await?;
+        }
+        wr.flush().await?;
+        // Kept open: a half-closed request is aborted by hyper (curl never half-closes).
+        Ok::<_, std::io::Error>(wr)
+    });
+    let mut answer = Vec::new();
+    let read = rd.read_to_end(&mut answer).await;
+    // With the answer read and its connection gone, the writer has ended either way.
+    writer.await.unwrap()?;
+    read.map(|_| String::from_utf8_lossy(&answer).into_owned())
+}
+
+/// An upload refused after its first part (a hostile `dir`, an unknown part) still
+/// gets its 400 with the message over a real connection: the server reads and
+/// discards the rest of the body instead of closing on unread data, which reset the
+/// connection and lost the answer (`curl: (55) Send failure: Broken pipe` in CI).
+#[tokio::test]
+async fn regression_refused_upload_answer_reaches_the_client() {
+    let mut t = setup().await;
+    t.login().await;
+    // Larger than loopback's socket buffers, so an unread rest cannot hide in them.
+    let data = vec![7u8; 32 << 20];
+    for (path, texts, needle) in [
+        ("/api/v1/files/upload", &[("dir", "../escape")][..], "..".to_string()),
+        (
+            "/api/v1/files/upload",
+            &[("bogus", "x")][..],
+            "unknown part".to_string(),
+        ),
+        (
+            "/api/v1/os-images/upload",
+            &[("colour", "x")][..],
+            "unknown part".to_string(),
+        ),
+    ] {
+        let body = multipart(texts, Some(("x.bin", &data)));
+        let answer = upload_over_tcp(&t, path, body)
+            .await
+            .unwrap_or_else(|e| panic!("{path} {texts:?}: {e}"));
+        assert!(answer.starts_with("HTTP/1.1 400"), "{path} {texts:?}: {answer}");
+        assert!(answer.contains(&needle), "{path} {texts:?}: {answer}");
+    }
+}
