@@ -6,6 +6,7 @@
 use std::net::IpAddr;
 
 use bootlane::dataplane::{xdp::XdpTable, Projection};
+use bootlane_common::dns::{DnsAnswer, DnsKey, MAX_ADDRS, MAX_QNAME_LEN};
 
 /// MAC of the crafted client.
 pub const CLIENT_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];
@@ -196,6 +197,39 @@ pub fn parse_any(f: &[u8]) -> Reply {
         vlan,
         dns: udp[8..].to_vec(),
     }
+}
+
+/// A map key for `name` (dotted, any case) in `scope`.
+pub fn key(name: &str, qtype: u16, scope: u32) -> DnsKey {
+    let mut qname = [0u8; MAX_QNAME_LEN];
+    let mut i = 0;
+    for l in name.trim_end_matches('.').split('.') {
+        qname[i] = l.len() as u8;
+        qname[i + 1..i + 1 + l.len()].copy_from_slice(l.to_ascii_lowercase().as_bytes());
+        i += 1 + l.len();
+    }
+    DnsKey {
+        scope,
+        qtype,
+        qname_len: (i + 1) as u16,
+        qname,
+    }
+}
+
+/// An RRset value.
+pub fn answer(ttl: u32, addrs: &[IpAddr]) -> DnsAnswer {
+    let mut a = DnsAnswer {
+        ttl,
+        count: addrs.len() as u32,
+        addrs: [[0; 16]; MAX_ADDRS],
+    };
+    for (slot, ip) in a.addrs.iter_mut().zip(addrs) {
+        match ip {
+            IpAddr::V4(x) => slot[..4].copy_from_slice(&x.octets()),
+            IpAddr::V6(x) => *slot = x.octets(),
+        }
+    }
+    a
 }
 
 /// Panics unless we run as root (the XDP tests need BPF_PROG_LOAD).

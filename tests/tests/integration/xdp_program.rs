@@ -11,15 +11,14 @@ use std::{
 
 use bootlane::dataplane::{xdp::XdpTable, DnsTable, Projection};
 use bootlane_common::dns::{
-    DnsAnswer, DnsConfig, DnsKey, DNS_CONFIG, DNS_COUNTERS, DNS_RECORDS, DNS_SCOPES, DNS_SCRATCH, DNS_SERVER_ADDRS,
-    MAX_ADDRS, MAX_QNAME_LEN, QTYPE_A, QTYPE_AAAA,
+    DnsConfig, DNS_CONFIG, DNS_COUNTERS, DNS_RECORDS, DNS_SCOPES, DNS_SCRATCH, DNS_SERVER_ADDRS, QTYPE_A, QTYPE_AAAA,
 };
 use hickory_proto::{
     op::{Message, ResponseCode},
     rr::{RData, RecordType},
 };
 
-use crate::xdp_frames::{frame, parse, query, require_root, Edns};
+use crate::xdp_frames::{answer, frame, key, parse, query, require_root, Edns};
 
 const XDP_PASS: u32 = 2;
 const XDP_TX: u32 = 3;
@@ -29,39 +28,6 @@ fn v4(s: &str) -> IpAddr {
 }
 fn v6(s: &str) -> IpAddr {
     IpAddr::V6(s.parse::<Ipv6Addr>().unwrap())
-}
-
-/// A map key for `name` (dotted, any case) in `scope`.
-pub(crate) fn key(name: &str, qtype: u16, scope: u32) -> DnsKey {
-    let mut qname = [0u8; MAX_QNAME_LEN];
-    let mut i = 0;
-    for l in name.trim_end_matches('.').split('.') {
-        qname[i] = l.len() as u8;
-        qname[i + 1..i + 1 + l.len()].copy_from_slice(l.to_ascii_lowercase().as_bytes());
-        i += 1 + l.len();
-    }
-    DnsKey {
-        scope,
-        qtype,
-        qname_len: (i + 1) as u16,
-        qname,
-    }
-}
-
-/// An RRset value.
-pub(crate) fn answer(ttl: u32, addrs: &[IpAddr]) -> DnsAnswer {
-    let mut a = DnsAnswer {
-        ttl,
-        count: addrs.len() as u32,
-        addrs: [[0; 16]; MAX_ADDRS],
-    };
-    for (slot, ip) in a.addrs.iter_mut().zip(addrs) {
-        match ip {
-            IpAddr::V4(x) => slot[..4].copy_from_slice(&x.octets()),
-            IpAddr::V6(x) => *slot = x.octets(),
-        }
-    }
-    a
 }
 
 fn projection() -> Projection {
