@@ -55,6 +55,9 @@ pub const DNS_COUNTERS: &str = "DNS_COUNTERS";
 /// Map name: `PerCpuArray<u32>` with one element, private to the program (a verifier aid:
 /// values read back from a map are unknown to the verifier). Userspace never touches it.
 pub const DNS_SCRATCH: &str = "DNS_SCRATCH";
+/// Map name: `PerCpuArray<DnsKey>` with one element, private to the program: the lookup
+/// key is built there rather than on the 512-byte BPF stack. Userspace never touches it.
+pub const DNS_KEY_SCRATCH: &str = "DNS_KEY_SCRATCH";
 
 /// Counter: queries answered by the fast path (`XDP_TX`).
 pub const CNT_ANSWERED: u32 = 0;
@@ -109,8 +112,20 @@ unsafe impl aya::Pod for DnsAnswer {}
 
 /// Flag in [`DnsConfig::flags`]: set RA in answers (upstream forwarding configured).
 pub const CFG_FLAG_RA: u32 = 1;
+/// Flag in [`DnsConfig::flags`]: some entry of [`DNS_RECORDS`] has a scope other than
+/// [`SCOPE_GLOBAL`], so the client's scope must be looked up in [`DNS_SCOPES`]. Without
+/// it the program skips the LPM lookup (set by the control plane's `apply`).
+pub const CFG_FLAG_SCOPED: u32 = 2;
+/// Flag in [`DnsConfig::flags`]: the server has more addresses than
+/// [`INLINE_SERVER_ADDRS`]; they are checked in [`DNS_SERVER_ADDRS`] instead of
+/// [`DnsConfig::server_addrs`] (set by the control plane's `apply`).
+pub const CFG_FLAG_SERVER_MAP: u32 = 4;
+/// Server addresses kept inline in [`DnsConfig`]: compared in a few instructions,
+/// where the hash lookup in [`DNS_SERVER_ADDRS`] costs tens of nanoseconds per packet.
+pub const INLINE_SERVER_ADDRS: usize = 8;
 
-/// Single element of [`DNS_CONFIG`]: how answers are built. 8 bytes.
+/// Single element of [`DNS_CONFIG`]: how answers are built and which destinations are
+/// the server's. 144 bytes.
 #[repr(C)]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
 pub struct DnsConfig {
@@ -120,14 +135,22 @@ pub struct DnsConfig {
     pub edns_udp_size: u16,
     /// `CFG_FLAG_*` bits.
     pub flags: u32,
+    /// Entries of `server_addrs` in use (without [`CFG_FLAG_SERVER_MAP`]).
+    pub server_addr_count: u32,
+    /// Explicit padding (zero).
+    pub pad: u32,
+    /// The server's addresses (IPv4-mapped for v4), when they fit: the first
+    /// `server_addr_count` are valid. Filled by the control plane's `apply` from the
+    /// projection's server addresses.
+    pub server_addrs: [[u8; 16]; INLINE_SERVER_ADDRS],
 }
 
 #[cfg(feature = "user")]
-// SAFETY: repr(C), integers only, no padding (2 + 2 + 4).
+// SAFETY: repr(C), integers and byte arrays only, no padding (2 + 2 + 4 + 4 + 4 + 128).
 unsafe impl aya::Pod for DnsConfig {}
 
 /// Size in bytes of [`DnsKey`]; asserted at compile time so both sides agree.
 pub const DNS_KEY_SIZE: usize = 4 + 2 + 2 + MAX_QNAME_LEN;
 const _: () = assert!(size_of::<DnsKey>() == DNS_KEY_SIZE);
 const _: () = assert!(size_of::<DnsAnswer>() == 8 + 16 * MAX_ADDRS);
-const _: () = assert!(size_of::<DnsConfig>() == 8);
+const _: () = assert!(size_of::<DnsConfig>() == 16 + 16 * INLINE_SERVER_ADDRS);

@@ -10,7 +10,10 @@ use bootlane_common::dns::{
     QTYPE_AAAA,
 };
 
-use crate::parse::{launder, ptr_at, read_u16, read_u8, Res};
+use crate::{
+    csum::add_bytes,
+    parse::{launder, ptr_at, read_u16, read_u8, Res},
+};
 
 /// DNS header length (RFC 1035 §4.1.1).
 pub(crate) const DNS_HDR_LEN: usize = 12;
@@ -27,7 +30,7 @@ const MAX_OPTIONS: usize = 4;
 /// Longest OPT RDATA walked; a query with more goes to userspace.
 const MAX_OPT_RDATA: usize = 256;
 /// Class IN.
-const CLASS_IN: u16 = 1;
+pub(crate) const CLASS_IN: u16 = 1;
 /// Compression pointer to offset 12, the question name (RFC 1035 §4.1.4).
 const PTR_QNAME: [u8; 2] = [0xc0, 0x0c];
 
@@ -43,6 +46,10 @@ pub(crate) struct Query {
     pub(crate) edns: bool,
     /// The DO bit of that OPT (RFC 3225).
     pub(crate) dnssec_ok: bool,
+    /// One's-complement sum (unfolded) of the question name's bytes as sent, as 16-bit
+    /// words from its first byte: the name is echoed unchanged, so the answer's UDP
+    /// checksum takes it from here instead of reading the packet again.
+    pub(crate) qname_sum: u32,
 }
 
 /// Checks the header and question of the DNS message at `dns` (`dns_len` bytes) and
@@ -72,6 +79,7 @@ pub(crate) fn parse_query(ctx: &XdpContext, dns: usize, dns_len: usize, key: &mu
     let qstart = dns + DNS_HDR_LEN;
     let mut next_len = 0usize;
     let mut qname_len = 0usize;
+    let mut qname_sum = 0u32;
     let mut i = 0usize;
     // Verifier: constant trip-count bound (MAX_QNAME_LEN) and `i` indexes the key array.
     while i < MAX_QNAME_LEN {
@@ -79,6 +87,9 @@ pub(crate) fn parse_query(ctx: &XdpContext, dns: usize, dns_len: usize, key: &mu
             return Err(CNT_PASS_MALFORMED);
         }
         let b = read_u8(ctx, qstart + i).map_err(|()| CNT_PASS_MALFORMED)?;
+        // Even offsets are the high byte of a checksum word (the name starts at an even
+        // offset of the UDP datagram: 8 + 12).
+        qname_sum += (b as u32) << (8 * (1 - (i & 1)));
         if i == next_len {
             if b == 0 {
                 key.qname[i] = 0;
@@ -122,6 +133,7 @@ pub(crate) fn parse_query(ctx: &XdpContext, dns: usize, dns_len: usize, key: &mu
         qname_len,
         edns: false,
         dnssec_ok: false,
+        qname_sum,
     };
     if ar == 1 {
         if qend + OPT_LEN > dns_len {
@@ -202,14 +214,15 @@ pub(crate) const fn rr_len(n: usize) -> usize {
 
 /// Writes `ans.count` records of type `qtype` with `N`-byte rdata at `off`; `R` is the
 /// whole record size (`rr_len(N)`, a separate parameter because stable const generics
-/// cannot compute it).
+/// cannot compute it). Returns the one's-complement sum (unfolded) of the bytes written,
+/// as 16-bit words from `off` (every record has an even length).
 #[inline(always)]
 pub(crate) fn write_answers<const N: usize, const R: usize>(
     ctx: &XdpContext,
     off: usize,
     qtype: u16,
     ans: &DnsAnswer,
-) -> Res<()> {
+) -> Res<u32> {
     let t = qtype.to_be_bytes();
     let ttl = ans.ttl.to_be_bytes();
     let rdlen = (N as u16).to_be_bytes();
@@ -228,46 +241,61 @@ pub(crate) fn write_answers<const N: usize, const R: usize>(
         rdlen[0],
         rdlen[1],
     ]);
+    // The record header's words, the same in every record.
+    let mut head_sum = 0u32;
+    let mut j = 0;
+    while j < 12 {
+        head_sum += u16::from_be_bytes([rr[j], rr[j + 1]]) as u32;
+        j += 2;
+    }
+    let mut sum = 0u32;
     let mut i = 0usize;
     // Verifier: constant trip-count bound; `i` also indexes `ans.addrs`.
     while i < MAX_ADDRS {
         if i as u32 >= ans.count {
             break;
         }
+        rr[12..].copy_from_slice(&ans.addrs[i][..N]);
+        sum += head_sum;
+        let mut j = 12;
+        while j < R {
+            sum += u16::from_be_bytes([rr[j], rr[j + 1]]) as u32;
+            j += 2;
+        }
         // Verifier: one access of the whole record through one bounds-checked pointer;
         // two adjacent checks get merged by LLVM into a negative-offset compare that the
         // verifier cannot use.
         let p: *mut [u8; R] = ptr_at(ctx, off + i * R)?;
-        rr[12..].copy_from_slice(&ans.addrs[i][..N]);
         // SAFETY: bounds-checked by `ptr_at`.
         unsafe { *p = rr };
         i += 1;
     }
-    Ok(())
+    Ok(sum)
 }
 
 /// Writes our OPT record at `off`: root owner, type OPT, class = `udp_size`, extended
 /// RCODE 0, version 0, flags = DO copied, RDLEN 0 (client options are not echoed).
+/// Returns the one's-complement sum (unfolded) of its 11 bytes as 16-bit words from
+/// `off`, the last byte the high half of a word.
 #[inline(always)]
-pub(crate) fn write_opt(ctx: &XdpContext, off: usize, udp_size: u16, dnssec_ok: bool) -> Res<()> {
+pub(crate) fn write_opt(ctx: &XdpContext, off: usize, udp_size: u16, dnssec_ok: bool) -> Res<u32> {
     let p: *mut [u8; OPT_LEN] = ptr_at(ctx, off)?;
     let s = udp_size.to_be_bytes();
     let t = TYPE_OPT.to_be_bytes();
+    let opt = [
+        0,
+        t[0],
+        t[1],
+        s[0],
+        s[1],
+        0,
+        0,
+        if dnssec_ok { 0x80 } else { 0 },
+        0,
+        0,
+        0,
+    ];
     // SAFETY: bounds-checked by `ptr_at`.
-    unsafe {
-        *p = [
-            0,
-            t[0],
-            t[1],
-            s[0],
-            s[1],
-            0,
-            0,
-            if dnssec_ok { 0x80 } else { 0 },
-            0,
-            0,
-            0,
-        ];
-    }
-    Ok(())
+    unsafe { *p = opt };
+    Ok(add_bytes(0, &opt) + ((opt[OPT_LEN - 1] as u32) << 8))
 }

@@ -35,15 +35,16 @@ mod program {
         programs::XdpContext,
     };
     use bootlane_common::dns::{
-        DnsAnswer, DnsConfig, DnsKey, CFG_FLAG_RA, CNT_ANSWERED, CNT_MAX, CNT_PASS_MALFORMED, CNT_PASS_MISS,
-        CNT_PASS_NOT_DNS, CNT_PASS_UNSUPPORTED, DNS_MAP_CAPACITY, DNS_SCOPE_CAPACITY, DNS_SERVER_ADDR_CAPACITY,
-        MAX_ADDRS, MAX_QNAME_LEN, QTYPE_A, SCOPE_GLOBAL,
+        DnsAnswer, DnsConfig, DnsKey, CFG_FLAG_RA, CFG_FLAG_SCOPED, CFG_FLAG_SERVER_MAP, CNT_ANSWERED, CNT_MAX,
+        CNT_PASS_MALFORMED, CNT_PASS_MISS, CNT_PASS_NOT_DNS, CNT_PASS_UNSUPPORTED, DNS_MAP_CAPACITY,
+        DNS_SCOPE_CAPACITY, DNS_SERVER_ADDR_CAPACITY, INLINE_SERVER_ADDRS, MAX_ADDRS, MAX_QNAME_LEN, QTYPE_A,
+        SCOPE_GLOBAL,
     };
 
     use crate::{
         csum,
-        dns::{self, rr_len, DNS_HDR_LEN, OPT_LEN},
-        parse::{self, ptr_at, swap, write_u16, Parsed, UDP_LEN},
+        dns::{self, rr_len, CLASS_IN, DNS_HDR_LEN, OPT_LEN},
+        parse::{self, ptr_at, write_u16, Parsed, UDP_LEN},
     };
 
     // ---- Maps ----
@@ -65,6 +66,10 @@ mod program {
     /// Answer-building parameters, one element.
     #[map(name = "DNS_CONFIG")]
     static DNS_CONFIG: Array<DnsConfig> = Array::with_max_entries(1, 0);
+
+    /// Where the lookup key is built (one per CPU): 136 bytes the BPF stack cannot spare.
+    #[map(name = "DNS_KEY_SCRATCH")]
+    static DNS_KEY_SCRATCH: PerCpuArray<DnsKey> = PerCpuArray::with_max_entries(1, 0);
 
     /// Per-CPU packet counters, indexed by `CNT_*`.
     #[map(name = "DNS_COUNTERS")]
@@ -98,6 +103,28 @@ mod program {
                 XDP_PASS
             }
         }
+    }
+
+    /// True when `dst` is one of the server's addresses: the inline list of the config,
+    /// or the [`DNS_SERVER_ADDRS`] map when the server has more ([`CFG_FLAG_SERVER_MAP`]).
+    #[inline(always)]
+    fn is_server_addr(cfg: &DnsConfig, dst: &[u8; 16]) -> bool {
+        if cfg.flags & CFG_FLAG_SERVER_MAP != 0 {
+            // SAFETY: plain value, only tested for presence.
+            return unsafe { DNS_SERVER_ADDRS.get(dst) }.is_some();
+        }
+        let mut i = 0usize;
+        // Verifier: constant trip-count bound; `i` indexes the inline array.
+        while i < INLINE_SERVER_ADDRS {
+            if i as u32 >= cfg.server_addr_count {
+                break;
+            }
+            if cfg.server_addrs[i] == *dst {
+                return true;
+            }
+            i += 1;
+        }
+        false
     }
 
     /// IPv4-mapped IPv6 form `::ffff:a.b.c.d` of an IPv4 address (RFC 4291 §2.5.5.2).
@@ -183,8 +210,8 @@ mod program {
     }
 
     fn try_dns_responder(ctx: &XdpContext) -> Result<u32, u32> {
-        // SAFETY: the config map value is plain integers; None only before the first apply.
-        let cfg = *DNS_CONFIG.get(0).ok_or(CNT_PASS_NOT_DNS)?;
+        // None only before the first apply; read in place (144 bytes, not copied).
+        let cfg = DNS_CONFIG.get(0).ok_or(CNT_PASS_NOT_DNS)?;
         if cfg.port == 0 {
             return Err(CNT_PASS_NOT_DNS);
         }
@@ -197,33 +224,51 @@ mod program {
             return Err(CNT_PASS_NOT_DNS);
         }
         let (src, dst) = addrs(ctx, l.l3, l.v6).map_err(|()| CNT_PASS_MALFORMED)?;
-        // SAFETY: plain value, only tested for presence.
-        if unsafe { DNS_SERVER_ADDRS.get(&dst) }.is_none() {
+        if !is_server_addr(cfg, &dst) {
             return Err(CNT_PASS_NOT_DNS);
+        }
+        // The pseudo-header's addresses, summed now so the 32 bytes need not live on the
+        // stack until the checksum (the BPF stack is 512 bytes). Swapping them changes
+        // nothing in the sum. The IPv4 pseudo-header has 4-byte addresses: the ::ffff:
+        // prefix words are taken out again.
+        let mut addr_sum = csum::add_bytes(csum::add_bytes(0, &src), &dst);
+        if !l.v6 {
+            addr_sum -= 2 * 0xffff;
         }
 
         let dns_off = l.udp + UDP_LEN;
         let dns_len = l.udp_len - UDP_LEN;
-        let mut key = DnsKey {
-            scope: SCOPE_GLOBAL,
-            qtype: 0,
-            qname_len: 0,
-            qname: [0u8; MAX_QNAME_LEN],
+        let key = DNS_KEY_SCRATCH.get_ptr_mut(0).ok_or(CNT_PASS_NOT_DNS)?;
+        // SAFETY: this CPU's slot of a one-element per-CPU array; XDP runs to completion
+        // on one CPU, so nothing else uses it meanwhile. Zeroed first (the qname is
+        // zero-padded), one volatile word at a time: LLVM would otherwise emit a
+        // `memset` call, which BPF does not have.
+        let key = unsafe {
+            let words = key as *mut u64;
+            for i in 0..core::mem::size_of::<DnsKey>() / 8 {
+                words.add(i).write_volatile(0);
+            }
+            &mut *key
         };
-        let q = dns::parse_query(ctx, dns_off, dns_len, &mut key)?;
+        let q = dns::parse_query(ctx, dns_off, dns_len, key)?;
 
-        // Scope of the client, then the scoped entry, then the global one.
-        let scope = DNS_SCOPES.get(Key::new(128, src)).copied().unwrap_or(SCOPE_GLOBAL);
+        // Scope of the client, then the scoped entry, then the global one. The LPM lookup
+        // only when some entry is scoped (CFG_FLAG_SCOPED, kept by the control plane).
+        let scope = if cfg.flags & CFG_FLAG_SCOPED != 0 {
+            DNS_SCOPES.get(Key::new(128, src)).copied().unwrap_or(SCOPE_GLOBAL)
+        } else {
+            SCOPE_GLOBAL
+        };
         let mut ans = None;
         if scope != SCOPE_GLOBAL {
             key.scope = scope;
             // SAFETY: the value is read before any map update can free it (RCU).
-            ans = unsafe { DNS_RECORDS.get(&key) };
+            ans = unsafe { DNS_RECORDS.get(&*key) };
             key.scope = SCOPE_GLOBAL;
         }
         if ans.is_none() {
             // SAFETY: as above.
-            ans = unsafe { DNS_RECORDS.get(&key) };
+            ans = unsafe { DNS_RECORDS.get(&*key) };
         }
         let ans = ans.ok_or(CNT_PASS_MISS)?;
         // count == 0: the name exists globally but this scope must be answered by userspace.
@@ -262,59 +307,63 @@ mod program {
         // The frame may already be resized: failures drop it (see `dns_responder`).
         let e = |()| CNT_PASS_MALFORMED | DROP_FLAG;
 
-        // Ethernet and IP: swap addresses.
-        swap::<6>(ctx, 0, 6).map_err(e)?;
-        if l.v6 {
-            swap::<16>(ctx, l.l3 + 8, l.l3 + 24).map_err(e)?;
-            write_u16(ctx, l.l3 + 4, udp_new as u16).map_err(e)?;
-            let hl: *mut u8 = ptr_at(ctx, l.l3 + 7).map_err(e)?;
-            // SAFETY: bounds-checked by `ptr_at`.
-            unsafe { *hl = 64 };
-        } else {
-            swap::<4>(ctx, l.l3 + 12, l.l3 + 16).map_err(e)?;
-            write_u16(ctx, l.l3 + 2, (parse::IPV4_LEN + udp_new) as u16).map_err(e)?;
-            let ttl: *mut u8 = ptr_at(ctx, l.l3 + 8).map_err(e)?;
-            // SAFETY: bounds-checked by `ptr_at`.
-            unsafe { *ttl = 64 };
-            csum::ipv4_header(ctx, l.l3).map_err(e)?;
-        }
-        // UDP: swap ports, new length, checksum computed last.
-        swap::<2>(ctx, l.udp, l.udp + 2).map_err(e)?;
-        write_u16(ctx, l.udp + 4, udp_new as u16).map_err(e)?;
-        write_u16(ctx, l.udp + 6, 0).map_err(e)?;
-
-        // DNS header: ID kept; QR, AA, RD copied; RA per config; counts.
-        let h: *mut [u8; DNS_HDR_LEN] = ptr_at(ctx, dns_off).map_err(e)?;
-        let ra = if cfg.flags & CFG_FLAG_RA != 0 { 0x80 } else { 0 };
+        // Headers rewritten through one bounds-checked pointer per header block (each
+        // `ptr_at` is a compare and branch per access otherwise).
+        let eth: *mut [u8; 12] = ptr_at(ctx, 0).map_err(e)?;
         // SAFETY: bounds-checked by `ptr_at`.
-        unsafe {
-            (*h)[2] = 0x84 | (q.flags_hi & 0x01);
-            (*h)[3] = ra;
-            (*h)[6] = 0;
-            (*h)[7] = count as u8;
-            (*h)[8] = 0;
-            (*h)[9] = 0;
-            (*h)[10] = 0;
-            (*h)[11] = q.edns as u8;
+        let eth = unsafe { &mut *eth };
+        for i in 0..6 {
+            eth.swap(i, i + 6);
         }
-        if q.qtype == QTYPE_A {
-            dns::write_answers::<4, { rr_len(4) }>(ctx, ans_off, q.qtype, ans).map_err(e)?;
+        let ra = if cfg.flags & CFG_FLAG_RA != 0 { 0x80 } else { 0 };
+        let dns_hdr = DnsHeader {
+            flags: [0x84 | (q.flags_hi & 0x01), ra],
+            ancount: count as u8,
+            arcount: q.edns as u8,
+        };
+        // The UDP and DNS headers' sum, for the checksum below.
+        let hdr_sum = if l.v6 {
+            let p: *mut [u8; parse::IPV6_LEN + UDP_LEN + DNS_HDR_LEN] = ptr_at(ctx, l.l3).map_err(e)?;
+            // SAFETY: bounds-checked by `ptr_at`.
+            let p = unsafe { &mut *p };
+            for i in 8..24 {
+                p.swap(i, i + 16);
+            }
+            p[4..6].copy_from_slice(&(udp_new as u16).to_be_bytes());
+            p[7] = 64;
+            udp_dns_headers(tail_of(p), udp_new, &dns_hdr)
         } else {
-            dns::write_answers::<16, { rr_len(16) }>(ctx, ans_off, q.qtype, ans).map_err(e)?;
-        }
+            let p: *mut [u8; parse::IPV4_LEN + UDP_LEN + DNS_HDR_LEN] = ptr_at(ctx, l.l3).map_err(e)?;
+            // SAFETY: bounds-checked by `ptr_at`.
+            let p = unsafe { &mut *p };
+            for i in 12..16 {
+                p.swap(i, i + 4);
+            }
+            p[2..4].copy_from_slice(&((parse::IPV4_LEN + udp_new) as u16).to_be_bytes());
+            p[8] = 64;
+            csum::ipv4_header(p);
+            udp_dns_headers(tail_of(p), udp_new, &dns_hdr)
+        };
+        // The UDP checksum (RFC 768/1071) is summed from what this program wrote and the
+        // question's sum taken while parsing it, never by reading the datagram again.
+        // The part after the question name (QTYPE, QCLASS, answers, OPT) is summed as if
+        // it started at an even offset and byte-swapped when it does not (RFC 1071 §2(B)).
+        let mut tail = q.qtype as u32 + CLASS_IN as u32;
+        tail += if q.qtype == QTYPE_A {
+            dns::write_answers::<4, { rr_len(4) }>(ctx, ans_off, q.qtype, ans).map_err(e)?
+        } else {
+            dns::write_answers::<16, { rr_len(16) }>(ctx, ans_off, q.qtype, ans).map_err(e)?
+        };
         if q.edns {
-            dns::write_opt(ctx, ans_off + count * rrl, cfg.edns_udp_size, q.dnssec_ok).map_err(e)?;
+            tail += dns::write_opt(ctx, ans_off + count * rrl, cfg.edns_udp_size, q.dnssec_ok).map_err(e)?;
+        }
+        let mut tail = csum::fold(tail);
+        if qlen & 1 == 1 {
+            tail = tail.swap_bytes();
         }
 
-        // UDP checksum over the pseudo-header and the whole datagram (now the packet end).
-        let mut sum = csum::add_bytes(0, &src);
-        sum = csum::add_bytes(sum, &dst);
-        if !l.v6 {
-            // The IPv4 pseudo-header has 4-byte addresses; undo the ::ffff: prefix words.
-            sum -= 2 * 0xffff;
-        }
-        sum += parse::IPPROTO_UDP as u32 + udp_new as u32;
-        sum = csum::sum_to_end(ctx, l.udp, sum);
+        // Pseudo-header, then the UDP and DNS headers, the question and the rest.
+        let sum = addr_sum + parse::IPPROTO_UDP as u32 + udp_new as u32 + hdr_sum + q.qname_sum + tail as u32;
         let mut c = !csum::fold(sum);
         if c == 0 {
             // A computed 0 is sent as all ones (RFC 768; mandatory for IPv6, RFC 8200 §8.1).
@@ -322,6 +371,50 @@ mod program {
         }
         write_u16(ctx, l.udp + 6, c).map_err(e)?;
         Ok(XDP_TX)
+    }
+
+    /// What the answer's DNS header changes: flags (QR, AA, RD copied, RA) and counts.
+    struct DnsHeader {
+        flags: [u8; 2],
+        ancount: u8,
+        arcount: u8,
+    }
+
+    /// The last `UDP_LEN + DNS_HDR_LEN` bytes of an IP+UDP+DNS header block.
+    #[inline(always)]
+    fn tail_of<const N: usize>(p: &mut [u8; N]) -> &mut [u8; UDP_LEN + DNS_HDR_LEN] {
+        let n = N - (UDP_LEN + DNS_HDR_LEN);
+        // Constant bounds: the conversion cannot fail and compiles to nothing.
+        (&mut p[n..]).try_into().unwrap_or_else(|_| unreachable_tail())
+    }
+
+    #[inline(always)]
+    fn unreachable_tail() -> ! {
+        // Never reached: `tail_of`'s bounds are constants. A loop keeps `panic` out.
+        #[allow(clippy::empty_loop)]
+        loop {}
+    }
+
+    /// Rewrites the UDP header (ports swapped, length `udp_new`, checksum 0 until it is
+    /// known) and the DNS header (ID kept, `h`'s flags and counts, one question) in `u`,
+    /// and returns the one's-complement sum of those 20 bytes (unfolded).
+    #[inline(always)]
+    fn udp_dns_headers(u: &mut [u8; UDP_LEN + DNS_HDR_LEN], udp_new: usize, h: &DnsHeader) -> u32 {
+        u.swap(0, 2);
+        u.swap(1, 3);
+        u[4..6].copy_from_slice(&(udp_new as u16).to_be_bytes());
+        u[6] = 0;
+        u[7] = 0;
+        let d = UDP_LEN;
+        u[d + 2] = h.flags[0];
+        u[d + 3] = h.flags[1];
+        u[d + 6] = 0;
+        u[d + 7] = h.ancount;
+        u[d + 8] = 0;
+        u[d + 9] = 0;
+        u[d + 10] = 0;
+        u[d + 11] = h.arcount;
+        csum::add_bytes(0, u)
     }
 
     #[panic_handler]

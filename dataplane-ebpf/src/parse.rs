@@ -92,17 +92,6 @@ pub(crate) fn write_u16(ctx: &XdpContext, offset: usize, v: u16) -> Res<()> {
     Ok(())
 }
 
-/// Swaps two `N`-byte fields of the packet (MAC, IP addresses, ports).
-#[inline(always)]
-pub(crate) fn swap<const N: usize>(ctx: &XdpContext, a: usize, b: usize) -> Res<()> {
-    let pa: *mut [u8; N] = ptr_at(ctx, a)?;
-    let pb: *mut [u8; N] = ptr_at(ctx, b)?;
-    // SAFETY: both ranges were bounds-checked by `ptr_at`; they do not overlap (callers
-    // pass distinct header fields).
-    unsafe { core::ptr::swap_nonoverlapping(pa, pb, 1) };
-    Ok(())
-}
-
 /// Where the parsed headers are, and what the query was addressed to.
 pub(crate) struct L3 {
     /// Offset of the IP header.

@@ -137,6 +137,7 @@ pub fn projection() -> Projection {
             port: 53,
             edns_udp_size: EDNS_UDP_SIZE,
             flags: 0,
+            ..Default::default()
         },
     }
 }

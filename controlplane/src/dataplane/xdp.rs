@@ -22,8 +22,9 @@ use aya::{
     Ebpf, EbpfLoader,
 };
 use bootlane_common::dns::{
-    DnsAnswer, DnsConfig, DnsKey, CNT_ANSWERED, CNT_MAX, CNT_PASS_MALFORMED, CNT_PASS_MISS, CNT_PASS_NOT_DNS,
-    CNT_PASS_TOO_LONG, CNT_PASS_UNSUPPORTED, DNS_CONFIG, DNS_COUNTERS, DNS_RECORDS, DNS_SCOPES, DNS_SERVER_ADDRS,
+    DnsAnswer, DnsConfig, DnsKey, CFG_FLAG_SCOPED, CFG_FLAG_SERVER_MAP, CNT_ANSWERED, CNT_MAX, CNT_PASS_MALFORMED,
+    CNT_PASS_MISS, CNT_PASS_NOT_DNS, CNT_PASS_TOO_LONG, CNT_PASS_UNSUPPORTED, DNS_CONFIG, DNS_COUNTERS, DNS_RECORDS,
+    DNS_SCOPES, DNS_SERVER_ADDRS, INLINE_SERVER_ADDRS, SCOPE_GLOBAL,
 };
 use ipnet::IpNet;
 
@@ -359,6 +360,30 @@ impl XdpTable {
     }
 }
 
+/// The [`DNS_CONFIG`] value for `p`: its config with the server addresses inline (or
+/// [`CFG_FLAG_SERVER_MAP`] when there are more than [`INLINE_SERVER_ADDRS`]) and
+/// [`CFG_FLAG_SCOPED`] when some entry is scoped. Both spare the program a map lookup
+/// per packet in the common case.
+pub fn kernel_config(p: &Projection) -> DnsConfig {
+    let mut cfg = p.config;
+    cfg.flags &= !(CFG_FLAG_SCOPED | CFG_FLAG_SERVER_MAP);
+    cfg.server_addr_count = 0;
+    cfg.server_addrs = [[0; 16]; INLINE_SERVER_ADDRS];
+    let mut servers: Vec<[u8; 16]> = p.server_addrs.iter().map(|a| addr16(*a)).collect();
+    servers.sort_unstable();
+    servers.dedup();
+    if servers.len() > INLINE_SERVER_ADDRS {
+        cfg.flags |= CFG_FLAG_SERVER_MAP;
+    } else {
+        cfg.server_addr_count = servers.len() as u32;
+        cfg.server_addrs[..servers.len()].copy_from_slice(&servers);
+    }
+    if p.entries.iter().any(|(k, _)| k.scope != SCOPE_GLOBAL) {
+        cfg.flags |= CFG_FLAG_SCOPED;
+    }
+    cfg
+}
+
 /// True for interfaces without a backing device (veth, bridge, tap, loopback).
 fn is_virtual(iface: &str) -> bool {
     !std::path::Path::new("/sys/class/net")
@@ -401,7 +426,10 @@ impl DnsTable for XdpTable {
             st.reconciled = true;
         }
         // Config first: port 0 (disabled) stops answers before data changes.
-        st.maps.config.set(0, p.config, 0).map_err(map_err(DNS_CONFIG))?;
+        st.maps
+            .config
+            .set(0, kernel_config(p), 0)
+            .map_err(map_err(DNS_CONFIG))?;
 
         // Records: delete stale keys, then upsert new or changed values.
         let new: StdHashMap<DnsKey, DnsAnswer> = p.entries.iter().copied().collect();
@@ -516,3 +544,58 @@ impl DnsTable for XdpTable {
 }
 
 const _: () = assert!(CNT_MAX == 6, "XdpCounters lists every CNT_* counter");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bootlane_common::dns::{CFG_FLAG_RA, MAX_QNAME_LEN};
+
+    fn entry(scope: u32) -> (DnsKey, DnsAnswer) {
+        let key = DnsKey {
+            scope,
+            qtype: 1,
+            qname_len: 1,
+            qname: [0; MAX_QNAME_LEN],
+        };
+        let ans = DnsAnswer {
+            ttl: 1,
+            count: 1,
+            addrs: [[0; 16]; 8],
+        };
+        (key, ans)
+    }
+
+    /// Issue 14: the kernel's config carries the server addresses inline (sorted, no
+    /// duplicates) up to `INLINE_SERVER_ADDRS`, the map flag beyond, and the scope flag
+    /// exactly when an entry is scoped; the caller's flags (RA) are kept and stale
+    /// derived flags cleared.
+    #[test]
+    fn kernel_config_inlines_addresses_and_sets_the_flags() {
+        let v4 = |s: &str| -> IpAddr { s.parse().unwrap() };
+        let mut p = Projection {
+            entries: vec![entry(0)],
+            server_addrs: vec![v4("10.0.0.2"), v4("10.0.0.1"), v4("10.0.0.2")],
+            config: DnsConfig {
+                port: 53,
+                edns_udp_size: 1232,
+                flags: CFG_FLAG_RA | CFG_FLAG_SCOPED | CFG_FLAG_SERVER_MAP,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let c = kernel_config(&p);
+        assert_eq!(c.flags, CFG_FLAG_RA);
+        assert_eq!(c.server_addr_count, 2);
+        assert_eq!(c.server_addrs[0], addr16(v4("10.0.0.1")));
+        assert_eq!(c.server_addrs[1], addr16(v4("10.0.0.2")));
+        assert_eq!(c.server_addrs[2], [0; 16]);
+
+        p.entries.push(entry(3));
+        p.server_addrs = (1..=INLINE_SERVER_ADDRS + 1)
+            .map(|i| v4(&format!("10.0.1.{i}")))
+            .collect();
+        let c = kernel_config(&p);
+        assert_eq!(c.flags, CFG_FLAG_RA | CFG_FLAG_SCOPED | CFG_FLAG_SERVER_MAP);
+        assert_eq!(c.server_addr_count, 0);
+    }
+}

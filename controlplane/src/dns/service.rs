@@ -365,6 +365,7 @@ impl DnsService {
                 },
                 edns_udp_size: EDNS_UDP_SIZE,
                 flags: if zone.recursion_available() { CFG_FLAG_RA } else { 0 },
+                ..Default::default()
             },
         };
         self.handler.set_zone(zone);

@@ -116,6 +116,7 @@ fn xdp_answers_equal_userspace_byte_for_byte() {
                 port: 53,
                 edns_udp_size: EDNS_UDP_SIZE,
                 flags: if ra { CFG_FLAG_RA } else { 0 },
+                ..Default::default()
             },
         };
         let t = loaded(&p);

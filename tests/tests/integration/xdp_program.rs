@@ -11,7 +11,8 @@ use std::{
 
 use bootlane::dataplane::{xdp::XdpTable, DnsTable, Projection};
 use bootlane_common::dns::{
-    DnsConfig, DNS_CONFIG, DNS_COUNTERS, DNS_RECORDS, DNS_SCOPES, DNS_SCRATCH, DNS_SERVER_ADDRS, QTYPE_A, QTYPE_AAAA,
+    DnsConfig, DNS_CONFIG, DNS_COUNTERS, DNS_KEY_SCRATCH, DNS_RECORDS, DNS_SCOPES, DNS_SCRATCH, DNS_SERVER_ADDRS,
+    QTYPE_A, QTYPE_AAAA,
 };
 use hickory_proto::{
     op::{Message, ResponseCode},
@@ -51,6 +52,7 @@ fn projection() -> Projection {
             port: 53,
             edns_udp_size: 1232,
             flags: 0,
+            ..Default::default()
         },
     }
 }
@@ -95,6 +97,7 @@ fn xdp_map_names_resolve_in_the_embedded_object() {
         DNS_CONFIG,
         DNS_COUNTERS,
         DNS_SCRATCH,
+        DNS_KEY_SCRATCH,
     ] {
         assert!(ebpf.map(name).is_some(), "map {name} missing from the object");
     }
@@ -375,4 +378,37 @@ fn r7_xdp_passes_malformed_cookies() {
         let q = with_options(base(), &opts);
         expect_pass(&t, &frame(None, c, s, 53, &q), &format!("option {:?}", &opts[..2]));
     }
+}
+
+/// Issue 14: the server's addresses live inline in `DNS_CONFIG` up to
+/// `INLINE_SERVER_ADDRS`; with more, the program checks the `DNS_SERVER_ADDRS` map
+/// (`CFG_FLAG_SERVER_MAP`). Both answer exactly the server's addresses. Without any
+/// scoped entry (`CFG_FLAG_SCOPED` off) a client inside a scope prefix gets the global
+/// answer without the LPM lookup; with one, its scoped answer.
+#[test]
+fn server_addresses_inline_and_in_the_map_and_the_scope_flag() {
+    let c = v4("10.77.0.2");
+    let q = query(9, "host1.lab.test", QTYPE_A, true, None);
+    for n in [1usize, bootlane_common::dns::INLINE_SERVER_ADDRS, 40] {
+        let mut p = projection();
+        p.server_addrs = (1..=n).map(|i| v4(&format!("10.77.1.{i}"))).collect();
+        let t = crate::xdp_frames::loaded(&p);
+        for i in [1, n] {
+            let (_, m) = expect_answer(&t, &frame(None, c, v4(&format!("10.77.1.{i}")), 53, &q));
+            assert_eq!(addrs(&m), ["10.0.0.11", "10.0.0.12"], "{n} addresses, server {i}");
+        }
+        let other = frame(None, c, v4(&format!("10.77.1.{}", n + 1)), 53, &q);
+        expect_pass(&t, &other, &format!("{n} addresses: not a server address"));
+    }
+    // The scope flag: scoped entries present, then none.
+    let scoped_client = v4("10.78.0.9");
+    let q = query(10, "svc.lab.test", QTYPE_A, true, None);
+    let t = crate::xdp_frames::loaded(&projection());
+    let (_, m) = expect_answer(&t, &frame(None, scoped_client, v4("10.78.0.1"), 53, &q));
+    assert_eq!(addrs(&m), ["10.78.0.50"], "scoped answer");
+    let mut p = projection();
+    p.entries.retain(|(k, _)| k.scope == 0);
+    DnsTable::apply(&t, &p).expect("apply");
+    let (_, m) = expect_answer(&t, &frame(None, scoped_client, v4("10.78.0.1"), 53, &q));
+    assert_eq!(addrs(&m), ["192.0.2.1"], "global answer once no entry is scoped");
 }
