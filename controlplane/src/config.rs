@@ -154,6 +154,8 @@ pub struct Config {
     pub community: crate::community::CommunityConfig,
     /// `[updates]` section: the update source, its signing key, platform and limits (issue 13).
     pub updates: crate::updates::UpdatesConfig,
+    /// `[store]` section: the embedded database's page cache (issue 14, soak).
+    pub store: crate::store::StoreConfig,
 }
 
 impl Default for Config {
@@ -181,6 +183,7 @@ impl Default for Config {
             answers: Default::default(),
             community: Default::default(),
             updates: Default::default(),
+            store: Default::default(),
         }
     }
 }
@@ -334,6 +337,7 @@ impl Config {
             self.answers.validate(),
             self.community.validate(),
             self.updates.validate(),
+            self.store.validate(),
         ] {
             if let Err(e) = r {
                 out.push(e);
@@ -510,6 +514,20 @@ mod tests {
         };
         let e = format!("{:#}", Config::load(&bad).unwrap_err());
         assert!(e.contains("--log"), "{e}");
+    }
+
+    /// Issue 14 (soak): `[store] cache_mb` bounds sled's page cache; 64 MiB by default,
+    /// below 8 refused with the key named.
+    #[test]
+    fn store_cache_mb_default_and_bound() {
+        let c: Config = toml::from_str("").unwrap();
+        assert_eq!(c.store.cache_mb, 64);
+        let c: Config = toml::from_str("[store]\ncache_mb = 256\n").unwrap();
+        assert_eq!(c.store.cache_mb, 256);
+        let c: Config = toml::from_str("[store]\ncache_mb = 4\n").unwrap();
+        let e = c.store.validate().unwrap_err().to_string();
+        assert!(e.contains("[store] cache_mb"), "{e}");
+        assert!(toml::from_str::<Config>("[store]\ncache = 4\n").is_err());
     }
 
     #[test]

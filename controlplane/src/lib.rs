@@ -83,7 +83,7 @@ pub async fn run(
     metrics::install();
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
-    let store = store::Store::open(&config.data_dir)
+    let store = store::Store::open_with(&config.data_dir, &config.store)
         .with_context(|| format!("opening the store in {}", config.data_dir.display()))?;
     logs.attach(&store, token.clone())
         .await

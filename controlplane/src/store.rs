@@ -199,8 +199,47 @@ impl Drop for TempDirGuard {
     }
 }
 
+/// `[store]`: the embedded database (issue 14, soak).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreConfig {
+    /// Most memory sled's page cache may hold, in MiB (sled's own default is 1024). The
+    /// cache is what the server's RSS grows by as events and audit entries accumulate up
+    /// to their retention; pages beyond it are read from disk. Default 64; at least 8.
+    pub cache_mb: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self { cache_mb: 64 }
+    }
+}
+
+impl StoreConfig {
+    /// Checks the section.
+    ///
+    /// # Errors
+    /// `cache_mb` below 8 (the message names the key).
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.cache_mb < 8 {
+            anyhow::bail!("[store] cache_mb must be at least 8 (MiB), got {}", self.cache_mb);
+        }
+        Ok(())
+    }
+}
+
 impl Store {
-    /// Opens (or creates) the database at `<data_dir>/db`.
+    /// Opens (or creates) the database at `<data_dir>/db` with the default
+    /// [`StoreConfig`]; see [`Store::open_with`].
+    ///
+    /// # Errors
+    /// As [`Store::open_with`].
+    pub fn open(data_dir: &Path) -> Result<Self> {
+        Self::open_with(data_dir, &StoreConfig::default())
+    }
+
+    /// Opens (or creates) the database at `<data_dir>/db`, its page cache bounded by
+    /// `cfg.cache_mb`.
     ///
     /// A database just closed by this process can still be locked for a moment (sled's
     /// background threads drop their handles after the last `Store` clone), so a held lock
@@ -209,13 +248,14 @@ impl Store {
     /// # Errors
     /// sled errors, e.g. the directory is not writable or another process holds the lock
     /// ([`StoreError::is_locked`]).
-    pub fn open(data_dir: &Path) -> Result<Self> {
+    pub fn open_with(data_dir: &Path, cfg: &StoreConfig) -> Result<Self> {
         let from = check_format(data_dir)?;
         let started = std::time::Instant::now();
         let db = loop {
             let opened = sled::Config::new()
                 .path(data_dir.join("db"))
                 .mode(sled::Mode::HighThroughput)
+                .cache_capacity(cfg.cache_mb.saturating_mul(1 << 20))
                 .open();
             match opened {
                 Err(e) if started.elapsed() < LOCK_WAIT && lock_held(&e) => {
