@@ -12,9 +12,19 @@
 # The XDP counters (GET /api/v1/services/dns) prove which path answered each row.
 # Traffic stays inside two namespaces this script creates; everything it starts is
 # killed by PID and the namespaces are deleted on exit.
-# Usage: bench-dns-xdp.sh <bootlane binary>   (env: DURATION=1 RUNS=3 NAMES=1000 BISECT=2)
-# kxdpgun itself tops out near 0.4 M qps here (one AF_XDP thread over veth); rows where
-# the server kept up with it are marked ">=".
+#   - (issue 14) the generator's ceiling: kxdpgun into an XDP_DROP program on the server
+#     veth, and a minimal XDP responder (IPv4, A/AAAA, one hash lookup, lowercased qname,
+#     XDP_TX), both from dataplane-ebpf/src/bin/bench-responders.rs, attached by the
+#     xdp-bench tool (tests/src/bin/xdp-bench.rs) and never part of the binary;
+#   - the kernel's own per-packet cost of every XDP program (kernel.bpf_stats_enabled,
+#     run_time_ns / run_cnt from bpftool over each row's runs), XDP_DROP's as the floor;
+#   - a second table with threaded NAPI on the server veth (the responder's softirq on
+#     its own kernel thread, so the program rather than the shared core limits).
+# Usage: bench-dns-xdp.sh <bootlane binary>   (env: DURATION=1 RUNS=3 NAMES=1000 BISECT=2
+#   BATCH=64; XDP_BENCH=<xdp-bench> BENCH_XDP_OBJECT=<bench-responders object>, which
+#   `cargo xtask bench dns` sets; without them the reference rows are left out)
+# Rows answering at >= 80 % of the generator's ceiling are marked generator-bound; rows
+# where kxdpgun could not even send the offered rate are marked ">=".
 set -euo pipefail
 BIN=${1:?usage: bench-dns-xdp.sh <bootlane binary>}
 DURATION=${DURATION:-1}
@@ -24,13 +34,20 @@ START_RATE=${START_RATE:-50000}
 BISECT=${BISECT:-2}
 XDP_START_RATE=${XDP_START_RATE:-400000}
 MAX_RATE=${MAX_RATE:-6400000}
+BATCH=${BATCH:-64}
+CEIL_RATE=${CEIL_RATE:-4000000}
+XDP_BENCH=${XDP_BENCH:-}
+BENCH_XDP_OBJECT=${BENCH_XDP_OBJECT:-}
 tag="bx$$"
 SRV="${tag}s" CLI="${tag}c" VS="${tag}a" VC="${tag}b"
 work=$(mktemp -d /tmp/bootlane-bench-xdp.XXXXXX)
 pids=()
 server_pid=""
+stats_before=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
+ref_pid=""
 cleanup() {
-  for p in "${pids[@]}" $server_pid; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}" $server_pid $ref_pid; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  sysctl -qw kernel.bpf_stats_enabled="$stats_before" 2>/dev/null || true
   ip netns del "$SRV" 2>/dev/null || true
   ip netns del "$CLI" 2>/dev/null || true
   rm -rf "$work"
@@ -113,7 +130,7 @@ print(x['active'], ','.join(i['name'] + ':' + i['attach_mode'] for i in x['inter
 # when kxdpgun itself saturates (one busy-polling thread on this 2-core machine).
 shot() { # shot <port> <query file> <rate>
   local out q r n pps
-  out=$(ip netns exec "$CLI" timeout $((DURATION + 10)) kxdpgun -I "$VC" -p "$1" -t "$DURATION" -Q "$3" -i "$2" 10.77.0.1 2>&1 || true)
+  out=$(ip netns exec "$CLI" timeout $((DURATION + 10)) kxdpgun -I "$VC" -b "$BATCH" -p "$1" -t "$DURATION" -Q "$3" -i "$2" 10.77.0.1 2>&1 || true)
   ip -n "$CLI" link set dev "$VC" xdp off 2>/dev/null || true
   q=$(awk '/^total queries:/ {print $3}' <<<"$out"); r=$(awk '/^total replies:/ {print $3}' <<<"$out")
   n=$(awk '/^responded NOERROR:/ {print $3}' <<<"$out")
@@ -162,10 +179,18 @@ ladder() { # ladder <port> <query file> <start rate> -> "<best> <saturated 0|1>"
 }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 warmup() { shot "$1" "$2" "$START_RATE" >/dev/null; } # one unscored run after a (re)start
-declare -A score dans dpass sat
-measure() { # measure <key> <port> <query file> <start rate> [bootlane]
-  local key=$1 s=() a0=0 p0=0 a1=0 p1=0 b x
+declare -A score dans dpass sat nspp
+# Kernel statistics of one BPF program: "run_time_ns run_cnt" (kernel.bpf_stats_enabled).
+prog_stats() {
+  bpftool prog show id "$1" -j | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("run_time_ns", 0), d.get("run_cnt", 0))'
+}
+bootlane_prog_id() { # the id of the attached Bootlane program (its name is dns_responder)
+  bpftool prog show -j | python3 -c 'import json,sys; print(max(p["id"] for p in json.load(sys.stdin) if p.get("name") == "dns_responder"))'
+}
+measure() { # measure <key> <port> <query file> <start rate> [bootlane|-] [BPF prog id]
+  local key=$1 s=() a0=0 p0=0 a1=0 p1=0 b x t0=0 c0=0 t1=0 c1=0
   [[ ${5:-} == bootlane ]] && read -r a0 p0 < <(counters)
+  [[ -n ${6:-} ]] && read -r t0 c0 < <(prog_stats "$6")
   sat[$key]=""
   for r in $(seq "$RUNS"); do
     read -r b x < <(ladder "$2" "$3" "$4")
@@ -173,9 +198,40 @@ measure() { # measure <key> <port> <query file> <start rate> [bootlane]
     echo "  $key run $r: $b qps$( ((x)) && echo ' (generator limit)')" >&2
   done
   [[ ${5:-} == bootlane ]] && read -r a1 p1 < <(counters)
+  [[ -n ${6:-} ]] && read -r t1 c1 < <(prog_stats "$6")
   score[$key]=$(printf '%s\n' "${s[@]}" | median)
   dans[$key]=$((a1 - a0)); dpass[$key]=$((p1 - p0))
+  nspp[$key]=$(awk -v t=$((t1 - t0)) -v c=$((c1 - c0)) 'BEGIN {if (c > 0) printf "%.0f", t / c; else print ""}')
 }
+# The generator's ceiling: what kxdpgun sends into XDP_DROP (median of $RUNS runs at
+# $CEIL_RATE offered), and the floor cost per packet.
+ceiling() { # ceiling <key>
+  local s=() r res pps t0 c0 t1 c1
+  read -r t0 c0 < <(prog_stats "$ref_id")
+  for r in $(seq "$RUNS"); do
+    read -r res pps < <(shot 5301 "$work/q-a" "$CEIL_RATE")
+    s+=("$pps"); echo "  $1 run $r: $pps qps sent into XDP_DROP" >&2
+  done
+  read -r t1 c1 < <(prog_stats "$ref_id")
+  score[$1]=$(printf '%s\n' "${s[@]}" | median)
+  nspp[$1]=$(awk -v t=$((t1 - t0)) -v c=$((c1 - c0)) 'BEGIN {if (c > 0) printf "%.0f", t / c; else print ""}')
+}
+attach_ref() { # attach_ref <drop|minimal>: the reference program on the server veth (native)
+  ip netns exec "$SRV" "$XDP_BENCH" attach "$BENCH_XDP_OBJECT" "$1" "$VS" native 5301 "$NAMES" >"$work/ref.out" 2>"$work/ref.err" &
+  ref_pid=$!
+  for _ in $(seq 100); do grep -q '^attached' "$work/ref.out" 2>/dev/null && break; sleep 0.1; done
+  grep -q '^attached' "$work/ref.out" || { echo "xdp-bench attach $1 failed:" >&2; cat "$work/ref.err" >&2; exit 1; }
+  ref_id=$(awk '/^attached/ {print $2}' "$work/ref.out")
+  ((THREADED)) && threaded_napi 1
+  return 0
+}
+detach_ref() { kill "$ref_pid"; wait "$ref_pid" 2>/dev/null || true; ref_pid=""; }
+# Threaded NAPI on the server veth; veth has NAPI only while an XDP program is attached,
+# so it is switched on after each attach.
+THREADED=0
+threaded_napi() { ip netns exec "$SRV" sh -c "echo $1 > /sys/class/net/$VS/threaded"; }
+have_ref() { [[ -n $XDP_BENCH && -x $XDP_BENCH && -f $BENCH_XDP_OBJECT ]]; }
+sysctl -qw kernel.bpf_stats_enabled=1
 
 # Load the records once through the API (they persist in the data directory).
 start_server off
@@ -194,16 +250,41 @@ measure off_a 5301 "$work/q-a" "$START_RATE" bootlane
 measure off_aaaa 5301 "$work/q-aaaa" "$START_RATE" bootlane
 stop_server
 
+reference_rows() { # reference_rows <suffix>: the ceiling and the minimal responder
+  have_ref || return 0
+  attach_ref drop
+  ceiling "ceiling$1"
+  detach_ref
+  attach_ref minimal
+  # Native XDP_TX on a veth reaches only a peer running XDP (kxdpgun's AF_XDP socket),
+  # so the sanity check is a slow kxdpgun run: every query answered NOERROR.
+  read -r res _ < <(shot 5301 "$work/q-a" 10000)
+  [[ $res == ok ]] || { echo "sanity check failed (minimal responder)" >&2; exit 1; }
+  measure "minimal$1" 5301 "$work/q-a" "$XDP_START_RATE" - "$ref_id"
+  detach_ref
+}
+reference_rows ""
 for mode in native generic; do
   start_server "$mode"
   read -r active ifs entries reason < <(xdp_status)
   echo "  XDP $mode: active=$active interfaces=$ifs map_entries=$entries" >&2
   [[ $active == True ]] || { echo "XDP $mode did not attach: $reason" >&2; exit 1; }
   warmup 5301 "$work/q-a"
-  measure "xdp_$mode" 5301 "$work/q-a" "$XDP_START_RATE" bootlane
+  measure "xdp_$mode" 5301 "$work/q-a" "$XDP_START_RATE" bootlane "$(bootlane_prog_id)"
   if [[ $mode == native ]]; then measure pass_aaaa 5301 "$work/q-aaaa" "$START_RATE" bootlane; fi
   stop_server
 done
+# The same with threaded NAPI on the server veth.
+if have_ref; then
+  THREADED=1
+  reference_rows _napi
+  start_server native
+  threaded_napi 1
+  warmup 5301 "$work/q-a"
+  measure xdp_native_napi 5301 "$work/q-a" "$XDP_START_RATE" bootlane "$(bootlane_prog_id)"
+  stop_server
+  THREADED=0
+fi
 
 ip netns exec "$SRV" dnsmasq -k --no-resolv --no-hosts --conf-file="$work/dnsmasq.conf" --port 5302 \
   --listen-address 10.77.0.1 --bind-interfaces --pid-file= 2>"$work/dnsmasq.log" &
@@ -215,21 +296,45 @@ warmup 5302 "$work/q-a"
 measure dnsmasq 5302 "$work/q-a" "$START_RATE"
 dnsmasq_version=$(dnsmasq --version | awk 'NR==1 {print $3}')
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf (b ? "%.2fx" : "n/a"), (b ? a / b : 0)}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf (b && a != "" ? "%.2fx" : "n/a"), (b ? a / b : 0)}'; }
+less_floor() { # less_floor <ns> <floor ns> -> ns above the floor
+  awk -v a="$1" -v f="$2" 'BEGIN {if (a == "" || f == "") print ""; else print a - f}'
+}
+bound() { # bound <key> <ceiling key>: "generator-bound" at >= 80 % of the ceiling
+  awk -v a="${score[$1]:-0}" -v c="${score[$2]:-0}" 'BEGIN {if (c > 0 && a >= 0.8 * c) print " (generator-bound)"}'
+}
 cost=$(awk -v on="${score[pass_aaaa]}" -v off="${score[off_aaaa]}" 'BEGIN {printf (off ? "%.1f %%" : "n/a"), (off ? 100 * (off - on) / off : 0)}')
 echo
-echo "### DNS fast path (kxdpgun over veth, $NAMES names, best rate with >= 99 % answered and all NOERROR, median of $RUNS, ${DURATION}s per rung)"
+echo "### DNS fast path (kxdpgun -b $BATCH over veth, $NAMES names, best rate with >= 99 % answered and all NOERROR, median of $RUNS, ${DURATION}s per rung)"
 echo
-echo "| path | queries | best rate (qps) | vs dnsmasq | vs userspace | XDP answered | XDP passed |"
-echo "|---|---|---:|---:|---:|---:|---:|"
-row() { # row <label> <key> <queries> <vs userspace key>
-  echo "| $1 | $3 | ${sat[$2]}${score[$2]} | $(ratio "${score[$2]}" "${score[dnsmasq]}") | $(ratio "${score[$2]}" "${score[$4]}") | ${dans[$2]:-0} | ${dpass[$2]:-0} |"
+echo "| path | queries | best rate (qps) | vs dnsmasq | vs userspace | ns/packet (bpf_stats) | XDP answered | XDP passed |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|"
+row() { # row <label> <key> <queries> <vs userspace key> [ceiling key]
+  echo "| $1 | $3 | ${sat[$2]:-}${score[$2]}$(bound "$2" "${5:-ceiling}") | $(ratio "${score[$2]}" "${score[dnsmasq]}") | $(ratio "${score[$2]}" "${score[$4]}") | ${nspp[$2]:-} | ${dans[$2]:-0} | ${dpass[$2]:-0} |"
 }
+if have_ref; then
+  echo "| kxdpgun into XDP_DROP (the generator's ceiling) | A | ${score[ceiling]} sent | | | ${nspp[ceiling]} | | |"
+  row "minimal XDP responder (reference)" minimal "A" off_a
+fi
 row "Bootlane, XDP fast path (native)" xdp_native "A" off_a
 row "Bootlane, XDP fast path (generic)" xdp_generic "A" off_a
 row "Bootlane, userspace (XDP off)" off_a "A" off_a
 row "dnsmasq $dnsmasq_version" dnsmasq "A" off_a
 row "Bootlane, userspace behind XDP_PASS (native)" pass_aaaa "AAAA (NODATA)" off_aaaa
 row "Bootlane, userspace (XDP off)" off_aaaa "AAAA (NODATA)" off_aaaa
+if have_ref; then
+  fl=${nspp[ceiling]}
+  bl=$(less_floor "${nspp[xdp_native]}" "$fl"); ml=$(less_floor "${nspp[minimal]}" "$fl")
+  echo
+  echo "Per-packet cost less the XDP_DROP floor ($fl ns): Bootlane native $bl ns, minimal responder $ml ns: $(ratio "$bl" "$ml") (goal <= 1.30x); answered rate $(ratio "${score[xdp_native]}" "${score[minimal]}") the minimal responder's."
+  echo
+  echo "### The same with threaded NAPI on the server veth"
+  echo
+  echo "| path | best rate (qps) | ns/packet (bpf_stats) | vs minimal responder |"
+  echo "|---|---:|---:|---:|"
+  echo "| kxdpgun into XDP_DROP (the generator's ceiling) | ${score[ceiling_napi]} sent | ${nspp[ceiling_napi]} | |"
+  echo "| minimal XDP responder | ${sat[minimal_napi]:-}${score[minimal_napi]}$(bound minimal_napi ceiling_napi) | ${nspp[minimal_napi]} | 1.00x |"
+  echo "| Bootlane, XDP fast path (native) | ${sat[xdp_native_napi]:-}${score[xdp_native_napi]}$(bound xdp_native_napi ceiling_napi) | ${nspp[xdp_native_napi]} | $(ratio "${score[xdp_native_napi]}" "${score[minimal_napi]}") (goal >= 0.90x) |"
+fi
 echo
 echo "XDP_PASS fall-through cost on the userspace path: $cost (goal < 10 %); runtime $(( $(date +%s) - T0 )) s."

@@ -15,6 +15,8 @@ check /usr/lib/llvm-22/lib/libLLVM.so llvm-22-dev
 check dig bind9-dnsutils
 check kdig knot-dnsutils
 check kxdpgun knot-dnsutils
+# The kernel's per-program statistics (run_time_ns, run_cnt) in `cargo xtask bench dns`.
+check bpftool bpftool
 check dnsperf dnsperf
 check dnsmasq dnsmasq-base
 check ip iproute2

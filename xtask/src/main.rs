@@ -244,6 +244,46 @@ fn integration_binaries() -> Result<Vec<PathBuf>> {
     Ok(bins)
 }
 
+/// Builds the benchmark's `xdp-bench` tool (release) and returns it with the reference
+/// XDP object (`bench-responders`) that the `bootlane` build script leaves beside the
+/// embedded program in its `OUT_DIR` (read from cargo's build-script message).
+fn xdp_bench_tools() -> Result<(PathBuf, PathBuf)> {
+    let out = cargo()
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "bootlane-tests",
+            "--bin",
+            "xdp-bench",
+            "--message-format=json",
+        ])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("building xdp-bench")?;
+    if !out.status.success() {
+        bail!("building xdp-bench failed");
+    }
+    let (mut exe, mut object) = (None, None);
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if v["reason"] == "compiler-artifact" && v["target"]["name"] == "xdp-bench" {
+            exe = v["executable"].as_str().map(PathBuf::from);
+        }
+        if v["reason"] == "build-script-executed"
+            && v["package_id"].as_str().is_some_and(|id| id.contains("/controlplane#"))
+        {
+            object = v["out_dir"].as_str().map(|d| Path::new(d).join("bench-responders"));
+        }
+    }
+    match (exe, object) {
+        (Some(e), Some(o)) if o.exists() => Ok((e, o)),
+        (e, o) => bail!("xdp-bench build: tool {e:?}, reference object {o:?} not found"),
+    }
+}
+
 fn test(unit_only: bool, no_browser: bool, filter: Option<String>) -> Result<()> {
     setup()?;
     ui()?;
@@ -347,10 +387,12 @@ fn bench(what: &str) -> Result<()> {
             Path::new("bash"),
             &[script("bench-dns.sh"), bin.clone()],
         ))?;
-        run(&mut privileged(
-            Path::new("bash"),
-            &[script("bench-dns-xdp.sh"), bin.clone()],
-        ))?;
+        let (xdp_bench, object) = xdp_bench_tools()?;
+        run(
+            privileged(Path::new("bash"), &[script("bench-dns-xdp.sh"), bin.clone()])
+                .env("XDP_BENCH", xdp_bench)
+                .env("BENCH_XDP_OBJECT", object),
+        )?;
     }
     if matches!(what, "events" | "all") {
         run(&mut privileged(
