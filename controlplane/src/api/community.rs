@@ -20,7 +20,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::{
     error::{ApiError, Result},
     extract::{ApiJson, ApiPath, ApiQuery, Envelope},
-    files::{drain_refused, multipart_error, small_text},
+    files::{drain_refused, multipart_error, multipart_or_error, small_text},
     list::{matches, ListQuery, PageInfo},
     AppState,
 };
@@ -176,17 +176,9 @@ pub async fn import_local(
     State(svc): State<Arc<CommunityService>>,
     multipart: std::result::Result<Multipart, MultipartRejection>,
 ) -> Result<Envelope<ImportResult>> {
-    let mut mp = multipart.map_err(|e| match e {
-        MultipartRejection::InvalidBoundary(_) => {
-            ApiError::UnsupportedMediaType("send the bundle as multipart/form-data (curl -F file=@item.json)".into())
-        }
-        other => ApiError::BadRequest(other.body_text()),
-    })?;
+    let mut mp = multipart_or_error(multipart, "curl -F file=@item.json")?;
     let received = receive_bundle(&svc, &mut mp).await;
-    if received.is_err() {
-        drain_refused(&mut mp, None).await;
-    }
-    let (file, rename, overwrite) = received?;
+    let (file, rename, overwrite) = drain_refused(&mut mp, None, received).await?;
     Ok(Envelope::created(svc.import_local(&file, rename, overwrite).await?))
 }
 

@@ -138,6 +138,20 @@ pub(crate) fn multipart_error(e: MultipartError) -> ApiError {
     }
 }
 
+/// The `multipart/form-data` extractor's result as an API error: 415 without a
+/// boundary (`hint` shows the curl form to use), else 400 with axum's reason.
+pub(crate) fn multipart_or_error(
+    multipart: std::result::Result<Multipart, MultipartRejection>,
+    hint: &str,
+) -> Result<Multipart> {
+    multipart.map_err(|e| match e {
+        MultipartRejection::InvalidBoundary(_) => ApiError::UnsupportedMediaType(format!(
+            "send the upload as multipart/form-data with a boundary ({hint})"
+        )),
+        other => ApiError::BadRequest(other.body_text()),
+    })
+}
+
 /// The announced `Content-Length` of an upload less [`MULTIPART_SLACK`]: the most the
 /// file part can hold, judged before a byte is written. `None` when absent (chunked).
 pub(crate) fn announced_file_len(headers: &HeaderMap) -> Option<u64> {
@@ -148,18 +162,24 @@ pub(crate) fn announced_file_len(headers: &HeaderMap) -> Option<u64> {
         .map(|n| n.saturating_sub(MULTIPART_SLACK))
 }
 
-/// Reads and discards what is left of an upload refused before its end (a bad `dir`, a
-/// name clash, no space), at most [`DRAIN_MAX_BYTES`] within [`DRAIN_MAX_TIME`].
+/// Passes `received` through; when it is a refusal, first reads and discards what is
+/// left of the upload (a bad `dir`, a name clash, no space), at most [`DRAIN_MAX_BYTES`]
+/// within [`DRAIN_MAX_TIME`].
 ///
 /// HTTP/1.1 servers that answer before reading the body and then close the connection
 /// make the client's kernel see unread data and reset the connection: the client
 /// (curl: "Send failure: Broken pipe") loses the 4xx and its message. Reading the rest
 /// lets the refusal arrive on every ordinary upload; only a body announced larger than
 /// the bound is cut off at once (the connection then closes, RFC 9112 section 9.6).
-pub(crate) async fn drain_refused(mp: &mut Multipart, announced: Option<u64>) {
-    if announced.is_some_and(|n| n > DRAIN_MAX_BYTES) {
-        return;
+pub(crate) async fn drain_refused<T>(mp: &mut Multipart, announced: Option<u64>, received: Result<T>) -> Result<T> {
+    if received.is_err() && announced.is_none_or(|n| n <= DRAIN_MAX_BYTES) {
+        drain(mp).await;
     }
+    received
+}
+
+/// Reads and discards the rest of `mp`, within [`DRAIN_MAX_BYTES`] and [`DRAIN_MAX_TIME`].
+async fn drain(mp: &mut Multipart) {
     let drain = async {
         let mut total = 0u64;
         while let Ok(Some(mut field)) = mp.next_field().await {
@@ -220,18 +240,10 @@ pub async fn upload(
     headers: HeaderMap,
     multipart: std::result::Result<Multipart, MultipartRejection>,
 ) -> Result<Envelope<UploadedFile>> {
-    let mut mp = multipart.map_err(|e| match e {
-        MultipartRejection::InvalidBoundary(_) => ApiError::UnsupportedMediaType(
-            "send the upload as multipart/form-data with a boundary (curl -F dir=... -F file=@...)".into(),
-        ),
-        other => ApiError::BadRequest(other.body_text()),
-    })?;
+    let mut mp = multipart_or_error(multipart, "curl -F dir=... -F file=@...")?;
     let announced = announced_file_len(&headers);
     let received = receive(&files, &mut mp, announced).await;
-    if received.is_err() {
-        drain_refused(&mut mp, announced).await;
-    }
-    Ok(Envelope::created(received?))
+    Ok(Envelope::created(drain_refused(&mut mp, announced, received).await?))
 }
 
 /// The parts of `POST /files/upload` in order, the file streamed to disk; the handler

@@ -22,7 +22,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::{
     error::{ApiError, Result},
     extract::{ApiJson, ApiPath, ApiQuery, Envelope},
-    files::{announced_file_len, drain_refused, ensure_last_part, multipart_error, small_text},
+    files::{announced_file_len, drain_refused, ensure_last_part, multipart_error, multipart_or_error, small_text},
     list::{matches, ListQuery, PageInfo},
     AppState,
 };
@@ -525,18 +525,10 @@ pub async fn upload(
     headers: HeaderMap,
     multipart: std::result::Result<Multipart, MultipartRejection>,
 ) -> Result<Envelope<OsImage>> {
-    let mut mp = multipart.map_err(|e| match e {
-        MultipartRejection::InvalidBoundary(_) => ApiError::UnsupportedMediaType(
-            "send the upload as multipart/form-data with a boundary (curl -F file=@image.iso)".into(),
-        ),
-        other => ApiError::BadRequest(other.body_text()),
-    })?;
+    let mut mp = multipart_or_error(multipart, "curl -F file=@image.iso")?;
     let announced = announced_file_len(&headers);
     let received = receive(&images, &mut mp, announced).await;
-    if received.is_err() {
-        drain_refused(&mut mp, announced).await;
-    }
-    Ok(Envelope::created(received?))
+    Ok(Envelope::created(drain_refused(&mut mp, announced, received).await?))
 }
 
 /// The parts of `POST /os-images/upload` in order, the image streamed to disk; the
