@@ -43,7 +43,7 @@ pub const MULTIPART_SLACK: u64 = 64 << 10;
 /// Longest `dir` or `overwrite` part accepted, in bytes.
 const MAX_TEXT_PART: usize = 8 << 10;
 /// Most of a refused upload's remaining body read and discarded so that the client
-/// receives the refusal (bytes); see [`drain_refused`].
+/// receives the refusal (bytes); see `drain_refused`.
 pub const DRAIN_MAX_BYTES: u64 = 64 << 20;
 /// Longest time spent discarding a refused upload's remaining body.
 pub const DRAIN_MAX_TIME: std::time::Duration = std::time::Duration::from_secs(10);
