@@ -4,11 +4,13 @@
 //! value layouts, counters) is `bootlane_common::dns`; the control plane fills the maps.
 //!
 //! Path of an answered query: Ethernet (one optional 802.1Q tag) → IPv4 without options
-//! or IPv6 without extension headers → UDP to `DnsConfig.port` and to an address in
-//! [`DNS_SERVER_ADDRS`] → query checks and lowercased qname ([`dns::parse_query`]) → scope
-//! of the client from [`DNS_SCOPES`] → `(qname, qtype, scope)` then `(qname, qtype, 0)` in
-//! [`DNS_RECORDS`] → tail grown/shrunk to the answer size, addresses and ports swapped,
-//! answers and OPT written, IPv4 header and UDP checksums recomputed → `XDP_TX`.
+//! or IPv6 without extension headers → UDP to `DnsConfig.port` and to one of the server's
+//! addresses (inline in `DnsConfig`, or [`DNS_SERVER_ADDRS`] when there are more than 8)
+//! → query checks and lowercased qname into a per-CPU key ([`dns::parse_query`]) → scope
+//! of the client from [`DNS_SCOPES`] when some entry is scoped → `(qname, qtype, scope)`
+//! then `(qname, qtype, 0)` in [`DNS_RECORDS`] → tail grown/shrunk to the answer size,
+//! addresses and ports swapped, answers and OPT written, the IPv4 header checksum
+//! recomputed and the UDP checksum summed from what was written → `XDP_TX`.
 #![cfg_attr(target_arch = "bpf", no_std)]
 #![cfg_attr(target_arch = "bpf", no_main)]
 #![cfg_attr(not(target_arch = "bpf"), allow(dead_code, unused_imports))]
