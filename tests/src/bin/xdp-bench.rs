@@ -68,23 +68,29 @@ fn median(mut samples: Vec<Duration>) -> Duration {
     samples[samples.len() / 2]
 }
 
-/// Median kernel time per run of `prog` on `f` (one run per call: a repeated run would
-/// work on the frame it already rewrote), and its verdict.
-fn per_run(prog: &Xdp, f: &[u8], n: u32) -> anyhow::Result<(u32, Duration)> {
+/// Median kernel time per run of `run` over `n` calls (one run per call: a repeated
+/// run would work on the frame it already rewrote), and the last verdict.
+fn per_run(n: u32, mut run: impl FnMut() -> anyhow::Result<(u32, Duration)>) -> anyhow::Result<(u32, Duration)> {
     let mut samples = Vec::with_capacity(n as usize);
     let mut action = 0;
     for _ in 0..n {
-        let mut out = vec![0u8; 4096];
-        let r = prog.test_run(TestRunOptions {
-            data_in: Some(f),
-            data_out: Some(&mut out),
-            repeat: 1,
-            ..Default::default()
-        })?;
-        action = r.return_value;
-        samples.push(r.duration);
+        let (a, d) = run()?;
+        action = a;
+        samples.push(d);
     }
     Ok((action, median(samples)))
+}
+
+/// One `BPF_PROG_TEST_RUN` of `prog` on `f`: verdict and kernel-measured duration.
+fn run_once(prog: &Xdp, f: &[u8]) -> anyhow::Result<(u32, Duration)> {
+    let mut out = vec![0u8; 4096];
+    let r = prog.test_run(TestRunOptions {
+        data_in: Some(f),
+        data_out: Some(&mut out),
+        repeat: 1,
+        ..Default::default()
+    })?;
+    Ok((r.return_value, r.duration))
 }
 
 fn main() -> anyhow::Result<()> {
@@ -124,7 +130,7 @@ fn test_run(object: &str) -> anyhow::Result<()> {
         let program = program_name(which)?;
         let ebpf = load(object, program, 53, 1000)?;
         let p: &Xdp = ebpf.program(program).expect("loaded").try_into()?;
-        let (action, d) = per_run(p, &q, n)?;
+        let (action, d) = per_run(n, || run_once(p, &q))?;
         println!("{program} {} (action {action})", d.as_nanos());
     }
     // Bootlane, with one scope configured (as a site with subnet views has).
@@ -160,14 +166,8 @@ fn test_run(object: &str) -> anyhow::Result<()> {
         &query(2, "big.lab.test", QTYPE_A, true, Some(e)),
     );
     for (what, f) in [("dns_responder", &q), ("dns_responder(IPv6,EDNS,8xA)", &big6)] {
-        let mut samples = Vec::with_capacity(n as usize);
-        let mut action = 0;
-        for _ in 0..n {
-            let (act, d) = t.test_run_repeat(f, 1)?;
-            action = act;
-            samples.push(d);
-        }
-        println!("{what} {} (action {action})", median(samples).as_nanos());
+        let (action, d) = per_run(n, || Ok(t.test_run_repeat(f, 1)?))?;
+        println!("{what} {} (action {action})", d.as_nanos());
     }
     Ok(())
 }
