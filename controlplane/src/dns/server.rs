@@ -1,6 +1,7 @@
 //! DNS transport: binds UDP and TCP sockets for a listen list and port, and runs the
 //! receive loops that feed [`DnsHandler`]. Several UDP sockets per address share the
-//! port through `SO_REUSEPORT` (one receive loop per core); TCP follows RFC 7766
+//! port through `SO_REUSEPORT` (one receive loop per core), each moving queries and
+//! answers in batches of up to 32 with `recvmmsg`/`sendmmsg` ([`mmsg`]); TCP follows RFC 7766
 //! (length-prefixed messages, several per connection, idle timeout). Sockets are bound by
 //! [`bind`] before anything is torn down, so a live rebind that fails leaves the old
 //! sockets serving. Every task stops when its cancellation token fires.
@@ -21,6 +22,7 @@ use tokio::{
 use tokio_util::sync::CancellationToken;
 
 use super::handler::{DnsHandler, Outcome, Transport};
+use crate::net::mmsg::{self, RecvBatch};
 
 /// Idle timeout of a TCP connection (RFC 7766 §6.2.3 recommends seconds, not minutes).
 pub const TCP_IDLE: Duration = Duration::from_secs(10);
@@ -101,29 +103,41 @@ pub fn spawn(bound: Bound, handler: DnsHandler, token: CancellationToken) -> io:
 }
 
 async fn udp_loop(sock: Arc<UdpSocket>, handler: DnsHandler, token: CancellationToken) {
-    let mut buf = vec![0u8; 65535];
+    let mut batch = RecvBatch::new();
+    let mut replies: Vec<(Vec<u8>, SocketAddr)> = Vec::with_capacity(mmsg::BATCH);
     loop {
-        let (n, peer) = tokio::select! {
+        let n = tokio::select! {
             _ = token.cancelled() => return,
-            r = sock.recv_from(&mut buf) => match r {
-                Ok(r) => r,
+            r = batch.recv(&sock) => match r {
+                Ok(n) => n,
                 Err(e) => { tracing::debug!("DNS UDP receive error: {e}"); continue; }
             },
         };
-        match handler.handle(&buf[..n], peer.ip(), Transport::Udp) {
-            Outcome::Reply(out) => {
-                let _ = sock.send_to(&out, peer).await;
+        replies.clear();
+        for i in 0..n {
+            let (query, peer) = batch.get(i);
+            if peer.port() == 0 || batch.truncated(i) {
+                // No way to answer, or longer than any DNS query has reason to be
+                // (4096 bytes): counted as received and dropped.
+                let m = &handler.shared.metrics;
+                m.queries_udp.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                m.dropped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                continue;
             }
-            Outcome::Forward(job) => {
-                let (h, s) = (handler.clone(), sock.clone());
-                tokio::spawn(async move {
-                    if let Some(out) = h.complete(job).await {
-                        let _ = s.send_to(&out, peer).await;
-                    }
-                });
+            match handler.handle(query, peer.ip(), Transport::Udp) {
+                Outcome::Reply(out) => replies.push((out, peer)),
+                Outcome::Forward(job) => {
+                    let (h, s) = (handler.clone(), sock.clone());
+                    tokio::spawn(async move {
+                        if let Some(out) = h.complete(job).await {
+                            let _ = s.send_to(&out, peer).await;
+                        }
+                    });
+                }
+                Outcome::Drop => {}
             }
-            Outcome::Drop => {}
         }
+        mmsg::send_batch(&sock, &replies).await;
     }
 }
 

@@ -3,8 +3,9 @@
 //! which subnet a client is on, and which of the server's addresses is on that subnet.
 //! Holds no state; callers re-read when they rebuild their view. [`types`] holds the
 //! networking value types and name rules every resource shares (MAC address, host and
-//! DNS names).
+//! DNS names); [`mmsg`] batched UDP receive and send (`recvmmsg`/`sendmmsg`).
 
+pub mod mmsg;
 pub mod types;
 
 use std::net::IpAddr;
