@@ -22,7 +22,8 @@
 #     its own kernel thread, so the program rather than the shared core limits).
 # Usage: bench-dns-xdp.sh <bootlane binary>   (env: DURATION=1 RUNS=3 NAMES=1000 BISECT=2
 #   BATCH=64; XDP_BENCH=<xdp-bench> BENCH_XDP_OBJECT=<bench-responders object>, which
-#   `cargo xtask bench dns` sets; without them the reference rows are left out)
+#   `cargo xtask bench dns` sets; without them the reference rows are left out;
+#   PATHS=userspace measures only Bootlane's userspace path and dnsmasq)
 # Rows answering at >= 80 % of the generator's ceiling are marked generator-bound; rows
 # where kxdpgun could not even send the offered rate are marked ">=".
 set -euo pipefail
@@ -38,6 +39,7 @@ BATCH=${BATCH:-64}
 CEIL_RATE=${CEIL_RATE:-4000000}
 XDP_BENCH=${XDP_BENCH:-}
 BENCH_XDP_OBJECT=${BENCH_XDP_OBJECT:-}
+PATHS=${PATHS:-all}
 tag="bx$$"
 SRV="${tag}s" CLI="${tag}c" VS="${tag}a" VC="${tag}b"
 work=$(mktemp -d /tmp/bootlane-bench-xdp.XXXXXX)
@@ -230,7 +232,8 @@ detach_ref() { kill "$ref_pid"; wait "$ref_pid" 2>/dev/null || true; ref_pid="";
 # so it is switched on after each attach.
 THREADED=0
 threaded_napi() { ip netns exec "$SRV" sh -c "echo $1 > /sys/class/net/$VS/threaded"; }
-have_ref() { [[ -n $XDP_BENCH && -x $XDP_BENCH && -f $BENCH_XDP_OBJECT ]]; }
+xdp_rows() { [[ $PATHS != userspace ]]; }
+have_ref() { xdp_rows && [[ -n $XDP_BENCH && -x $XDP_BENCH && -f $BENCH_XDP_OBJECT ]]; }
 sysctl -qw kernel.bpf_stats_enabled=1
 
 # Load the records once through the API (they persist in the data directory).
@@ -264,7 +267,7 @@ reference_rows() { # reference_rows <suffix>: the ceiling and the minimal respon
   detach_ref
 }
 reference_rows ""
-for mode in native generic; do
+xdp_rows && for mode in native generic; do
   start_server "$mode"
   read -r active ifs entries reason < <(xdp_status)
   echo "  XDP $mode: active=$active interfaces=$ifs map_entries=$entries" >&2
@@ -303,7 +306,7 @@ less_floor() { # less_floor <ns> <floor ns> -> ns above the floor
 bound() { # bound <key> <ceiling key>: "generator-bound" at >= 80 % of the ceiling
   awk -v a="${score[$1]:-0}" -v c="${score[$2]:-0}" 'BEGIN {if (c > 0 && a >= 0.8 * c) print " (generator-bound)"}'
 }
-cost=$(awk -v on="${score[pass_aaaa]}" -v off="${score[off_aaaa]}" 'BEGIN {printf (off ? "%.1f %%" : "n/a"), (off ? 100 * (off - on) / off : 0)}')
+cost=$(awk -v on="${score[pass_aaaa]:-}" -v off="${score[off_aaaa]:-}" 'BEGIN {printf (off ? "%.1f %%" : "n/a"), (off ? 100 * (off - on) / off : 0)}')
 echo
 echo "### DNS fast path (kxdpgun -b $BATCH over veth, $NAMES names, best rate with >= 99 % answered and all NOERROR, median of $RUNS, ${DURATION}s per rung)"
 echo
@@ -316,11 +319,13 @@ if have_ref; then
   echo "| kxdpgun into XDP_DROP (the generator's ceiling) | A | ${score[ceiling]} sent | | | ${nspp[ceiling]} | | |"
   row "minimal XDP responder (reference)" minimal "A" off_a
 fi
-row "Bootlane, XDP fast path (native)" xdp_native "A" off_a
-row "Bootlane, XDP fast path (generic)" xdp_generic "A" off_a
+if xdp_rows; then
+  row "Bootlane, XDP fast path (native)" xdp_native "A" off_a
+  row "Bootlane, XDP fast path (generic)" xdp_generic "A" off_a
+fi
 row "Bootlane, userspace (XDP off)" off_a "A" off_a
 row "dnsmasq $dnsmasq_version" dnsmasq "A" off_a
-row "Bootlane, userspace behind XDP_PASS (native)" pass_aaaa "AAAA (NODATA)" off_aaaa
+xdp_rows && row "Bootlane, userspace behind XDP_PASS (native)" pass_aaaa "AAAA (NODATA)" off_aaaa
 row "Bootlane, userspace (XDP off)" off_aaaa "AAAA (NODATA)" off_aaaa
 if have_ref; then
   fl=${nspp[ceiling]}
