@@ -16,6 +16,10 @@ mod xdp_netns;
 // The boot path: DHCP/proxyDHCP, TFTP, HTTP boot, QEMU BIOS and UEFI machines booting.
 mod boot_netns;
 
+// TFTP under 5 % loss each way (issue 14): curl, tftp-hpa and atftp (windowsize),
+// byte-exact, with the server's retransmissions counted (no Sorcerer's Apprentice).
+mod tftp_netns;
+
 // The operations backbone (issue 7): events over SSE with curl, Last-Event-ID resumption,
 // DHCP stop/start, and a DHCP interface moved through /settings/interfaces without a restart.
 mod backbone_netns;
