@@ -41,6 +41,8 @@ use axum::{
 use tower::ServiceExt;
 use tower_http::services::ServeFile;
 
+use crate::boot::file_body::FileBody;
+
 use crate::{
     access::{
         gate::{AccessGate, Decision, Reason, Seen},
@@ -433,23 +435,15 @@ async fn mounted_image_file(
     let body = if method == axum::http::Method::HEAD {
         axum::body::Body::empty()
     } else {
-        use tokio::io::{AsyncReadExt, AsyncSeekExt};
-        let mut f = match tokio::fs::File::open(&file.iso).await {
-            Ok(f) => f,
+        match tokio::fs::File::open(&file.iso).await {
+            Ok(f) => FileBody::new(f.into_std().await, file.offset + start, len).into_body(),
             Err(e) => {
                 return Some(text(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     format!("opening the image: {e}\n"),
                 ))
             }
-        };
-        if let Err(e) = f.seek(std::io::SeekFrom::Start(file.offset + start)).await {
-            return Some(text(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("reading the image: {e}\n"),
-            ));
         }
-        axum::body::Body::from_stream(tokio_util::io::ReaderStream::with_capacity(f.take(len), 256 << 10))
     };
     let mut b = Response::builder()
         .status(if range.is_some() {
@@ -484,6 +478,29 @@ async fn mounted_image_file(
     )
 }
 
+/// The `(offset, length)` a successful file response sends: from `Content-Range` for a
+/// 206 (`bytes a-b/total`), from `Content-Length` for a 200; `None` otherwise.
+fn served_range(r: &Response) -> Option<(u64, u64)> {
+    let h = |name| {
+        r.headers()
+            .get(name)
+            .and_then(|v: &header::HeaderValue| v.to_str().ok())
+    };
+    match r.status() {
+        StatusCode::OK => Some((0, h(header::CONTENT_LENGTH)?.parse().ok()?)),
+        StatusCode::PARTIAL_CONTENT => {
+            let (a, b) = h(header::CONTENT_RANGE)?
+                .strip_prefix("bytes ")?
+                .split_once('/')?
+                .0
+                .split_once('-')?;
+            let (a, b): (u64, u64) = (a.parse().ok()?, b.parse().ok()?);
+            (b >= a).then_some((a, b - a + 1))
+        }
+        _ => None,
+    }
+}
+
 async fn serve_file(st: BootState, path: String, req: Request) -> Response {
     let peer = req
         .extensions()
@@ -504,6 +521,15 @@ async fn serve_file(st: BootState, path: String, req: Request) -> Response {
         Ok(Ok(file)) => match ServeFile::new(&file).oneshot(req).await {
             Ok(r) => {
                 let mut r = r.into_response();
+                if is_get {
+                    if let Some((start, len)) = served_range(&r) {
+                        // ServeFile's headers stand; its body (read through a copy)
+                        // gives way to the page-cache reads of FileBody.
+                        if let Ok(f) = tokio::fs::File::open(&file).await {
+                            *r.body_mut() = FileBody::new(f.into_std().await, start, len).into_body();
+                        }
+                    }
+                }
                 if let Some(t) = uefi_content_type(&file) {
                     r.headers_mut()
                         .insert(header::CONTENT_TYPE, axum::http::HeaderValue::from_static(t));

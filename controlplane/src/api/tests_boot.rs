@@ -1441,3 +1441,55 @@ async fn api_changes_reach_the_dhcp_handler() {
     });
     assert_eq!(lease_time, Some(300));
 }
+
+/// `GET /boot/<file>` streams the file's bytes through [`crate::boot::file_body`]: whole,
+/// a Range across its 256 KiB read chunks, a suffix range, HEAD (headers only), and 416
+/// past the end; each with the length the headers announce.
+#[tokio::test]
+async fn boot_files_whole_ranged_head_and_unsatisfiable() {
+    use axum::{body::Body, http::header, http::Request};
+    let d = tempfile::tempdir().unwrap();
+    let mut c = Config::default();
+    c.data_dir = d.path().to_path_buf();
+    std::fs::create_dir_all(c.boot_root()).unwrap();
+    let data: Vec<u8> = (0..700_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(c.boot_root().join("initrd.img"), &data).unwrap();
+    let t = test_support::app(c).await;
+    let get = |method: Method, range: Option<&'static str>| {
+        let mut r = Request::builder().method(method).uri("/boot/initrd.img");
+        if let Some(v) = range {
+            r = r.header(header::RANGE, v);
+        }
+        r.body(Body::empty()).unwrap()
+    };
+    let read = |resp: axum::response::Response| async move {
+        let (s, h) = (resp.status(), resp.headers().clone());
+        let b = http_body_util::BodyExt::collect(resp.into_body())
+            .await
+            .unwrap()
+            .to_bytes();
+        let len: usize = h[header::CONTENT_LENGTH].to_str().unwrap().parse().unwrap();
+        (s, h, b.to_vec(), len)
+    };
+    let (s, _, b, len) = read(t.send(get(Method::GET, None)).await).await;
+    assert_eq!((s, len), (StatusCode::OK, data.len()));
+    assert!(b == data, "whole file differs");
+    for (range, lo, hi) in [
+        ("bytes=262000-524300", 262_000, 524_301),
+        ("bytes=-1000", 699_000, 700_000),
+        ("bytes=5-5", 5, 6),
+    ] {
+        let (s, h, b, len) = read(t.send(get(Method::GET, Some(range))).await).await;
+        assert_eq!(s, StatusCode::PARTIAL_CONTENT, "{range}");
+        assert_eq!(len, hi - lo, "{range}");
+        assert_eq!(
+            h[header::CONTENT_RANGE],
+            format!("bytes {lo}-{}/700000", hi - 1).as_str()
+        );
+        assert!(b == data[lo..hi], "{range}: bytes differ");
+    }
+    let (s, _, b, len) = read(t.send(get(Method::HEAD, Some("bytes=10-19"))).await).await;
+    assert_eq!((s, len, b.len()), (StatusCode::PARTIAL_CONTENT, 10, 0));
+    let resp = t.send(get(Method::GET, Some("bytes=800000-"))).await;
+    assert_eq!(resp.status(), StatusCode::RANGE_NOT_SATISFIABLE);
+}

@@ -14,9 +14,13 @@
 //! - [`catalog`] holds profiles, script versions and the iPXE script template
 //!   (rendered with minijinja from [`DEFAULT_SCRIPT`] or a replacement).
 //!
+//! - [`file_body`] streams a byte range of a boot file as an HTTP body (page-cache reads
+//!   on the worker, the blocking pool otherwise).
+//!
 //! Holds no global state.
 
 pub mod catalog;
+pub mod file_body;
 pub mod generated;
 pub mod grub;
 pub mod pxelinux;
