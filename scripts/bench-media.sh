@@ -17,7 +17,13 @@
 #           `[boot] rate_per_client = 0`: the per-client limiter is off, since all
 #           requests come from one address (with the default burst of 200 it would not
 #           refuse 20 either, but then the figure does not depend on it).
+#   Fleet (issue 14): $FLEET clients at once, each fetching a $FLEET_MB MB initrd (random
+#           bytes) as 4 consecutive Range requests on one keep-alive connection (curl
+#           --next), from Bootlane's `GET /boot/<path>` and from nginx; every answer must be a
+#           206 of the right length and the first client's four slices must hash to the
+#           file's SHA-256. Score: aggregate throughput, median of $RUNS, alternating.
 # Usage: bench-media.sh <bootlane binary>. Prints markdown tables. MB = 10^6 bytes.
+#   WHAT=all|upload|serving|fleet picks the rounds (default all); FLEET=200 FLEET_MB=40.
 # Everything runs on the loopback of one network namespace created and removed here; all
 # started is killed by PID; the temporary directories are removed on exit.
 set -euo pipefail
@@ -25,6 +31,10 @@ BIN=$(readlink -f "${1:?usage: bench-media.sh <bootlane binary>}")
 SIZE_MIB=${SIZE_MIB:-1024}
 RUNS=${RUNS:-3}
 PARTS=${PARTS:-20}
+WHAT=${WHAT:-all}
+FLEET=${FLEET:-200}
+FLEET_MB=${FLEET_MB:-40}
+want() { [[ $WHAT == all || $WHAT == "$1" ]]; }
 
 if [[ -z ${BENCH_MEDIA_NS:-} ]]; then
   # Outer level: the namespace, then this script again inside it.
@@ -58,11 +68,13 @@ mbps() { awk -v s="$SIZE" -v t="$1" 'BEGIN {printf "%.0f", s / t / 1e6}'; }
 median() { sort -g | awk '{a[NR] = $1} END {if (NR % 2) print a[(NR + 1) / 2]; else printf "%.3f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 json() { python3 -c 'import json, sys; d = json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 
-echo "bench-media: writing a $SIZE_MIB MiB file of random bytes in $WORK" >&2
 mkdir -p "$WORK/data/boot" "$WORK/cp"
-head -c "$SIZE" /dev/urandom >"$WORK/src.bin"
-SHA=$(sha256sum "$WORK/src.bin" | cut -d' ' -f1)
-sync
+if want upload || want serving; then
+  echo "bench-media: writing a $SIZE_MIB MiB file of random bytes in $WORK" >&2
+  head -c "$SIZE" /dev/urandom >"$WORK/src.bin"
+  SHA=$(sha256sum "$WORK/src.bin" | cut -d' ' -f1)
+  sync
+fi
 
 cat >"$WORK/bootlane.toml" <<EOF
 data_dir = "$WORK/data"
@@ -131,7 +143,11 @@ image_once() { # -> seconds of POST /os-images/upload; then awaits the inspectio
   curl -fsS -o /dev/null -H "Cookie: $COOKIE" -X DELETE "$API/api/v1/os-images/$id"
 }
 
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", b / a}'; } # throughput ratio from times
+mb() { awk -v k="$1" 'BEGIN {printf "%.1f", k * 1024 / 1e6}'; }
+
 # ---- Upload
+if want upload; then
 rss_before=$(status_kib VmRSS)
 rss_sampler &
 SAMPLER=$!
@@ -145,8 +161,6 @@ touch "$WORK/rss.stop"; wait "$SAMPLER" || true
 rss_peak=$(sort -n "$WORK/rss" | tail -1)
 hwm=$(status_kib VmHWM)
 tc=$(median <"$WORK/t-cp"); tf=$(median <"$WORK/t-files"); ti=$(median <"$WORK/t-image")
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", b / a}'; } # throughput ratio from times
-mb() { awk -v k="$1" 'BEGIN {printf "%.1f", k * 1024 / 1e6}'; }
 echo
 echo "### Upload of a $SIZE_MIB MiB file (same filesystem, median of $RUNS; MB = 10^6 bytes)"
 echo
@@ -158,11 +172,15 @@ echo "| \`POST /api/v1/os-images/upload\` (curl -F) | $ti | $(mbps "$ti") | $(ra
 echo
 echo "Server RSS: $(mb "$rss_before") MB before the uploads, peak $(mb "$rss_peak") MB sampled every 50 ms" \
   "during them ($(wc -l <"$WORK/rss") samples), VmHWM $(mb "$hwm") MB after them."
+fi
 
 # ---- Serving
 # The file uploaded above (its SHA-256 checked) is the one served.
-[[ -e $WORK/data/boot/media.img ]] || cp "$WORK/src.bin" "$WORK/data/boot/media.img"
-cat "$WORK/data/boot/media.img" >/dev/null # warm page cache, for both servers alike
+if want serving; then
+  [[ -e $WORK/data/boot/media.img ]] || cp "$WORK/src.bin" "$WORK/data/boot/media.img"
+  cat "$WORK/data/boot/media.img" >/dev/null # warm page cache, for both servers alike
+fi
+echo ok >"$WORK/data/boot/probe.txt"
 NGINX=$(command -v nginx || { [[ -x /usr/sbin/nginx ]] && echo /usr/sbin/nginx; } || true)
 if [[ -n $NGINX ]]; then
   mkdir -p "$WORK/nginx"
@@ -191,8 +209,8 @@ http {
 EOF
   "$NGINX" -e "$WORK/nginx/error.log" -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" &
   PIDS+=($!)
-  for _ in $(seq 50); do curl -fs -o /dev/null -r 0-0 http://127.0.0.1:8081/media.img && break; sleep 0.1; done
-  curl -fs -o /dev/null -r 0-0 http://127.0.0.1:8081/media.img || { echo "nginx did not start" >&2; cat "$WORK/nginx/error.log" >&2; exit 1; }
+  for _ in $(seq 50); do curl -fs -o /dev/null http://127.0.0.1:8081/probe.txt && break; sleep 0.1; done
+  curl -fs -o /dev/null http://127.0.0.1:8081/probe.txt || { echo "nginx did not start" >&2; cat "$WORK/nginx/error.log" >&2; exit 1; }
   NGINX_VERSION=$("$NGINX" -v 2>&1 | sed 's/.*nginx\///')
 else
   echo "bench-media: nginx is not installed (scripts/setup.sh installs it where it can); Bootlane alone" >&2
@@ -217,6 +235,7 @@ ranges() { # ranges <url> -> seconds for $PARTS parallel Range fetches; verifies
     exit 1
   fi
 }
+if want serving; then
 for r in $(seq "$RUNS"); do
   b=$(ranges "$API/boot/media.img"); echo "$b" >>"$WORK/s-bootlane"
   line="  serving round $r: Bootlane ${b}s"
@@ -239,4 +258,61 @@ else
   echo "| server | wall time (s) | aggregate MB/s |"
   echo "|---|---:|---:|"
   echo "| Bootlane \`GET /boot/<path>\` | $sb | $(mbps "$sb") |"
+fi
+fi
+
+# ---- Fleet
+fleet() { # fleet <base url> -> seconds for $FLEET clients each fetching initrd.img in 4 ranges
+  local url=$1/initrd.img t0 i k a b q=$((FSIZE / 4)) pids=() fails=0 args
+  rm -f "$DL"/fleet.*
+  t0=$(now)
+  for ((i = 0; i < FLEET; i++)); do
+    args=()
+    for k in 0 1 2 3; do
+      a=$((k * q)); b=$((k == 3 ? FSIZE - 1 : a + q - 1))
+      ((k)) && args+=(--next)
+      args+=(-s --max-time 300 -r "$a-$b" -w '%{http_code} %{size_download}\n' "$url")
+      if ((i == 0)); then args+=(-o "$DL/fleet.slice.$k"); else args+=(-o /dev/null); fi
+    done
+    curl "${args[@]}" >"$DL/fleet.codes.$i" &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || fails=$((fails + 1)); done
+  elapsed "$t0"
+  local bad
+  bad=$(cat "$DL"/fleet.codes.* | awk -v q="$q" -v last=$((FSIZE - 3 * q)) -v n=$((FLEET * 4)) \
+    '$1 == 206 && ($2 == q || $2 == last) {ok++} END {print n - ok}')
+  local got
+  got=$(cat "$DL"/fleet.slice.{0,1,2,3} | sha256sum | cut -d' ' -f1)
+  if ((fails || bad)) || [[ $got != "$FSHA" ]]; then
+    echo "$url: $fails clients failed, $bad answers not a 206 of the slice's length; client 0's slices hash to $got, the file is $FSHA" >&2
+    exit 1
+  fi
+}
+if want fleet; then
+  FSIZE=$((FLEET_MB * 1000000))
+  head -c "$FSIZE" /dev/urandom >"$WORK/data/boot/initrd.img"
+  FSHA=$(sha256sum "$WORK/data/boot/initrd.img" | cut -d' ' -f1)
+  for r in $(seq "$RUNS"); do
+    b=$(fleet "$API/boot"); echo "$b" >>"$WORK/f-bootlane"
+    line="  fleet round $r: Bootlane ${b}s"
+    if [[ -n $NGINX ]]; then
+      n=$(fleet http://127.0.0.1:8081); echo "$n" >>"$WORK/f-nginx"; line+=", nginx ${n}s"
+    fi
+    echo "$line" >&2
+  done
+  gbps() { awk -v s=$((FLEET * FSIZE)) -v t="$1" 'BEGIN {printf "%.0f", s / t / 1e6}'; }
+  fb=$(median <"$WORK/f-bootlane")
+  echo
+  echo "### A fleet: $FLEET clients at once, each a $FLEET_MB MB initrd in 4 Range requests (loopback, warm cache, median of $RUNS)"
+  echo
+  echo "| server | wall time (s) | aggregate MB/s | vs nginx |"
+  echo "|---|---:|---:|---:|"
+  if [[ -n $NGINX ]]; then
+    fn=$(median <"$WORK/f-nginx")
+    echo "| Bootlane \`GET /boot/<path>\` | $fb | $(gbps "$fb") | $(ratio "$fb" "$fn")x |"
+    echo "| nginx $NGINX_VERSION (sendfile on) | $fn | $(gbps "$fn") | 1.00x |"
+  else
+    echo "| Bootlane \`GET /boot/<path>\` | $fb | $(gbps "$fb") | |"
+  fi
 fi
