@@ -1449,8 +1449,10 @@ async fn api_changes_reach_the_dhcp_handler() {
 async fn boot_files_whole_ranged_head_and_unsatisfiable() {
     use axum::{body::Body, http::header, http::Request};
     let d = tempfile::tempdir().unwrap();
-    let mut c = Config::default();
-    c.data_dir = d.path().to_path_buf();
+    let c = Config {
+        data_dir: d.path().to_path_buf(),
+        ..Default::default()
+    };
     std::fs::create_dir_all(c.boot_root()).unwrap();
     let data: Vec<u8> = (0..700_000u32).map(|i| (i * 7 % 251) as u8).collect();
     std::fs::write(c.boot_root().join("initrd.img"), &data).unwrap();
