@@ -112,14 +112,9 @@ run_phase() {
 # so here it runs with --tftp-no-options (plain RFC 1350, as much firmware does) and atftp
 # asks for 1 s; otherwise every lost datagram would cost 5 s.
 curl_get() { echo "curl -sS --max-time 170 --tftp-no-options -o @OUT@ tftp://$SERVER/$1"; }
-# atftp <file> <blksize> [windowsize]. When ACK 0 is lost the server must send its OACK
-# again (RFC 2347 §2: it is the packet awaiting acknowledgement); atftp 0.8.0 then aborts
-# with "unexpected OACK" instead of acknowledging it again, so such a run is started again
-# (at most 3 times, counted in the log) and must then arrive byte-exact like the others.
-atftp_get() {
-    local a="atftp --option 'blksize $2' --option 'timeout 1' ${3:+--option 'windowsize $3'} -g -r $1 -l @OUT@ $SERVER"
-    echo "for t in 1 2 3; do $a >@OUT@.try 2>&1 && exit 0; grep -q 'unexpected OACK' @OUT@.try || { tail -3 @OUT@.try; exit 1; }; echo 'atftp: unexpected OACK, started again'; done; exit 1"
-}
+# atftp <file> <blksize> [windowsize]: scripts/atftp-get.sh, which starts atftp again when
+# it aborts on a repeated OACK (counted below).
+atftp_get() { echo "$(dirname "$(readlink -f "$0")")/atftp-get.sh $SERVER $1 @OUT@ $2 ${3:-}"; }
 specs=()
 for _ in $(seq 10); do specs+=("rand300k.bin 512 $(curl_get rand300k.bin)"); done
 for _ in $(seq 4); do specs+=("exact256k.bin 512 tftp -m binary $SERVER -c get exact256k.bin @OUT@"); done
