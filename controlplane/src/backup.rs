@@ -183,10 +183,10 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 /// store errors.
 pub async fn restore(data_dir: &Path, bytes: &[u8]) -> anyhow::Result<Manifest> {
     let (manifest, snap) = decode(bytes).map_err(anyhow::Error::msg)?;
-    if data_dir.join("db").exists() {
+    if STORE_PARTS.iter().any(|p| data_dir.join(p).exists()) {
         anyhow::bail!(
-            "{} already holds a database; restore into an empty data directory, or move its db/ aside first \
-             (bootlane restore --force does that)",
+            "{} already holds a database; restore into an empty data directory, or move its db/ and journal/ \
+             aside first (bootlane restore --force does that)",
             data_dir.display()
         );
     }
@@ -195,6 +195,10 @@ pub async fn restore(data_dir: &Path, bytes: &[u8]) -> anyhow::Result<Manifest> 
     store.load(&snap).await?;
     Ok(manifest)
 }
+
+/// What of a data directory is the store: sled's database and the journals (events,
+/// audit log). A restore writes both anew.
+const STORE_PARTS: [&str; 2] = ["db", "journal"];
 
 /// Arguments of `bootlane backup`.
 #[derive(Debug, clap::Args)]
@@ -287,7 +291,7 @@ async fn restore_inner(args: &RestoreArgs) -> anyhow::Result<String> {
     // Everything is checked before the data directory is touched.
     decode(&bytes).map_err(anyhow::Error::msg)?;
     let mut moved = String::new();
-    if data_dir.join("db").exists() {
+    if STORE_PARTS.iter().any(|p| data_dir.join(p).exists()) {
         if !args.force {
             anyhow::bail!(
                 "{} already holds a database; stop the server and run again with --force to move it aside, \
@@ -302,13 +306,15 @@ async fn restore_inner(args: &RestoreArgs) -> anyhow::Result<String> {
             }
             _ => {}
         }
-        let aside = data_dir.join(format!(
-            "db.before-restore-{}",
-            time::OffsetDateTime::now_utc().unix_timestamp()
-        ));
-        std::fs::rename(data_dir.join("db"), &aside)
-            .map_err(|e| anyhow::anyhow!("cannot move the database aside: {e}"))?;
-        moved = format!("; the previous database is in {}", aside.display());
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        let mut put = Vec::new();
+        for part in STORE_PARTS.iter().filter(|p| data_dir.join(p).exists()) {
+            let aside = data_dir.join(format!("{part}.before-restore-{now}"));
+            std::fs::rename(data_dir.join(part), &aside)
+                .map_err(|e| anyhow::anyhow!("cannot move {part}/ aside: {e}"))?;
+            put.push(aside.display().to_string());
+        }
+        moved = format!("; the previous store is in {}", put.join(" and "));
     }
     let m = restore(&data_dir, &bytes).await?;
     Ok(format!("restored into {}: {}{moved}", data_dir.display(), summary(&m)))

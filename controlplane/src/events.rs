@@ -6,8 +6,10 @@
 //! Publishing is synchronous and never blocks: the event gets the next id (monotonic,
 //! never reused: ids come from the store's id generator), goes into an in-memory ring of
 //! recent events and onto a `tokio::sync::broadcast` channel for live subscribers (SSE),
-//! and is queued for a background writer that persists events in batches (one flush per
-//! batch) and copies write events into the audit table. A slow subscriber lags (the
+//! and is queued for a background writer that appends events in batches (one `fdatasync`
+//! per batch) to the store's `events` journal and copies write events into the
+//! `audit_entries` journal ([`crate::store::journal`]: append-only segment files beside the database, so
+//! memory does not grow with the history, issue 14). A slow subscriber lags (the
 //! broadcast channel drops its oldest unread events and the subscriber is told how many)
 //! but never slows a writer, the DNS path or the DHCP path.
 //!
@@ -33,7 +35,7 @@ use time::OffsetDateTime;
 use tokio::sync::{broadcast, mpsc, watch};
 use utoipa::ToSchema;
 
-use crate::store::{Store, StoreError, Table};
+use crate::store::{journal::Journal, Store, StoreError, Table};
 
 /// `[events]`: retention of the event history and of the audit log.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -251,8 +253,8 @@ pub struct EventBus {
     persist: Option<mpsc::Sender<Arc<Event>>>,
     persisted: watch::Receiver<u64>,
     store: Option<Store>,
-    events: Option<Table<Event>>,
-    audit: Option<Table<AuditEntry>>,
+    events: Option<Journal<Event>>,
+    audit: Option<Journal<AuditEntry>>,
     dropped: AtomicU64,
 }
 
@@ -266,15 +268,19 @@ pub struct Subscription {
 }
 
 impl EventBus {
-    /// A bus persisting into `store`, with a background writer that applies `config`'s
-    /// retention. Must be called inside a tokio runtime.
+    /// A bus persisting into `store`'s `events` and `audit_entries` journals, with a background
+    /// writer that applies `config`'s retention. History kept in the sled trees `events`
+    /// and `audit_entries` by earlier versions is moved into the journals first. Must be
+    /// called inside a tokio runtime.
     ///
     /// # Errors
-    /// Store errors opening the tables.
+    /// Store errors opening the journals or moving the old history.
     pub fn open(store: &Store, config: EventsConfig) -> Result<Arc<Self>, StoreError> {
-        let events: Table<Event> = store.table()?;
-        let audit: Table<AuditEntry> = store.table()?;
-        let last = events.newest_first().next().transpose()?.map_or(0, |e| e.id);
+        let events: Journal<Event> = store.journal(|e: &Event| e.time)?;
+        let audit: Journal<AuditEntry> = store.journal(|a: &AuditEntry| a.timestamp)?;
+        adopt_sled_history(store, &events)?;
+        adopt_sled_history(store, &audit)?;
+        let last = events.last_id();
         let (ptx, prx) = mpsc::channel(PERSIST_QUEUE);
         let (wtx, wrx) = watch::channel(last);
         let bus = Arc::new(Self::build(
@@ -299,8 +305,8 @@ impl EventBus {
         persist: Option<mpsc::Sender<Arc<Event>>>,
         persisted: watch::Receiver<u64>,
         store: Option<Store>,
-        events: Option<Table<Event>>,
-        audit: Option<Table<AuditEntry>>,
+        events: Option<Journal<Event>>,
+        audit: Option<Journal<AuditEntry>>,
         last_id: u64,
     ) -> Self {
         Self {
@@ -393,7 +399,8 @@ impl EventBus {
     }
 
     /// Stored events with an id above `after`, ascending, at most `limit`; falls back to
-    /// the in-memory ring for a bus without a store.
+    /// the in-memory ring for a bus without a store. Reads journal files (blocking, usually
+    /// from the page cache).
     ///
     /// # Errors
     /// Store errors.
@@ -413,7 +420,8 @@ impl EventBus {
         }
     }
 
-    /// Stored events, newest first (the ring for a bus without a store).
+    /// Stored events, newest first (the ring for a bus without a store), decoded one
+    /// journal segment at a time.
     pub fn newest_first(&self) -> Box<dyn Iterator<Item = Result<Event, StoreError>> + '_> {
         match &self.events {
             Some(t) => Box::new(t.newest_first()),
@@ -464,75 +472,68 @@ pub fn audit_entry(e: &Event) -> Option<AuditEntry> {
     })
 }
 
-/// The background writer: batches events into the store, derives audit entries, and
-/// applies retention about once a minute.
+/// Moves history an earlier version kept in `T`'s sled tree into `journal` (once: the
+/// tree is emptied afterwards), so an upgrade keeps the event history and audit log.
+fn adopt_sled_history<T: crate::store::Entity>(store: &Store, journal: &Journal<T>) -> Result<(), StoreError> {
+    let old: Table<T> = store.table()?;
+    if old.is_empty() {
+        return Ok(());
+    }
+    let values = old.list()?;
+    journal.append(&values)?;
+    let n = old.clear()?;
+    tracing::info!("moved {n} values of the sled tree {:?} into the journal", T::TREE);
+    Ok(())
+}
+
+/// The background writer: appends batches of events to the journal, derives audit
+/// entries, and applies retention at start and about once a minute. File work runs on
+/// the blocking pool.
 async fn writer(
     mut rx: mpsc::Receiver<Arc<Event>>,
     persisted: watch::Sender<u64>,
-    events: Table<Event>,
-    audit: Table<AuditEntry>,
+    events: Journal<Event>,
+    audit: Journal<AuditEntry>,
     config: EventsConfig,
 ) {
-    let mut last_prune = tokio::time::Instant::now() - Duration::from_secs(3600);
+    let retain = move |events: Journal<Event>, audit: Journal<AuditEntry>| {
+        let days = |d: u32| time::Duration::days(i64::from(d));
+        if let Err(e) = events.prune(config.retention_count, days(config.retention_days)) {
+            tracing::error!("pruning old events failed: {e}");
+        }
+        if let Err(e) = audit.prune(config.audit_retention_count, days(config.audit_retention_days)) {
+            tracing::error!("pruning old audit entries failed: {e}");
+        }
+    };
+    let (e, a) = (events.clone(), audit.clone());
+    let _ = tokio::task::spawn_blocking(move || retain(e, a)).await;
+    let mut last_prune = tokio::time::Instant::now();
     let mut buf = Vec::with_capacity(512);
     while rx.recv_many(&mut buf, 512).await > 0 {
         let batch: Vec<Event> = buf.drain(..).map(|e| (*e).clone()).collect();
-        let audits: Vec<AuditEntry> = batch.iter().filter_map(audit_entry).collect();
-        if let Err(e) = events.put_many(&batch).await {
-            tracing::error!("storing {} events failed: {e}", batch.len());
-        }
-        if !audits.is_empty() {
-            if let Err(e) = audit.put_many(&audits).await {
-                tracing::error!("storing {} audit entries failed: {e}", audits.len());
+        let last = batch.last().map(|e| e.id);
+        let (e, a) = (events.clone(), audit.clone());
+        let _ = tokio::task::spawn_blocking(move || {
+            let audits: Vec<AuditEntry> = batch.iter().filter_map(audit_entry).collect();
+            if let Err(err) = e.append(&batch) {
+                tracing::error!("storing {} events failed: {err}", batch.len());
             }
-        }
-        if let Some(last) = batch.last() {
-            persisted.send_replace(last.id);
+            if !audits.is_empty() {
+                if let Err(err) = a.append(&audits) {
+                    tracing::error!("storing {} audit entries failed: {err}", audits.len());
+                }
+            }
+        })
+        .await;
+        if let Some(last) = last {
+            persisted.send_replace(last);
         }
         if last_prune.elapsed() >= Duration::from_secs(60) {
             last_prune = tokio::time::Instant::now();
-            if let Err(e) = prune(&events, config.retention_count, config.retention_days, |e| e.time).await {
-                tracing::error!("pruning old events failed: {e}");
-            }
-            if let Err(e) = prune(&audit, config.audit_retention_count, config.audit_retention_days, |a| {
-                a.timestamp
-            })
-            .await
-            {
-                tracing::error!("pruning old audit entries failed: {e}");
-            }
+            let (e, a) = (events.clone(), audit.clone());
+            let _ = tokio::task::spawn_blocking(move || retain(e, a)).await;
         }
     }
-}
-
-/// Removes the oldest values beyond `count` and those older than `days`.
-async fn prune<T: crate::store::Entity>(
-    t: &Table<T>,
-    count: usize,
-    days: u32,
-    time: impl Fn(&T) -> OffsetDateTime,
-) -> Result<usize, StoreError> {
-    let mut removed = 0;
-    let len = t.len();
-    if len > count {
-        if let Some(id) = t.nth_oldest_id(len - count)? {
-            removed += t.remove_below(id).await?;
-        }
-    }
-    let cutoff = OffsetDateTime::now_utc() - time::Duration::days(i64::from(days));
-    let mut first_young = None;
-    for v in t.oldest_first() {
-        let v = v?;
-        if time(&v) >= cutoff {
-            first_young = Some(v.id());
-            break;
-        }
-    }
-    match first_young {
-        Some(id) => removed += t.remove_below(id).await?,
-        None => removed += t.remove_below(u64::MAX).await?,
-    }
-    Ok(removed)
 }
 
 #[cfg(test)]
@@ -621,10 +622,47 @@ mod tests {
         assert_eq!(audit[0].resource_id, "7");
         assert_eq!(audit[0].after["name"], "pc7");
 
-        let t: Table<Event> = store.table().unwrap();
+        let t = bus.events.clone().unwrap();
         assert_eq!(t.len(), 2);
-        assert_eq!(prune(&t, 1, 30, |e| e.time).await.unwrap(), 1);
+        assert_eq!(t.prune(1, time::Duration::days(30)).unwrap(), 1);
         assert_eq!(t.len(), 1);
-        assert_eq!(t.list().unwrap()[0].kind, "dhcp.lease.granted");
+        assert_eq!(bus.after(0, 10).unwrap()[0].kind, "dhcp.lease.granted");
+    }
+
+    #[tokio::test]
+    async fn history_in_the_old_sled_trees_moves_into_the_journals() {
+        let store = Store::temporary();
+        let old: Table<Event> = store.table().unwrap();
+        let mut e = (*EventBus::in_memory().publish(NewEvent::new("host.created", "old"))).clone();
+        e.id = 41;
+        old.put(&e).await.unwrap();
+        let bus = EventBus::open(&store, EventsConfig::default()).unwrap();
+        assert!(old.is_empty(), "the sled tree is emptied");
+        assert_eq!(bus.after(0, 10).unwrap(), vec![e]);
+        assert!(
+            bus.publish(NewEvent::new("x", "new")).id > 41,
+            "ids go on above the old ones"
+        );
+        bus.settle().await;
+        drop(bus);
+        let bus = EventBus::open(&store, EventsConfig::default()).unwrap();
+        assert_eq!(bus.after(0, 10).unwrap().len(), 2, "moved once, not twice");
+
+        // A backup carries the journal as the tree `events`; restored, it is moved back.
+        let snap = store.snapshot().await.unwrap();
+        let (_, pairs) = snap.trees.iter().find(|(n, _)| n == "events").unwrap();
+        assert_eq!(pairs.len(), 2);
+        assert_eq!(pairs[0].0, 41u64.to_be_bytes().to_vec());
+        let restored = Store::temporary();
+        restored.load(&snap).await.unwrap();
+        let bus = EventBus::open(&restored, EventsConfig::default()).unwrap();
+        assert_eq!(bus.after(0, 10).unwrap()[0].summary, "old");
+        let without_ids = |s: crate::store::Snapshot| {
+            s.trees
+                .into_iter()
+                .filter(|(n, _)| n != crate::store::ID_TREE)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(without_ids(restored.snapshot().await.unwrap()), without_ids(snap));
     }
 }

@@ -81,6 +81,7 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     // Before any service starts, so their first counters are not lost.
     metrics::install();
+    tokio::spawn(metrics::upkeep(token.clone()));
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
     let store = store::Store::open_with(&config.data_dir, &config.store)

@@ -195,6 +195,23 @@ pub fn render() -> String {
     handle.render()
 }
 
+/// How often [`upkeep`] drains histogram samples (5 s).
+pub const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Drains histogram samples into their buckets every [`UPKEEP_EVERY`] until `token`
+/// fires. The recorder keeps every sample until a render or an upkeep drains it, so a
+/// server nobody scrapes would otherwise hold one sample per API request forever.
+pub async fn upkeep(token: tokio_util::sync::CancellationToken) {
+    let handle = install();
+    let mut tick = tokio::time::interval(UPKEEP_EVERY);
+    loop {
+        tokio::select! {
+            _ = token.cancelled() => return,
+            _ = tick.tick() => handle.run_upkeep(),
+        }
+    }
+}
+
 /// `[metrics]`: who may scrape `GET /api/v1/metrics` besides a logged-in session.
 /// Prometheus scrapes with a static config, so it gets a bearer token (or the endpoint
 /// is made public explicitly).

@@ -1,10 +1,14 @@
 //! DNS transport: binds UDP and TCP sockets for a listen list and port, and runs the
 //! receive loops that feed [`DnsHandler`]. Several UDP sockets per address share the
-//! port through `SO_REUSEPORT` (one receive loop per core), each moving queries and
-//! answers in batches of up to 32 with `recvmmsg`/`sendmmsg` ([`mmsg`]); TCP follows RFC 7766
+//! port through `SO_REUSEPORT` (one per core), each served by a thread of its own that
+//! sleeps in `recvmmsg` and moves queries and answers in batches of up to 32
+//! (`recvmmsg`/`sendmmsg`, [`mmsg`]): no event loop between socket and handler, so a
+//! query costs no epoll round and no hand-over between runtime threads (issue 14).
+//! Forwarded queries continue on the tokio runtime. TCP follows RFC 7766
 //! (length-prefixed messages, several per connection, idle timeout). Sockets are bound by
 //! [`bind`] before anything is torn down, so a live rebind that fails leaves the old
-//! sockets serving. Every task stops when its cancellation token fires.
+//! sockets serving. Every task and thread stops when its cancellation token fires (a UDP
+//! thread is woken by `shutdown(SHUT_RD)` on its socket).
 
 use std::{
     io,
@@ -16,7 +20,7 @@ use std::{
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
-    net::{TcpListener, TcpStream, UdpSocket},
+    net::{TcpListener, TcpStream},
     sync::Semaphore,
 };
 use tokio_util::sync::CancellationToken;
@@ -28,6 +32,9 @@ use crate::net::mmsg::{self, RecvBatch};
 pub const TCP_IDLE: Duration = Duration::from_secs(10);
 /// Most concurrent TCP connections.
 pub const MAX_TCP_CONNS: usize = 512;
+/// How long a UDP thread sleeps in `recvmmsg` before it looks at its cancellation token
+/// again (a fallback: cancelling wakes it at once).
+pub const UDP_WAKE: Duration = Duration::from_secs(1);
 
 /// Sockets bound for one (listen list, port) setting.
 pub struct Bound {
@@ -85,14 +92,33 @@ pub fn bind(listen: &[IpAddr], port: u16, workers: usize) -> io::Result<Bound> {
     Ok(out)
 }
 
-/// Starts the receive loops for `bound` on the current tokio runtime.
+/// Starts a thread per UDP socket of `bound` and the TCP accept loops on the current
+/// tokio runtime (which also runs forwarded queries).
 ///
 /// # Errors
-/// When a socket cannot be registered with tokio.
+/// When a socket cannot be made blocking or registered with tokio, or a thread cannot
+/// be started.
 pub fn spawn(bound: Bound, handler: DnsHandler, token: CancellationToken) -> io::Result<()> {
+    let rt = tokio::runtime::Handle::current();
     for s in bound.udp {
-        let sock = Arc::new(UdpSocket::from_std(s)?);
-        tokio::spawn(udp_loop(sock, handler.clone(), token.clone()));
+        s.set_nonblocking(false)?;
+        s.set_read_timeout(Some(UDP_WAKE))?;
+        let sock = Arc::new(s);
+        let (h, t, r, sk) = (handler.clone(), token.clone(), rt.clone(), sock.clone());
+        std::thread::Builder::new()
+            .name("bootlane-dns-udp".into())
+            .spawn(move || udp_thread(&sk, &h, &t, &r))?;
+        // Wakes the thread when the token fires (Linux answers ENOTCONN for an unconnected
+        // UDP socket and wakes its readers all the same); holding a clone keeps the
+        // descriptor open (and its number not reused) until the shutdown is done.
+        let t = token.clone();
+        tokio::spawn(async move {
+            t.cancelled().await;
+            let _ = nix::sys::socket::shutdown(
+                std::os::fd::AsRawFd::as_raw_fd(&*sock),
+                nix::sys::socket::Shutdown::Read,
+            );
+        });
     }
     let conns = Arc::new(Semaphore::new(MAX_TCP_CONNS));
     for l in bound.tcp {
@@ -102,17 +128,30 @@ pub fn spawn(bound: Bound, handler: DnsHandler, token: CancellationToken) -> io:
     Ok(())
 }
 
-async fn udp_loop(sock: Arc<UdpSocket>, handler: DnsHandler, token: CancellationToken) {
+/// One UDP socket's thread: receive a batch, answer each query, send the answers in one
+/// batch; forwarded queries are completed on the runtime `rt` and answered from there.
+fn udp_thread(
+    sock: &Arc<std::net::UdpSocket>,
+    handler: &DnsHandler,
+    token: &CancellationToken,
+    rt: &tokio::runtime::Handle,
+) {
+    // The handler may spawn tasks (events, statistics): give it the runtime's context.
+    let _rt = rt.enter();
     let mut batch = RecvBatch::new();
     let mut replies: Vec<(Vec<u8>, SocketAddr)> = Vec::with_capacity(mmsg::BATCH);
-    loop {
-        let n = tokio::select! {
-            _ = token.cancelled() => return,
-            r = batch.recv(&sock) => match r {
-                Ok(n) => n,
-                Err(e) => { tracing::debug!("DNS UDP receive error: {e}"); continue; }
-            },
+    while !token.is_cancelled() {
+        let n = match batch.recv(sock) {
+            Ok(n) => n,
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => continue,
+            Err(e) => {
+                tracing::debug!("DNS UDP receive error: {e}");
+                continue;
+            }
         };
+        if token.is_cancelled() {
+            return;
+        }
         replies.clear();
         for i in 0..n {
             let (query, peer) = batch.get(i);
@@ -128,16 +167,16 @@ async fn udp_loop(sock: Arc<UdpSocket>, handler: DnsHandler, token: Cancellation
                 Outcome::Reply(out) => replies.push((out, peer)),
                 Outcome::Forward(job) => {
                     let (h, s) = (handler.clone(), sock.clone());
-                    tokio::spawn(async move {
+                    rt.spawn(async move {
                         if let Some(out) = h.complete(job).await {
-                            let _ = s.send_to(&out, peer).await;
+                            let _ = mmsg::send_nowait(&s, &out, peer);
                         }
                     });
                 }
                 Outcome::Drop => {}
             }
         }
-        mmsg::send_batch(&sock, &replies).await;
+        mmsg::send_batch(sock, &replies);
     }
 }
 

@@ -1,18 +1,19 @@
-//! Batched UDP I/O on a tokio [`UdpSocket`]: `recvmmsg(2)` and `sendmmsg(2)` (through the
-//! `nix` crate) move up to [`BATCH`] datagrams per system call and per readiness wake-up,
-//! where `recv_from`/`send_to` move one. Used by the userspace DNS server's UDP loops
-//! (issue 14, "batching with recvmmsg/sendmmsg"), whose queries and answers are small
-//! and arrive in bursts under load; at low load a batch is one datagram and costs what a
-//! `recv_from` did.
+//! Batched UDP I/O on a blocking [`UdpSocket`]: `recvmmsg(2)` and `sendmmsg(2)` (through
+//! the `nix` crate) move up to [`BATCH`] datagrams per system call, where
+//! `recv_from`/`send_to` move one. Used by the userspace DNS server's UDP threads (issue
+//! 14, "batching with recvmmsg/sendmmsg"), whose queries and answers are small and arrive
+//! in bursts under load: a receive sleeps in the kernel until the first datagram
+//! (`MSG_WAITFORONE`) and then takes whatever else is queued, so at low load a batch is one
+//! datagram and costs what a `recv_from` did, and no event loop sits between the socket
+//! and the thread.
 
 use std::{
     io::{self, IoSlice, IoSliceMut},
-    net::{SocketAddr, SocketAddrV4, SocketAddrV6},
+    net::{SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket},
     os::fd::AsRawFd,
 };
 
-use nix::sys::socket::{recvmmsg, sendmmsg, ControlMessage, MsgFlags, MultiHeaders, SockaddrStorage};
-use tokio::{io::Interest, net::UdpSocket};
+use nix::sys::socket::{recvmmsg, sendmmsg, sendto, ControlMessage, MsgFlags, MultiHeaders, SockaddrStorage};
 
 /// Most datagrams moved by one `recvmmsg`/`sendmmsg` call.
 pub const BATCH: usize = 32;
@@ -47,25 +48,17 @@ impl RecvBatch {
         }
     }
 
-    /// Waits until `sock` is readable, then receives every queued datagram up to
-    /// [`BATCH`] in one `recvmmsg` call. Returns how many were received (at least 1);
-    /// read them with [`RecvBatch::get`]. Cancel-safe: nothing is received until the
-    /// socket is ready, and the receive itself does not wait.
+    /// Receives up to [`BATCH`] datagrams from `sock` in one `recvmmsg` call: a blocking
+    /// socket sleeps until the first one arrives (at most its `SO_RCVTIMEO`), then the call
+    /// takes every datagram already queued without waiting more (`MSG_WAITFORONE`).
+    /// Returns how many were received; read them with [`RecvBatch::get`]. 0 after
+    /// `shutdown(SHUT_RD)` (how a receiving thread is woken to stop).
     ///
     /// # Errors
-    /// The socket's error (e.g. `ECONNREFUSED` after an ICMP error); the caller keeps
-    /// receiving.
-    pub async fn recv(&mut self, sock: &UdpSocket) -> io::Result<usize> {
-        loop {
-            sock.readable().await?;
-            match sock.try_io(Interest::READABLE, || self.recv_now(sock)) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                r => return r,
-            }
-        }
-    }
-
-    fn recv_now(&mut self, sock: &UdpSocket) -> io::Result<usize> {
+    /// `WouldBlock` when the timeout passed with nothing received (or a non-blocking
+    /// socket had nothing); the socket's error (e.g. `ECONNREFUSED` after an ICMP error).
+    /// The caller keeps receiving.
+    pub fn recv(&mut self, sock: &UdpSocket) -> io::Result<usize> {
         let Self {
             bufs,
             lens,
@@ -81,7 +74,7 @@ impl RecvBatch {
             sock.as_raw_fd(),
             &mut hdrs,
             iovs.iter_mut(),
-            MsgFlags::MSG_DONTWAIT,
+            MsgFlags::MSG_WAITFORONE,
             None,
         )?;
         for m in got {
@@ -120,18 +113,15 @@ fn std_addr(a: &SockaddrStorage) -> Option<SocketAddr> {
 }
 
 /// Sends every `(datagram, destination)` of `out` with as few `sendmmsg` calls as the
-/// socket allows, waiting for writability when its buffer is full. A datagram the kernel
-/// refuses (e.g. `EHOSTUNREACH`, `EPERM` from a firewall) is skipped and the rest are
-/// still sent, as a lost UDP answer would be; returns how many were refused.
-pub async fn send_batch(sock: &UdpSocket, out: &[(Vec<u8>, SocketAddr)]) -> usize {
+/// socket allows (a blocking socket waits while its send buffer is full). A datagram the
+/// kernel refuses (e.g. `EHOSTUNREACH`, `EPERM` from a firewall) is skipped and the rest
+/// are still sent, as a lost UDP answer would be; returns how many were refused.
+pub fn send_batch(sock: &UdpSocket, out: &[(Vec<u8>, SocketAddr)]) -> usize {
     let (mut sent, mut refused) = (0, 0);
     while sent < out.len() {
-        if sock.writable().await.is_err() {
-            return refused + out.len() - sent;
-        }
-        match sock.try_io(Interest::WRITABLE, || send_now(sock, &out[sent..])) {
+        match send_now(sock, &out[sent..]) {
             Ok(n) => sent += n.max(1),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
             Err(e) => {
                 tracing::debug!("UDP send to {} failed: {e}", out[sent].1);
                 sent += 1;
@@ -152,26 +142,46 @@ fn send_now(sock: &UdpSocket, out: &[(Vec<u8>, SocketAddr)]) -> io::Result<usize
     Ok(done.count())
 }
 
+/// Sends one datagram without ever waiting (`MSG_DONTWAIT`), from async code holding a
+/// blocking socket: a full send buffer drops it, as UDP may.
+///
+/// # Errors
+/// The kernel's refusal, `WouldBlock` included.
+pub fn send_nowait(sock: &UdpSocket, buf: &[u8], to: SocketAddr) -> io::Result<usize> {
+    Ok(sendto(
+        sock.as_raw_fd(),
+        buf,
+        &SockaddrStorage::from(to),
+        MsgFlags::MSG_DONTWAIT,
+    )?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn bound() -> UdpSocket {
+        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+        s
+    }
+
     /// A burst of datagrams from two peers is received in one batch with the right
     /// sources, and a batch of answers reaches each peer in order.
-    #[tokio::test]
-    async fn a_burst_is_received_and_answered_in_batches() {
-        let server = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    #[test]
+    fn a_burst_is_received_and_answered_in_batches() {
+        let server = bound();
         let to = server.local_addr().unwrap();
-        let a = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-        let b = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let a = bound();
+        let b = bound();
         for i in 0..10u8 {
-            a.send_to(&[b'a', i], to).await.unwrap();
-            b.send_to(&[b'b', i], to).await.unwrap();
+            a.send_to(&[b'a', i], to).unwrap();
+            b.send_to(&[b'b', i], to).unwrap();
         }
         let mut batch = RecvBatch::new();
         let mut seen = Vec::new();
         while seen.len() < 20 {
-            let n = batch.recv(&server).await.unwrap();
+            let n = batch.recv(&server).unwrap();
             assert!(n >= 1);
             for i in 0..n {
                 let (bytes, peer) = batch.get(i);
@@ -186,40 +196,56 @@ mod tests {
             }
         }
         let out: Vec<(Vec<u8>, SocketAddr)> = seen.iter().map(|(m, p)| ([m.as_slice(), b"!"].concat(), *p)).collect();
-        assert_eq!(send_batch(&server, &out).await, 0);
+        assert_eq!(send_batch(&server, &out), 0);
         let mut buf = [0u8; 8];
         for i in 0..10u8 {
-            let n = a.recv(&mut buf).await.unwrap();
+            let n = a.recv(&mut buf).unwrap();
             assert_eq!(&buf[..n], &[b'a', i, b'!']);
-            let n = b.recv(&mut buf).await.unwrap();
+            let n = b.recv(&mut buf).unwrap();
             assert_eq!(&buf[..n], &[b'b', i, b'!']);
         }
     }
 
     /// A datagram longer than the buffer is flagged, not passed off as whole.
-    #[tokio::test]
-    async fn an_oversized_datagram_is_flagged_truncated() {
-        let server = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-        let c = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    #[test]
+    fn an_oversized_datagram_is_flagged_truncated() {
+        let server = bound();
+        let c = bound();
         c.send_to(&vec![7u8; MAX_DATAGRAM + 100], server.local_addr().unwrap())
-            .await
             .unwrap();
         let mut batch = RecvBatch::new();
-        assert_eq!(batch.recv(&server).await.unwrap(), 1);
+        assert_eq!(batch.recv(&server).unwrap(), 1);
         assert!(batch.truncated(0));
         assert_eq!(batch.get(0).0.len(), MAX_DATAGRAM);
     }
 
     /// A refused destination is skipped and the datagrams after it still go out.
-    #[tokio::test]
-    async fn a_refused_datagram_does_not_stop_the_batch() {
-        let server = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-        let c = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    #[test]
+    fn a_refused_datagram_does_not_stop_the_batch() {
+        let server = bound();
+        let c = bound();
         let bad: SocketAddr = "[::1]:53".parse().unwrap(); // an IPv6 peer on an IPv4 socket: EAFNOSUPPORT
         let out = vec![(b"x".to_vec(), bad), (b"y".to_vec(), c.local_addr().unwrap())];
-        assert_eq!(send_batch(&server, &out).await, 1);
+        assert_eq!(send_batch(&server, &out), 1);
         let mut buf = [0u8; 4];
-        let n = c.recv(&mut buf).await.unwrap();
+        let n = c.recv(&mut buf).unwrap();
         assert_eq!(&buf[..n], b"y");
+    }
+
+    /// A thread asleep in [`RecvBatch::recv`] wakes at once on `shutdown(SHUT_RD)` (how
+    /// the DNS server stops its UDP threads), long before its receive timeout.
+    #[test]
+    fn shutdown_wakes_a_blocked_receive() {
+        let server = std::sync::Arc::new(bound());
+        let s = server.clone();
+        let t0 = std::time::Instant::now();
+        let waiter = std::thread::spawn(move || RecvBatch::new().recv(&s).map_err(|e| e.kind()));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        // Linux answers ENOTCONN for an unconnected UDP socket, and wakes its readers all
+        // the same (inet_shutdown).
+        let _ = nix::sys::socket::shutdown(server.as_raw_fd(), nix::sys::socket::Shutdown::Read);
+        let got = waiter.join().unwrap();
+        assert!(t0.elapsed() < std::time::Duration::from_secs(4), "woken, not timed out");
+        assert_ne!(got, Err(io::ErrorKind::WouldBlock), "{got:?}");
     }
 }

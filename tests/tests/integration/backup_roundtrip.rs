@@ -138,7 +138,7 @@ fn backup_while_running_then_restore_brings_everything_back() {
     assert!(!ok && out.contains("damaged or incomplete"), "{out}");
     let (ok, out) = run(&srv, &format!("restore {} --config {cfg} --force", file.display()), "");
     assert!(ok, "restore failed: {out}");
-    assert!(out.contains("previous database is in"), "{out}");
+    assert!(out.contains("previous store is in"), "{out}");
 
     // 5. Everything from the backup is back.
     s.spawn();
@@ -155,6 +155,9 @@ fn backup_while_running_then_restore_brings_everything_back() {
     );
     let leases = data(&s, "GET", "/leases", None);
     assert!(leases.to_string().contains(&leased), "lease {leased} in {leases}");
+    // The event history (a journal beside the database) came back too.
+    let events = data(&s, "GET", "/events?kind=host.created", None);
+    assert!(events.to_string().contains("keep1"), "{events}");
     let (code, _) = s.api(
         "POST",
         "/auth/login",

@@ -9,9 +9,18 @@
 //! or not at all (sled's multi-tree transactions underneath; no sled type appears in this
 //! module's public interface, so another backend can implement the same contract).
 //!
+//! Histories that only grow at one end (events, audit) are not sled trees but
+//! [`journal::Journal`]s in `<data_dir>/journal/`, opened through [`Store::journal`].
+//!
 //! Global state: none besides the open sled database held by [`Store`].
 
-use std::{marker::PhantomData, path::Path, sync::Arc};
+pub mod journal;
+
+use std::{
+    marker::PhantomData,
+    path::{Path, PathBuf},
+    sync::Arc,
+};
 
 use serde::{de::DeserializeOwned, Serialize};
 
@@ -188,11 +197,13 @@ pub(crate) use entity;
 pub struct Store {
     db: sled::Db,
     gate: Gate,
+    /// Where [`Store::journal`] keeps its journals (`<data_dir>/journal`).
+    journals: PathBuf,
     // Keeps a temporary directory alive for the life of a test store.
     _temp: Option<Arc<TempDirGuard>>,
 }
 
-struct TempDirGuard(std::path::PathBuf);
+struct TempDirGuard(PathBuf);
 impl Drop for TempDirGuard {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
@@ -203,9 +214,9 @@ impl Drop for TempDirGuard {
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreConfig {
-    /// Most memory sled's page cache may hold, in MiB (sled's own default is 1024). The
-    /// cache is what the server's RSS grows by as events and audit entries accumulate up
-    /// to their retention; pages beyond it are read from disk. Default 64; at least 8.
+    /// Most memory sled's page cache may hold, in MiB (sled's own default is 1024): a
+    /// guard against sled's default, pages beyond it are read from disk. Default 64; at
+    /// least 8. (The event history and audit log are journals, not sled pages.)
     pub cache_mb: u64,
 }
 
@@ -269,6 +280,7 @@ impl Store {
         Ok(Self {
             db,
             gate: Gate::default(),
+            journals: data_dir.join("journal"),
             _temp: None,
         })
     }
@@ -283,10 +295,14 @@ impl Store {
             std::process::id(),
             rand::random::<u64>()
         ));
-        let db = sled::Config::new().path(&dir).open().expect("temporary sled database");
+        let db = sled::Config::new()
+            .path(dir.join("db"))
+            .open()
+            .expect("temporary sled database");
         Self {
             db,
             gate: Gate::default(),
+            journals: dir.join("journal"),
             _temp: Some(Arc::new(TempDirGuard(dir))),
         }
     }
@@ -302,6 +318,17 @@ impl Store {
             gate: self.gate.clone(),
             _t: PhantomData,
         })
+    }
+
+    /// The journal of `T` values (the directory `<data_dir>/journal/<T::TREE>`), `time`
+    /// giving a value's age for retention. [`Store::snapshot`] carries it as the tree
+    /// `T::TREE`, and [`Store::load`] writes that into sled, from where the journal's owner
+    /// moves it back on start (see [`crate::events::EventBus::open`]).
+    ///
+    /// # Errors
+    /// I/O errors creating or reading the directory.
+    pub fn journal<T: Entity>(&self, time: fn(&T) -> time::OffsetDateTime) -> Result<journal::Journal<T>> {
+        journal::Journal::open(&self.journals.join(T::TREE), time)
     }
 
     /// A key-value tree for singleton documents (settings) and small indexes.
@@ -369,6 +396,22 @@ impl Store {
                 .collect::<Result<Vec<_>, _>>()?;
             trees.push((String::from_utf8_lossy(&name).into_owned(), pairs));
         }
+        // Journals, as trees of the same name (merged with a leftover sled tree of it).
+        if let Ok(dirs) = std::fs::read_dir(&self.journals) {
+            for d in dirs.flatten().filter(|d| d.path().is_dir()) {
+                let name = d.file_name().to_string_lossy().into_owned();
+                let pairs = journal::raw_pairs(&d.path())?;
+                match trees.iter_mut().find(|(n, _)| *n == name) {
+                    Some((_, p)) => {
+                        p.extend(pairs);
+                        p.sort();
+                        p.dedup_by(|a, b| a.0 == b.0);
+                    }
+                    None => trees.push((name, pairs)),
+                }
+            }
+        }
+        trees.sort_by(|a, b| a.0.cmp(&b.0));
         // The id generator is not a tree: keep it ahead of every restored id.
         trees.push((
             ID_TREE.into(),
@@ -638,6 +681,16 @@ impl<T: Entity> Table<T> {
             }
             None => Ok(None),
         }
+    }
+
+    /// Removes every value at once (sync; no flush). Returns how many there were.
+    ///
+    /// # Errors
+    /// sled errors.
+    pub fn clear(&self) -> Result<usize> {
+        let n = self.tree.len();
+        self.tree.clear()?;
+        Ok(n)
     }
 
     /// Number of stored values.
