@@ -20,6 +20,7 @@ pub mod install;
 pub mod inventory;
 pub mod logging;
 pub mod media;
+pub mod memory;
 pub mod metrics;
 pub mod net;
 pub mod netboot;
@@ -82,6 +83,7 @@ pub async fn run(
     // Before any service starts, so their first counters are not lost.
     metrics::install();
     tokio::spawn(metrics::upkeep(token.clone()));
+    tokio::spawn(memory::trim_every(memory::TRIM_EVERY, token.clone()));
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
     let store = store::Store::open_with(&config.data_dir, &config.store)
