@@ -18,7 +18,7 @@
 
 use std::{
     fs::{File, OpenOptions},
-    io::{Read, Seek, SeekFrom, Write},
+    io::{Read, Write},
     marker::PhantomData,
     path::{Path, PathBuf},
     sync::{Arc, Mutex, RwLock},
@@ -153,8 +153,8 @@ pub fn raw_pairs(dir: &Path) -> Result<super::Pairs> {
 
 impl<T: Entity> Journal<T> {
     /// Opens (or creates) the journal in `dir`. `time` gives a value's timestamp (for
-    /// retention by age). Reads each segment's name and last line only; cuts a torn last
-    /// line off the newest segment.
+    /// retention by age). Reads each segment once, counting its lines and decoding only
+    /// its last one; cuts a torn last line off the newest segment.
     ///
     /// # Errors
     /// [`StoreError::Io`] when the directory cannot be created or read.
@@ -219,8 +219,8 @@ impl<T: Entity> Journal<T> {
     /// syncs the file before returning. Blocking: call from a blocking context.
     ///
     /// # Errors
-    /// Codec or I/O errors; on error the values may be partly written, never torn
-    /// mid-line for readers.
+    /// Codec or I/O errors; on a failed write or sync the file is cut back to its length
+    /// before the call, so a later append never lands behind half a line.
     pub fn append(&self, values: &[T]) -> Result<()> {
         let mut active = self.active.lock().expect("journal writer lock");
         let mut last_id = self.last_id();
@@ -257,10 +257,17 @@ impl<T: Entity> Journal<T> {
             *active = Some(f);
         }
         let f = active.as_mut().expect("set above");
-        f.seek(SeekFrom::End(0))
-            .and_then(|_| f.write_all(&pending))
-            .and_then(|()| f.sync_data())
-            .map_err(io_err(format!("appending to {}", path.display())))?;
+        let before = f
+            .metadata()
+            .map_err(io_err(format!("reading {}", path.display())))?
+            .len();
+        if let Err(e) = f.write_all(&pending).and_then(|()| f.sync_data()) {
+            let _ = f.set_len(before);
+            return Err(StoreError::Io {
+                what: format!("appending to {}", path.display()),
+                source: e,
+            });
+        }
         if start_new {
             // Make the new file's name durable too.
             if let Ok(d) = File::open(&self.dir) {
