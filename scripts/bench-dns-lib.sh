@@ -4,8 +4,9 @@
 # 10.<i/250>.<i%250>.1 and a shuffled query file, starts Bootlane (XDP off, DNS on
 # 10.77.0.1:5301, API on 127.0.0.1:8080 inside the server namespace), logs in (the session
 # cookie is left in $work/cookie) and creates the records through the API.
-# `dnsperf_run <port>` prints "qps answered% noerror%" for one $DURATION s dnsperf run
-# (-c 10 -T 1) from the client namespace; `median` reads numbers and prints their median.
+# `dnsperf_run <port> [outstanding]` prints "qps answered% noerror%" for one $DURATION s
+# dnsperf run from the client namespace ($DNSPERF_OPTS, default -c 20 -T 2: twenty
+# sockets on two threads, so the client is not the limit; -q outstanding, default 200); `median` reads numbers and prints their median.
 # Everything started is recorded in pids[] and killed, and the namespaces deleted, on exit.
 DURATION=${DURATION:-8}
 RUNS=${RUNS:-3}
@@ -83,7 +84,7 @@ dns_sanity() { # dns_sanity <port>: host7 must resolve
 }
 
 dnsperf_run() { # dnsperf_run <port> -> "qps answered% noerror%"
-  ip netns exec "$CLI" dnsperf -s 10.77.0.1 -p "$1" -d "$work/queries" -c 10 -T 1 -q 200 -l "$DURATION" 2>&1 |
+  ip netns exec "$CLI" dnsperf -s 10.77.0.1 -p "$1" -d "$work/queries" ${DNSPERF_OPTS:--c 20 -T 2} -q "${2:-200}" -l "$DURATION" 2>&1 |
     awk '/Queries completed:/ {c=$3} /Queries sent:/ {s=$3} /Response codes:/ {for (i = 1; i <= NF; i++) if ($i == "NOERROR") {p = $(i + 2); gsub(/[()%,]/, "", p); n = p}} /Queries per second:/ {q=$4}
          END {printf "%d %.2f %.2f\n", q, (s ? 100 * c / s : 0), n}'
 }

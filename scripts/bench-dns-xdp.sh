@@ -342,4 +342,5 @@ if have_ref; then
   echo "| Bootlane, XDP fast path (native) | ${sat[xdp_native_napi]:-}${score[xdp_native_napi]}$(bound xdp_native_napi ceiling_napi) | ${nspp[xdp_native_napi]} | $(ratio "${score[xdp_native_napi]}" "${score[minimal_napi]}") (goal >= 0.90x) |"
 fi
 echo
-echo "XDP_PASS fall-through cost on the userspace path: $cost (goal < 10 %); runtime $(( $(date +%s) - T0 )) s."
+xdp_rows && echo "XDP_PASS fall-through cost on the userspace path: $cost (goal < 10 %)."
+echo "Runtime $(( $(date +%s) - T0 )) s."

@@ -35,6 +35,15 @@ pub const MAX_TCP_CONNS: usize = 512;
 /// How long a UDP thread sleeps in `recvmmsg` before it looks at its cancellation token
 /// again (a fallback: cancelling wakes it at once).
 pub const UDP_WAKE: Duration = Duration::from_secs(1);
+/// Receive buffer asked for each UDP socket, in bytes (the kernel doubles it for its own
+/// bookkeeping). Linux's default (`net.core.rmem_default`, 208 KiB) holds about 900
+/// queries: a burst from many resolvers at once overflows it and the kernel drops the
+/// rest silently. Set with `SO_RCVBUFFORCE` when the process may (root or
+/// `CAP_NET_ADMIN`), else with `SO_RCVBUF` (capped at `net.core.rmem_max`).
+pub const UDP_RCVBUF: usize = 4 << 20;
+/// Send buffer asked for each UDP socket, in bytes (same rules as [`UDP_RCVBUF`]): a full
+/// send buffer drops a forwarded answer, which is sent without waiting.
+pub const UDP_SNDBUF: usize = 1 << 20;
 
 /// Sockets bound for one (listen list, port) setting.
 pub struct Bound {
@@ -53,8 +62,24 @@ fn socket(addr: SocketAddr, ty: Type, proto: Protocol) -> io::Result<Socket> {
     s.set_reuse_address(true)?;
     s.set_reuse_port(true)?;
     s.set_nonblocking(true)?;
+    if ty == Type::DGRAM {
+        size_buffers(&s);
+    }
     s.bind(&addr.into())?;
     Ok(s)
+}
+
+/// Sizes a UDP socket's buffers to [`UDP_RCVBUF`] and [`UDP_SNDBUF`]: forced past the
+/// system's maximum when the process may, else as large as the maximum allows. Never
+/// fails: a smaller buffer only means drops under bursts.
+fn size_buffers(s: &Socket) {
+    use nix::sys::socket::{setsockopt, sockopt};
+    if setsockopt(s, sockopt::RcvBufForce, &UDP_RCVBUF).is_err() {
+        let _ = s.set_recv_buffer_size(UDP_RCVBUF);
+    }
+    if setsockopt(s, sockopt::SndBufForce, &UDP_SNDBUF).is_err() {
+        let _ = s.set_send_buffer_size(UDP_SNDBUF);
+    }
 }
 
 /// Binds UDP (`workers` sockets per address) and TCP on every address of `listen` at
@@ -225,6 +250,28 @@ async fn tcp_conn(mut s: TcpStream, peer: IpAddr, handler: DnsHandler) {
         framed.extend_from_slice(&out);
         if s.write_all(&framed).await.is_err() {
             return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn udp_sockets_get_large_buffers() {
+        let bound = bind(&["127.0.0.1".parse().unwrap()], 0, 2).unwrap();
+        assert_eq!(bound.udp.len(), 2);
+        for s in &bound.udp {
+            let s = socket2::SockRef::from(s);
+            let (rcv, snd) = (s.recv_buffer_size().unwrap(), s.send_buffer_size().unwrap());
+            if nix::unistd::geteuid().is_root() {
+                // Forced: the kernel reports twice the size asked.
+                assert!(rcv >= UDP_RCVBUF, "receive buffer {rcv}");
+                assert!(snd >= UDP_SNDBUF, "send buffer {snd}");
+            } else {
+                assert!(rcv > 0 && snd > 0);
+            }
         }
     }
 }
