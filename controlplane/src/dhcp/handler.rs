@@ -776,9 +776,16 @@ impl BootHandler {
 
 impl DhcpHandler for BootHandler {
     async fn commit(&self) -> bool {
-        match self.leases.lock().await.commit().await {
+        // The flush runs without the lease lock: other interfaces' requests and the API
+        // go on meanwhile (their writes may land in this flush too, which only makes them
+        // durable sooner).
+        let Some(table) = self.leases.lock().await.begin_commit() else {
+            return true;
+        };
+        match table.flush().await {
             Ok(()) => true,
             Err(e) => {
+                self.leases.lock().await.commit_failed();
                 tracing::error!("flushing DHCP leases failed; this batch's DHCPACKs are not sent: {e}");
                 false
             }

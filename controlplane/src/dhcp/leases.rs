@@ -9,8 +9,9 @@
 //! Group commit (issue 14): with [`LeaseDb::set_group_commit`] on, the leases
 //! [`LeaseDb::bind`] writes are atomic and visible at once but flushed by
 //! [`LeaseDb::commit`], which the DHCP receive loop calls once per batch of requests
-//! before it sends any reply: every acknowledged lease is on disk, at one `fsync` per
-//! batch instead of one per lease. Every other write (releases, declines, the API's
+//! before it sends any of that batch's replies: every acknowledged lease is on disk, at
+//! one `fsync` per batch instead of one per lease. The flush runs without the lease lock
+//! ([`LeaseDb::begin_commit`]), so other sockets and the API are not held up by the disk. Every other write (releases, declines, the API's
 //! deletes) is flushed at once as before.
 //!
 //! Global state: none; the handler owns one [`LeaseDb`] behind a mutex.
@@ -119,11 +120,31 @@ impl LeaseDb {
     /// # Errors
     /// Store errors: then nothing written since the last commit may be acknowledged.
     pub async fn commit(&mut self) -> Result<(), StoreError> {
-        if let (true, Some(t)) = (self.dirty, &self.table) {
-            t.flush().await?;
+        if let Some(t) = self.begin_commit() {
+            if let Err(e) = t.flush().await {
+                self.commit_failed();
+                return Err(e);
+            }
         }
-        self.dirty = false;
         Ok(())
+    }
+
+    /// The first half of [`LeaseDb::commit`], for a caller that flushes without holding
+    /// the lease lock (the DHCP handler: requests on other interfaces and the API's lease
+    /// reads go on while the disk works): the
+    /// table to flush when writes are pending, `None` when nothing is. The pending flag is
+    /// cleared; call [`LeaseDb::commit_failed`] when the flush fails, so the next commit
+    /// flushes again.
+    pub fn begin_commit(&mut self) -> Option<Table<Lease>> {
+        let t = self.table.clone().filter(|_| self.dirty);
+        self.dirty = false;
+        t
+    }
+
+    /// Marks the writes as pending again after a failed flush (see
+    /// [`LeaseDb::begin_commit`]).
+    pub fn commit_failed(&mut self) {
+        self.dirty = self.table.is_some();
     }
 
     /// The first never-used address of the pool `lo..=hi` of `subnet` for which `ok`
