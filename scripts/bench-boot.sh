@@ -19,7 +19,7 @@
 #         input: this kernel has no sch_netem) by atftp (blksize 1468, timeout 1 s: curl
 #         always asks for a 5 s timeout), every file compared with the original.
 # Usage: bench-boot.sh <bootlane binary> [dhcp|tftp|all]. Prints markdown tables.
-#   (env: DHCP_SECS=5 RATES="250 ... 8000" TFTP_RUNS=3 LOSS_PCT=5 LOSSY_N=500;
+#   (env: DHCP_SECS=5 RATES="250 ... 12000" TFTP_RUNS=3 LOSS_PCT=5 LOSSY_N=500;
 #   SKIP_BOOTLANE/SKIP_KEA/SKIP_DNSMASQ=1 leave a server out; PERFDHCP_LOG=<file> keeps
 #   perfdhcp's whole output)
 # Traffic stays in two namespaces this script creates; all it starts is killed by PID.

@@ -6,7 +6,8 @@
 # cookie is left in $work/cookie) and creates the records through the API.
 # `dnsperf_run <port> [outstanding]` prints "qps answered% noerror%" for one $DURATION s
 # dnsperf run from the client namespace ($DNSPERF_OPTS, default -c 20 -T 2: twenty
-# sockets on two threads, so the client is not the limit; -q outstanding, default 200); `median` reads numbers and prints their median.
+# sockets on two threads, so the client is not the limit; -q outstanding, default 200).
+# `median` reads numbers and prints their median.
 # Everything started is recorded in pids[] and killed, and the namespaces deleted, on exit.
 DURATION=${DURATION:-8}
 RUNS=${RUNS:-3}

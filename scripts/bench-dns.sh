@@ -22,6 +22,7 @@ dns_sanity 5302
 # $OUTSTANDING): the median of $RUNS runs, counted only when at least 99 % were answered.
 # Runs alternate between the servers so drift on the machine hits both alike.
 OUTSTANDING=${OUTSTANDING:-100 200 500}
+lower() { awk -v x="$1" -v y="$2" 'BEGIN {print (y == "" || x + 0 < y + 0) ? x : y}'; }
 declare -A med ans nerr score best
 for q in $OUTSTANDING; do
   declare -A qs=([bootlane]="" [dnsmasq]="")
@@ -31,8 +32,8 @@ for q in $OUTSTANDING; do
       read -r v a n < <(dnsperf_run $port "$q")
       qs[$which]+="$v "
       # The worst answered share and NOERROR share over the runs at this setting.
-      if [[ -z ${ans[$which,$q]:-} ]] || awk -v x="$a" -v y="${ans[$which,$q]}" 'BEGIN {exit !(x < y)}'; then ans[$which,$q]=$a; fi
-      if [[ -z ${nerr[$which,$q]:-} ]] || awk -v x="$n" -v y="${nerr[$which,$q]}" 'BEGIN {exit !(x < y)}'; then nerr[$which,$q]=$n; fi
+      ans[$which,$q]=$(lower "$a" "${ans[$which,$q]:-}")
+      nerr[$which,$q]=$(lower "$n" "${nerr[$which,$q]:-}")
       echo "  -q $q run $r $which: $v qps, $a% answered, $n% NOERROR" >&2
     done
   done
@@ -47,12 +48,12 @@ ratio=$(awk -v a="${score[bootlane]:-0}" -v b="${score[dnsmasq]:-0}" 'BEGIN {pri
 echo
 echo "### DNS, userspace path (dnsperf ${DNSPERF_OPTS:--c 20 -T 2}, $NAMES names, median of $RUNS x ${DURATION}s per -q, alternating)"
 echo
-printf '| server |'; for q in $OUTSTANDING; do printf ' -q %s: qps (answered) |' "$q"; done; echo ' best (≥ 99 % answered) | ratio vs dnsmasq |'
+printf '| server |'; for q in $OUTSTANDING; do printf ' -q %s: qps (answered, NOERROR) |' "$q"; done; echo ' best (≥ 99 % answered) | ratio vs dnsmasq |'
 printf '|---|'; for q in $OUTSTANDING; do printf -- '---:|'; done; echo '---:|---:|'
 for which in bootlane dnsmasq; do
   label="Bootlane (userspace, XDP off)"; [[ $which == dnsmasq ]] && label="dnsmasq 2.90"
   r=$ratio; [[ $which == dnsmasq ]] && r=1.00
   printf '| %s |' "$label"
-  for q in $OUTSTANDING; do printf ' %s (%s%%) |' "${med[$which,$q]}" "${ans[$which,$q]}"; done
+  for q in $OUTSTANDING; do printf ' %s (%s%%, %s%%) |' "${med[$which,$q]}" "${ans[$which,$q]}" "${nerr[$which,$q]}"; done
   printf ' %s (-q %s) | %sx |\n' "${score[$which]:-0}" "${best[$which]:--}" "$r"
 done

@@ -11,8 +11,8 @@
 //! [`LeaseDb::commit`], which the DHCP receive loop calls once per batch of requests
 //! before it sends any of that batch's replies: every acknowledged lease is on disk, at
 //! one `fsync` per batch instead of one per lease. The flush runs without the lease lock
-//! ([`LeaseDb::begin_commit`]), so other sockets and the API are not held up by the disk. Every other write (releases, declines, the API's
-//! deletes) is flushed at once as before.
+//! ([`LeaseDb::begin_commit`]), so other sockets and the API are not held up by the disk.
+//! Every other write (releases, declines, the API's deletes) is flushed at once as before.
 //!
 //! Global state: none; the handler owns one [`LeaseDb`] behind a mutex.
 
@@ -131,10 +131,9 @@ impl LeaseDb {
 
     /// The first half of [`LeaseDb::commit`], for a caller that flushes without holding
     /// the lease lock (the DHCP handler: requests on other interfaces and the API's lease
-    /// reads go on while the disk works): the
-    /// table to flush when writes are pending, `None` when nothing is. The pending flag is
-    /// cleared; call [`LeaseDb::commit_failed`] when the flush fails, so the next commit
-    /// flushes again.
+    /// reads go on while the disk works): the table to flush when writes are pending,
+    /// `None` when nothing is. The pending flag is cleared; call
+    /// [`LeaseDb::commit_failed`] when the flush fails, so the next commit flushes again.
     pub fn begin_commit(&mut self) -> Option<Table<Lease>> {
         let t = self.table.clone().filter(|_| self.dirty);
         self.dirty = false;
