@@ -779,8 +779,13 @@ impl DhcpHandler for BootHandler {
         // The flush runs without the lease lock: other interfaces' requests and the API
         // go on meanwhile (their writes may land in this flush too, which only makes them
         // durable sooner).
-        let Some(table) = self.leases.lock().await.begin_commit() else {
-            return true;
+        let table = match self.leases.lock().await.begin_commit().await {
+            Ok(Some(table)) => table,
+            Ok(None) => return true,
+            Err(e) => {
+                tracing::error!("storing DHCP leases failed; this batch's DHCPACKs are not sent: {e}");
+                return false;
+            }
         };
         match table.flush().await {
             Ok(()) => true,

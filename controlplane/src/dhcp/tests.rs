@@ -967,8 +967,9 @@ fn offers_are_held_and_dropped_per_client() {
     assert!(!db.free_for(x, a, 100 + 61));
 }
 
-/// Group commit: leases bound in group-commit mode are stored at once and made durable by
-/// `commit`; the receive loop sends no DHCPACK when the commit fails.
+/// Group commit: leases bound in group-commit mode are queued and reach the store, in
+/// one batch, and the disk at `commit`; the receive loop sends no DHCPACK when the commit
+/// fails.
 #[tokio::test]
 async fn group_commit_binds_then_flushes_once() {
     let store = Store::temporary();
@@ -977,11 +978,44 @@ async fn group_commit_binds_then_flushes_once() {
     let h = handler_with(vec![subnet(SubnetMode::Server)], db);
     let ip_a = dora(&h, MAC_A).await.msg.yiaddr();
     let ip_b = dora(&h, MAC_B).await.msg.yiaddr();
+    assert_eq!(
+        LeaseDb::load(&store).await.unwrap().all().count(),
+        0,
+        "queued until the commit"
+    );
     assert!(h.commit().await);
     let again = LeaseDb::load(&store).await.unwrap();
     let mut ips: Vec<_> = again.all().map(|l| l.ip).collect();
     ips.sort();
     assert_eq!(ips, vec![ip_a, ip_b]);
+}
+
+/// A write that is stored at once (a release, the API's delete) stores the queued
+/// group-commit writes first: the store sees every write in order, so a queued bind never
+/// lands after, and undoes, a later delete.
+#[tokio::test]
+async fn immediate_writes_keep_the_order_of_queued_ones() {
+    let store = Store::temporary();
+    let mut db = LeaseDb::load(&store).await.unwrap();
+    db.set_group_commit(true);
+    let h = handler_with(vec![subnet(SubnetMode::Server)], db);
+    let ip_a = dora(&h, MAC_A).await.msg.yiaddr();
+    dora(&h, MAC_B).await;
+    let a = crate::net::types::MacAddr(MAC_A);
+    let b = crate::net::types::MacAddr(MAC_B);
+    let released = h
+        .leases_db()
+        .lock()
+        .await
+        .release("10.77.0.0/24", a, ip_a, 1)
+        .await
+        .unwrap();
+    assert!(released);
+    assert_eq!(h.leases_db().lock().await.remove_mac(b).await.unwrap().len(), 1);
+    assert!(h.commit().await);
+    let stored: Vec<_> = LeaseDb::load(&store).await.unwrap().all().cloned().collect();
+    assert_eq!(stored.len(), 1, "B's queued bind must not come back: {stored:?}");
+    assert_eq!((stored[0].ip, stored[0].expires_at), (ip_a, 1));
 }
 
 /// `ctx` as the server sees a client without an address, on port 67.
