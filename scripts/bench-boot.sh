@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Boot-path benchmarks (issues 4 and 14), Bootlane against dnsmasq and ISC Kea in the same
 # invocation:
-#   DHCP: perfdhcp (full DORA) from a client namespace; score = the highest offered rate
-#         (ladder 250, 500, 1000, ... per second) at which both exchanges dropped at most
-#         2.5 % (Kea's published method), $DHCP_SECS s per rung; two pools: a /16
+#   DHCP: perfdhcp (full DORA) from a client namespace; ladder of offered rates 250, 500,
+#         1000, ... per second, $DHCP_SECS s per rung; a rung passes when both exchanges
+#         dropped at most 2.5 % (Kea's published method) and perfdhcp really sent at least
+#         90 % of the offered rate (it shares the two cores with the server: above that
+#         the generator, not the server, is the limit); score = the 4-way exchanges per
+#         second perfdhcp achieved at the best passing rung; two pools: a /16
 #         (10.77.1.0-10.77.250.250) with 50,000 distinct clients, and a /24
 #         (10.77.0.10-10.77.0.250) with 200 (a /24 cannot lease to 50,000 clients: with
 #         one-hour leases it is exhausted after 241). Lease durability: Bootlane fsyncs every
@@ -19,7 +22,7 @@
 #         input: this kernel has no sch_netem) by atftp (blksize 1468, timeout 1 s: curl
 #         always asks for a 5 s timeout), every file compared with the original.
 # Usage: bench-boot.sh <bootlane binary> [dhcp|tftp|all]. Prints markdown tables.
-#   (env: DHCP_SECS=5 RATES="250 ... 12000" TFTP_RUNS=3 LOSS_PCT=5 LOSSY_N=500;
+#   (env: DHCP_SECS=5 RATES="250 ... 20000" TFTP_RUNS=3 LOSS_PCT=5 LOSSY_N=500;
 #   SKIP_BOOTLANE/SKIP_KEA/SKIP_DNSMASQ=1 leave a server out; PERFDHCP_LOG=<file> keeps
 #   perfdhcp's whole output)
 # Traffic stays in two namespaces this script creates; all it starts is killed by PID.
@@ -31,7 +34,7 @@ TFTP_RUNS=${TFTP_RUNS:-3}
 LOSS_PCT=${LOSS_PCT:-5}
 LOSSY_N=${LOSSY_N:-500}
 SCRIPTS=$(dirname "$(readlink -f "$0")")
-RATES=${RATES:-"250 500 1000 2000 3000 4000 5000 6000 7000 8000 10000 12000"}
+RATES=${RATES:-"250 500 1000 2000 3000 4000 5000 6000 7000 8000 10000 12000 14000 16000 20000"}
 tag="bt$$"
 SRV="${tag}s" CLI="${tag}c"
 WORK=$(mktemp -d /tmp/bootlane-bench-boot.XXXXXX)
@@ -111,21 +114,25 @@ EOF
 }
 stop() { kill -9 "$SPID" 2>/dev/null || true; wait "$SPID" 2>/dev/null || true; }
 
-# perfdhcp at <rate> -> worst drop ratio (percent) of the two exchanges.
+# perfdhcp at <rate> -> "<worst drop ratio (percent) of the two exchanges> <achieved 4-way
+# exchanges per second>".
 dhcp_shot() {
   # perfdhcp exits non-zero whenever anything was dropped; the ratio decides here.
   { ip netns exec "$CLI" timeout $((DHCP_SECS + 15)) perfdhcp -4 -r "$1" -R "$CLIENTS" -p "$DHCP_SECS" -l vcli 2>&1 || true; } |
     tee -a "${PERFDHCP_LOG:-/dev/null}" |
-    awk 'BEGIN {w = 0} /drops ratio:/ {gsub(/%/, "", $3); if ($3 + 0 > w) w = $3 + 0; n++} END {if (n < 2) print 100; else print w}'
+    awk 'BEGIN {w = 0; a = 0} /^Rate:/ {a = $2 + 0} /drops ratio:/ {gsub(/%/, "", $3); if ($3 + 0 > w) w = $3 + 0; n++}
+      END {if (n < 2) print 100, a; else print w, a}'
 }
-dhcp_ladder() { # -> "<best rate> <drops at best>"
-  local best=0 bestd=- d
+dhcp_ladder() { # -> "<achieved rate at the best rung> <drops there> <offered rate there>"
+  local best=0 bestd=- besto=0 d a
   for r in $RATES; do
-    d=$(dhcp_shot "$r")
-    echo "  $1 DHCP @ $r/s: worst drops $d %" >&2
-    if awk -v d="$d" 'BEGIN {exit !(d <= 2.5)}'; then best=$r bestd=$d; else break; fi
+    read -r d a < <(dhcp_shot "$r")
+    echo "  $1 DHCP @ $r/s offered, $a/s sent: worst drops $d %" >&2
+    if awk -v d="$d" -v a="$a" -v r="$r" 'BEGIN {exit !(d <= 2.5 && a >= 0.9 * r)}'; then
+      best=$(printf '%.0f' "$a") bestd=$d besto=$r
+    else break; fi
   done
-  echo "$best $bestd"
+  echo "$best $bestd $besto"
 }
 tftp500() { # -> "<seconds> <failures>"
   local t0 fails=0 pids=()
@@ -140,25 +147,25 @@ tftp500() { # -> "<seconds> <failures>"
 
 # dhcp_round <label> <start> <end> <distinct clients>: the three servers on one pool.
 dhcp_round() {
-  local label=$1 bl bld dm dmd kr krd
+  local label=$1 bl bld blo dm dmd dmo kr krd kro
   pool "$2" "$3"
   CLIENTS=$4
-  if [[ -z ${SKIP_BOOTLANE:-} ]]; then start_bootlane; read -r bl bld < <(dhcp_ladder bootlane); stop; else bl=0 bld=-; fi
-  if [[ -z ${SKIP_KEA:-} ]]; then start_kea; read -r kr krd < <(dhcp_ladder kea); stop; else kr=0 krd=-; fi
+  if [[ -z ${SKIP_BOOTLANE:-} ]]; then start_bootlane; read -r bl bld blo < <(dhcp_ladder bootlane); stop; else bl=0 bld=- blo=-; fi
+  if [[ -z ${SKIP_KEA:-} ]]; then start_kea; read -r kr krd kro < <(dhcp_ladder kea); stop; else kr=0 krd=- kro=-; fi
   if [[ -z ${SKIP_DNSMASQ:-} ]]; then
     start_dnsmasq --dhcp-range="$2,$3,255.255.0.0,1h" --dhcp-leasefile="$WORK/dnsmasq.leases" \
       --no-ping --dhcp-lease-max=200000
-    read -r dm dmd < <(dhcp_ladder dnsmasq); stop
-  else dm=0 dmd=-; fi
+    read -r dm dmd dmo < <(dhcp_ladder dnsmasq); stop
+  else dm=0 dmd=- dmo=-; fi
   ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b ? a / b : 0)}'; }
   echo
-  echo "### DHCP, $label pool $2-$3, $4 distinct clients (perfdhcp -4, full DORA, ${DHCP_SECS}s per rate; best rate with <= 2.5 % drops)"
+  echo "### DHCP, $label pool $2-$3, $4 distinct clients (perfdhcp -4, full DORA, ${DHCP_SECS}s per rate; best rung with <= 2.5 % drops and >= 90 % of the offered rate sent)"
   echo
-  echo "| server | best rate (leases/s) | worst drops at that rate | ratio vs Kea | ratio vs dnsmasq |"
-  echo "|---|---:|---:|---:|---:|"
-  echo "| Bootlane (fsync per batch) | $bl | $bld % | $(ratio "$bl" "$kr")x | $(ratio "$bl" "$dm")x |"
-  echo "| Kea $(kea-dhcp4 -v 2>/dev/null | head -1) (memfile, no fsync) | $kr | $krd % | 1.00x | $(ratio "$kr" "$dm")x |"
-  echo "| dnsmasq 2.90 (--no-ping) | $dm | $dmd % | $(ratio "$dm" "$kr")x | 1.00x |"
+  echo "| server | leases/s (4-way exchanges perfdhcp achieved) | offered rate | worst drops | ratio vs Kea | ratio vs dnsmasq |"
+  echo "|---|---:|---:|---:|---:|---:|"
+  echo "| Bootlane (fsync per batch) | $bl | $blo | $bld % | $(ratio "$bl" "$kr")x | $(ratio "$bl" "$dm")x |"
+  echo "| Kea $(kea-dhcp4 -v 2>/dev/null | head -1) (memfile, no fsync) | $kr | $kro | $krd % | 1.00x | $(ratio "$kr" "$dm")x |"
+  echo "| dnsmasq 2.90 (--no-ping) | $dm | $dmo | $dmd % | $(ratio "$dm" "$kr")x | 1.00x |"
 }
 if [[ $WHAT == dhcp || $WHAT == all ]]; then
   # perfdhcp receives every simulated client's replies on one socket, which the default
