@@ -21,7 +21,8 @@
 #   - a second table with threaded NAPI on the server veth (the responder's softirq on
 #     its own kernel thread, so the program rather than the shared core limits).
 # Usage: bench-dns-xdp.sh <bootlane binary>   (env: DURATION=1 RUNS=3 NAMES=1000 BISECT=2
-#   BATCH=64; XDP_BENCH=<xdp-bench> BENCH_XDP_OBJECT=<bench-responders object>, which
+#   NAPI_BISECT=4 (the threaded-NAPI table compares two close rates against a 0.90x goal:
+#   4 steps resolve about 5 %, where 2 steps leave adjacent rungs 19 % apart) BATCH=64; XDP_BENCH=<xdp-bench> BENCH_XDP_OBJECT=<bench-responders object>, which
 #   `cargo xtask bench dns` sets; without them the reference rows are left out;
 #   PATHS=userspace measures only Bootlane's userspace path and dnsmasq)
 # Rows answering at >= 80 % of the generator's ceiling are marked generator-bound; rows
@@ -33,6 +34,7 @@ RUNS=${RUNS:-3}
 NAMES=${NAMES:-1000}
 START_RATE=${START_RATE:-50000}
 BISECT=${BISECT:-2}
+NAPI_BISECT=${NAPI_BISECT:-4}
 XDP_START_RATE=${XDP_START_RATE:-400000}
 MAX_RATE=${MAX_RATE:-6400000}
 BATCH=${BATCH:-64}
@@ -280,13 +282,14 @@ done
 # The same with threaded NAPI on the server veth.
 if have_ref; then
   THREADED=1
+  MAIN_BISECT=$BISECT BISECT=$NAPI_BISECT
   reference_rows _napi
   start_server native
   threaded_napi 1
   warmup 5301 "$work/q-a"
   measure xdp_native_napi 5301 "$work/q-a" "$XDP_START_RATE" bootlane "$(bootlane_prog_id)"
   stop_server
-  THREADED=0
+  THREADED=0 BISECT=$MAIN_BISECT
 fi
 
 ip netns exec "$SRV" dnsmasq -k --no-resolv --no-hosts --conf-file="$work/dnsmasq.conf" --port 5302 \
@@ -333,7 +336,7 @@ if have_ref; then
   echo
   echo "Per-packet cost less the XDP_DROP floor ($fl ns): Bootlane native $bl ns, minimal responder $ml ns: $(ratio "$bl" "$ml") (goal <= 1.30x); answered rate $(ratio "${score[xdp_native]}" "${score[minimal]}") the minimal responder's."
   echo
-  echo "### The same with threaded NAPI on the server veth"
+  echo "### The same with threaded NAPI on the server veth (ladder bisected $NAPI_BISECT times)"
   echo
   echo "| path | best rate (qps) | ns/packet (bpf_stats) | vs minimal responder |"
   echo "|---|---:|---:|---:|"
