@@ -40,6 +40,7 @@ pub async fn build(
     token: CancellationToken,
 ) -> anyhow::Result<AppState> {
     let events = EventBus::open(&store, config.events.clone())?;
+    events.set_node(&config.server.node_name());
     let dns_cfg = DnsServiceConfig {
         dns: config.dns.clone(),
         server_name: config.server.name.clone(),

@@ -195,14 +195,39 @@ pub struct ServerConfig {
     /// The service name (a DNS label). The default local domain is `<name>.local`, and the
     /// server's own A/AAAA auto-record is `<name>.<local domain>`. Default `bootlane`.
     pub name: String,
+    /// This node's name among several Bootlane nodes sharing one site (issue 16): every
+    /// event carries it (`node`), `GET /events?node=` and the stream filter by it, and
+    /// `/status` reports it. A host name (RFC 952/1123: letters, digits and `-`, dots
+    /// between labels, at most 253 bytes). Unset (the default): the machine's host name
+    /// (see [`ServerConfig::node_name`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_name: Option<String>,
+}
+
+impl ServerConfig {
+    /// This node's name: `node_name` when set, else [`default_node_name`].
+    pub fn node_name(&self) -> String {
+        self.node_name.clone().unwrap_or_else(default_node_name)
+    }
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
         Self {
             name: "bootlane".into(),
+            node_name: None,
         }
     }
+}
+
+/// The machine's host name, the default `[server] node_name` (`bootlane` when it cannot be
+/// read or is not a valid host name).
+pub fn default_node_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_ascii_lowercase())
+        .filter(|h| crate::net::types::validate_hostname(h).is_ok())
+        .unwrap_or_else(|| "bootlane".into())
 }
 
 /// `[api]`: the REST API and web UI.
@@ -300,6 +325,17 @@ impl Config {
             out.push(anyhow::Error::new(e).context(format!(
                 "[server] name = {:?} must be a single DNS label valid as a host name",
                 self.server.name
+            )));
+        }
+        if let Some(Err(e)) = self
+            .server
+            .node_name
+            .as_deref()
+            .map(crate::net::types::validate_hostname)
+        {
+            out.push(anyhow::Error::new(e).context(format!(
+                "[server] node_name = {:?} must be a host name (letters, digits and '-', dots between labels)",
+                self.server.node_name.as_deref().unwrap_or_default()
             )));
         }
         if let Err(e) = crate::dns::names::parse_domain(&self.local_domain()) {

@@ -103,6 +103,10 @@ pub struct Event {
     /// Kind-specific details (for writes: `action`, `before`, `after`).
     #[schema(value_type = Value)]
     pub data: serde_json::Value,
+    /// The node that published it (`[server] node_name`, issue 16); empty for events
+    /// stored before nodes had names.
+    #[serde(default)]
+    pub node: String,
 }
 
 crate::store::entity!(Event, "events");
@@ -244,6 +248,7 @@ const PERSIST_QUEUE: usize = 65_536;
 struct Inner {
     ring: VecDeque<Arc<Event>>,
     last_id: u64,
+    node: String,
 }
 
 /// The event bus. Cheap to share as `Arc<EventBus>`.
@@ -313,6 +318,7 @@ impl EventBus {
             inner: Mutex::new(Inner {
                 ring: VecDeque::with_capacity(RING),
                 last_id,
+                node: crate::config::default_node_name(),
             }),
             tx: broadcast::channel(SUBSCRIBER_QUEUE).0,
             persist,
@@ -348,6 +354,7 @@ impl EventBus {
             remote_addr: e.remote_addr.or(actor.remote_addr),
             summary: e.summary,
             data: e.data,
+            node: g.node.clone(),
         });
         if g.ring.len() == RING {
             g.ring.pop_front();
@@ -365,6 +372,17 @@ impl EventBus {
         metrics::counter!("bootlane_events_published_total").increment(1);
         tracing::debug!(id = ev.id, kind = %ev.kind, "{}", ev.summary);
         ev
+    }
+
+    /// Names the node every event published from now on carries (`[server] node_name`;
+    /// until it is called, the machine's host name).
+    pub fn set_node(&self, node: &str) {
+        self.inner.lock().expect("event bus lock").node = node.to_string();
+    }
+
+    /// The node name events are published with.
+    pub fn node(&self) -> String {
+        self.inner.lock().expect("event bus lock").node.clone()
     }
 
     /// Subscribes: the recent events plus everything published from now on.

@@ -24,6 +24,8 @@ export interface LiveEvent {
   remote_addr?: string | null;
   summary: string;
   data: unknown;
+  /** The node that published it ([server] node_name). */
+  node?: string;
 }
 
 type Listener = (e: LiveEvent) => void;

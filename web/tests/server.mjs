@@ -121,6 +121,7 @@ async function startWith(dhcpIface, dropIface) {
   writeFileSync(
     config,
     `data_dir = "${join(dir, 'data')}"\n` +
+      `[server]\nnode_name = "ui-node-1"\n` +
       `[api]\nlisten = "127.0.0.1:${api}"\n` +
       `[dns]\nport = ${dns}\nlisten = ["127.0.0.1"]\nlocal_domain = "ui.test"\n` +
       `[dns.xdp]\nmode = "off"\n` +

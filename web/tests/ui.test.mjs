@@ -199,6 +199,20 @@ test('a record created through the API appears in an open page without a reload 
   await ctx.close();
 });
 
+test('the events page shows and filters by the node that published each event', async () => {
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/events`);
+  await login(page);
+  const table = page.getByTestId('events');
+  await table.getByText('auth.login').first().waitFor();
+  await table.getByRole('cell', { name: 'ui-node-1' }).first().waitFor();
+  await page.getByLabel('node').fill('some-other-node');
+  await page.getByText('No events.').waitFor();
+  await page.getByLabel('node').fill('ui-node-1');
+  await table.getByText('auth.login').first().waitFor();
+  await ctx.close();
+});
+
 test('stop and start a service with the buttons; the state follows', async () => {
   const { ctx, page } = await newPage();
   await page.goto(`${server.base}/services`);

@@ -45,6 +45,8 @@ pub struct EventQuery {
     pub resource: Option<String>,
     /// Resource id, e.g. a MAC or a record id.
     pub resource_id: Option<String>,
+    /// Node that published the event (`[server] node_name`), exact.
+    pub node: Option<String>,
     /// Only events with an id above this one (0 or more; event ids fit an int64).
     #[param(minimum = 0)]
     pub since_id: Option<i64>,
@@ -109,7 +111,8 @@ pub async fn list(State(bus): State<Arc<EventBus>>, ApiQuery(q): ApiQuery<EventQ
             && q.resource.as_deref().is_none_or(|r| e.resource.as_deref() == Some(r))
             && q.resource_id
                 .as_deref()
-                .is_none_or(|r| e.resource_id.as_deref() == Some(r));
+                .is_none_or(|r| e.resource_id.as_deref() == Some(r))
+            && q.node.as_deref().is_none_or(|n| e.node == n);
         if keep {
             if total >= skip && events.len() < size {
                 events.push(e);
@@ -132,6 +135,8 @@ pub async fn list(State(bus): State<Arc<EventBus>>, ApiQuery(q): ApiQuery<EventQ
 pub struct StreamQuery {
     /// Only kinds with this prefix (e.g. `dhcp.lease.`).
     pub kind: Option<String>,
+    /// Only events of this node (`[server] node_name`), exact.
+    pub node: Option<String>,
     /// Resume after this event id (the `Last-Event-ID` header wins when both are sent).
     pub last_event_id: Option<u64>,
 }
@@ -158,6 +163,8 @@ pub async fn stream(
         None => q.last_event_id,
     };
     let kind = q.kind.unwrap_or_default();
+    let node = q.node;
+    let wanted = move |e: &Event| e.kind.starts_with(&kind) && node.as_deref().is_none_or(|n| e.node == n);
     let sub = bus.subscribe();
     // Replay: stored events after `last` that are older than the in-memory ring, then the
     // ring's part after `last`, then live events. The subscription was taken atomically
@@ -181,7 +188,7 @@ pub async fn stream(
     let mut sent = replay.last().map(|e| e.id).or(last).unwrap_or(0);
     let stream = async_stream(move |mut yield_| async move {
         for e in replay {
-            if e.kind.starts_with(&kind) {
+            if wanted(&e) {
                 yield_(sse(&e)).await;
             }
         }
@@ -192,7 +199,7 @@ pub async fn stream(
                         continue;
                     }
                     sent = e.id;
-                    if e.kind.starts_with(&kind) {
+                    if wanted(&e) {
                         yield_(sse(&e)).await;
                     }
                 }

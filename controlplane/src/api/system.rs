@@ -54,6 +54,8 @@ pub struct Status {
     pub version: String,
     /// Seconds since start.
     pub uptime_secs: u64,
+    /// This node's name (`[server] node_name`, issue 16).
+    pub node: String,
     /// DNS server bound and answering.
     pub dns_running: bool,
     /// XDP fast path attached.
@@ -64,12 +66,17 @@ pub struct Status {
 
 /// Service status (no authentication).
 #[utoipa::path(get, path = "/api/v1/status", tag = "system", responses((status = 200, body = Status)))]
-pub async fn status(State(dns): State<Arc<DnsService>>, State(started): State<Instant>) -> Envelope<Status> {
+pub async fn status(
+    State(dns): State<Arc<DnsService>>,
+    State(started): State<Instant>,
+    State(bus): State<Arc<crate::events::EventBus>>,
+) -> Envelope<Status> {
     let xdp = dns.dataplane().status();
     Envelope::ok(Status {
         status: "ok".into(),
         version: env!("CARGO_PKG_VERSION").into(),
         uptime_secs: started.elapsed().as_secs(),
+        node: bus.node(),
         dns_running: !dns.bound().is_empty(),
         dns_xdp_active: xdp.active,
         dns_xdp_reason: xdp.reason,

@@ -33,6 +33,34 @@ async fn protected_routes_need_a_session() {
     assert_eq!(s, StatusCode::UNAUTHORIZED, "{v}");
 }
 
+/// Every event carries the node that published it (`[server] node_name`, issue 16);
+/// `GET /events?node=` keeps one node's, `/status` names the node, and a node name that
+/// is not a host name is refused at start.
+#[tokio::test]
+async fn events_carry_the_node_name() {
+    let mut t = setup_with(|c| c.server.node_name = Some("rack-a1".into())).await;
+    let (_, _, v) = t.call(Method::GET, "/api/v1/status", None).await;
+    assert_eq!(v["data"]["node"], "rack-a1", "{v}");
+    t.login().await;
+    let (s, _, v) = t
+        .call(Method::GET, "/api/v1/events?kind=auth.login&node=rack-a1", None)
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert!(v["data"]["total"].as_u64().unwrap() >= 1, "{v}");
+    assert_eq!(v["data"]["events"][0]["node"], "rack-a1", "{v}");
+    let (_, _, v) = t.call(Method::GET, "/api/v1/events?node=rack-b2", None).await;
+    assert_eq!(v["data"]["total"], 0, "{v}");
+    let mut c = crate::config::Config::default();
+    c.server.node_name = Some("rack a1".into());
+    let e = c
+        .problems()
+        .into_iter()
+        .map(|e| format!("{e:#}"))
+        .collect::<Vec<_>>()
+        .join("; ");
+    assert!(e.contains("[server] node_name"), "{e}");
+}
+
 #[tokio::test]
 async fn failed_logins_are_throttled() {
     let t = setup().await;

@@ -8,9 +8,10 @@ import { Err, Header, Json, Pager, Table, useGet, when } from '../ui';
 export function Events() {
   const [kind, setKind] = useState('');
   const [resource, setResource] = useState('');
+  const [node, setNode] = useState('');
   const [page, setPage] = useState(1);
   const size = 50;
-  const { data, error } = useGet<{ events: LiveEvent[]; total: number }>(`/events${qs({ kind, resource, page, size })}`, ['']);
+  const { data, error } = useGet<{ events: LiveEvent[]; total: number }>(`/events${qs({ kind, resource, node, page, size })}`, ['']);
   const [open, setOpen] = useState<number | null>(null);
   return (
     <section>
@@ -18,6 +19,7 @@ export function Events() {
       <div class="filters">
         <input type="search" placeholder="kind (e.g. dns.record.created)" aria-label="kind" value={kind} onInput={(e) => (setKind(e.currentTarget.value), setPage(1))} />
         <input type="search" placeholder="resource" aria-label="resource" value={resource} onInput={(e) => (setResource(e.currentTarget.value), setPage(1))} />
+        <input type="search" placeholder="node" aria-label="node" value={node} onInput={(e) => (setNode(e.currentTarget.value), setPage(1))} />
       </div>
       <Err msg={error} />
       <Table
@@ -30,6 +32,7 @@ export function Events() {
           { h: 'Kind', f: (e) => <code>{e.kind}</code> },
           { h: 'Summary', f: (e) => e.summary },
           { h: 'By', f: (e) => e.actor + (e.remote_addr ? ` (${e.remote_addr})` : '') },
+          { h: 'Node', f: (e) => e.node ?? '' },
           { h: '', f: (e) => <button onClick={() => setOpen(open === e.id ? null : e.id)}>{open === e.id ? 'Hide' : 'Data'}</button> },
         ]}
       />
