@@ -440,6 +440,13 @@ async fn wait(sock: &UdpSocket, peer: SocketAddr, deadline: Instant, token: &Can
     }
 }
 
+/// The blocks of the current window: slices of the shared bytes of a cached file, or
+/// the blocks read from disk for a large one.
+enum Window {
+    Mem(Arc<[u8]>),
+    Disk(Arc<std::fs::File>, VecDeque<Vec<u8>>),
+}
+
 /// Runs one read transfer to `peer` over `sock`.
 pub async fn send_file(
     sock: &UdpSocket,
@@ -493,8 +500,9 @@ pub async fn send_file(
         Some(bytes) => Ok(Source::Mem(bytes.clone())),
         None => cache.get(&plan.path).await,
     };
-    let src = match cached {
-        Ok(f) => f,
+    let mut src = match cached {
+        Ok(Source::Mem(b)) => Window::Mem(b),
+        Ok(Source::Disk(f)) => Window::Disk(f, VecDeque::new()),
         Err(_) => {
             count_error("not_found");
             let _ = sock
@@ -503,38 +511,54 @@ pub async fn send_file(
             return Outcome::ClientError;
         }
     };
+    let bytes_sent = metrics::counter!(TFTP_BYTES_SENT);
     let blk = plan.opts.blksize;
     let window = usize::from(plan.opts.windowsize.max(1));
     // Absolute number of the first unacknowledged block; wire numbers are its low 16 bits.
     let mut base: u64 = 1;
-    let mut buffered: VecDeque<Vec<u8>> = VecDeque::with_capacity(window);
     // The last block is the first one shorter than blksize (possibly empty).
     let last: u64 = plan.size / blk as u64 + 1;
+    // One DATA packet, rebuilt in place for every block sent.
+    let mut pkt: Vec<u8> = Vec::with_capacity(4 + blk);
     loop {
-        let have = base + buffered.len() as u64;
-        let want = (window - buffered.len()).min((last + 1 - have) as usize);
-        if want > 0 {
-            let bytes = match src.read((have - 1) * blk as u64, want * blk).await {
-                Ok(b) => b,
-                Err(e) => {
-                    tracing::warn!("TFTP read error: {e}");
-                    count_error("read_error");
-                    let _ = sock
-                        .send_to(&packet::error(errcode::UNDEFINED, "read error"), peer)
-                        .await;
-                    return Outcome::ClientError;
+        let count = window.min((last + 1 - base) as usize);
+        if let Window::Disk(f, buffered) = &mut src {
+            let have = base + buffered.len() as u64;
+            let want = count - buffered.len();
+            if want > 0 {
+                let bytes = match Source::Disk(f.clone()).read((have - 1) * blk as u64, want * blk).await {
+                    Ok(b) => b,
+                    Err(e) => {
+                        tracing::warn!("TFTP read error: {e}");
+                        count_error("read_error");
+                        let _ = sock
+                            .send_to(&packet::error(errcode::UNDEFINED, "read error"), peer)
+                            .await;
+                        return Outcome::ClientError;
+                    }
+                };
+                for i in 0..want {
+                    let start = (i * blk).min(bytes.len());
+                    let end = ((i + 1) * blk).min(bytes.len());
+                    buffered.push_back(bytes[start..end].to_vec());
                 }
-            };
-            for i in 0..want {
-                let start = (i * blk).min(bytes.len());
-                let end = ((i + 1) * blk).min(bytes.len());
-                buffered.push_back(bytes[start..end].to_vec());
             }
         }
-        for (i, b) in buffered.iter().enumerate() {
-            let num = ((base + i as u64) & 0xffff) as u16;
-            if sock.send_to(&packet::data(num, b), peer).await.is_ok() {
-                metrics::counter!(TFTP_BYTES_SENT).increment(b.len() as u64);
+        for i in 0..count {
+            let n = base + i as u64;
+            let payload: &[u8] = match &src {
+                Window::Mem(b) => {
+                    let start = usize::try_from((n - 1) * blk as u64).unwrap_or(usize::MAX).min(b.len());
+                    &b[start..start.saturating_add(blk).min(b.len())]
+                }
+                Window::Disk(_, buffered) => &buffered[i],
+            };
+            pkt.clear();
+            pkt.extend_from_slice(&packet::opcode::DATA.to_be_bytes());
+            pkt.extend_from_slice(&((n & 0xffff) as u16).to_be_bytes());
+            pkt.extend_from_slice(payload);
+            if sock.send_to(&pkt, peer).await.is_ok() {
+                bytes_sent.increment(payload.len() as u64);
             }
         }
         let deadline = Instant::now() + rto;
@@ -543,11 +567,11 @@ pub async fn send_file(
                 Reply::Ack(n) => {
                     // How many blocks past base-1 this ACK covers (wrap-safe).
                     let covered = u64::from(n.wrapping_sub(((base - 1) & 0xffff) as u16));
-                    if covered == 0 || covered > buffered.len() as u64 {
+                    if covered == 0 || covered > count as u64 {
                         continue; // duplicate or stale ACK: keep waiting.
                     }
-                    for _ in 0..covered {
-                        buffered.pop_front();
+                    if let Window::Disk(_, buffered) = &mut src {
+                        buffered.drain(..covered as usize);
                     }
                     base += covered;
                     rto = first_timeout;
