@@ -24,6 +24,9 @@ check perfdhcp kea-admin
 # The DHCP benchmark's stronger peer (issue 14): ISC Kea's DHCPv4 server (never started as a
 # daemon here: policy-rc.d below).
 check kea-dhcp4 kea-dhcp4-server
+# The shared store (issue 16): PostgreSQL's server binaries (initdb, pg_ctl), for the
+# throwaway clusters the store tests start (the Debian package's own cluster is not used).
+check /usr/lib/postgresql/15/bin/initdb postgresql-15
 check udhcpc udhcpc
 check dhclient isc-dhcp-client
 check tftp tftp-hpa

@@ -320,7 +320,7 @@ async fn restore_inner(args: &RestoreArgs) -> anyhow::Result<String> {
     Ok(format!("restored into {}: {}{moved}", data_dir.display(), summary(&m)))
 }
 
-fn run_cli<F: std::future::Future<Output = anyhow::Result<String>>>(f: F) -> std::process::ExitCode {
+pub(crate) fn run_cli<F: std::future::Future<Output = anyhow::Result<String>>>(f: F) -> std::process::ExitCode {
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -46,6 +46,9 @@ pub enum Command {
     Backup(crate::backup::BackupArgs),
     /// Restore a backup into a data directory while the server is stopped (issue 15).
     Restore(crate::backup::RestoreArgs),
+    /// Move a store between backends: `store migrate --from sled:DIR --to postgres:URL`
+    /// (issue 16).
+    Store(crate::store::migrate::StoreArgs),
     /// List verified update downloads, or install one over the binary (issue 13).
     Update(crate::updates::install::UpdateArgs),
     /// Write the man pages or the shell completions (used by `cargo xtask package`; hidden).

@@ -86,8 +86,12 @@ pub async fn run(
     tokio::spawn(memory::trim_every(memory::TRIM_EVERY, token.clone()));
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
-    let store = store::Store::open_with(&config.data_dir, &config.store)
-        .with_context(|| format!("opening the store in {}", config.data_dir.display()))?;
+    let store = store::Store::open_configured(&config.data_dir, &config.store, token.clone())
+        .await
+        .with_context(|| match config.store.postgres() {
+            Some(pg) => format!("opening the PostgreSQL store {}", store::pg::redact(&pg.url)),
+            None => format!("opening the store in {}", config.data_dir.display()),
+        })?;
     logs.attach(&store, token.clone())
         .await
         .context("applying the stored logging settings")?;

@@ -15,6 +15,7 @@ fn main() -> ExitCode {
         Command::Status(args) => return bootlane::cli::status(&args),
         Command::Backup(args) => return bootlane::backup::backup_command(&args),
         Command::Restore(args) => return bootlane::backup::restore_command(&args),
+        Command::Store(args) => return bootlane::store::migrate::command(&args),
         Command::Update(args) => return bootlane::updates::install::command(&args),
         Command::Generate(args) => return bootlane::packaging::generate(&args),
     };

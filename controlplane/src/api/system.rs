@@ -56,6 +56,12 @@ pub struct Status {
     pub uptime_secs: u64,
     /// This node's name (`[server] node_name`, issue 16).
     pub node: String,
+    /// The store's backend: `sled` or `postgres` (`[store] backend`, issue 16).
+    pub store_backend: String,
+    /// False while a PostgreSQL store's connection is lost (the node answers from its
+    /// last state; the reason is in the log). Always
+    /// true for sled.
+    pub store_connected: bool,
     /// DNS server bound and answering.
     pub dns_running: bool,
     /// XDP fast path attached.
@@ -70,6 +76,7 @@ pub async fn status(
     State(dns): State<Arc<DnsService>>,
     State(started): State<Instant>,
     State(bus): State<Arc<crate::events::EventBus>>,
+    State(store): State<Store>,
 ) -> Envelope<Status> {
     let xdp = dns.dataplane().status();
     Envelope::ok(Status {
@@ -77,6 +84,8 @@ pub async fn status(
         version: env!("CARGO_PKG_VERSION").into(),
         uptime_secs: started.elapsed().as_secs(),
         node: bus.node(),
+        store_backend: store.backend_name().into(),
+        store_connected: store.shared_state().is_none_or(|(up, _)| up),
         dns_running: !dns.bound().is_empty(),
         dns_xdp_active: xdp.active,
         dns_xdp_reason: xdp.reason,
