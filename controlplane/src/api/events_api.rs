@@ -100,7 +100,7 @@ pub async fn list(State(bus): State<Arc<EventBus>>, ApiQuery(q): ApiQuery<EventQ
     bus.settle().await;
     let mut total = 0;
     let mut events = Vec::new();
-    let skip = (page - 1) * size;
+    let skip = (page - 1).saturating_mul(size);
     for e in bus.newest_first() {
         let e = e?;
         if since_id.is_some_and(|id| e.id <= id) || since.is_some_and(|t| e.time < t) {
@@ -297,7 +297,7 @@ pub async fn audit_logs(
     let from = parse_time("from", &q.from)?;
     let to = parse_time("to", &q.to)?;
     bus.settle().await;
-    let skip = (page - 1) * size;
+    let skip = (page - 1).saturating_mul(size);
     let mut total = 0;
     let mut entries = Vec::new();
     for a in bus.audit_newest_first() {
