@@ -141,7 +141,7 @@ pub async fn build(
         );
     }
     let deadline_stop = token.clone();
-    activity.spawn(token);
+    activity.spawn(token.clone());
     let files = crate::media::files::FileService::new(settings.boot_root_cell(), config.files.clone(), events.clone());
     let bootloaders = crate::media::bootloader::Bootloaders::new(dhcp.clone(), settings.clone());
     let os_images = crate::media::images::OsImageService::open(&store, files.clone(), events.clone())?;
@@ -187,6 +187,17 @@ pub async fn build(
             events: events.clone(),
         },
     )?;
+    // Other nodes' writes (shared PostgreSQL store) rebuild what this node derived.
+    crate::cluster::follow(
+        &store,
+        crate::cluster::Followers {
+            dns: dns.clone(),
+            dhcp: dhcp.clone(),
+            access: access.clone(),
+            hosts: hosts.clone(),
+        },
+        token.clone(),
+    );
     Ok(AppState {
         config,
         store,

@@ -10,6 +10,7 @@ pub mod backup;
 pub mod bmc;
 pub mod boot;
 pub mod cli;
+pub mod cluster;
 pub mod community;
 pub mod config;
 pub mod dataplane;

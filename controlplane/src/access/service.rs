@@ -154,6 +154,16 @@ impl AccessService {
         self.gate.clone()
     }
 
+    /// Rebuilds the gate from the stored entries and mode: called when another node
+    /// changed them (issue 16; see [`crate::cluster`]).
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn resync(&self) -> Result<()> {
+        let mode = self.stored_mode()?.unwrap_or(self.config.mode);
+        self.refresh(mode)
+    }
+
     /// Rebuilds the gate's snapshot from the store (after every write, under the lock).
     fn refresh(&self, mode: Mode) -> Result<()> {
         self.gate.swap(Snapshot::build(mode, &self.entries.list()?));

@@ -51,6 +51,8 @@ mod tests_answers;
 #[cfg(test)]
 mod tests_boot;
 #[cfg(test)]
+mod tests_cluster;
+#[cfg(test)]
 mod tests_contract;
 #[cfg(test)]
 mod tests_install;

@@ -24,8 +24,12 @@ pub(crate) const ADMIN_PASSWORD: &str = "pw-admin";
 
 /// A state for `config` (its data dir is replaced by a fresh temporary one; DNS is not
 /// bound; the local domain is `lab.test` unless set), plus the fake data plane.
-pub(crate) async fn state(mut config: Config) -> (AppState, Arc<FakeTable>) {
-    let store = Store::temporary();
+pub(crate) async fn state(config: Config) -> (AppState, Arc<FakeTable>) {
+    state_on(config, Store::temporary()).await
+}
+
+/// [`state`] over a given store (a node of a shared PostgreSQL store, say).
+pub(crate) async fn state_on(mut config: Config, store: Store) -> (AppState, Arc<FakeTable>) {
     if config.data_dir == Config::default().data_dir {
         config.data_dir = std::env::temp_dir().join(format!("bootlane-api-{}", rand::random::<u64>()));
     }
@@ -90,14 +94,19 @@ pub(crate) async fn setup_with(f: impl FnOnce(&mut Config)) -> T {
 
 /// A client over `config`, not logged in. A default data directory is replaced by a
 /// fresh temporary one that lives as long as the client.
-pub(crate) async fn app(mut config: Config) -> T {
+pub(crate) async fn app(config: Config) -> T {
+    app_on(config, Store::temporary()).await
+}
+
+/// [`app`] over a given store.
+pub(crate) async fn app_on(mut config: Config, store: Store) -> T {
     let mut dir = None;
     if config.data_dir == Config::default().data_dir {
         let d = tempfile::tempdir().unwrap();
         config.data_dir = d.path().to_path_buf();
         dir = Some(d);
     }
-    let (state, fake) = state(config).await;
+    let (state, fake) = state_on(config, store).await;
     T {
         app: super::router(state.clone()),
         state,

@@ -488,6 +488,15 @@ impl DhcpControl {
         self.base.arch_map().unwrap_or_else(|_| default_arch_map())
     }
 
+    /// Pushes the stored reservations and settings into the running handler: called
+    /// when another node changed them (issue 16; see [`crate::cluster`]).
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn resync(&self) -> Result<()> {
+        self.apply()
+    }
+
     /// Pushes the effective subnets and arch map into the running handler.
     fn apply(&self) -> Result<()> {
         self.v6.apply(self.arch_map());

@@ -338,6 +338,16 @@ impl DnsService {
         Ok(())
     }
 
+    /// Rebuilds the zone and the XDP map from the stored records: called when another
+    /// node changed them (issue 16; see [`crate::cluster`]).
+    ///
+    /// # Errors
+    /// A stored local domain that no longer parses; store errors.
+    pub fn resync(&self) -> Result<(), ServiceError> {
+        self.records.reload()?;
+        self.rebuild()
+    }
+
     /// Rebuilds the zone from the store and projects it into the data plane.
     fn rebuild(&self) -> Result<(), ServiceError> {
         let s = self.settings();
@@ -696,6 +706,13 @@ impl RecordSet {
             table,
             cache: Mutex::new(cache),
         })
+    }
+
+    /// Re-reads the table (another node changed it).
+    fn reload(&self) -> Result<(), StoreError> {
+        let fresh = self.table.list()?.into_iter().map(|r| (r.id, r)).collect();
+        *self.cache.lock().expect("record cache lock") = fresh;
+        Ok(())
     }
 
     fn list(&self) -> Result<Vec<DnsRecord>, StoreError> {

@@ -71,6 +71,15 @@ impl HostService {
         self.secure_boot.clone()
     }
 
+    /// Re-reads what the DHCP handler takes from hosts (the Secure Boot MACs): called
+    /// when another node changed hosts (issue 16; see [`crate::cluster`]).
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn resync(&self) -> Result<()> {
+        self.refresh_secure_boot()
+    }
+
     fn refresh_secure_boot(&self) -> Result<()> {
         let macs = self
             .hosts
