@@ -23,8 +23,8 @@
 #         always asks for a 5 s timeout), every file compared with the original.
 # Usage: bench-boot.sh <bootlane binary> [dhcp|tftp|all]. Prints markdown tables.
 #   (env: DHCP_SECS=5 RATES="250 ... 20000" TFTP_RUNS=3 LOSS_PCT=5 LOSSY_N=500;
-#   SKIP_BOOTLANE/SKIP_KEA/SKIP_DNSMASQ=1 leave a server out; PERFDHCP_LOG=<file> keeps
-#   perfdhcp's whole output)
+#   SKIP_BOOTLANE/SKIP_KEA/SKIP_DNSMASQ=1 leave a server out; WITH_POSTGRES=1 adds Bootlane
+#   on a PostgreSQL store; PERFDHCP_LOG=<file> keeps perfdhcp's whole output)
 # Traffic stays in two namespaces this script creates; all it starts is killed by PID.
 set -euo pipefail
 BIN=$(readlink -f "${1:?usage: bench-boot.sh <bootlane binary> [dhcp|tftp|all]}")
@@ -45,6 +45,10 @@ cleanup() {
   sysctl -qw net.core.rmem_default="$RMEM_DEFAULT" || true
   ip netns del "$SRV" 2>/dev/null || true
   ip netns del "$CLI" 2>/dev/null || true
+  if [[ -n ${PGW:-} ]]; then
+    runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGW/data" -m immediate -w stop >/dev/null 2>&1 || true
+    rm -rf "$PGW"
+  fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -88,6 +92,24 @@ start_bootlane() {
   SPID=$!; PIDS+=($SPID)
   for _ in $(seq 60); do ip netns exec "$SRV" curl -fs -o /dev/null http://127.0.0.1:8080/api/v1/status && return; sleep 0.5; done
   echo "Bootlane did not start" >&2; cat "$WORK/bootlane.log" >&2; exit 1
+}
+# WITH_POSTGRES=1 (issue 16): a PostgreSQL 15 cluster in the server namespace (fsync and
+# synchronous_commit on, as a shared store would run), and a fourth DHCP row for Bootlane
+# on it, each ladder on a fresh database.
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+start_postgres() {
+  PGW=$(mktemp -d /tmp/bootlane-bench-pg.XXXXXX); chown postgres: "$PGW"
+  runuser -u postgres -- "$PGBIN/initdb" -U bootlane --auth=trust -D "$PGW/data" >/dev/null
+  ip netns exec "$SRV" runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGW/data" -w -l "$PGW/log" \
+    -o "-p 5499 -k $PGW -c listen_addresses=127.0.0.1" start >/dev/null
+}
+start_bootlane_pg() {
+  ip netns exec "$SRV" runuser -u postgres -- env PGOPTIONS=-cclient_min_messages=warning "$PGBIN/psql" -q -h "$PGW" -p 5499 -U bootlane -d postgres \
+    -c "DROP DATABASE IF EXISTS bench" -c "CREATE DATABASE bench" >/dev/null
+  cp "$WORK/bootlane.toml" "$WORK/bootlane.sled.toml"
+  printf '[store]\nbackend = "postgres"\nurl = "postgres://bootlane@127.0.0.1:5499/bench"\n' >>"$WORK/bootlane.toml"
+  start_bootlane
+  cp "$WORK/bootlane.sled.toml" "$WORK/bootlane.toml"
 }
 start_dnsmasq() {
   rm -f "$WORK/dnsmasq.leases"
@@ -147,10 +169,11 @@ tftp500() { # -> "<seconds> <failures>"
 
 # dhcp_round <label> <start> <end> <distinct clients>: the three servers on one pool.
 dhcp_round() {
-  local label=$1 bl bld blo dm dmd dmo kr krd kro
+  local label=$1 bl bld blo dm dmd dmo kr krd kro pl=0 pld=- plo=-
   pool "$2" "$3"
   CLIENTS=$4
   if [[ -z ${SKIP_BOOTLANE:-} ]]; then start_bootlane; read -r bl bld blo < <(dhcp_ladder bootlane); stop; else bl=0 bld=- blo=-; fi
+  if [[ -n ${WITH_POSTGRES:-} ]]; then start_bootlane_pg; read -r pl pld plo < <(dhcp_ladder bootlane-pg); stop; fi
   if [[ -z ${SKIP_KEA:-} ]]; then start_kea; read -r kr krd kro < <(dhcp_ladder kea); stop; else kr=0 krd=- kro=-; fi
   if [[ -z ${SKIP_DNSMASQ:-} ]]; then
     start_dnsmasq --dhcp-range="$2,$3,255.255.0.0,1h" --dhcp-leasefile="$WORK/dnsmasq.leases" \
@@ -164,10 +187,14 @@ dhcp_round() {
   echo "| server | leases/s (4-way exchanges perfdhcp achieved) | offered rate | worst drops | ratio vs Kea | ratio vs dnsmasq |"
   echo "|---|---:|---:|---:|---:|---:|"
   echo "| Bootlane (fsync per batch) | $bl | $blo | $bld % | $(ratio "$bl" "$kr")x | $(ratio "$bl" "$dm")x |"
+  if [[ -n ${WITH_POSTGRES:-} ]]; then
+    echo "| Bootlane, PostgreSQL store (a commit per batch) | $pl | $plo | $pld % | $(ratio "$pl" "$kr")x | $(ratio "$pl" "$dm")x |"
+  fi
   echo "| Kea $(kea-dhcp4 -v 2>/dev/null | head -1) (memfile, no fsync) | $kr | $kro | $krd % | 1.00x | $(ratio "$kr" "$dm")x |"
   echo "| dnsmasq 2.90 (--no-ping) | $dm | $dmo | $dmd % | $(ratio "$dm" "$kr")x | 1.00x |"
 }
 if [[ $WHAT == dhcp || $WHAT == all ]]; then
+  if [[ -n ${WITH_POSTGRES:-} ]]; then start_postgres; fi
   # perfdhcp receives every simulated client's replies on one socket, which the default
   # 208 KiB buffer cannot hold when a server answers a batch at once (its
   # UdpRcvbufErrors, not the server, then decided the upper rungs). 4 MiB for every

@@ -88,7 +88,8 @@ enum Cmd {
     Bench {
         /// Which benchmark: `dns` (userspace and XDP vs dnsmasq), `boot` (DHCP and TFTP vs
         /// dnsmasq), `events` (DNS qps and API write latency with 0 and 50 SSE subscribers),
-        /// `media` (1 GiB upload vs cp, 20 parallel Range downloads vs nginx) or `all`.
+        /// `media` (1 GiB upload vs cp, 20 parallel Range downloads vs nginx), `store` (API
+        /// write latency and DHCP leases/s on sled against PostgreSQL) or `all`.
         #[arg(default_value = "all")]
         what: String,
     },
@@ -376,8 +377,8 @@ fn package(release: bool) -> Result<PathBuf> {
 }
 
 fn bench(what: &str) -> Result<()> {
-    if !matches!(what, "dns" | "boot" | "events" | "media" | "all") {
-        bail!("unknown benchmark {what:?}: use dns, boot, events, media or all");
+    if !matches!(what, "dns" | "boot" | "events" | "media" | "store" | "all") {
+        bail!("unknown benchmark {what:?}: use dns, boot, events, media, store or all");
     }
     setup()?;
     let bin = build_server(true)?.display().to_string();
@@ -404,6 +405,12 @@ fn bench(what: &str) -> Result<()> {
         run(&mut privileged(
             Path::new("bash"),
             &[script("bench-boot.sh"), bin.clone(), "all".into()],
+        ))?;
+    }
+    if matches!(what, "store" | "all") {
+        run(&mut privileged(
+            Path::new("bash"),
+            &[script("bench-store.sh"), bin.clone()],
         ))?;
     }
     if matches!(what, "media" | "all") {
