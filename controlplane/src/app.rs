@@ -187,6 +187,7 @@ pub async fn build(
             events: events.clone(),
         },
     )?;
+    crate::cluster::report_link(&store, events.clone(), token.clone());
     // Other nodes' writes (shared PostgreSQL store) rebuild what this node derived.
     crate::cluster::follow(
         &store,

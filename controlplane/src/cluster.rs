@@ -77,6 +77,36 @@ impl Followers {
     }
 }
 
+/// Publishes `store.disconnected` (with the reason) when the shared store's connection
+/// is lost and `store.connected` when it is back and caught up, until `token` is
+/// cancelled (nothing for sled).
+pub fn report_link(store: &Store, events: Arc<crate::events::EventBus>, token: CancellationToken) {
+    let Some(mut link) = store.watch_link() else { return };
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = token.cancelled() => return,
+                r = link.changed() => if r.is_err() { return },
+            }
+            let (up, err) = link.borrow_and_update().clone();
+            let ev = if up {
+                crate::events::NewEvent::new(
+                    "store.connected",
+                    "the shared store is reachable again; this node caught up with it",
+                )
+            } else {
+                let why = err.unwrap_or_default();
+                crate::events::NewEvent::new(
+                    "store.disconnected",
+                    format!("the shared store is unreachable ({why}); answering from the last state, writes fail"),
+                )
+                .data(serde_json::json!({"error": why}))
+            };
+            events.publish(ev);
+        }
+    });
+}
+
 /// Starts following other nodes' changes until `token` is cancelled (no task for sled).
 /// A burst of changes is coalesced: each part is rebuilt once per burst; when the
 /// announcements overflowed, everything is rebuilt.

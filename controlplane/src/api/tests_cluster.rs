@@ -123,4 +123,34 @@ async fn a_change_through_one_node_reaches_the_other_nodes_services() {
         "{v}"
     );
     assert_eq!(v["data"]["store_connected"], true, "{v}");
+
+    // The database lost and back: each node says so in its status and its events.
+    cluster.stop().unwrap();
+    let mut kinds = Vec::new();
+    for (want_up, kind) in [(false, "store.disconnected"), (true, "store.connected")] {
+        let t0 = Instant::now();
+        loop {
+            let (_, _, v) = b.call(Method::GET, "/api/v1/status", None).await;
+            if v["data"]["store_connected"] == want_up {
+                break;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(20), "node B never reported {kind}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let t0 = Instant::now();
+        loop {
+            let (_, _, v) = b.call(Method::GET, &format!("/api/v1/events?kind={kind}"), None).await;
+            if v["data"]["total"].as_u64() == Some(1) {
+                assert_eq!(v["data"]["events"][0]["node"], "node-b", "{v}");
+                break;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(5), "no {kind} event: {v}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        kinds.push(kind);
+        if !want_up {
+            cluster.restart().unwrap();
+        }
+    }
+    assert_eq!(kinds, ["store.disconnected", "store.connected"]);
 }

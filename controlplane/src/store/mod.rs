@@ -491,6 +491,15 @@ impl Store {
         }
     }
 
+    /// The shared store's connection as it changes, `(connected, error when not)`;
+    /// `None` for sled.
+    pub fn watch_link(&self) -> Option<tokio::sync::watch::Receiver<(bool, Option<String>)>> {
+        match &self.db {
+            Backend::Sled(_) => None,
+            Backend::Pg(pg) => Some(pg.watch_link()),
+        }
+    }
+
     /// Names of trees changed by other nodes (PostgreSQL backend), as they arrive; `None`
     /// for sled, where every change is made by this process.
     pub fn remote_changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
@@ -1617,5 +1626,46 @@ mod tests {
             msg.contains("schema version 99") && msg.contains("newer Bootlane"),
             "{msg}"
         );
+    }
+
+    /// The database stopped: the node says so, keeps reading from its mirror, refuses
+    /// writes with the reason, and once the database is back reconnects by itself and
+    /// catches up with what was written meanwhile.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lost_database_is_reported_and_rejoined() {
+        let (s, cluster) = pg_store().await;
+        let t = s.table::<Thing>().unwrap();
+        let a = t.insert(Thing { id: 0, v: "a".into() }).await.unwrap();
+        let mut link = s.watch_link().unwrap();
+        assert_eq!(s.shared_state(), Some((true, None)));
+        cluster.stop().unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(10), link.wait_for(|(up, _)| !*up))
+            .await
+            .expect("the loss is noticed")
+            .unwrap();
+        let (up, err) = s.shared_state().unwrap();
+        assert!(!up && err.is_some());
+        assert_eq!(t.get(a.id).unwrap(), Some(a.clone()), "reads answer from the mirror");
+        let e = t.insert(Thing { id: 0, v: "b".into() }).await.unwrap_err();
+        assert!(matches!(e, StoreError::Backend(_)), "{e}");
+        cluster.restart().unwrap();
+        // Another node writes while this one is still reconnecting.
+        let other = pg_node(&cluster, &cluster.url("t")).await;
+        let c = other
+            .table::<Thing>()
+            .unwrap()
+            .insert(Thing { id: 0, v: "c".into() })
+            .await
+            .unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(20), link.wait_for(|(up, _)| *up))
+            .await
+            .expect("the node reconnects by itself")
+            .unwrap();
+        assert_eq!(
+            t.get(c.id).unwrap(),
+            Some(c),
+            "caught up before reporting itself connected"
+        );
+        t.insert(Thing { id: 0, v: "d".into() }).await.unwrap();
     }
 }

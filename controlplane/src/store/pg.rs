@@ -124,6 +124,8 @@ pub struct Pg {
     last_error: Mutex<Option<String>>,
     /// Names of trees changed by other nodes (fed by catch-ups).
     changes: tokio::sync::broadcast::Sender<String>,
+    /// Connected or not, with the error when not (for `/status` and events).
+    link: tokio::sync::watch::Sender<(bool, Option<String>)>,
 }
 
 impl std::fmt::Debug for Pg {
@@ -162,6 +164,7 @@ impl Pg {
             connected: AtomicBool::new(false),
             last_error: Mutex::new(None),
             changes: tx,
+            link: tokio::sync::watch::Sender::new((false, None)),
         });
         // The listener is up before the first load, so no commit falls between them.
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
@@ -182,6 +185,11 @@ impl Pg {
     /// The last connection error, if the node is not connected.
     pub fn last_error(&self) -> Option<String> {
         self.last_error.lock().ok().and_then(|e| e.clone())
+    }
+
+    /// The connection's state as it changes: `(connected, error when not)`.
+    pub fn watch_link(&self) -> tokio::sync::watch::Receiver<(bool, Option<String>)> {
+        self.link.subscribe()
     }
 
     /// Tree names changed by other nodes, as they arrive.
@@ -455,6 +463,9 @@ impl Pg {
         let was = self.connected.swap(ok, Ordering::AcqRel);
         if let Ok(mut e) = self.last_error.lock() {
             *e = err.clone();
+        }
+        if was != ok {
+            self.link.send_replace((ok, err.clone()));
         }
         match (was, ok) {
             (true, false) => tracing::warn!("PostgreSQL store: connection lost: {}", err.unwrap_or_default()),
