@@ -531,8 +531,8 @@ pub fn redact(url: &str) -> String {
 }
 
 /// The listener: `LISTEN`s on its own connection, catches up on every notification, and
-/// after a lost connection reconnects with back-off (1 s doubling to 30 s) and catches up
-/// before reporting itself connected. `ready` gets the outcome of the first connection.
+/// after a lost connection reconnects with back-off (1 s doubling to 30 s, from 1 s again
+/// at each new outage) and catches up before reporting itself connected. `ready` gets the outcome of the first connection.
 async fn listen(
     pg: std::sync::Weak<Pg>,
     url: String,
@@ -553,6 +553,10 @@ async fn listen(
         if let Some(r) = ready.take() {
             let _ = r.send(Err(pg_err("listening for changes", &err)));
             return;
+        }
+        // A connection that worked until now starts a new outage: retry soon.
+        if p.connected() {
+            delay = Duration::from_secs(1);
         }
         p.set_connected(false, Some(err));
         drop(p);
