@@ -13,7 +13,8 @@
 //!   updates this node's mirror before the caller is answered (reads see their own
 //!   writes).
 //! - **Other nodes** hear the notification on a dedicated connection and fetch every row
-//!   with a higher `rev` than they hold ([`Pg::catch_up`]); a lost connection is
+//!   with a higher `rev` than they hold (a node skips the notifications of its own commits
+//!   once nothing lies between them and what it holds); a lost connection is
 //!   re-established with back-off and followed by the same catch-up before the node
 //!   reports itself connected again.
 //! - **Transactions** ([`super::Store::transaction`]) run their closure against the
@@ -28,7 +29,7 @@ use std::{
     collections::{BTreeMap, HashMap},
     ops::Bound,
     sync::{
-        atomic::{AtomicBool, AtomicI64, Ordering},
+        atomic::{AtomicI64, Ordering},
         Arc, Mutex, RwLock,
     },
     time::Duration,
@@ -120,8 +121,6 @@ pub struct Pg {
     /// Ids left in this node's block: `(next, end)`.
     ids: Mutex<(u64, u64)>,
     url: String,
-    connected: AtomicBool,
-    last_error: Mutex<Option<String>>,
     /// Names of trees changed by other nodes (fed by catch-ups).
     changes: tokio::sync::broadcast::Sender<String>,
     /// Connected or not, with the error when not (for `/status` and events).
@@ -161,8 +160,6 @@ impl Pg {
             catching_up: tokio::sync::Mutex::new(()),
             ids: Mutex::new((0, 0)),
             url: settings.url.clone(),
-            connected: AtomicBool::new(false),
-            last_error: Mutex::new(None),
             changes: tx,
             link: tokio::sync::watch::Sender::new((false, None)),
         });
@@ -179,12 +176,12 @@ impl Pg {
 
     /// True while the node's connection to the database works (the listener's view).
     pub fn connected(&self) -> bool {
-        self.connected.load(Ordering::Relaxed)
+        self.link.borrow().0
     }
 
-    /// The last connection error, if the node is not connected.
+    /// Why the node is not connected (the error that began the outage), if so.
     pub fn last_error(&self) -> Option<String> {
-        self.last_error.lock().ok().and_then(|e| e.clone())
+        self.link.borrow().1.clone()
     }
 
     /// The connection's state as it changes: `(connected, error when not)`.
@@ -195,11 +192,6 @@ impl Pg {
     /// Tree names changed by other nodes, as they arrive.
     pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<String> {
         self.changes.subscribe()
-    }
-
-    /// The highest revision applied to the mirror.
-    pub fn revision(&self) -> i64 {
-        self.seen.load(Ordering::Acquire)
     }
 
     /// The value of `key` in `tree`.
@@ -412,19 +404,17 @@ impl Pg {
         for ((t, k), v) in last {
             m.apply(&t, k, v, rev);
         }
+        // Writers are serialised, so when this revision directly follows what the mirror
+        // holds, nothing lies between them: the listener need not fetch this node's own
+        // rows back (a DHCP group commit would otherwise cost a second query each).
+        let _ = self
+            .seen
+            .compare_exchange(rev - 1, rev, Ordering::AcqRel, Ordering::Acquire);
         Ok(())
     }
 
-    /// Fetches every row newer than the mirror's revision and applies it; announces the
-    /// trees that changed. Used by the listener and by a transaction that lost a race.
-    ///
-    /// # Errors
-    /// [`StoreError::Backend`] when the database fails.
-    pub async fn catch_up(&self) -> Result<()> {
-        let client = self.pool.get().await.map_err(|e| pg_err("a connection", e))?;
-        self.catch_up_with(&**client).await
-    }
-
+    /// Fetches every row newer than the mirror's revision through `client` and applies it;
+    /// announces the trees that changed. Used by the listener and by [`Pg::locked`].
     async fn catch_up_with(&self, client: &impl tokio_postgres::GenericClient) -> Result<()> {
         let _one = self.catching_up.lock().await;
         let since = self.seen.load(Ordering::Acquire);
@@ -452,24 +442,30 @@ impl Pg {
                 t.retain(|_, r| r.value.is_some() || r.rev > top);
             }
         }
-        self.seen.store(top, Ordering::Release);
+        // `fetch_max`: a commit of this node's may have moved it further meanwhile.
+        self.seen.fetch_max(top, Ordering::AcqRel);
         for t in changed {
             let _ = self.changes.send(t);
         }
         Ok(())
     }
 
+    /// Records a change of the link (a retry failing again changes nothing, so watchers
+    /// hear of each outage once, with the error that began it).
     fn set_connected(&self, ok: bool, err: Option<String>) {
-        let was = self.connected.swap(ok, Ordering::AcqRel);
-        if let Ok(mut e) = self.last_error.lock() {
-            *e = err.clone();
-        }
-        if was != ok {
-            self.link.send_replace((ok, err.clone()));
-        }
-        match (was, ok) {
+        let changed = self.link.send_if_modified(|state| {
+            let changed = state.0 != ok;
+            if changed {
+                *state = (ok, err.clone());
+            }
+            changed
+        });
+        match (changed, ok) {
             (true, false) => tracing::warn!("PostgreSQL store: connection lost: {}", err.unwrap_or_default()),
-            (false, true) => tracing::info!("PostgreSQL store: connected, caught up to revision {}", self.revision()),
+            (true, true) => tracing::info!(
+                "PostgreSQL store: connected, caught up to revision {}",
+                self.seen.load(Ordering::Acquire)
+            ),
             _ => {}
         }
     }
@@ -578,12 +574,13 @@ async fn listen_once(
         .await
         .map_err(|e| pg_err("connecting", e))?
         .map_err(|e| pg_err("connecting", e))?;
-    let (note_tx, mut note_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    // The committed revision each notification announces (unreadable: fetch anyway).
+    let (note_tx, mut note_rx) = tokio::sync::mpsc::unbounded_channel::<i64>();
     let driver = tokio::spawn(async move {
         loop {
             match futures::future::poll_fn(|cx| conn.poll_message(cx)).await {
-                Some(Ok(AsyncMessage::Notification(_))) => {
-                    let _ = note_tx.send(());
+                Some(Ok(AsyncMessage::Notification(n))) => {
+                    let _ = note_tx.send(n.payload().parse().unwrap_or(i64::MAX));
                 }
                 Some(Ok(_)) => {}
                 Some(Err(e)) => return Err(e),
@@ -615,11 +612,16 @@ async fn listen_once(
                 };
             }
             n = note_rx.recv() => {
-                if n.is_none() { return Ok(()); }
+                let Some(mut newest) = n else { return Ok(()) };
                 // Coalesce a burst of notifications into one catch-up.
-                while note_rx.try_recv().is_ok() {}
+                while let Ok(r) = note_rx.try_recv() {
+                    newest = newest.max(r);
+                }
                 let Some(p) = pg.upgrade() else { return Ok(()) };
-                p.catch_up_with(&client).await?;
+                // This node's own commits are in its mirror already.
+                if newest > p.seen.load(Ordering::Acquire) {
+                    p.catch_up_with(&client).await?;
+                }
             }
         }
     }
