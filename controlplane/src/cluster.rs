@@ -2,7 +2,9 @@
 //! through another node's API reaches this node's store mirror by `LISTEN/NOTIFY`
 //! ([`crate::store::pg`]), and [`follow`] then rebuilds what this node derived from the
 //! changed trees: the DNS zone and XDP map (records), the DHCP handler (reservations,
-//! DHCP settings), the access gate (entries, mode) and the Secure Boot MACs (hosts).
+//! DHCP settings), the access gate (entries, mode), the Secure Boot MACs (hosts) and the
+//! DHCP lease index (leases, key by key: a lease granted through one node is renewed
+//! through any).
 //! iPXE scripts, profiles and answer files are rendered from the store per request and
 //! need nothing. With sled there are no other nodes and [`follow`] does nothing.
 
@@ -13,10 +15,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     access::{model::AccessEntry, service::AccessService},
-    dhcp::control::{DhcpControl, StoredReservation},
+    dhcp::{
+        control::{DhcpControl, StoredReservation},
+        leases::Lease,
+    },
     dns::{records::DnsRecord, service::DnsService},
     inventory::{model::Host, service::HostService},
-    store::{Entity, Store},
+    store::{Entity, RemoteChange, Store},
 };
 
 /// What a node rebuilds when other nodes change the store.
@@ -119,10 +124,14 @@ pub fn follow(store: &Store, followers: Followers, token: CancellationToken) {
                 r = rx.recv() => r,
             };
             let mut parts: Vec<Part> = Vec::new();
+            let mut lease_ids: Vec<u64> = Vec::new();
             let mut all = false;
-            let mut take = |r: Result<String, RecvError>| match r {
-                Ok(tree) => {
-                    if let Some(p) = part_of(&tree).filter(|p| !parts.contains(p)) {
+            let mut take = |r: Result<RemoteChange, RecvError>| match r {
+                Ok(change) => {
+                    if change.tree == Lease::TREE {
+                        lease_ids.extend(change.ids());
+                    }
+                    if let Some(p) = part_of(&change.tree).filter(|p| !parts.contains(p)) {
                         parts.push(p);
                     }
                     true
@@ -142,6 +151,19 @@ pub fn follow(store: &Store, followers: Followers, token: CancellationToken) {
                     Err(TryRecvError::Lagged(n)) => take(Err(RecvError::Lagged(n))),
                     Err(_) => break,
                 };
+            }
+            // `Some(None)`: reload every lease; `None`: no lease changed.
+            let leases = if all {
+                Some(None)
+            } else if lease_ids.is_empty() {
+                None
+            } else {
+                Some(Some(lease_ids))
+            };
+            if let Some(ids) = leases {
+                if let Err(e) = followers.dhcp.follow_leases(ids).await {
+                    tracing::error!("following another node's leases failed: {e}");
+                }
             }
             if all {
                 followers.resync_all();

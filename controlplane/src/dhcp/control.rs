@@ -368,7 +368,11 @@ impl DhcpControl {
         let kv = store.kv("dhcp_settings")?;
         let overrides = kv.get(SETTINGS_KEY)?.unwrap_or_default();
         let arch = kv.get(ARCH_KEY)?;
-        let leases = LeaseDb::load(store).await?;
+        let mut leases = LeaseDb::load(store).await?;
+        if store.watch_link().is_some() {
+            // Several nodes may serve one pool: each searches it from its own point.
+            leases.set_spread(&events.node());
+        }
         Ok(Arc::new(Self {
             base: base.clone(),
             kv,
@@ -495,6 +499,20 @@ impl DhcpControl {
     /// Store errors.
     pub fn resync(&self) -> Result<()> {
         self.apply()
+    }
+
+    /// Applies other nodes' lease writes (issue 16): the leases with these ids, or all of
+    /// them when `ids` is `None` (the announcements overflowed).
+    ///
+    /// # Errors
+    /// Store errors reading the mirror.
+    pub async fn follow_leases(&self, ids: Option<Vec<u64>>) -> Result<()> {
+        let mut db = self.leases.lock().await;
+        match ids {
+            Some(ids) => db.follow(ids)?,
+            None => db.reload()?,
+        }
+        Ok(())
     }
 
     /// Pushes the effective subnets and arch map into the running handler.

@@ -67,9 +67,37 @@ pub trait DhcpHandler: Send + Sync + 'static {
 
     /// Makes the lease writes of the requests handled so far durable; called by the
     /// receive loop once per batch, before any of its replies is sent (group commit,
-    /// issue 14). False when that failed: the batch's acknowledgements must not be sent.
-    fn commit(&self) -> impl Future<Output = bool> + Send {
-        async { true }
+    /// issue 14). Says which of the batch's acknowledgements may be sent.
+    fn commit(&self) -> impl Future<Output = Committed> + Send {
+        async { Committed::All }
+    }
+}
+
+/// What a batch's commit allows the receive loop to send ([`DhcpHandler::commit`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Committed {
+    /// Every reply.
+    All,
+    /// No DHCPACK: storing the leases failed, so none may be acknowledged.
+    NoAcks,
+    /// Every reply but the DHCPACKs of these `(client MAC, yiaddr)`: their addresses were
+    /// leased to other clients by another node first (issue 16).
+    AllBut(Vec<(MacAddr, Ipv4Addr)>),
+}
+
+impl Committed {
+    /// Whether `reply` may be sent.
+    pub fn allows(&self, reply: &DhcpReply) -> bool {
+        let ack = reply.msg.opts().msg_type() == Some(MessageType::Ack);
+        match self {
+            Self::All => true,
+            Self::NoAcks => !ack,
+            Self::AllBut(refused) => {
+                !ack || !refused
+                    .iter()
+                    .any(|(mac, ip)| *ip == reply.msg.yiaddr() && reply.msg.chaddr().get(..6) == Some(&mac.0[..]))
+            }
+        }
     }
 }
 
@@ -606,6 +634,23 @@ impl BootHandler {
         match req.kind {
             MessageType::Discover => {
                 let mut db = self.leases.lock().await;
+                if !db.store_reachable() {
+                    // Degraded (issue 16): only a client's own active lease is offered;
+                    // a new allocation could collide with another node's.
+                    let held = db.by_mac(&s.key, mac).filter(|l| l.active(now) && s.allowed(l.ip, mac));
+                    let Some(ip) = held.map(|l| l.ip) else {
+                        tracing::debug!(%mac, subnet = %s.net, "no new address while the shared store is unreachable");
+                        return None;
+                    };
+                    drop(db);
+                    let mut r = Self::base(req, MessageType::Offer, s.server);
+                    r.set_yiaddr(ip);
+                    let host = Self::reserved_host(s, mac);
+                    self.add_network(&mut r, s, Some(s.cfg.lease_time_secs), host.as_deref());
+                    self.add_boot(&mut r, req, s);
+                    let dest = Self::dest(req, ctx, false, &mut r);
+                    return Some(DhcpReply { msg: r, dest });
+                }
                 let Some(ip) = self.pick(s, req, &mut db, now) else {
                     tracing::warn!(%mac, subnet = %s.net, "no free address to offer");
                     return None;
@@ -707,6 +752,9 @@ impl BootHandler {
             return Some(DhcpReply { msg: r, dest });
         }
         let hostname = Self::reserved_host(s, mac).or_else(|| req.hostname.clone());
+        if !db.store_reachable() {
+            return self.degraded_ack(s, req, ctx, &db, ip, state, now);
+        }
         let lease = Lease {
             id: 0,
             mac: mac.to_string(),
@@ -717,10 +765,22 @@ impl BootHandler {
             expires_at: now + u64::from(s.cfg.lease_time_secs),
             declined: false,
         };
-        if let Err(e) = db.bind(lease, mac).await {
-            // Never acknowledge a lease that is not on disk.
-            tracing::error!(%mac, %ip, "storing the lease failed, not acknowledging: {e}");
-            return None;
+        match db.bind(lease, mac).await {
+            Ok(_) => {}
+            Err(crate::store::StoreError::Conflict(why)) => {
+                // Another node leased it first; the index now shows that lease.
+                drop(db);
+                tracing::info!(%mac, %ip, state, "DHCPNAK: {why}");
+                let mut r = Self::base(req, MessageType::Nak, s.server);
+                r.set_flags(req.msg.flags());
+                let dest = Self::dest(req, ctx, true, &mut r);
+                return Some(DhcpReply { msg: r, dest });
+            }
+            Err(e) => {
+                // Never acknowledge a lease that is not on disk.
+                tracing::error!(%mac, %ip, "storing the lease failed, not acknowledging: {e}");
+                return None;
+            }
         }
         drop(db);
         let mut r = Self::base(req, MessageType::Ack, s.server);
@@ -736,6 +796,50 @@ impl BootHandler {
             ip,
             &s.key,
             serde_json::json!({"hostname": hostname, "lease_time_secs": s.cfg.lease_time_secs, "state": state}),
+        );
+        let dest = Self::dest(req, ctx, false, &mut r);
+        Some(DhcpReply { msg: r, dest })
+    }
+
+    /// The DHCPACK of a node that cannot reach the shared store (issue 16): a client
+    /// renewing the lease this node knows it holds gets it for the time the stored lease
+    /// still runs (nothing to write, so nothing can collide: RFC 2131 §4.3.2 lets the
+    /// server choose the lease time); any other request goes unanswered (not NAKed: the
+    /// database may well hold that lease).
+    #[allow(clippy::too_many_arguments)]
+    fn degraded_ack(
+        &self,
+        s: &Subnet,
+        req: &DhcpRequest,
+        ctx: &RecvContext,
+        db: &LeaseDb,
+        ip: Ipv4Addr,
+        state: &str,
+        now: u64,
+    ) -> Option<DhcpReply> {
+        let mac = req.mac;
+        let Some(left) = db
+            .by_mac(&s.key, mac)
+            .filter(|l| l.ip == ip && l.active(now))
+            .map(|l| l.expires_at - now)
+        else {
+            tracing::debug!(%mac, %ip, state, "no DHCPACK while the shared store is unreachable: not a lease this node knows");
+            return None;
+        };
+        let left = u32::try_from(left).unwrap_or(u32::MAX).min(s.cfg.lease_time_secs);
+        let mut r = Self::base(req, MessageType::Ack, s.server);
+        r.set_yiaddr(ip);
+        r.set_ciaddr(req.msg.ciaddr());
+        let host = Self::reserved_host(s, mac);
+        self.add_network(&mut r, s, Some(left), host.as_deref());
+        self.add_boot(&mut r, req, s);
+        tracing::info!(%mac, %ip, state, left, "DHCPACK from the held lease (shared store unreachable)");
+        self.lease_event(
+            "renewed",
+            mac,
+            ip,
+            &s.key,
+            serde_json::json!({"lease_time_secs": left, "state": state, "degraded": true}),
         );
         let dest = Self::dest(req, ctx, false, &mut r);
         Some(DhcpReply { msg: r, dest })
@@ -775,25 +879,31 @@ impl BootHandler {
 }
 
 impl DhcpHandler for BootHandler {
-    async fn commit(&self) -> bool {
+    async fn commit(&self) -> Committed {
         // The flush runs without the lease lock: other interfaces' requests and the API
         // go on meanwhile (their writes may land in this flush too, which only makes them
         // durable sooner).
-        let table = match self.leases.lock().await.begin_commit().await {
-            Ok(Some(table)) => table,
-            Ok(None) => return true,
-            Err(e) => {
-                tracing::error!("storing DHCP leases failed; this batch's DHCPACKs are not sent: {e}");
-                return false;
+        let (table, refused) = {
+            let mut db = self.leases.lock().await;
+            match db.begin_commit().await {
+                Ok(t) => (t, db.take_refused()),
+                Err(e) => {
+                    tracing::error!("storing DHCP leases failed; this batch's DHCPACKs are not sent: {e}");
+                    return Committed::NoAcks;
+                }
             }
         };
-        match table.flush().await {
-            Ok(()) => true,
-            Err(e) => {
+        if let Some(table) = table {
+            if let Err(e) = table.flush().await {
                 self.leases.lock().await.commit_failed();
                 tracing::error!("flushing DHCP leases failed; this batch's DHCPACKs are not sent: {e}");
-                false
+                return Committed::NoAcks;
             }
+        }
+        if refused.is_empty() {
+            Committed::All
+        } else {
+            Committed::AllBut(refused)
         }
     }
 

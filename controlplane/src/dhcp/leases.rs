@@ -18,6 +18,18 @@
 //! Every other write (releases, declines, the API's deletes) stores the queue first, in
 //! order, and is then flushed at once as before.
 //!
+//! Several nodes, one pool (issue 16): a lease's id is its address
+//! ([`lease_id`]), so the store holds at most one lease per address, and every lease
+//! write is checked against the row the store holds at that moment
+//! ([`crate::store::Table::apply_guarded`], or a transaction's read): an address leased
+//! to another client, active, is never overwritten. With the shared PostgreSQL store that
+//! check runs in the database under its write lock, so two nodes answering one pool can
+//! both offer an address but only one can acknowledge it; the loser's DHCPACK is withheld
+//! ([`LeaseDb::take_refused`]) and the client, retrying, is refused. Nodes follow each
+//! other's lease writes ([`LeaseDb::follow`]), so a lease granted through one node is
+//! renewed through any. The search for a fresh address starts at a point derived from the
+//! node's name ([`LeaseDb::set_spread`]), so nodes rarely offer the same address at all.
+//!
 //! Global state: none; the handler owns one [`LeaseDb`] behind a mutex.
 
 use std::{
@@ -39,10 +51,27 @@ pub fn now_secs() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
+/// The id of the lease of `ip`: the address as a number (one lease row per address; see
+/// the module docs).
+pub fn lease_id(ip: Ipv4Addr) -> u64 {
+    u64::from(u32::from(ip))
+}
+
+/// Whether a lease write `new` may replace `current`, the row the store holds for its
+/// address: when there is none, when it is no longer in force at `now`, or when it is the
+/// same client's (a renewal, a release, or its own decline; a client does not take back
+/// an address it declined).
+pub fn may_replace(current: Option<&Lease>, new: &Lease, now: u64) -> bool {
+    match current {
+        None => true,
+        Some(c) => !c.active(now) || (mac_of(c) == mac_of(new) && (!c.declined || new.declined)),
+    }
+}
+
 /// A lease as stored and listed by `GET /leases` (RFC 2131 §4.3.1 binding).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Lease {
-    /// Row id.
+    /// Row id: the address as a number ([`lease_id`]).
     pub id: u64,
     /// Client MAC, lower case with colons. For an address declined by a client
     /// (DHCPDECLINE, RFC 2131 §4.3.3) this is the declining client's MAC and
@@ -88,9 +117,17 @@ pub struct LeaseDb {
     offer_of: HashMap<MacAddr, Ipv4Addr>,
     /// `offers` is purged of expired entries when it grows past this.
     purge_at: usize,
-    /// Per subnet key: where the search for a never-used pool address resumes (every
-    /// address below it was leased or offered since; see [`LeaseDb::fresh_address`]).
+    /// Per subnet key: the position where the search for a never-used pool address
+    /// resumes (every address before it was leased or offered since; see
+    /// [`LeaseDb::fresh_address`]).
     cursor: HashMap<String, u32>,
+    /// Where in each pool this node's search for a fresh address begins (an offset,
+    /// wrapping; 0 with one node). See [`LeaseDb::set_spread`].
+    spread: u32,
+    /// DHCPACKs whose lease the store refused at the last commit: `(MAC, address)`.
+    refused: Vec<(MacAddr, Ipv4Addr)>,
+    /// The shared store's link, when there is one (see [`LeaseDb::store_reachable`]).
+    link: Option<tokio::sync::watch::Receiver<(bool, Option<String>)>>,
     group_commit: bool,
     /// Group-commit writes not yet in the store, in order.
     pending: Vec<Write<Lease>>,
@@ -112,10 +149,39 @@ impl LeaseDb {
             offer_of: HashMap::new(),
             purge_at: PURGE_MIN,
             cursor: HashMap::new(),
+            spread: 0,
+            refused: Vec::new(),
+            link: None,
             group_commit: false,
             pending: Vec::new(),
             dirty: false,
         }
+    }
+
+    /// Starts this node's searches for fresh addresses at a point of each pool derived
+    /// from `node` (its `[server] node_name`), wrapping round: two nodes serving one pool
+    /// then take addresses from different parts of it and rarely race for one. Only for a
+    /// shared store; a single node hands addresses out from the pool's start.
+    pub fn set_spread(&mut self, node: &str) {
+        // FNV-1a: stable across builds and platforms (the std hasher is not).
+        let mut h: u32 = 0x811c_9dc5;
+        for b in node.bytes() {
+            h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+        }
+        self.spread = h;
+        self.rewind();
+    }
+
+    /// False while the shared store is unreachable: held leases are then renewed without
+    /// a write, and no address is newly allocated (see the handler). Always true for sled.
+    pub fn store_reachable(&self) -> bool {
+        self.link.as_ref().is_none_or(|l| l.borrow().0)
+    }
+
+    /// The DHCPACKs to withhold after [`LeaseDb::begin_commit`]: `(MAC, address)` of each
+    /// lease the store refused because another client holds the address (issue 16).
+    pub fn take_refused(&mut self) -> Vec<(MacAddr, Ipv4Addr)> {
+        std::mem::take(&mut self.refused)
     }
 
     /// Defers the flush of every write to [`LeaseDb::commit`] (see the module docs).
@@ -154,14 +220,93 @@ impl LeaseDb {
         Ok(t)
     }
 
-    /// Stores the queued group-commit writes as one batch (unflushed).
+    /// Stores the queued group-commit writes as one batch (unflushed), each lease checked
+    /// against the stored row of its address ([`may_replace`]). A refused lease is
+    /// replaced in the index by the row that won, and noted for [`LeaseDb::take_refused`].
     async fn store_pending(&mut self) -> Result<(), StoreError> {
         if let (Some(t), false) = (&self.table, self.pending.is_empty()) {
-            t.apply_unflushed(&self.pending).await?;
+            let now = now_secs();
+            let refused = t
+                .apply_guarded(&self.pending, |cur, new| may_replace(cur, new, now))
+                .await?;
+            for (id, current) in refused {
+                let Some(ip) = u32::try_from(id).ok().map(Ipv4Addr::from) else {
+                    continue;
+                };
+                if let Some(mine) = self.by_ip.get(&ip) {
+                    self.refused.push((mac_of(mine), ip));
+                    tracing::warn!(mac = %mine.mac, %ip, "DHCPACK withheld: another node leased the address first");
+                }
+                self.set_row(ip, current);
+            }
             self.pending.clear();
             self.dirty = true;
         }
         Ok(())
+    }
+
+    /// Makes the index hold `row` for `ip` (`None`: no lease), whatever it held before.
+    fn set_row(&mut self, ip: Ipv4Addr, row: Option<Lease>) {
+        if let Some(old) = self.by_ip.remove(&ip) {
+            let key = (old.subnet.clone(), mac_of(&old));
+            if self.by_mac.get(&key) == Some(&ip) {
+                self.by_mac.remove(&key);
+            }
+        }
+        match row {
+            Some(l) => {
+                if !l.declined {
+                    let key = (l.subnet.clone(), mac_of(&l));
+                    // The client's previous address in this subnet, if the index still
+                    // has one, is another row's business (its own change, or stale).
+                    self.by_mac.insert(key, ip);
+                }
+                self.by_ip.insert(ip, l);
+            }
+            // A freed address can be found by the fresh-address search again.
+            None => self.rewind(),
+        }
+    }
+
+    /// Applies other nodes' writes to the leases with these ids (from the store's mirror,
+    /// which already holds them; issue 16). An address with a write of this node's still
+    /// queued is skipped: that write's check decides it at the next commit.
+    ///
+    /// # Errors
+    /// Store or codec errors reading the mirror.
+    pub fn follow(&mut self, ids: impl IntoIterator<Item = u64>) -> Result<(), StoreError> {
+        let Some(t) = self.table.clone() else { return Ok(()) };
+        for id in ids {
+            let Some(ip) = u32::try_from(id).ok().map(Ipv4Addr::from) else {
+                continue;
+            };
+            let queued = self.pending.iter().any(|w| match w {
+                Write::Put(l) => l.ip == ip,
+                Write::Remove(r) => *r == id,
+            });
+            if queued {
+                continue;
+            }
+            let row = t.get(id)?.filter(|l| l.ip == ip);
+            self.set_row(ip, row);
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the index from the store (after other nodes' changes were missed), keeping
+    /// the offers and the queued writes.
+    ///
+    /// # Errors
+    /// Store or codec errors.
+    pub fn reload(&mut self) -> Result<(), StoreError> {
+        let Some(t) = self.table.clone() else { return Ok(()) };
+        let ids: Vec<u64> = t
+            .list()?
+            .iter()
+            .map(|l| l.id)
+            .chain(self.by_ip.keys().map(|ip| lease_id(*ip)))
+            .collect();
+        self.follow(ids)
     }
 
     /// Marks the writes as pending again after a failed flush (see
@@ -182,11 +327,18 @@ impl LeaseDb {
         hi: u32,
         ok: impl Fn(&Self, Ipv4Addr) -> bool,
     ) -> Option<Ipv4Addr> {
-        let start = self.cursor.get(subnet).copied().unwrap_or(lo).max(lo);
+        if hi < lo {
+            return None;
+        }
+        // Positions 0..size walk the pool from the node's origin, wrapping at its end.
+        let size = u64::from(hi - lo) + 1;
+        let origin = u64::from(self.spread) % size;
+        let start = self.cursor.get(subnet).copied().unwrap_or(0);
         let mut found = None;
         let mut next = start;
-        for n in start..=hi {
-            next = n.saturating_add(1);
+        for i in u64::from(start)..size {
+            next = u32::try_from(i + 1).unwrap_or(u32::MAX);
+            let n = lo + u32::try_from((origin + i) % size).unwrap_or(0);
             let ip = Ipv4Addr::from(n);
             if self.never_used(ip) && ok(self, ip) {
                 found = Some(ip);
@@ -240,8 +392,31 @@ impl LeaseDb {
             tracing::info!(id, "removing a stale or duplicate stored lease");
             table.remove(id).await?;
         }
+        // Rows stored before leases were keyed by address move to their address's id.
+        let moved: Vec<Lease> = db.by_ip.values().filter(|l| l.id != lease_id(l.ip)).cloned().collect();
+        if !moved.is_empty() {
+            tracing::info!(leases = moved.len(), "re-keying stored leases by address");
+            table
+                .transaction(|tx| {
+                    for l in &moved {
+                        tx.remove::<Lease>(l.id)?;
+                        tx.put(&Lease {
+                            id: lease_id(l.ip),
+                            ..l.clone()
+                        })?;
+                    }
+                    Ok(())
+                })
+                .await?;
+            for l in moved {
+                if let Some(row) = db.by_ip.get_mut(&l.ip) {
+                    row.id = lease_id(l.ip);
+                }
+            }
+        }
         tracing::info!(leases = db.by_ip.len(), "DHCP leases loaded");
         db.table = Some(table);
+        db.link = store.watch_link();
         Ok(db)
     }
 
@@ -325,40 +500,28 @@ impl LeaseDb {
     /// Records (creates or extends) the lease of `mac` on `ip` and persists it.
     ///
     /// # Errors
-    /// Store errors; the in-memory state is updated only after the write succeeded.
-    pub async fn bind(&mut self, mut lease: Lease, mac: MacAddr) -> Result<Lease, StoreError> {
-        // The same client may hold an older address in this subnet: drop it.
+    /// Store errors; [`StoreError::Conflict`] when another client's active lease holds
+    /// the address in the store (another node's; the index then shows it). The in-memory
+    /// state is updated only after the write succeeded (or was queued for the commit).
+    pub async fn bind(&mut self, lease: Lease, mac: MacAddr) -> Result<Lease, StoreError> {
+        // The same client may hold an older address in this subnet: drop it, in the same
+        // write (all or nothing in the store).
         let key = (lease.subnet.clone(), mac);
-        let mut reuse_id = None;
-        let mut old_row = None;
-        if let Some(old_ip) = self.by_mac.get(&key).copied() {
-            if old_ip != lease.ip {
-                old_row = self.by_ip.get(&old_ip).cloned();
-            } else if let Some(old) = self.by_ip.get(&old_ip) {
-                reuse_id = Some(old.id);
-            }
-        }
-        // Another (expired) client's row on this address is replaced.
-        let other_row = match reuse_id {
-            None => self.by_ip.get(&lease.ip).cloned(),
-            Some(_) => None,
-        };
-        lease.id = reuse_id.unwrap_or(0);
-        // Dropping the old rows and writing the lease: all or nothing in the store, and
-        // the in-memory view changes only after the store did.
-        let gone: Vec<u64> = old_row.iter().chain(other_row.iter()).map(|l| l.id).collect();
+        let old_row = self
+            .by_mac
+            .get(&key)
+            .copied()
+            .filter(|ip| *ip != lease.ip)
+            .and_then(|ip| self.by_ip.get(&ip).cloned());
+        let gone: Vec<u64> = old_row.iter().map(|l| l.id).collect();
         // The DHCPACK path: deferred to the batch's commit in group-commit mode.
         let lease = self.write_replacing(&gone, lease, true).await?;
         if let Some(old) = old_row {
             self.by_ip.remove(&old.ip);
         }
-        if let Some(other) = other_row {
-            self.by_mac.remove(&(other.subnet.clone(), mac_of(&other)));
-            self.by_ip.remove(&other.ip);
-        }
+        // Another (expired) client's row on this address is replaced.
+        self.set_row(lease.ip, Some(lease.clone()));
         self.drop_offer(mac);
-        self.by_mac.insert(key, lease.ip);
-        self.by_ip.insert(lease.ip, lease.clone());
         Ok(lease)
     }
 
@@ -384,8 +547,8 @@ impl LeaseDb {
     /// # Errors
     /// Store errors.
     pub async fn decline(&mut self, subnet: &str, mac: MacAddr, ip: Ipv4Addr, until: u64) -> Result<(), StoreError> {
-        let mut lease = Lease {
-            id: 0,
+        let lease = Lease {
+            id: lease_id(ip),
             mac: mac.to_string(),
             ip,
             subnet: subnet.to_string(),
@@ -394,13 +557,10 @@ impl LeaseDb {
             expires_at: until,
             declined: true,
         };
-        if let Some(old) = self.by_ip.get(&ip).cloned() {
-            lease.id = old.id;
-        }
         self.by_mac.remove(&(subnet.to_string(), mac));
         self.drop_offer(mac);
         let lease = self.write(lease).await?;
-        self.by_ip.insert(ip, lease);
+        self.set_row(ip, Some(lease));
         Ok(())
     }
 
@@ -411,13 +571,8 @@ impl LeaseDb {
     /// Store errors (then nothing is deleted).
     pub async fn remove_mac(&mut self, mac: MacAddr) -> Result<Vec<Lease>, StoreError> {
         let gone: Vec<Lease> = self.by_ip.values().filter(|l| mac_of(l) == mac).cloned().collect();
-        self.remove_rows(&gone).await?;
-        for l in &gone {
-            self.by_ip.remove(&l.ip);
-            self.by_mac.remove(&(l.subnet.clone(), mac));
-        }
+        let gone = self.remove_rows(gone, |l| mac_of(l) == mac).await?;
         self.drop_offer(mac);
-        self.rewind();
         Ok(gone)
     }
 
@@ -427,74 +582,86 @@ impl LeaseDb {
     /// Store errors (then nothing is deleted).
     pub async fn prune(&mut self, now: u64) -> Result<usize, StoreError> {
         let gone: Vec<Lease> = self.by_ip.values().filter(|l| !l.active(now)).cloned().collect();
-        self.remove_rows(&gone).await?;
-        for l in &gone {
-            self.by_ip.remove(&l.ip);
-            let key = (l.subnet.clone(), mac_of(l));
-            if self.by_mac.get(&key) == Some(&l.ip) {
-                self.by_mac.remove(&key);
-            }
-        }
-        if !gone.is_empty() {
-            self.rewind();
-        }
-        Ok(gone.len())
+        Ok(self.remove_rows(gone, |l| !l.active(now)).await?.len())
     }
 
     async fn write(&mut self, lease: Lease) -> Result<Lease, StoreError> {
         self.write_replacing(&[], lease, false).await
     }
 
-    /// Removes the rows `gone` and stores `lease` (new when its id is 0) in one
+    /// Removes the rows `gone` and stores `lease` under its address's id in one
     /// transaction, flushed now unless `defer` and group commit are on (then at the next
-    /// [`LeaseDb::commit`]).
+    /// [`LeaseDb::commit`], checked there). Checked now otherwise: the store's row for the
+    /// address must allow it ([`may_replace`]).
     async fn write_replacing(&mut self, gone: &[u64], mut lease: Lease, defer: bool) -> Result<Lease, StoreError> {
         let defer = defer && self.group_commit;
-        let Some(t) = &self.table else {
-            if lease.id == 0 {
-                lease.id = self.by_ip.values().map(|l| l.id).max().unwrap_or(0) + 1;
-            }
-            return Ok(lease);
-        };
+        lease.id = lease_id(lease.ip);
+        let Some(t) = self.table.clone() else { return Ok(lease) };
         if defer {
             // Queued for the batch's commit (see the module docs).
-            if lease.id == 0 {
-                lease.id = t.next_id()?;
-            }
             self.pending.extend(gone.iter().map(|id| Write::Remove(*id)));
             self.pending.push(Write::Put(lease.clone()));
             return Ok(lease);
         }
-        let t = t.clone();
         // Queued writes go first, so the store sees every write in order.
         self.store_pending().await?;
-        t.transaction(|tx| {
-            for id in gone {
-                tx.remove::<Lease>(*id)?;
-            }
-            if lease.id == 0 {
-                tx.insert(lease.clone())
-            } else {
+        let now = now_secs();
+        let r = t
+            .transaction(|tx| {
+                for id in gone {
+                    tx.remove::<Lease>(*id)?;
+                }
+                let current = tx.get::<Lease>(lease.id)?;
+                if !may_replace(current.as_ref(), &lease, now) {
+                    return Err(StoreError::Conflict(format!("{} is leased to another client", lease.ip)).into());
+                }
                 tx.put(&lease)?;
                 Ok(lease.clone())
-            }
-        })
-        .await
+            })
+            .await;
+        if let Err(StoreError::Conflict(_)) = &r {
+            // Another node's lease won: the index takes it.
+            let row = t.get(lease.id)?;
+            self.set_row(lease.ip, row);
+        }
+        r
     }
 
-    /// Removes the rows of `gone` in one transaction (flushed), after the queued writes.
-    async fn remove_rows(&mut self, gone: &[Lease]) -> Result<(), StoreError> {
+    /// Removes each row of `gone` that, as the store holds it now, still satisfies
+    /// `still` (a row another node renewed meanwhile stays), in one transaction (flushed),
+    /// after the queued writes; updates the index either way. Returns the removed rows.
+    async fn remove_rows(
+        &mut self,
+        gone: Vec<Lease>,
+        still: impl Fn(&Lease) -> bool,
+    ) -> Result<Vec<Lease>, StoreError> {
         self.store_pending().await?;
-        if let (Some(t), false) = (&self.table, gone.is_empty()) {
-            t.transaction(|tx| {
-                for l in gone {
-                    tx.remove::<Lease>(l.id)?;
+        let Some(t) = self.table.clone() else {
+            for l in &gone {
+                self.set_row(l.ip, None);
+            }
+            return Ok(gone);
+        };
+        if gone.is_empty() {
+            return Ok(gone);
+        }
+        let removed = t
+            .transaction(|tx| {
+                let mut removed = Vec::new();
+                for l in &gone {
+                    if let Some(cur) = tx.get::<Lease>(l.id)?.filter(|c| still(c)) {
+                        tx.remove::<Lease>(l.id)?;
+                        removed.push(cur);
+                    }
                 }
-                Ok(())
+                Ok(removed)
             })
             .await?;
+        for l in &gone {
+            let row = t.get(l.id)?;
+            self.set_row(l.ip, row);
         }
-        Ok(())
+        Ok(removed)
     }
 }
 

@@ -164,8 +164,9 @@ async fn recv_loop<H: DhcpHandler>(
             }
         }
         // Every lease acknowledged below is on disk first.
-        if !handler.commit().await {
-            replies.retain(|r: &DhcpReply| r.msg.opts().msg_type() != Some(dhcproto::v4::MessageType::Ack));
+        let committed = handler.commit().await;
+        if committed != super::handler::Committed::All {
+            replies.retain(|r: &DhcpReply| committed.allows(r));
         }
         for reply in replies.drain(..) {
             let bytes = match encode(&reply.msg) {

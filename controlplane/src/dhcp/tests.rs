@@ -983,7 +983,7 @@ async fn group_commit_binds_then_flushes_once() {
         0,
         "queued until the commit"
     );
-    assert!(h.commit().await);
+    assert_eq!(h.commit().await, super::handler::Committed::All);
     let again = LeaseDb::load(&store).await.unwrap();
     let mut ips: Vec<_> = again.all().map(|l| l.ip).collect();
     ips.sort();
@@ -1012,7 +1012,7 @@ async fn immediate_writes_keep_the_order_of_queued_ones() {
         .unwrap();
     assert!(released);
     assert_eq!(h.leases_db().lock().await.remove_mac(b).await.unwrap().len(), 1);
-    assert!(h.commit().await);
+    assert_eq!(h.commit().await, super::handler::Committed::All);
     let stored: Vec<_> = LeaseDb::load(&store).await.unwrap().all().cloned().collect();
     assert_eq!(stored.len(), 1, "B's queued bind must not come back: {stored:?}");
     assert_eq!((stored[0].ip, stored[0].expires_at), (ip_a, 1));
@@ -1056,8 +1056,12 @@ async fn no_ack_leaves_the_loop_when_the_commit_fails() {
             r.dest = src;
             Some(r)
         }
-        async fn commit(&self) -> bool {
-            self.1
+        async fn commit(&self) -> super::handler::Committed {
+            if self.1 {
+                super::handler::Committed::All
+            } else {
+                super::handler::Committed::NoAcks
+            }
         }
     }
     for commit_ok in [false, true] {
@@ -1089,4 +1093,160 @@ async fn no_ack_leaves_the_loop_when_the_commit_fails() {
         }
         server.shutdown().await;
     }
+}
+
+/// Issue 16: two nodes on one PostgreSQL store race for one address; the database's
+/// check lets exactly one acknowledge it, and the loser's index learns the winner.
+#[tokio::test]
+async fn two_nodes_never_lease_one_address_twice() {
+    use super::leases::{lease_id, now_secs, Lease};
+    use crate::net::types::MacAddr;
+    let (a, cluster) = crate::store::tests::pg_store().await;
+    let b = crate::store::tests::pg_node(&cluster, &cluster.url("t")).await;
+    let mut da = LeaseDb::load(&a).await.unwrap();
+    let mut db = LeaseDb::load(&b).await.unwrap();
+    let ip = Ipv4Addr::new(10, 77, 0, 105);
+    let lease = |mac: [u8; 6]| Lease {
+        id: 0,
+        mac: MacAddr(mac).to_string(),
+        ip,
+        subnet: "10.77.0.0/24".into(),
+        hostname: None,
+        arch: None,
+        expires_at: now_secs() + 3600,
+        declined: false,
+    };
+    // Group commit (the DHCP loop's path): both queue, both commit, one is refused.
+    da.set_group_commit(true);
+    db.set_group_commit(true);
+    da.bind(lease(MAC_A), MacAddr(MAC_A)).await.unwrap();
+    db.bind(lease(MAC_B), MacAddr(MAC_B)).await.unwrap();
+    da.commit().await.unwrap();
+    db.commit().await.unwrap();
+    assert!(da.take_refused().is_empty());
+    assert_eq!(db.take_refused(), vec![(MacAddr(MAC_B), ip)]);
+    assert_eq!(
+        db.by_ip(ip).unwrap().mac,
+        MacAddr(MAC_A).to_string(),
+        "the loser's index shows the winner"
+    );
+    assert!(db.by_mac("10.77.0.0/24", MacAddr(MAC_B)).is_none());
+    let stored = a.table::<Lease>().unwrap().list().unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(
+        (stored[0].id, stored[0].mac.as_str()),
+        (lease_id(ip), MacAddr(MAC_A).to_string().as_str())
+    );
+
+    // A write made at once (the API's, or without group commit) is checked the same way.
+    da.set_group_commit(false);
+    db.set_group_commit(false);
+    let e = LeaseDb::load(&b)
+        .await
+        .unwrap()
+        .bind(lease(MAC_R), MacAddr(MAC_R))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, crate::store::StoreError::Conflict(_)), "{e}");
+
+    // The same client renews through the other node.
+    let renewed = Lease {
+        expires_at: now_secs() + 7200,
+        ..lease(MAC_A)
+    };
+    db.bind(renewed.clone(), MacAddr(MAC_A)).await.unwrap();
+    // And the first node follows that write.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        da.follow([lease_id(ip)]).unwrap();
+        if da.by_ip(ip).is_some_and(|l| l.expires_at == renewed.expires_at) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "node A never saw the renewal");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(da.by_mac("10.77.0.0/24", MacAddr(MAC_A)).unwrap().ip, ip);
+}
+
+/// Issue 16: a node that lost the shared store renews the leases it holds without a
+/// write (for the time they still run) and allocates nothing new; it resumes by itself.
+#[tokio::test]
+async fn without_the_store_held_leases_renew_and_new_ones_wait() {
+    let (store, cluster) = crate::store::tests::pg_store().await;
+    let h = handler_with(vec![subnet(SubnetMode::Server)], LeaseDb::load(&store).await.unwrap());
+    let held = dora(&h, MAC_A).await.msg.yiaddr();
+    let mut link = store.watch_link().unwrap();
+    cluster.stop().unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(10), link.wait_for(|(up, _)| !*up))
+        .await
+        .expect("the loss is noticed")
+        .unwrap();
+    let renew = |mac: [u8; 6], ip: Ipv4Addr| {
+        req(MessageType::Request, mac, move |m| {
+            m.set_ciaddr(ip);
+        })
+    };
+    let ack = ask(&h, renew(MAC_A, held)).await.expect("a held lease is renewed");
+    assert_eq!(kind(&ack), MessageType::Ack);
+    assert_eq!(ack.msg.yiaddr(), held);
+    match opt(&ack, OptionCode::AddressLeaseTime) {
+        Some(DhcpOption::AddressLeaseTime(t)) => assert!(*t <= 3600 && *t > 3500, "{t}"),
+        o => panic!("lease time {o:?}"),
+    }
+    let offer = ask(&h, req(MessageType::Discover, MAC_A, |_| {})).await.unwrap();
+    assert_eq!(offer.msg.yiaddr(), held, "its holder is offered its own address");
+    assert!(
+        ask(&h, req(MessageType::Discover, MAC_B, |_| {})).await.is_none(),
+        "no new allocation"
+    );
+    assert!(
+        ask(&h, renew(MAC_B, Ipv4Addr::new(10, 77, 0, 107))).await.is_none(),
+        "nor a NAK"
+    );
+    cluster.restart().unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(40), link.wait_for(|(up, _)| *up))
+        .await
+        .expect("the node reconnects by itself")
+        .unwrap();
+    let ip_b = dora(&h, MAC_B).await.msg.yiaddr();
+    assert_ne!(ip_b, held);
+}
+
+/// Leases stored before they were keyed by address move to their address's id on load,
+/// and a batch's refused DHCPACK is the only reply withheld.
+#[tokio::test]
+async fn old_lease_rows_are_rekeyed_and_refused_acks_withheld() {
+    use super::handler::Committed;
+    use super::leases::{lease_id, now_secs, Lease};
+    let store = Store::temporary();
+    let ip = Ipv4Addr::new(10, 77, 0, 103);
+    let old = Lease {
+        id: 7,
+        mac: "52:54:00:77:00:42".into(),
+        ip,
+        subnet: "10.77.0.0/24".into(),
+        hostname: None,
+        arch: None,
+        expires_at: now_secs() + 60,
+        declined: false,
+    };
+    store.table::<Lease>().unwrap().put(&old).await.unwrap();
+    let db = LeaseDb::load(&store).await.unwrap();
+    assert_eq!(db.by_ip(ip).unwrap().id, lease_id(ip));
+    let rows = store.table::<Lease>().unwrap().list().unwrap();
+    assert_eq!(
+        rows,
+        vec![Lease {
+            id: lease_id(ip),
+            ..old
+        }]
+    );
+
+    let h = handler(SubnetMode::Server);
+    let ack_a = dora(&h, MAC_A).await;
+    let ack_b = dora(&h, MAC_B).await;
+    let c = Committed::AllBut(vec![(crate::net::types::MacAddr(MAC_B), ack_b.msg.yiaddr())]);
+    assert!(c.allows(&ack_a) && !c.allows(&ack_b));
+    let offer = ask(&h, req(MessageType::Discover, MAC_R, |_| {})).await.unwrap();
+    assert!(c.allows(&offer) && Committed::NoAcks.allows(&offer) && !Committed::NoAcks.allows(&ack_a));
 }

@@ -500,9 +500,9 @@ impl Store {
         }
     }
 
-    /// Names of trees changed by other nodes (PostgreSQL backend), as they arrive; `None`
+    /// The keys other nodes changed, per tree (PostgreSQL backend), as they arrive; `None`
     /// for sled, where every change is made by this process.
-    pub fn remote_changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+    pub fn remote_changes(&self) -> Option<tokio::sync::broadcast::Receiver<RemoteChange>> {
         match &self.db {
             Backend::Sled(_) => None,
             Backend::Pg(pg) => Some(pg.subscribe()),
@@ -836,6 +836,26 @@ impl PgOverlay {
     }
 }
 
+/// Keys of one tree that another node changed (written or removed), announced by
+/// [`Store::remote_changes`] once this node's mirror holds the change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteChange {
+    /// The tree ([`Entity::TREE`] or a [`Kv`] name).
+    pub tree: String,
+    /// The raw keys: a table's ids as 8 big-endian bytes (see [`RemoteChange::ids`]), a
+    /// [`Kv`]'s keys as UTF-8.
+    pub keys: Arc<Vec<Vec<u8>>>,
+}
+
+impl RemoteChange {
+    /// The changed ids, for a table (keys that are not ids are skipped).
+    pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.keys
+            .iter()
+            .filter_map(|k| <[u8; 8]>::try_from(k.as_slice()).ok().map(u64::from_be_bytes))
+    }
+}
+
 /// Pseudo-tree name under which a [`Snapshot`] carries the id generator's position.
 pub const ID_TREE: &str = "__id_generator";
 
@@ -980,6 +1000,65 @@ impl<T: Entity> Table<T> {
     pub async fn apply_unflushed(&self, writes: &[Write<T>]) -> Result<()> {
         let _w = self.gate.read().await;
         self.write(writes.to_vec()).await
+    }
+
+    /// Like [`Table::apply_unflushed`], but a `Put` is written only when
+    /// `keep(current, new)` accepts the value the store holds under its id now: with
+    /// PostgreSQL that is the database's value, checked under its write lock, so a value
+    /// another node wrote first is never overwritten unless `keep` allows it (the DHCP
+    /// leases' uniqueness on the address, issue 16). Returns the refused puts: their ids
+    /// and the current values. With sled the check reads the local tree; callers
+    /// serialise their own writes (the lease lock).
+    ///
+    /// # Errors
+    /// Store or codec errors; then nothing of the batch is stored.
+    pub async fn apply_guarded(
+        &self,
+        writes: &[Write<T>],
+        keep: impl Fn(Option<&T>, &T) -> bool + Sync,
+    ) -> Result<Vec<(u64, Option<T>)>> {
+        let _w = self.gate.read().await;
+        let raw = writes
+            .iter()
+            .map(|w| match w {
+                Write::Put(v) => Ok((v.id().to_be_bytes().to_vec(), Some(serde_json::to_vec(v)?))),
+                Write::Remove(id) => Ok((id.to_be_bytes().to_vec(), None)),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        // Undecodable stored values count as absent: a broken row must not block an id.
+        let keep_raw = |cur: Option<&[u8]>, new: &[u8]| match decode::<T>(new) {
+            Ok(new) => keep(cur.and_then(|c| decode::<T>(c).ok()).as_ref(), &new),
+            Err(_) => false,
+        };
+        let refused = match &self.tree {
+            Tree::Pg(pg, name) => pg.commit_guarded(name, raw, &keep_raw).await?,
+            Tree::Sled(_) => {
+                let mut kept = Vec::with_capacity(raw.len());
+                let mut refused = Vec::new();
+                for (k, v) in raw {
+                    match &v {
+                        Some(new) => {
+                            let cur = self.tree.get(&k)?;
+                            if keep_raw(cur.as_deref(), new) {
+                                kept.push((k, v));
+                            } else {
+                                refused.push((k, cur));
+                            }
+                        }
+                        None => kept.push((k, v)),
+                    }
+                }
+                self.tree.apply(kept).await?;
+                refused
+            }
+        };
+        refused
+            .into_iter()
+            .map(|(k, v)| {
+                let id = <[u8; 8]>::try_from(k.as_slice()).map_or(0, u64::from_be_bytes);
+                Ok((id, v.map(|v| decode(&v)).transpose()?))
+            })
+            .collect()
     }
 
     /// Up to `limit` values with an id greater than `after`, in ascending id order.
@@ -1257,7 +1336,7 @@ impl Kv {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use serde::Deserialize;
 
     use super::*;
@@ -1537,7 +1616,7 @@ mod tests {
             delays[49], p99, delays[99]
         );
         assert!(p99 < std::time::Duration::from_millis(100), "p99 {p99:?}");
-        assert_eq!(changes.recv().await.unwrap(), Thing::TREE);
+        assert_eq!(changes.recv().await.unwrap().tree, Thing::TREE);
         // Ids from both nodes are unique.
         let mut ids: Vec<u64> = ta.list().unwrap().iter().map(|t| t.id).collect();
         for _ in 0..50 {

@@ -107,8 +107,14 @@ impl Mirror {
 /// One write of a batch: `(tree, key, value)`, `None` removing the key.
 pub type RawWrite = (String, Vec<u8>, Option<Vec<u8>>);
 
+/// Whether a write may replace a key's current value: `(current, new) -> keep`.
+pub type Guard<'a> = dyn Fn(Option<&[u8]>, &[u8]) -> bool + Sync + 'a;
+
 /// A key a transaction read, and the revision it saw (`None`: absent).
 pub type ReadMark = (String, Vec<u8>, Option<i64>);
+
+/// Longest wait for a pooled connection (to get one, open one, or check one).
+const POOL_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The open PostgreSQL store of one node.
 pub struct Pg {
@@ -121,8 +127,8 @@ pub struct Pg {
     /// Ids left in this node's block: `(next, end)`.
     ids: Mutex<(u64, u64)>,
     url: String,
-    /// Names of trees changed by other nodes (fed by catch-ups).
-    changes: tokio::sync::broadcast::Sender<String>,
+    /// Keys changed by other nodes, per tree (fed by catch-ups).
+    changes: tokio::sync::broadcast::Sender<super::RemoteChange>,
     /// Connected or not, with the error when not (for `/status` and events).
     link: tokio::sync::watch::Sender<(bool, Option<String>)>,
 }
@@ -147,7 +153,15 @@ impl Pg {
     pub async fn open(settings: &PgSettings, token: tokio_util::sync::CancellationToken) -> Result<Arc<Self>> {
         let mut cfg = deadpool_postgres::Config::new();
         cfg.url = Some(settings.url.clone());
-        cfg.pool = Some(deadpool_postgres::PoolConfig::new(settings.pool_size.max(1)));
+        // Bounded waits: with the database gone a write fails within seconds (and the DHCP
+        // loop, which must not stall, learns it) instead of waiting on a dead connection.
+        let mut pool_cfg = deadpool_postgres::PoolConfig::new(settings.pool_size.max(1));
+        pool_cfg.timeouts = deadpool_postgres::Timeouts {
+            wait: Some(POOL_TIMEOUT),
+            create: Some(POOL_TIMEOUT),
+            recycle: Some(POOL_TIMEOUT),
+        };
+        cfg.pool = Some(pool_cfg);
         let pool = cfg
             .create_pool(Some(deadpool_postgres::Runtime::Tokio1), NoTls)
             .map_err(|e| pg_err("the [store] url", e))?;
@@ -189,8 +203,8 @@ impl Pg {
         self.link.subscribe()
     }
 
-    /// Tree names changed by other nodes, as they arrive.
-    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<String> {
+    /// The keys other nodes changed, per tree, as they arrive.
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<super::RemoteChange> {
         self.changes.subscribe()
     }
 
@@ -347,6 +361,59 @@ impl Pg {
         Ok(true)
     }
 
+    /// Writes `writes` to `tree` in one database transaction, except each write whose key's
+    /// current value in the database `keep(current, new)` refuses (a value another node
+    /// stored meanwhile: the DHCP leases' uniqueness check, issue 16). Removals
+    /// (`None`) are always written. Returns the refused keys with their current values.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when the database fails or is unreachable (then nothing is
+    /// written).
+    pub async fn commit_guarded(
+        &self,
+        tree: &str,
+        writes: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+        keep: &Guard<'_>,
+    ) -> Result<Vec<(Vec<u8>, Option<Vec<u8>>)>> {
+        let mut last: BTreeMap<(String, Vec<u8>), Option<Vec<u8>>> = BTreeMap::new();
+        for (k, v) in writes {
+            last.insert((tree.to_owned(), k), v);
+        }
+        if last.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut client = self.pool.get().await.map_err(|e| pg_err("a connection", e))?;
+        let tx = client.transaction().await.map_err(|e| pg_err("begin", e))?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])
+            .await
+            .map_err(|e| pg_err("the write lock", e))?;
+        let puts: Vec<&[u8]> = last
+            .iter()
+            .filter(|(_, v)| v.is_some())
+            .map(|((_, k), _)| k.as_slice())
+            .collect();
+        let rows = tx
+            .query(
+                "SELECT key, value FROM bootlane_kv WHERE tree = $1 AND key = ANY($2) AND value IS NOT NULL",
+                &[&tree, &puts],
+            )
+            .await
+            .map_err(|e| pg_err("checking current values", e))?;
+        let current: HashMap<Vec<u8>, Vec<u8>> = rows.into_iter().map(|r| (r.get(0), r.get(1))).collect();
+        let mut refused = Vec::new();
+        last.retain(|(_, k), v| match v {
+            Some(new) if !keep(current.get(k).map(Vec::as_slice), new) => {
+                refused.push((k.clone(), current.get(k).cloned()));
+                false
+            }
+            _ => true,
+        });
+        if !last.is_empty() {
+            self.write_and_commit(tx, last).await?;
+        }
+        Ok(refused)
+    }
+
     /// Runs `f` with the database's writers held off: takes the write lock, brings the
     /// mirror up to date under it, runs `f` (which reads the mirror and returns what to
     /// write), writes and commits. Nothing can change in between, so this always
@@ -425,7 +492,7 @@ impl Pg {
             )
             .await
             .map_err(|e| pg_err("catching up", e))?;
-        let mut changed: Vec<String> = Vec::new();
+        let mut changed: BTreeMap<String, Vec<Vec<u8>>> = BTreeMap::new();
         let mut top = since;
         {
             let mut m = self.mirror.write().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -433,8 +500,8 @@ impl Pg {
                 let (tree, key, value, rev): (String, Vec<u8>, Option<Vec<u8>>, i64) =
                     (r.get(0), r.get(1), r.get(2), r.get(3));
                 top = top.max(rev);
-                if m.apply(&tree, key, value, rev) && !changed.contains(&tree) {
-                    changed.push(tree);
+                if m.apply(&tree, key.clone(), value, rev) {
+                    changed.entry(tree).or_default().push(key);
                 }
             }
             // Tombstones at or below `top` can go: later catch-ups only bring newer rows.
@@ -444,8 +511,11 @@ impl Pg {
         }
         // `fetch_max`: a commit of this node's may have moved it further meanwhile.
         self.seen.fetch_max(top, Ordering::AcqRel);
-        for t in changed {
-            let _ = self.changes.send(t);
+        for (tree, keys) in changed {
+            let _ = self.changes.send(super::RemoteChange {
+                tree,
+                keys: Arc::new(keys),
+            });
         }
         Ok(())
     }
