@@ -597,7 +597,7 @@ pub fn redact(url: &str) -> String {
 }
 
 /// The listener: `LISTEN`s on its own connection, catches up on every notification, and
-/// after a lost connection reconnects with back-off (1 s doubling to 30 s, from 1 s again
+/// after a lost connection reconnects with back-off (1 s doubling to 5 s, from 1 s again
 /// at each new outage) and catches up before reporting itself connected. `ready` gets the outcome of the first connection.
 async fn listen(
     pg: std::sync::Weak<Pg>,
@@ -630,7 +630,7 @@ async fn listen(
             () = token.cancelled() => return,
             () = tokio::time::sleep(delay) => {}
         }
-        delay = (delay * 2).min(Duration::from_secs(30));
+        delay = (delay * 2).min(Duration::from_secs(5));
     }
 }
 

@@ -83,3 +83,8 @@ mod pxelinux_netns;
 // OVMF's own UEFI HTTP boot client to the iPXE script; AAVMF under qemu-system-aarch64
 // through Debian's signed ARM64 GRUB to the ARM64 installer kernel.
 mod firmware_netns;
+
+// Several nodes (issue 16): two Bootlane nodes on one PostgreSQL serving one DHCP pool:
+// perfdhcp and udhcpc against both, no address to two MACs, a record through A answered by
+// B's XDP path, kill -9 of B under load, the database stopped for 10 s.
+mod cluster_netns;
