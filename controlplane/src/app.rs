@@ -188,6 +188,7 @@ pub async fn build(
         },
     )?;
     crate::cluster::report_link(&store, events.clone(), token.clone());
+    crate::cluster::relay_events(&store, events.clone(), token.clone());
     // Other nodes' writes (shared PostgreSQL store) rebuild what this node derived.
     crate::cluster::follow(
         &store,

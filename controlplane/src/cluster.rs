@@ -6,7 +6,9 @@
 //! DHCP lease index (leases, key by key: a lease granted through one node is renewed
 //! through any).
 //! iPXE scripts, profiles and answer files are rendered from the store per request and
-//! need nothing. With sled there are no other nodes and [`follow`] does nothing.
+//! need nothing. [`relay_events`] carries each node's events to the others, so any node's
+//! event stream shows the whole cluster (`?node=` picks one). With sled there are no other
+//! nodes and neither does anything.
 
 use std::sync::Arc;
 
@@ -20,8 +22,9 @@ use crate::{
         leases::Lease,
     },
     dns::{records::DnsRecord, service::DnsService},
+    events::{Event, EventBus},
     inventory::{model::Host, service::HostService},
-    store::{Entity, RemoteChange, Store},
+    store::{pg::MAX_PAYLOAD, Entity, RemoteChange, Store},
 };
 
 /// What a node rebuilds when other nodes change the store.
@@ -85,7 +88,7 @@ impl Followers {
 /// Publishes `store.disconnected` (with the reason) when the shared store's connection
 /// is lost and `store.connected` when it is back and caught up, until `token` is
 /// cancelled (nothing for sled).
-pub fn report_link(store: &Store, events: Arc<crate::events::EventBus>, token: CancellationToken) {
+pub fn report_link(store: &Store, events: Arc<EventBus>, token: CancellationToken) {
     let Some(mut link) = store.watch_link() else { return };
     tokio::spawn(async move {
         loop {
@@ -110,6 +113,73 @@ pub fn report_link(store: &Store, events: Arc<crate::events::EventBus>, token: C
             events.publish(ev);
         }
     });
+}
+
+/// Most own events waiting to be relayed; beyond that the newest are not relayed (they are
+/// still in this node's stream).
+const RELAY_QUEUE: usize = 8192;
+
+/// Relays this node's events to the other nodes and takes theirs into its own stream
+/// (issue 16), until `token` is cancelled: published events go out in batches as
+/// notifications through the shared store ([`Store::announce_events`]); events heard from
+/// nodes of another name are given to [`EventBus::ingest`]. An event too long for one
+/// notification goes without its `data` (marked `"truncated": true`). Nothing for sled.
+pub fn relay_events(store: &Store, bus: Arc<EventBus>, token: CancellationToken) {
+    let Some(mut inbound) = store.remote_events() else {
+        return;
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Arc<Event>>(RELAY_QUEUE);
+    bus.relay_to(tx);
+    let node = bus.node();
+    let out = store.clone();
+    let stop = token.clone();
+    tokio::spawn(async move {
+        let mut batch = Vec::new();
+        loop {
+            let n = tokio::select! {
+                () = stop.cancelled() => return,
+                n = rx.recv_many(&mut batch, 256) => n,
+            };
+            if n == 0 {
+                return;
+            }
+            let payloads: Vec<String> = batch.drain(..).filter_map(|e| relay_payload(&e)).collect();
+            if let Err(e) = out.announce_events(&payloads).await {
+                tracing::debug!("relaying {} events to the other nodes failed: {e}", payloads.len());
+            }
+        }
+    });
+    tokio::spawn(async move {
+        loop {
+            let r = tokio::select! {
+                () = token.cancelled() => return,
+                r = inbound.recv() => r,
+            };
+            match r {
+                Ok(p) => match serde_json::from_str::<Event>(&p) {
+                    Ok(ev) if ev.node != node => bus.ingest(ev),
+                    Ok(_) => {}
+                    Err(e) => tracing::debug!("an unreadable event from another node: {e}"),
+                },
+                Err(RecvError::Lagged(n)) => tracing::warn!(n, "missed events of other nodes (this node fell behind)"),
+                Err(RecvError::Closed) => return,
+            }
+        }
+    });
+}
+
+/// `e` as one notification's payload: JSON, without `data` when too long
+/// ([`crate::store::pg::MAX_PAYLOAD`]); `None` when even that is too long.
+fn relay_payload(e: &Event) -> Option<String> {
+    let p = serde_json::to_string(e).ok()?;
+    if p.len() <= MAX_PAYLOAD {
+        return Some(p);
+    }
+    let slim = Event {
+        data: serde_json::json!({"truncated": true}),
+        ..e.clone()
+    };
+    serde_json::to_string(&slim).ok().filter(|p| p.len() <= MAX_PAYLOAD)
 }
 
 /// Starts following other nodes' changes until `token` is cancelled (no task for sled).
@@ -189,5 +259,24 @@ mod tests {
         assert_eq!(part_of("access"), Some(Part::Access));
         assert_eq!(part_of("hosts"), Some(Part::Hosts));
         assert_eq!(part_of("profiles"), None);
+    }
+
+    #[test]
+    fn a_long_event_is_relayed_without_its_data() {
+        let bus = EventBus::in_memory();
+        let short =
+            bus.publish(crate::events::NewEvent::new("dns.record.created", "r").data(serde_json::json!({"a": 1})));
+        let p = relay_payload(&short).unwrap();
+        assert_eq!(serde_json::from_str::<Event>(&p).unwrap(), *short);
+        let long = bus.publish(
+            crate::events::NewEvent::new("settings.updated", "s").data(serde_json::json!({"after": "x".repeat(9000)})),
+        );
+        let p = relay_payload(&long).unwrap();
+        let back: Event = serde_json::from_str(&p).unwrap();
+        assert_eq!(back.data, serde_json::json!({"truncated": true}));
+        assert_eq!(
+            (back.kind.as_str(), back.node.as_str()),
+            ("settings.updated", long.node.as_str())
+        );
     }
 }

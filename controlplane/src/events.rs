@@ -261,6 +261,9 @@ pub struct EventBus {
     events: Option<Journal<Event>>,
     audit: Option<Journal<AuditEntry>>,
     dropped: AtomicU64,
+    /// Where this node's own events go to reach the other nodes (issue 16; see
+    /// [`EventBus::relay_to`]).
+    relay: std::sync::OnceLock<mpsc::Sender<Arc<Event>>>,
 }
 
 /// A live subscription: the recent events at the moment of subscribing (for replay) and
@@ -327,6 +330,7 @@ impl EventBus {
             events,
             audit,
             dropped: AtomicU64::new(0),
+            relay: std::sync::OnceLock::new(),
         }
     }
 
@@ -337,12 +341,7 @@ impl EventBus {
         let mut g = self.inner.lock().expect("event bus lock");
         // Ids come from the store's persistent generator (unique across restarts) and are
         // forced above the last one so the order of ids is the order of publication.
-        let id = self
-            .store
-            .as_ref()
-            .and_then(|s| s.next_id().ok())
-            .unwrap_or(0)
-            .max(g.last_id + 1);
+        let id = self.next_id(&g);
         g.last_id = id;
         let ev = Arc::new(Event {
             id,
@@ -356,6 +355,45 @@ impl EventBus {
             data: e.data,
             node: g.node.clone(),
         });
+        self.deliver(g, ev.clone());
+        if let Some(r) = self.relay.get() {
+            // Other nodes hear of it when the relay keeps up; it never holds this up.
+            let _ = r.try_send(ev.clone());
+        }
+        metrics::counter!("bootlane_events_published_total").increment(1);
+        tracing::debug!(id = ev.id, kind = %ev.kind, "{}", ev.summary);
+        ev
+    }
+
+    /// Takes in an event another node published (issue 16): it gets an id of this node's
+    /// (ids are per node) and keeps its time, node, actor and data; it reaches live
+    /// subscribers and the journals like this node's own, and is not relayed again.
+    pub fn ingest(&self, mut ev: Event) {
+        let mut g = self.inner.lock().expect("event bus lock");
+        ev.id = self.next_id(&g);
+        g.last_id = ev.id;
+        self.deliver(g, Arc::new(ev));
+        metrics::counter!("bootlane_events_received_total").increment(1);
+    }
+
+    /// Sends this node's events published from now on into `tx` (the cluster relay; set
+    /// once, later calls are ignored).
+    pub fn relay_to(&self, tx: mpsc::Sender<Arc<Event>>) {
+        let _ = self.relay.set(tx);
+    }
+
+    /// The next event id: from the store's persistent generator (unique across restarts),
+    /// forced above the last one so the order of ids is the order of publication.
+    fn next_id(&self, g: &Inner) -> u64 {
+        self.store
+            .as_ref()
+            .and_then(|s| s.next_id().ok())
+            .unwrap_or(0)
+            .max(g.last_id + 1)
+    }
+
+    /// Puts `ev` in the ring, sends it to live subscribers and queues it for the journals.
+    fn deliver(&self, mut g: std::sync::MutexGuard<'_, Inner>, ev: Arc<Event>) {
         if g.ring.len() == RING {
             g.ring.pop_front();
         }
@@ -369,9 +407,6 @@ impl EventBus {
                 tracing::warn!(id = ev.id, kind = %ev.kind, "event writer is behind; event kept in memory only");
             }
         }
-        metrics::counter!("bootlane_events_published_total").increment(1);
-        tracing::debug!(id = ev.id, kind = %ev.kind, "{}", ev.summary);
-        ev
     }
 
     /// Names the node every event published from now on carries (`[server] node_name`;

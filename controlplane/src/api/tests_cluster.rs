@@ -124,6 +124,49 @@ async fn a_change_through_one_node_reaches_the_other_nodes_services() {
     );
     assert_eq!(v["data"]["store_connected"], true, "{v}");
 
+    // Both nodes wrote the auto-records: one row each all the same (fixed ids).
+    let (_, _, v) = b.call(Method::GET, "/api/v1/dns/records?size=1000", None).await;
+    let autos: Vec<_> = v["data"]["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["auto"] == true)
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_owned(),
+                r["type"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let mut unique = autos.clone();
+    unique.sort();
+    unique.dedup();
+    assert!(
+        !autos.is_empty() && unique.len() == autos.len(),
+        "auto-records twice: {autos:?}"
+    );
+
+    // Node B's event stream shows node A's events too, with A's name; `?node=` picks.
+    let t0 = Instant::now();
+    loop {
+        let (_, _, v) = b
+            .call(Method::GET, "/api/v1/events?kind=dns.record.created&node=node-a", None)
+            .await;
+        if v["data"]["total"].as_u64() == Some(20) {
+            assert_eq!(v["data"]["events"][0]["actor"], "admin", "{v}");
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "node A's events are not in node B's: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (_, _, v) = b
+        .call(Method::GET, "/api/v1/events?kind=dns.record.created&node=node-b", None)
+        .await;
+    assert_eq!(v["data"]["total"], 0, "{v}");
+
     // The database lost and back: each node says so in its status and its events.
     cluster.stop().unwrap();
     let mut kinds = Vec::new();
@@ -139,7 +182,9 @@ async fn a_change_through_one_node_reaches_the_other_nodes_services() {
         }
         let t0 = Instant::now();
         loop {
-            let (_, _, v) = b.call(Method::GET, &format!("/api/v1/events?kind={kind}"), None).await;
+            let (_, _, v) = b
+                .call(Method::GET, &format!("/api/v1/events?kind={kind}&node=node-b"), None)
+                .await;
             if v["data"]["total"].as_u64() == Some(1) {
                 assert_eq!(v["data"]["events"][0]["node"], "node-b", "{v}");
                 break;

@@ -387,6 +387,9 @@ impl DnsService {
 
     /// Creates, updates or removes the auto-records (`@` and the server's name, A and —
     /// when the server has a global IPv6 address — AAAA; spec "Built-in DNS server" item 4).
+    /// Each has a fixed id ([`auto_record_id`]), so nodes sharing one store (issue 16)
+    /// write the same four rows rather than one set each; the value is the writing node's
+    /// address, for display: every node answers them with its own address per scope.
     async fn ensure_auto_records(&self) -> Result<(), ServiceError> {
         let ifaddrs = self.ifaddrs.lock().expect("ifaddrs lock").clone();
         let primary = |v4: bool| {
@@ -412,18 +415,33 @@ impl DnsService {
                 wanted.push((name.clone(), kind, addr.to_string()));
             }
         }
+        // Auto-records stored under sequence ids (before fixed ids, or a duplicate two nodes
+        // made at once) go; their fixed-id replacements are written below.
+        for r in existing
+            .iter()
+            .filter(|r| auto_record_id(&r.name == "@", r.kind) != Some(r.id))
+        {
+            self.records.remove(r.id).await?;
+        }
+        let existing: Vec<&DnsRecord> = existing
+            .iter()
+            .filter(|r| auto_record_id(&r.name == "@", r.kind) == Some(r.id))
+            .collect();
         for (name, kind, value) in &wanted {
+            let Some(id) = auto_record_id(name == "@", *kind) else {
+                continue;
+            };
             match existing.iter().find(|r| &r.name == name && r.kind == *kind) {
                 Some(r) if &r.value == value => {}
                 Some(r) => {
-                    let mut r = r.clone();
+                    let mut r = (*r).clone();
                     r.value = value.clone();
                     r.updated_at = now;
                     self.records.put(&r).await?;
                 }
                 None => {
                     let r = DnsRecord {
-                        id: 0,
+                        id,
                         name: name.clone(),
                         fqdn: String::new(),
                         kind: *kind,
@@ -436,14 +454,15 @@ impl DnsService {
                         created_at: now,
                         updated_at: now,
                     };
-                    self.records.insert(r).await?;
+                    self.records.put(&r).await?;
                 }
             }
         }
-        for r in existing
-            .iter()
-            .filter(|r| !wanted.iter().any(|(n, k, _)| *n == r.name && *k == r.kind))
-        {
+        for r in existing.into_iter().filter(|r| {
+            !wanted
+                .iter()
+                .any(|(n, k, _)| auto_record_id(n == "@", *k) == Some(r.id))
+        }) {
             self.records.remove(r.id).await?;
         }
         Ok(())
@@ -785,4 +804,19 @@ fn server_addrs(s: &DnsSettings, ifaddrs: &[IfAddr]) -> Vec<IpAddr> {
     out.sort();
     out.dedup();
     out
+}
+
+/// Below 2^53, so JavaScript clients read the ids exactly; far above any id the store's
+/// sequence will reach.
+const AUTO_ID_BASE: u64 = (1 << 53) - 16;
+
+/// The fixed id of an auto-record (issue 16: one row per record whichever node writes
+/// it): `@` A, `@` AAAA, the server's name A, its AAAA. `None` for other types.
+pub fn auto_record_id(apex: bool, kind: RecordKind) -> Option<u64> {
+    let k = match kind {
+        RecordKind::A => 0,
+        RecordKind::AAAA => 1,
+        _ => return None,
+    };
+    Some(AUTO_ID_BASE + if apex { k } else { 2 + k })
 }

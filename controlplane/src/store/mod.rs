@@ -509,6 +509,27 @@ impl Store {
         }
     }
 
+    /// Event payloads every node announced (PostgreSQL backend; this node's own too), as
+    /// they arrive; `None` for sled.
+    pub fn remote_events(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        match &self.db {
+            Backend::Sled(_) => None,
+            Backend::Pg(pg) => Some(pg.subscribe_events()),
+        }
+    }
+
+    /// Announces event payloads (JSON, each at most [`pg::MAX_PAYLOAD`] bytes) to every
+    /// node (PostgreSQL backend; nothing for sled).
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when the database fails or is unreachable.
+    pub async fn announce_events(&self, payloads: &[String]) -> Result<()> {
+        match &self.db {
+            Backend::Sled(_) => Ok(()),
+            Backend::Pg(pg) => pg.announce_events(payloads).await,
+        }
+    }
+
     /// A store in a fresh temporary directory, removed when the last clone drops. For tests.
     ///
     /// # Panics

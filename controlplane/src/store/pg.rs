@@ -50,6 +50,13 @@ pub const ID_BLOCK: u64 = 10_000;
 /// The channel the nodes `LISTEN` on; the payload is the committed `rev`.
 pub const CHANNEL: &str = "bootlane_changes";
 
+/// The `NOTIFY` channel carrying each node's events to the others (payload: one event as
+/// JSON; see [`Pg::announce_events`]).
+pub const EVENTS_CHANNEL: &str = "bootlane_events";
+
+/// Longest notification payload PostgreSQL takes (8000 bytes), less some headroom.
+pub const MAX_PAYLOAD: usize = 7900;
+
 /// Advisory lock key serialising writers (so `rev` order is commit order).
 const WRITE_LOCK: i64 = 0x626f_6f74_6c61_6e65; // "bootlane"
 /// Advisory lock key serialising schema migrations between starting nodes.
@@ -129,6 +136,8 @@ pub struct Pg {
     url: String,
     /// Keys changed by other nodes, per tree (fed by catch-ups).
     changes: tokio::sync::broadcast::Sender<super::RemoteChange>,
+    /// Payloads heard on [`EVENTS_CHANNEL`] (every node's, this one's included).
+    events: tokio::sync::broadcast::Sender<String>,
     /// Connected or not, with the error when not (for `/status` and events).
     link: tokio::sync::watch::Sender<(bool, Option<String>)>,
 }
@@ -175,6 +184,7 @@ impl Pg {
             ids: Mutex::new((0, 0)),
             url: settings.url.clone(),
             changes: tx,
+            events: tokio::sync::broadcast::channel(4096).0,
             link: tokio::sync::watch::Sender::new((false, None)),
         });
         // The listener is up before the first load, so no commit falls between them.
@@ -206,6 +216,37 @@ impl Pg {
     /// The keys other nodes changed, per tree, as they arrive.
     pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<super::RemoteChange> {
         self.changes.subscribe()
+    }
+
+    /// Event payloads heard on [`EVENTS_CHANNEL`], as they arrive (this node's own too:
+    /// the receiver tells them apart by the node name inside).
+    pub fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<String> {
+        self.events.subscribe()
+    }
+
+    /// Sends each payload (at most [`MAX_PAYLOAD`] bytes; longer ones are skipped) as one
+    /// notification on [`EVENTS_CHANNEL`], all in one statement.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when the database fails or is unreachable.
+    pub async fn announce_events(&self, payloads: &[String]) -> Result<()> {
+        let payloads: Vec<&str> = payloads
+            .iter()
+            .map(String::as_str)
+            .filter(|p| p.len() <= MAX_PAYLOAD)
+            .collect();
+        if payloads.is_empty() {
+            return Ok(());
+        }
+        let client = self.pool.get().await.map_err(|e| pg_err("a connection", e))?;
+        client
+            .execute(
+                "SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p",
+                &[&EVENTS_CHANNEL, &payloads],
+            )
+            .await
+            .map_err(|e| pg_err("announcing events", e))?;
+        Ok(())
     }
 
     /// The value of `key` in `tree`.
@@ -646,9 +687,15 @@ async fn listen_once(
         .map_err(|e| pg_err("connecting", e))?;
     // The committed revision each notification announces (unreadable: fetch anyway).
     let (note_tx, mut note_rx) = tokio::sync::mpsc::unbounded_channel::<i64>();
+    let Some(events) = pg.upgrade().map(|p| p.events.clone()) else {
+        return Ok(());
+    };
     let driver = tokio::spawn(async move {
         loop {
             match futures::future::poll_fn(|cx| conn.poll_message(cx)).await {
+                Some(Ok(AsyncMessage::Notification(n))) if n.channel() == EVENTS_CHANNEL => {
+                    let _ = events.send(n.payload().to_owned());
+                }
                 Some(Ok(AsyncMessage::Notification(n))) => {
                     let _ = note_tx.send(n.payload().parse().unwrap_or(i64::MAX));
                 }
@@ -659,7 +706,7 @@ async fn listen_once(
         }
     });
     client
-        .batch_execute(&format!("LISTEN {CHANNEL}"))
+        .batch_execute(&format!("LISTEN {CHANNEL}; LISTEN {EVENTS_CHANNEL}"))
         .await
         .map_err(|e| pg_err("LISTEN", e))?;
     {
