@@ -18,6 +18,7 @@ async fn node(cluster: &pg::throwaway::Cluster, url: &str, name: &str) -> T {
     let settings = pg::PgSettings {
         url: url.to_owned(),
         pool_size: 2,
+        ..Default::default()
     };
     let dir = cluster.dir().join(name);
     let store = Store::open_postgres(&dir, &settings, tokio_util::sync::CancellationToken::new())

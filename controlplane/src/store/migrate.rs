@@ -86,6 +86,8 @@ impl Location {
                 let settings = pg::PgSettings {
                     url: url.clone(),
                     pool_size: 2,
+                    tls: pg::TlsMode::from_url(url),
+                    ca_file: None,
                 };
                 // Journals are not copied; the directory is not used.
                 Store::open_postgres(&std::env::temp_dir(), &settings, token.clone())

@@ -337,6 +337,13 @@ pub struct StoreConfig {
     /// Connections to PostgreSQL for writes, 1 to 64 (default 4); the change listener
     /// has one more of its own.
     pub pool_size: usize,
+    /// TLS to PostgreSQL: `"disable"` (default), `"require"` (encrypted, certificate not
+    /// checked) or `"verify-full"` (certificate checked against `tls_ca_file`, else
+    /// Mozilla's roots, and the URL's host name). Wins over an `sslmode` in `url`.
+    pub tls: String,
+    /// PEM file of the certificate authorities `tls = "verify-full"` trusts; empty:
+    /// Mozilla's roots.
+    pub tls_ca_file: String,
 }
 
 impl Default for StoreConfig {
@@ -346,6 +353,8 @@ impl Default for StoreConfig {
             cache_mb: 64,
             url: String::new(),
             pool_size: 4,
+            tls: "disable".into(),
+            tls_ca_file: String::new(),
         }
     }
 }
@@ -378,6 +387,22 @@ impl StoreConfig {
         if !(1..=64).contains(&self.pool_size) {
             anyhow::bail!("[store] pool_size must be 1 to 64, got {}", self.pool_size);
         }
+        let Some(tls) = pg::TlsMode::parse(&self.tls) else {
+            anyhow::bail!(
+                "[store] tls must be \"disable\", \"require\" or \"verify-full\", got {:?}",
+                self.tls
+            );
+        };
+        if !self.tls_ca_file.is_empty() {
+            if tls != pg::TlsMode::VerifyFull {
+                anyhow::bail!(
+                    "[store] tls_ca_file is used only with tls = \"verify-full\"; set that or remove the file"
+                );
+            }
+            if let Err(e) = std::fs::metadata(&self.tls_ca_file) {
+                anyhow::bail!("[store] tls_ca_file {:?} cannot be read: {e}", self.tls_ca_file);
+            }
+        }
         Ok(())
     }
 
@@ -386,6 +411,8 @@ impl StoreConfig {
         (self.backend == "postgres").then(|| pg::PgSettings {
             url: self.url.clone(),
             pool_size: self.pool_size,
+            tls: pg::TlsMode::parse(&self.tls).unwrap_or_default(),
+            ca_file: (!self.tls_ca_file.is_empty()).then(|| self.tls_ca_file.clone().into()),
         })
     }
 }
@@ -1391,6 +1418,7 @@ pub(crate) mod tests {
         let settings = pg::PgSettings {
             url: url.to_owned(),
             pool_size: 2,
+            ..Default::default()
         };
         Store::open_postgres(
             &cluster.dir().join(format!("node-{}", rand::random::<u32>())),
@@ -1565,6 +1593,28 @@ pub(crate) mod tests {
         });
         assert!(e.contains("[store] pool_size"), "{e}");
         let e = bad(StoreConfig {
+            tls: "verify-ca".into(),
+            ..StoreConfig::default()
+        });
+        assert!(e.contains("[store] tls must be"), "{e}");
+        let e = bad(StoreConfig {
+            tls: "require".into(),
+            tls_ca_file: "/etc/ssl/certs/ca-certificates.crt".into(),
+            ..StoreConfig::default()
+        });
+        assert!(e.contains("only with tls = \"verify-full\""), "{e}");
+        let e = bad(StoreConfig {
+            tls: "verify-full".into(),
+            tls_ca_file: "/nonexistent/ca.pem".into(),
+            ..StoreConfig::default()
+        });
+        assert!(e.contains("cannot be read"), "{e}");
+        let full = StoreConfig {
+            tls: "verify-full".into(),
+            ..pg.clone()
+        };
+        assert_eq!(full.postgres().unwrap().tls, pg::TlsMode::VerifyFull);
+        let e = bad(StoreConfig {
             backend: "postgres".into(),
             url: "postgres://bl:secret@db:notaport/x".into(),
             ..StoreConfig::default()
@@ -1715,6 +1765,7 @@ pub(crate) mod tests {
         let settings = pg::PgSettings {
             url: cluster.url("t"),
             pool_size: 1,
+            ..Default::default()
         };
         let e = Store::open_postgres(cluster.dir(), &settings, tokio_util::sync::CancellationToken::new())
             .await

@@ -35,7 +35,7 @@ use std::{
     time::Duration,
 };
 
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
 
 use super::{Result, StoreError};
 
@@ -75,12 +75,162 @@ const MIGRATIONS: &[&str] = &["CREATE TABLE bootlane_kv (
      CREATE SEQUENCE bootlane_id_blocks;"];
 
 /// `[store]` settings for the PostgreSQL backend, checked by [`super::StoreConfig::validate`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PgSettings {
     /// `postgres://user:password@host:port/database` (libpq's URL form).
     pub url: String,
     /// Connections for writes (the listener has one more of its own).
     pub pool_size: usize,
+    /// TLS to the database (`[store] tls`); wins over an `sslmode` in the URL.
+    pub tls: TlsMode,
+    /// PEM file of the certificate authorities `VerifyFull` trusts (`[store] tls_ca_file`);
+    /// `None`: Mozilla's roots (webpki-roots).
+    pub ca_file: Option<std::path::PathBuf>,
+}
+
+/// `[store] tls`: how the connections to PostgreSQL are protected (libpq's `sslmode`
+/// names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TlsMode {
+    /// `"disable"`: plain TCP (a database on the same host or a trusted network).
+    #[default]
+    Disable,
+    /// `"require"`: encrypted; the server's certificate is not checked (as libpq's
+    /// `require` without a root certificate).
+    Require,
+    /// `"verify-full"`: encrypted; the certificate must chain to a trusted authority
+    /// (`tls_ca_file`, else Mozilla's roots) and name the host of the URL.
+    VerifyFull,
+}
+
+impl TlsMode {
+    /// Parses `"disable"`, `"require"` or `"verify-full"`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "disable" => Some(Self::Disable),
+            "require" => Some(Self::Require),
+            "verify-full" => Some(Self::VerifyFull),
+            _ => None,
+        }
+    }
+
+    /// The mode a bare URL asks for (`sslmode=require` → `Require`; anything else,
+    /// `verify-*` included, which tokio-postgres does not parse, → `Disable`). For
+    /// `bootlane store migrate`, which takes URLs only.
+    pub fn from_url(url: &str) -> Self {
+        match url.parse::<tokio_postgres::Config>().map(|c| c.get_ssl_mode()) {
+            Ok(tokio_postgres::config::SslMode::Require) => Self::Require,
+            _ => Self::Disable,
+        }
+    }
+}
+
+/// The stream of a connection made by [`Connector`] (TLS or not).
+type TlsStream =
+    <tokio_postgres_rustls::MakeRustlsConnect as tokio_postgres::tls::MakeTlsConnect<tokio_postgres::Socket>>::Stream;
+
+/// How this node opens connections: the parsed URL with its TLS mode set, and the TLS
+/// connector (used only when the mode is not `Disable`).
+#[derive(Clone)]
+struct Connector {
+    config: tokio_postgres::Config,
+    tls: tokio_postgres_rustls::MakeRustlsConnect,
+}
+
+impl Connector {
+    fn new(settings: &PgSettings) -> Result<Self> {
+        use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+        /// `Require`: encryption without checking whom we talk to (libpq's `require`).
+        #[derive(Debug)]
+        struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+        impl ServerCertVerifier for AnyCertificate {
+            fn verify_server_cert(
+                &self,
+                _: &rustls_pki_types::CertificateDer<'_>,
+                _: &[rustls_pki_types::CertificateDer<'_>],
+                _: &rustls_pki_types::ServerName<'_>,
+                _: &[u8],
+                _: rustls_pki_types::UnixTime,
+            ) -> std::result::Result<ServerCertVerified, rustls::Error> {
+                Ok(ServerCertVerified::assertion())
+            }
+            fn verify_tls12_signature(
+                &self,
+                message: &[u8],
+                cert: &rustls_pki_types::CertificateDer<'_>,
+                dss: &rustls::DigitallySignedStruct,
+            ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+                rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+            }
+            fn verify_tls13_signature(
+                &self,
+                message: &[u8],
+                cert: &rustls_pki_types::CertificateDer<'_>,
+                dss: &rustls::DigitallySignedStruct,
+            ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+                rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+            }
+            fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+                self.0.signature_verification_algorithms.supported_schemes()
+            }
+        }
+        let mut config: tokio_postgres::Config = settings.url.parse().map_err(|e| pg_err("the [store] url", e))?;
+        config.ssl_mode(match settings.tls {
+            TlsMode::Disable => tokio_postgres::config::SslMode::Disable,
+            TlsMode::Require | TlsMode::VerifyFull => tokio_postgres::config::SslMode::Require,
+        });
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| pg_err("TLS", e))?;
+        let client = match settings.tls {
+            TlsMode::VerifyFull => {
+                let mut roots = rustls::RootCertStore::empty();
+                match &settings.ca_file {
+                    Some(path) => {
+                        use rustls_pki_types::pem::PemObject;
+                        let certs = rustls_pki_types::CertificateDer::pem_file_iter(path)
+                            .map_err(|e| pg_err(&format!("[store] tls_ca_file {}", path.display()), e))?;
+                        for c in certs {
+                            let c = c.map_err(|e| pg_err(&format!("[store] tls_ca_file {}", path.display()), e))?;
+                            roots
+                                .add(c)
+                                .map_err(|e| pg_err(&format!("[store] tls_ca_file {}", path.display()), e))?;
+                        }
+                        if roots.is_empty() {
+                            return Err(pg_err(
+                                &format!("[store] tls_ca_file {}", path.display()),
+                                "no certificate in the file",
+                            ));
+                        }
+                    }
+                    None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+                }
+                builder.with_root_certificates(roots).with_no_client_auth()
+            }
+            _ => builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+                .with_no_client_auth(),
+        };
+        Ok(Self {
+            config,
+            tls: tokio_postgres_rustls::MakeRustlsConnect::new(client),
+        })
+    }
+
+    /// One new connection: the client, and its connection future (to be spawned).
+    async fn connect(
+        &self,
+    ) -> Result<(
+        tokio_postgres::Client,
+        tokio_postgres::Connection<tokio_postgres::Socket, TlsStream>,
+    )> {
+        tokio::time::timeout(Duration::from_secs(5), self.config.connect(self.tls.clone()))
+            .await
+            .map_err(|e| pg_err("connecting", e))?
+            .map_err(|e| pg_err("connecting", full(&e)))
+    }
 }
 
 /// One key in the mirror: its value (`None`: removed) and the `rev` that wrote it.
@@ -133,7 +283,7 @@ pub struct Pg {
     catching_up: tokio::sync::Mutex<()>,
     /// Ids left in this node's block: `(next, end)`.
     ids: Mutex<(u64, u64)>,
-    url: String,
+    connector: Connector,
     /// Keys changed by other nodes, per tree (fed by catch-ups).
     changes: tokio::sync::broadcast::Sender<super::RemoteChange>,
     /// Payloads heard on [`EVENTS_CHANNEL`] (every node's, this one's included).
@@ -152,6 +302,22 @@ fn pg_err(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(format!("PostgreSQL: {what}: {e}"))
 }
 
+/// `e` with its causes (a pool error's "db error" alone would hide the server's reason,
+/// e.g. "no pg_hba.conf entry ... no encryption").
+fn full(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let c_text = c.to_string();
+        if !s.contains(&c_text) {
+            s.push_str(": ");
+            s.push_str(&c_text);
+        }
+        cause = c.source();
+    }
+    s
+}
+
 impl Pg {
     /// Connects, creates or migrates the schema, loads the mirror and starts the listener
     /// (which lives until `token` is cancelled).
@@ -160,19 +326,23 @@ impl Pg {
     /// [`StoreError::Backend`] when the database cannot be reached or its schema cannot be
     /// created; [`StoreError::Format`] when its schema is newer than this build's.
     pub async fn open(settings: &PgSettings, token: tokio_util::sync::CancellationToken) -> Result<Arc<Self>> {
-        let mut cfg = deadpool_postgres::Config::new();
-        cfg.url = Some(settings.url.clone());
+        let connector = Connector::new(settings)?;
+        let manager = deadpool_postgres::Manager::from_config(
+            connector.config.clone(),
+            connector.tls.clone(),
+            deadpool_postgres::ManagerConfig {
+                recycling_method: deadpool_postgres::RecyclingMethod::Fast,
+            },
+        );
         // Bounded waits: with the database gone a write fails within seconds (and the DHCP
         // loop, which must not stall, learns it) instead of waiting on a dead connection.
-        let mut pool_cfg = deadpool_postgres::PoolConfig::new(settings.pool_size.max(1));
-        pool_cfg.timeouts = deadpool_postgres::Timeouts {
-            wait: Some(POOL_TIMEOUT),
-            create: Some(POOL_TIMEOUT),
-            recycle: Some(POOL_TIMEOUT),
-        };
-        cfg.pool = Some(pool_cfg);
-        let pool = cfg
-            .create_pool(Some(deadpool_postgres::Runtime::Tokio1), NoTls)
+        let pool = deadpool_postgres::Pool::builder(manager)
+            .max_size(settings.pool_size.max(1))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(POOL_TIMEOUT))
+            .create_timeout(Some(POOL_TIMEOUT))
+            .recycle_timeout(Some(POOL_TIMEOUT))
+            .build()
             .map_err(|e| pg_err("the [store] url", e))?;
         migrate(&pool, &settings.url).await?;
         let (tx, _) = tokio::sync::broadcast::channel(1024);
@@ -182,14 +352,14 @@ impl Pg {
             seen: AtomicI64::new(0),
             catching_up: tokio::sync::Mutex::new(()),
             ids: Mutex::new((0, 0)),
-            url: settings.url.clone(),
+            connector: connector.clone(),
             changes: tx,
             events: tokio::sync::broadcast::channel(4096).0,
             link: tokio::sync::watch::Sender::new((false, None)),
         });
         // The listener is up before the first load, so no commit falls between them.
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-        tokio::spawn(listen(Arc::downgrade(&pg), settings.url.clone(), token, Some(ready_tx)));
+        tokio::spawn(listen(Arc::downgrade(&pg), connector, token, Some(ready_tx)));
         match tokio::time::timeout(Duration::from_secs(10), ready_rx).await {
             Ok(Ok(Ok(()))) => {}
             Ok(Ok(Err(e))) => return Err(e),
@@ -238,7 +408,7 @@ impl Pg {
         if payloads.is_empty() {
             return Ok(());
         }
-        let client = self.pool.get().await.map_err(|e| pg_err("a connection", e))?;
+        let client = self.pool.get().await.map_err(|e| pg_err("a connection", full(&e)))?;
         client
             .execute(
                 "SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p",
@@ -325,7 +495,7 @@ impl Pg {
     /// [`StoreError::Backend`] when the database fails.
     pub async fn advance_ids(&self, next: u64) -> Result<()> {
         let block = i64::try_from(next / ID_BLOCK + 1).unwrap_or(i64::MAX);
-        let client = self.pool.get().await.map_err(|e| pg_err("a connection", e))?;
+        let client = self.pool.get().await.map_err(|e| pg_err("a connection", full(&e)))?;
         client
             .execute(
                 "SELECT setval('bootlane_id_blocks', GREATEST($1, (SELECT last_value FROM bootlane_id_blocks)))",
@@ -339,17 +509,14 @@ impl Pg {
 
     /// The next block number, fetched on a thread with its own runtime and connection.
     fn fetch_block(&self) -> Result<u64> {
-        let url = self.url.clone();
+        let connector = self.connector.clone();
         std::thread::spawn(move || -> Result<u64> {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .map_err(|e| pg_err("an id block", e))?;
             rt.block_on(async move {
-                let (client, conn) = tokio::time::timeout(Duration::from_secs(5), tokio_postgres::connect(&url, NoTls))
-                    .await
-                    .map_err(|e| pg_err("an id block", e))?
-                    .map_err(|e| pg_err("an id block", e))?;
+                let (client, conn) = connector.connect().await?;
                 tokio::spawn(conn);
                 let row = client
                     .query_one("SELECT nextval('bootlane_id_blocks')", &[])
@@ -378,7 +545,7 @@ impl Pg {
         for (t, k, v) in writes {
             last.insert((t, k), v);
         }
-        let mut client = self.pool.get().await.map_err(|e| pg_err("a connection", e))?;
+        let mut client = self.pool.get().await.map_err(|e| pg_err("a connection", full(&e)))?;
         let tx = client.transaction().await.map_err(|e| pg_err("begin", e))?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])
             .await
@@ -423,7 +590,7 @@ impl Pg {
         if last.is_empty() {
             return Ok(Vec::new());
         }
-        let mut client = self.pool.get().await.map_err(|e| pg_err("a connection", e))?;
+        let mut client = self.pool.get().await.map_err(|e| pg_err("a connection", full(&e)))?;
         let tx = client.transaction().await.map_err(|e| pg_err("begin", e))?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])
             .await
@@ -463,7 +630,7 @@ impl Pg {
     /// # Errors
     /// `f`'s error (nothing written); [`StoreError::Backend`] when the database fails.
     pub async fn locked<R>(&self, f: impl FnOnce() -> (Result<R>, Vec<RawWrite>)) -> Result<R> {
-        let mut client = self.pool.get().await.map_err(|e| pg_err("a connection", e))?;
+        let mut client = self.pool.get().await.map_err(|e| pg_err("a connection", full(&e)))?;
         let tx = client.transaction().await.map_err(|e| pg_err("begin", e))?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])
             .await
@@ -587,7 +754,7 @@ async fn migrate(pool: &deadpool_postgres::Pool, url: &str) -> Result<()> {
     let mut client = pool
         .get()
         .await
-        .map_err(|e| pg_err(&format!("connecting to {}", redact(url)), e))?;
+        .map_err(|e| pg_err(&format!("connecting to {}", redact(url)), full(&e)))?;
     let tx = client.transaction().await.map_err(|e| pg_err("begin", e))?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATE_LOCK])
         .await
@@ -642,13 +809,13 @@ pub fn redact(url: &str) -> String {
 /// at each new outage) and catches up before reporting itself connected. `ready` gets the outcome of the first connection.
 async fn listen(
     pg: std::sync::Weak<Pg>,
-    url: String,
+    connector: Connector,
     token: tokio_util::sync::CancellationToken,
     mut ready: Option<tokio::sync::oneshot::Sender<Result<()>>>,
 ) {
     let mut delay = Duration::from_secs(1);
     loop {
-        let outcome = listen_once(&pg, &url, &token, &mut ready).await;
+        let outcome = listen_once(&pg, &connector, &token, &mut ready).await;
         let Some(p) = pg.upgrade() else { return };
         if token.is_cancelled() {
             return;
@@ -677,14 +844,11 @@ async fn listen(
 
 async fn listen_once(
     pg: &std::sync::Weak<Pg>,
-    url: &str,
+    connector: &Connector,
     token: &tokio_util::sync::CancellationToken,
     ready: &mut Option<tokio::sync::oneshot::Sender<Result<()>>>,
 ) -> Result<()> {
-    let (client, mut conn) = tokio::time::timeout(Duration::from_secs(5), tokio_postgres::connect(url, NoTls))
-        .await
-        .map_err(|e| pg_err("connecting", e))?
-        .map_err(|e| pg_err("connecting", e))?;
+    let (client, mut conn) = connector.connect().await?;
     // The committed revision each notification announces (unreadable: fetch anyway).
     let (note_tx, mut note_rx) = tokio::sync::mpsc::unbounded_channel::<i64>();
     let Some(events) = pg.upgrade().map(|p| p.events.clone()) else {
@@ -747,6 +911,34 @@ async fn listen_once(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `[store] tls`: plain connections are refused by a database that requires TLS,
+    /// `require` encrypts, `verify-full` accepts the server only with the right CA.
+    #[tokio::test]
+    async fn tls_modes_connect_as_libpq_would() {
+        let cluster = throwaway::Cluster::start().unwrap();
+        let url = cluster.create_database("t").await.unwrap();
+        let ca = cluster.enable_tls().unwrap();
+        let open = |tls: TlsMode, ca_file: Option<std::path::PathBuf>| {
+            let settings = PgSettings {
+                url: url.clone(),
+                pool_size: 1,
+                tls,
+                ca_file,
+            };
+            async move { Pg::open(&settings, tokio_util::sync::CancellationToken::new()).await }
+        };
+        let e = open(TlsMode::Disable, None).await.unwrap_err();
+        assert!(e.to_string().contains("no encryption"), "{e}");
+        let pg = open(TlsMode::Require, None)
+            .await
+            .expect("TLS without checking the certificate");
+        assert!(pg.connected());
+        let pg = open(TlsMode::VerifyFull, Some(ca)).await.expect("TLS with the test CA");
+        assert!(pg.connected());
+        let e = open(TlsMode::VerifyFull, None).await.unwrap_err();
+        assert!(e.to_string().to_lowercase().contains("certificate"), "{e}");
+    }
 
     #[test]
     fn urls_lose_their_password_in_messages() {
@@ -913,6 +1105,48 @@ pub mod throwaway {
                     .args(["-m", "immediate", "-w", "stop"]),
                 "pg_ctl stop",
             )
+        }
+
+        /// Turns TLS on (a test CA and a server certificate for `localhost` and 127.0.0.1,
+        /// made with `openssl`), makes database `t` refuse connections without TLS, and
+        /// restarts the server. Returns the CA certificate's path.
+        ///
+        /// # Errors
+        /// `openssl` or `pg_ctl` failed; the configuration could not be written.
+        pub fn enable_tls(&self) -> Result<PathBuf, String> {
+            let data = self.dir.join("data");
+            let tls = self.dir.join("tls");
+            std::fs::create_dir_all(&tls).map_err(|e| e.to_string())?;
+            let script = "set -e
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.crt -days 2 -subj /CN=bootlane-test-ca 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout server.key -out server.csr -subj /CN=localhost 2>/dev/null
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >ext
+openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 -extfile ext 2>/dev/null
+chmod 600 server.key";
+            run(Command::new("sh").args(["-c", script]).current_dir(&tls), "openssl")?;
+            if self.as_postgres {
+                run(Command::new("chown").arg("-R").arg("postgres:").arg(&tls), "chown")?;
+            }
+            let mut conf = std::fs::OpenOptions::new()
+                .append(true)
+                .open(data.join("postgresql.conf"))
+                .map_err(|e| e.to_string())?;
+            std::io::Write::write_all(
+                &mut conf,
+                format!(
+                    "\nssl = on\nssl_cert_file = '{}'\nssl_key_file = '{}'\n",
+                    tls.join("server.crt").display(),
+                    tls.join("server.key").display()
+                )
+                .as_bytes(),
+            )
+            .map_err(|e| e.to_string())?;
+            let hba = data.join("pg_hba.conf");
+            let old = std::fs::read_to_string(&hba).map_err(|e| e.to_string())?;
+            std::fs::write(&hba, format!("hostnossl t all 127.0.0.1/32 reject\n{old}")).map_err(|e| e.to_string())?;
+            self.stop()?;
+            self.restart()?;
+            Ok(tls.join("ca.crt"))
         }
 
         /// Starts the server (again, after [`Cluster::stop`]) on the same port.
