@@ -12,7 +12,9 @@
 # server by its PID. The endless SSE routes (`/events/stream`, `/logs/stream`) are left out:
 # such a stream never ends, so every case would wait for the request timeout; the router tests
 # and the namespace test read them with a real client instead. Needs schemathesis from scripts/setup.sh (/opt/bootlane-venv).
-# Environment: CONTRACT_EXAMPLES (cases per operation, default 50), CONTRACT_SEED.
+# Environment: CONTRACT_EXAMPLES (cases per operation, default 50), CONTRACT_SEED;
+# CONTRACT_STORE=postgres runs the server on a throwaway PostgreSQL cluster (initdb into a
+# temporary directory, loopback port; issue 16) instead of sled.
 set -euo pipefail
 
 bin=${1:?usage: contract.sh <bootlane-binary> [st run args]}
@@ -64,10 +66,30 @@ settle_secs = 0
 EOF
 mkdir -p "$work/data"
 
+pgw=
+stop_postgres() { :; }
+if [[ ${CONTRACT_STORE:-sled} == postgres ]]; then
+  pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+  [[ -x $pgbin/initdb ]] || { echo "contract: PostgreSQL missing; run scripts/setup.sh" >&2; exit 1; }
+  pgw=$(mktemp -d /tmp/bootlane-contract-pg.XXXXXX)
+  pg_port=$(free_port)
+  as_pg=()
+  if [[ $(id -u) == 0 ]]; then chown postgres: "$pgw"; as_pg=(runuser -u postgres --); fi
+  "${as_pg[@]}" "$pgbin/initdb" -U bootlane --auth=trust -E UTF8 --no-sync -D "$pgw/data" >/dev/null
+  "${as_pg[@]}" "$pgbin/pg_ctl" -D "$pgw/data" -w -l "$pgw/log" \
+    -o "-p $pg_port -k $pgw -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null
+  stop_postgres() { "${as_pg[@]}" "$pgbin/pg_ctl" -D "$pgw/data" -m immediate -w stop >/dev/null 2>&1 || true; rm -rf "$pgw"; }
+  "${as_pg[@]}" env PGOPTIONS=-cclient_min_messages=warning "$pgbin/psql" -q -h 127.0.0.1 -p "$pg_port" -U bootlane -d postgres \
+    -c "CREATE DATABASE contract" || { stop_postgres; exit 1; }
+  printf '\n[store]\nbackend = "postgres"\nurl = "postgres://bootlane@127.0.0.1:%s/contract"\n' "$pg_port" >>"$work/bootlane.toml"
+  echo "contract: on PostgreSQL (127.0.0.1:$pg_port)"
+fi
+
 BOOTLANE_ADMIN_PASSWORD=$password "$bin" serve --config "$work/bootlane.toml" >"$work/server.log" 2>&1 &
 pid=$!
 cleanup() {
   kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
+  stop_postgres
   rm -rf "$work"
 }
 trap cleanup EXIT

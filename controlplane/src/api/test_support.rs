@@ -25,7 +25,33 @@ pub(crate) const ADMIN_PASSWORD: &str = "pw-admin";
 /// A state for `config` (its data dir is replaced by a fresh temporary one; DNS is not
 /// bound; the local domain is `lab.test` unless set), plus the fake data plane.
 pub(crate) async fn state(config: Config) -> (AppState, Arc<FakeTable>) {
-    state_on(config, Store::temporary()).await
+    state_on(config, test_store().await).await
+}
+
+/// The store a test runs on: a temporary sled store, or with `BOOTLANE_TEST_STORE=postgres`
+/// (issue 16: "the API test suite runs against both"; `cargo xtask test` runs it both ways)
+/// a new database on one throwaway PostgreSQL cluster shared by the test process, stopped
+/// and removed when the process exits.
+pub(crate) async fn test_store() -> Store {
+    if std::env::var("BOOTLANE_TEST_STORE").as_deref() != Ok("postgres") {
+        return Store::temporary();
+    }
+    static CLUSTER: std::sync::OnceLock<crate::store::pg::throwaway::Cluster> = std::sync::OnceLock::new();
+    extern "C" fn stop_cluster() {
+        if let Some(c) = CLUSTER.get() {
+            let _ = c.stop();
+            let _ = std::fs::remove_dir_all(c.dir());
+        }
+    }
+    let cluster = CLUSTER.get_or_init(|| {
+        let c = crate::store::pg::throwaway::Cluster::start().expect("a throwaway PostgreSQL cluster");
+        // SAFETY: registers a plain function with no arguments to run at process exit.
+        unsafe { libc::atexit(stop_cluster) };
+        c
+    });
+    let db = format!("api_{}", rand::random::<u64>());
+    let url = cluster.create_database(&db).await.expect("a test database");
+    crate::store::tests::pg_node(cluster, &url).await
 }
 
 /// [`state`] over a given store (a node of a shared PostgreSQL store, say).
@@ -95,7 +121,7 @@ pub(crate) async fn setup_with(f: impl FnOnce(&mut Config)) -> T {
 /// A client over `config`, not logged in. A default data directory is replaced by a
 /// fresh temporary one that lives as long as the client.
 pub(crate) async fn app(config: Config) -> T {
-    app_on(config, Store::temporary()).await
+    app_on(config, test_store().await).await
 }
 
 /// [`app`] over a given store.
@@ -231,4 +257,14 @@ pub(crate) async fn sse_events(body: &mut Body, events: usize) -> String {
         }
     }
     buf
+}
+
+#[tokio::test]
+async fn the_test_store_is_the_backend_asked_for() {
+    let t = app(Config::default()).await;
+    let want = match std::env::var("BOOTLANE_TEST_STORE").as_deref() {
+        Ok("postgres") => "postgres",
+        _ => "sled",
+    };
+    assert_eq!(t.state.store.backend_name(), want);
 }
