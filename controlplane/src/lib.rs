@@ -93,6 +93,11 @@ pub async fn run(
             Some(pg) => format!("opening the PostgreSQL store {}", store::pg::redact(&pg.url)),
             None => format!("opening the store in {}", config.data_dir.display()),
         })?;
+    // On a shared store this node's own settings trees (issue 16).
+    let store = store
+        .for_node(&config.server.node_name())
+        .await
+        .context("opening this node's settings")?;
     logs.attach(&store, token.clone())
         .await
         .context("applying the stored logging settings")?;

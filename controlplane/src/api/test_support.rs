@@ -56,6 +56,7 @@ pub(crate) async fn test_store() -> Store {
 
 /// [`state`] over a given store (a node of a shared PostgreSQL store, say).
 pub(crate) async fn state_on(mut config: Config, store: Store) -> (AppState, Arc<FakeTable>) {
+    let store = store.for_node(&config.server.node_name()).await.unwrap();
     if config.data_dir == Config::default().data_dir {
         config.data_dir = std::env::temp_dir().join(format!("bootlane-api-{}", rand::random::<u64>()));
     }

@@ -147,6 +147,33 @@ async fn a_change_through_one_node_reaches_the_other_nodes_services() {
         "auto-records twice: {autos:?}"
     );
 
+    // Machine-bound settings are per node: A's API listen address is not B's.
+    let (s, _, v) = a
+        .call(
+            Method::PUT,
+            "/api/v1/settings/general",
+            Some(json!({"api_listen": "10.7.0.1:8080"})),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let (_, _, v) = b.call(Method::GET, "/api/v1/settings/general", None).await;
+    assert_ne!(v["data"]["api_listen"], "10.7.0.1:8080", "{v}");
+    let (_, _, v) = a.call(Method::GET, "/api/v1/settings/general", None).await;
+    assert_eq!(v["data"]["api_listen"], "10.7.0.1:8080", "{v}");
+    // ... in the store too: B's own settings tree (what B reads at its next start) does
+    // not hold it, A's does.
+    let stored = |t: &T| {
+        t.state
+            .store
+            .kv("settings")
+            .unwrap()
+            .get::<serde_json::Value>("general")
+            .unwrap()
+            .map(|g| g["api_listen"].clone())
+    };
+    assert_eq!(stored(&a), Some(json!("10.7.0.1:8080")));
+    assert_ne!(stored(&b), Some(json!("10.7.0.1:8080")));
+
     // Node B's event stream shows node A's events too, with A's name; `?node=` picks.
     let t0 = Instant::now();
     loop {

@@ -205,9 +205,21 @@ pub struct Store {
     gate: Gate,
     /// Where [`Store::journal`] keeps its journals (`<data_dir>/journal`).
     journals: PathBuf,
+    /// This node's name once [`Store::for_node`] named it (shared store only): the
+    /// [`NODE_TREES`] are then this node's own.
+    node: Option<Arc<str>>,
     // Keeps a temporary directory alive for the life of a test store.
     _temp: Option<Arc<TempDirGuard>>,
 }
+
+/// Settings trees that belong to one machine (issue 16: "settings can be global or per
+/// node"): the general group, DNS and logging settings (`settings`: listen addresses,
+/// ports, the server's name, log files), which services run (`services`), the DHCP
+/// subnets and interfaces served (`dhcp_settings`), the TFTP boot root (`tftp_settings`)
+/// and NFS exports (`nfs`). On a shared store each node keeps its own copy, stored as
+/// `<tree>@<node>`; everything else (records, hosts, profiles, reservations, leases,
+/// access lists, boot and answer settings, catalog overlays) is shared by all nodes.
+pub const NODE_TREES: &[&str] = &["settings", "services", "dhcp_settings", "tftp_settings", "nfs"];
 
 /// The database underneath: sled in the data directory, or a shared PostgreSQL
 /// ([`pg`]). Cheap to clone.
@@ -459,6 +471,7 @@ impl Store {
             db: Backend::Sled(db),
             gate: Gate::default(),
             journals: data_dir.join("journal"),
+            node: None,
             _temp: None,
         })
     }
@@ -497,6 +510,7 @@ impl Store {
             db: Backend::Pg(pg),
             gate: Gate::default(),
             journals: data_dir.join("journal"),
+            node: None,
             _temp: None,
         })
     }
@@ -575,6 +589,7 @@ impl Store {
             db: Backend::Sled(db),
             gate: Gate::default(),
             journals: dir.join("journal"),
+            node: None,
             _temp: Some(Arc::new(TempDirGuard(dir))),
         }
     }
@@ -603,13 +618,48 @@ impl Store {
         journal::Journal::open(&self.journals.join(T::TREE), time)
     }
 
-    /// A key-value tree for singleton documents (settings) and small indexes.
+    /// This store as node `node` sees it (issue 16): on a shared store, [`Store::kv`] of a
+    /// [`NODE_TREES`] name is then this node's own tree. A node whose own tree is still
+    /// empty starts from the shared one's rows (settings moved in by `bootlane store
+    /// migrate`, or written before nodes had their own). Nothing changes for sled.
+    ///
+    /// # Errors
+    /// Store errors copying those rows.
+    pub async fn for_node(mut self, node: &str) -> Result<Self> {
+        if matches!(self.db, Backend::Pg(_)) {
+            for name in NODE_TREES {
+                let own = self.db.tree(&format!("{name}@{node}"))?;
+                if own.len() > 0 {
+                    continue;
+                }
+                let rows = self
+                    .db
+                    .tree(name)?
+                    .all()
+                    .map(|kv| kv.map(|(k, v)| (k, Some(v))))
+                    .collect::<Result<Vec<_>>>()?;
+                if !rows.is_empty() {
+                    tracing::info!(tree = name, node, "this node's settings start from the shared ones");
+                    own.apply(rows).await?;
+                }
+            }
+            self.node = Some(Arc::from(node));
+        }
+        Ok(self)
+    }
+
+    /// A key-value tree for singleton documents (settings) and small indexes. On a shared
+    /// store named for a node ([`Store::for_node`]), the [`NODE_TREES`] are that node's.
     ///
     /// # Errors
     /// sled errors.
     pub fn kv(&self, name: &str) -> Result<Kv> {
+        let tree = match &self.node {
+            Some(node) if NODE_TREES.contains(&name) => self.db.tree(&format!("{name}@{node}"))?,
+            _ => self.db.tree(name)?,
+        };
         Ok(Kv {
-            tree: self.db.tree(name)?,
+            tree,
             db: self.db.clone(),
             gate: self.gate.clone(),
         })
@@ -1620,6 +1670,32 @@ pub(crate) mod tests {
             ..StoreConfig::default()
         });
         assert!(e.contains("not a valid PostgreSQL URL") && !e.contains("secret"), "{e}");
+    }
+
+    /// Issue 16: a node's settings trees are its own on a shared store, starting from the
+    /// shared rows; other trees stay shared. sled is unchanged.
+    #[tokio::test]
+    async fn node_settings_are_per_node_and_start_from_the_shared_ones() {
+        let (s, cluster) = pg_store().await;
+        s.kv("settings").unwrap().put("general", &1u32).await.unwrap();
+        let a = pg_node(&cluster, &cluster.url("t")).await.for_node("a").await.unwrap();
+        let b = pg_node(&cluster, &cluster.url("t")).await.for_node("b").await.unwrap();
+        assert_eq!(a.kv("settings").unwrap().get::<u32>("general").unwrap(), Some(1));
+        a.kv("settings").unwrap().put("general", &2u32).await.unwrap();
+        assert_eq!(a.kv("settings").unwrap().get::<u32>("general").unwrap(), Some(2));
+        assert_eq!(b.kv("settings").unwrap().get::<u32>("general").unwrap(), Some(1));
+        // Shared trees are shared.
+        a.kv("access").unwrap().put("mode", &"whitelist").await.unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while b.kv("access").unwrap().get::<String>("mode").unwrap().is_none() {
+            assert!(std::time::Instant::now() < deadline, "the shared tree never reached b");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        // sled: no node trees.
+        let sled = Store::temporary();
+        sled.kv("settings").unwrap().put("general", &3u32).await.unwrap();
+        let named = sled.clone().for_node("a").await.unwrap();
+        assert_eq!(named.kv("settings").unwrap().get::<u32>("general").unwrap(), Some(3));
     }
 
     #[tokio::test]
