@@ -20,6 +20,7 @@ use crate::{
     dhcp::{
         control::{DhcpControl, StoredReservation},
         leases::Lease,
+        v6::leases::Lease6,
     },
     dns::{records::DnsRecord, service::DnsService},
     events::{Event, EventBus},
@@ -182,6 +183,18 @@ fn relay_payload(e: &Event) -> Option<String> {
     serde_json::to_string(&slim).ok().filter(|p| p.len() <= MAX_PAYLOAD)
 }
 
+/// What to do with a lease index after a burst: `Some(None)` reload every lease (the
+/// announcements overflowed), `Some(Some(ids))` follow these, `None` nothing changed.
+fn lease_work(all: bool, ids: Vec<u64>) -> Option<Option<Vec<u64>>> {
+    if all {
+        Some(None)
+    } else if ids.is_empty() {
+        None
+    } else {
+        Some(Some(ids))
+    }
+}
+
 /// Starts following other nodes' changes until `token` is cancelled (no task for sled).
 /// A burst of changes is coalesced: each part is rebuilt once per burst; when the
 /// announcements overflowed, everything is rebuilt.
@@ -195,11 +208,15 @@ pub fn follow(store: &Store, followers: Followers, token: CancellationToken) {
             };
             let mut parts: Vec<Part> = Vec::new();
             let mut lease_ids: Vec<u64> = Vec::new();
+            let mut lease6_ids: Vec<u64> = Vec::new();
             let mut all = false;
             let mut take = |r: Result<RemoteChange, RecvError>| match r {
                 Ok(change) => {
                     if change.tree == Lease::TREE {
                         lease_ids.extend(change.ids());
+                    }
+                    if change.tree == Lease6::TREE {
+                        lease6_ids.extend(change.ids());
                     }
                     if let Some(p) = part_of(&change.tree).filter(|p| !parts.contains(p)) {
                         parts.push(p);
@@ -222,17 +239,14 @@ pub fn follow(store: &Store, followers: Followers, token: CancellationToken) {
                     Err(_) => break,
                 };
             }
-            // `Some(None)`: reload every lease; `None`: no lease changed.
-            let leases = if all {
-                Some(None)
-            } else if lease_ids.is_empty() {
-                None
-            } else {
-                Some(Some(lease_ids))
-            };
-            if let Some(ids) = leases {
+            if let Some(ids) = lease_work(all, lease_ids) {
                 if let Err(e) = followers.dhcp.follow_leases(ids).await {
                     tracing::error!("following another node's leases failed: {e}");
+                }
+            }
+            if let Some(ids) = lease_work(all, lease6_ids) {
+                if let Err(e) = followers.dhcp.v6().follow_leases(ids).await {
+                    tracing::error!("following another node's DHCPv6 leases failed: {e}");
                 }
             }
             if all {

@@ -1250,3 +1250,49 @@ async fn old_lease_rows_are_rekeyed_and_refused_acks_withheld() {
     let offer = ask(&h, req(MessageType::Discover, MAC_R, |_| {})).await.unwrap();
     assert!(c.allows(&offer) && Committed::NoAcks.allows(&offer) && !Committed::NoAcks.allows(&ack_a));
 }
+
+/// Issue 16, DHCPv6: two nodes on one PostgreSQL store; an address another node leased
+/// to another IA is refused, the same IA renews through the other node, and the first
+/// node follows.
+#[tokio::test]
+async fn two_nodes_never_lease_one_v6_address_twice() {
+    use super::leases::now_secs;
+    use super::v6::leases::{lease6_id, Lease6, Lease6Db};
+    let (a, cluster) = crate::store::tests::pg_store().await;
+    let b = crate::store::tests::pg_node(&cluster, &cluster.url("t")).await;
+    let mut da = Lease6Db::load(&a).await.unwrap();
+    let mut db = Lease6Db::load(&b).await.unwrap();
+    let ip: std::net::Ipv6Addr = "fd00:77::105".parse().unwrap();
+    let lease = |duid: &str, until: u64| Lease6 {
+        id: 0,
+        duid: duid.into(),
+        iaid: 1,
+        ip,
+        subnet: "fd00:77::/64".into(),
+        mac: None,
+        arch: None,
+        expires_at: until,
+        declined: false,
+    };
+    let l = da.bind(lease("0001aa", now_secs() + 3600)).await.unwrap();
+    assert_eq!(l.id, lease6_id(ip));
+    let e = db.bind(lease("0001bb", now_secs() + 3600)).await.unwrap_err();
+    assert!(matches!(e, crate::store::StoreError::Conflict(_)), "{e}");
+    assert_eq!(
+        db.all().next().unwrap().duid,
+        "0001aa",
+        "the loser's index shows the winner"
+    );
+    let until = now_secs() + 7200;
+    db.bind(lease("0001aa", until)).await.unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        da.follow([lease6_id(ip)]).unwrap();
+        if da.all().any(|l| l.expires_at == until) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "node A never saw the renewal");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(a.table::<Lease6>().unwrap().list().unwrap().len(), 1);
+}

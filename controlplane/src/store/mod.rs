@@ -221,6 +221,11 @@ pub struct Store {
 /// access lists, boot and answer settings, catalog overlays) is shared by all nodes.
 pub const NODE_TREES: &[&str] = &["settings", "services", "dhcp_settings", "tftp_settings", "nfs"];
 
+/// Keys of the [`NODE_TREES`] that name one server and are not copied into a node's own
+/// tree by [`Store::for_node`]: each node makes its own (the DHCPv6 server DUID, RFC 8415
+/// §11: two servers must not share one).
+pub const NODE_IDENTITY_KEYS: &[&str] = &["server_duid6"];
+
 /// The database underneath: sled in the data directory, or a shared PostgreSQL
 /// ([`pg`]). Cheap to clone.
 #[derive(Clone)]
@@ -636,6 +641,11 @@ impl Store {
                     .db
                     .tree(name)?
                     .all()
+                    .filter(|kv| {
+                        kv.as_ref().map_or(true, |(k, _)| {
+                            !NODE_IDENTITY_KEYS.iter().any(|i| i.as_bytes() == k.as_slice())
+                        })
+                    })
                     .map(|kv| kv.map(|(k, v)| (k, Some(v))))
                     .collect::<Result<Vec<_>>>()?;
                 if !rows.is_empty() {

@@ -142,6 +142,20 @@ impl Dhcp6Control {
         &self.duid
     }
 
+    /// Applies other nodes' DHCPv6 lease writes (issue 16): these ids, or all leases when
+    /// `ids` is `None`.
+    ///
+    /// # Errors
+    /// Store errors reading the mirror.
+    pub async fn follow_leases(&self, ids: Option<Vec<u64>>) -> Result<()> {
+        let mut db = self.leases.lock().await;
+        match ids {
+            Some(ids) => db.follow(ids)?,
+            None => db.reload()?,
+        }
+        Ok(())
+    }
+
     /// The lease database (shared with the handler).
     pub fn leases(&self) -> Arc<tokio::sync::Mutex<Lease6Db>> {
         self.leases.clone()

@@ -596,6 +596,14 @@ impl Dhcp6Handler {
                     };
                     self.lease_event(verb, &l, c);
                 }
+                Err(crate::store::StoreError::Conflict(why)) => {
+                    // Another node leased it first; the index now shows that lease.
+                    tracing::info!("DHCPv6: {why}");
+                    r.opts_mut().insert(DhcpOption::IANA(no_addrs(
+                        ia.id,
+                        "the address was just leased by another server",
+                    )));
+                }
                 Err(e) => {
                     tracing::error!("DHCPv6: storing the lease of {ip} failed: {e}");
                     r.opts_mut()

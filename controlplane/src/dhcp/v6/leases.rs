@@ -5,20 +5,26 @@
 //! Advertised addresses are held in memory for
 //! [`OFFER_HOLD`] (RFC 8415 §18.3.9 lets a server set aside what it advertised).
 //!
+//! Several nodes, one pool (issue 16), as for IPv4 ([`crate::dhcp::leases`]): a lease's
+//! id is derived from its address ([`lease6_id`]), every write is checked in a store
+//! transaction against the row the store holds for that id ([`may_replace6`]), so an
+//! address leased to another IA by another node is never overwritten, and nodes follow
+//! each other's lease writes ([`Lease6Db::follow`]).
+//!
 //! Global state: none; the handler owns one [`Lease6Db`] behind a mutex.
 
 use std::{collections::HashMap, net::Ipv6Addr};
 
 use serde::{Deserialize, Serialize};
 
-use crate::dhcp::leases::OFFER_HOLD;
+use crate::dhcp::leases::{now_secs, OFFER_HOLD};
 use crate::store::{Store, StoreError, Table};
 
 /// A DHCPv6 lease as stored and listed by `GET /leases6` (an RFC 8415 §4.2 binding of one
 /// address in one IA_NA).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Lease6 {
-    /// Row id.
+    /// Row id, derived from the address ([`lease6_id`]).
     pub id: u64,
     /// The client's DUID (option 1), lower-case hex without separators.
     pub duid: String,
@@ -49,6 +55,28 @@ impl Lease6 {
     /// True while the lease (or the decline) is in force at `now`.
     pub fn active(&self, now: u64) -> bool {
         self.expires_at > now
+    }
+}
+
+/// The id of the lease of `ip`: 53 bits of the address's FNV-1a hash (exact in JavaScript
+/// clients; never 0). Two addresses sharing an id is vanishingly rare, and safe: the
+/// second is then refused by [`may_replace6`], not leased twice.
+pub fn lease6_id(ip: Ipv6Addr) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in ip.octets() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    (h & ((1 << 53) - 1)).max(1)
+}
+
+/// Whether a lease write `new` may replace `current`, the row the store holds under its
+/// id: none, another address (an id collision: refused), one no longer in force at
+/// `now`, or the same IA's (a renewal, a release, its own decline).
+pub fn may_replace6(current: Option<&Lease6>, new: &Lease6, now: u64) -> bool {
+    match current {
+        None => true,
+        Some(c) if c.ip != new.ip => false,
+        Some(c) => !c.active(now) || key_of(c) == key_of(new),
     }
 }
 
@@ -115,6 +143,28 @@ impl Lease6Db {
         for id in stale {
             tracing::info!(id, "removing a stale or duplicate stored DHCPv6 lease");
             table.remove(id).await?;
+        }
+        // Rows stored before leases were keyed by address move to their address's id.
+        let moved: Vec<Lease6> = db.by_ip.values().filter(|l| l.id != lease6_id(l.ip)).cloned().collect();
+        if !moved.is_empty() {
+            tracing::info!(leases = moved.len(), "re-keying stored DHCPv6 leases by address");
+            table
+                .transaction(|tx| {
+                    for l in &moved {
+                        tx.remove::<Lease6>(l.id)?;
+                        tx.put(&Lease6 {
+                            id: lease6_id(l.ip),
+                            ..l.clone()
+                        })?;
+                    }
+                    Ok(())
+                })
+                .await?;
+            for l in moved {
+                if let Some(row) = db.by_ip.get_mut(&l.ip) {
+                    row.id = lease6_id(l.ip);
+                }
+            }
         }
         tracing::info!(leases = db.by_ip.len(), "DHCPv6 leases loaded");
         db.table = Some(table);
@@ -183,41 +233,83 @@ impl Lease6Db {
     }
 
     /// Records (creates or extends) `lease` for its IA and persists it; an older address of
-    /// the same IA and an expired row of another IA on the same address are replaced.
+    /// the same IA is dropped and an expired row of another IA on the same address is
+    /// replaced, in one transaction.
     ///
     /// # Errors
-    /// Store errors; the in-memory state changes only after the write succeeded.
-    pub async fn bind(&mut self, mut lease: Lease6) -> Result<Lease6, StoreError> {
+    /// Store errors; [`StoreError::Conflict`] when another IA's active lease holds the
+    /// address in the store (another node's; the index then shows it). The in-memory state
+    /// changes only after the write succeeded.
+    pub async fn bind(&mut self, lease: Lease6) -> Result<Lease6, StoreError> {
         let ia = key_of(&lease);
-        let mut gone = Vec::new();
-        lease.id = 0;
-        if let Some(old_ip) = self.by_ia.get(&ia).copied() {
-            match self.by_ip.get(&old_ip) {
-                Some(old) if old_ip == lease.ip => lease.id = old.id,
-                Some(old) => gone.push(old.clone()),
-                None => {}
-            }
-        }
-        if lease.id == 0 {
-            if let Some(other) = self.by_ip.get(&lease.ip) {
-                gone.push(other.clone());
-            }
-        }
-        let ids: Vec<u64> = gone.iter().map(|l| l.id).collect();
+        let old = self
+            .by_ia
+            .get(&ia)
+            .copied()
+            .filter(|ip| *ip != lease.ip)
+            .and_then(|ip| self.by_ip.get(&ip).cloned());
+        let ids: Vec<u64> = old.iter().map(|l| l.id).collect();
         let lease = self.write_replacing(&ids, lease).await?;
-        for g in &gone {
-            self.by_ip.remove(&g.ip);
-            if self.by_ia.get(&key_of(g)) == Some(&g.ip) {
-                self.by_ia.remove(&key_of(g));
-            }
+        if let Some(g) = &old {
+            self.set_row(g.ip, None);
         }
+        self.set_row(lease.ip, Some(lease.clone()));
         self.drop_offer(&ia);
         if let Some((other, _)) = self.offers.remove(&lease.ip) {
             self.offer_of.remove(&other);
         }
-        self.by_ia.insert(ia, lease.ip);
-        self.by_ip.insert(lease.ip, lease.clone());
         Ok(lease)
+    }
+
+    /// Makes the index hold `row` for `ip` (`None`: no lease), whatever it held before.
+    fn set_row(&mut self, ip: Ipv6Addr, row: Option<Lease6>) {
+        if let Some(old) = self.by_ip.remove(&ip) {
+            if self.by_ia.get(&key_of(&old)) == Some(&ip) {
+                self.by_ia.remove(&key_of(&old));
+            }
+        }
+        if let Some(l) = row {
+            if !l.declined {
+                self.by_ia.insert(key_of(&l), ip);
+            }
+            self.by_ip.insert(ip, l);
+        }
+    }
+
+    /// Applies other nodes' writes to the leases with these ids (issue 16): each is read
+    /// from the store's mirror; an id whose row is gone drops the lease indexed under it.
+    ///
+    /// # Errors
+    /// Store or codec errors reading the mirror.
+    pub fn follow(&mut self, ids: impl IntoIterator<Item = u64>) -> Result<(), StoreError> {
+        let Some(t) = self.table.clone() else { return Ok(()) };
+        for id in ids {
+            match t.get(id)? {
+                Some(l) => self.set_row(l.ip, Some(l)),
+                None => {
+                    let gone: Vec<Ipv6Addr> = self.by_ip.values().filter(|l| l.id == id).map(|l| l.ip).collect();
+                    for ip in gone {
+                        self.set_row(ip, None);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the index from the store (after other nodes' changes were missed).
+    ///
+    /// # Errors
+    /// Store or codec errors.
+    pub fn reload(&mut self) -> Result<(), StoreError> {
+        let Some(t) = self.table.clone() else { return Ok(()) };
+        let ids: Vec<u64> = t
+            .list()?
+            .iter()
+            .map(|l| l.id)
+            .chain(self.by_ip.values().map(|l| l.id))
+            .collect();
+        self.follow(ids)
     }
 
     /// Ends the lease of `ia` on `ip` now (Release). False when `ia` holds no lease on `ip`.
@@ -228,8 +320,8 @@ impl Lease6Db {
         match self.by_ia(ia).cloned() {
             Some(mut l) if l.ip == ip => {
                 l.expires_at = l.expires_at.min(now);
-                let l = self.write(l).await?;
-                self.by_ip.insert(ip, l);
+                let l = self.write_replacing(&[], l).await?;
+                self.set_row(ip, Some(l));
                 Ok(true)
             }
             _ => Ok(false),
@@ -259,10 +351,13 @@ impl Lease6Db {
         });
         l.declined = true;
         l.expires_at = until;
-        let l = self.write(l).await?;
+        l.duid = ia.1.clone();
+        l.iaid = ia.2;
+        l.subnet = ia.0.clone();
+        let l = self.write_replacing(&[], l).await?;
         self.by_ia.remove(ia);
         self.drop_offer(ia);
-        self.by_ip.insert(ip, l);
+        self.set_row(ip, Some(l));
         Ok(true)
     }
 
@@ -272,7 +367,7 @@ impl Lease6Db {
     /// Store errors (then nothing is deleted).
     pub async fn remove_duid(&mut self, duid: &str) -> Result<Vec<Lease6>, StoreError> {
         let gone: Vec<Lease6> = self.by_ip.values().filter(|l| l.duid == duid).cloned().collect();
-        self.forget(&gone).await?;
+        let gone = self.forget(gone, |l| l.duid == duid).await?;
         self.offers.retain(|_, (k, _)| k.1 != duid);
         self.offer_of.retain(|k, _| k.1 != duid);
         Ok(gone)
@@ -284,57 +379,66 @@ impl Lease6Db {
     /// Store errors (then nothing is deleted).
     pub async fn prune(&mut self, now: u64) -> Result<usize, StoreError> {
         let gone: Vec<Lease6> = self.by_ip.values().filter(|l| !l.active(now)).cloned().collect();
-        self.forget(&gone).await?;
-        Ok(gone.len())
+        Ok(self.forget(gone, |l| !l.active(now)).await?.len())
     }
 
-    async fn forget(&mut self, gone: &[Lease6]) -> Result<(), StoreError> {
-        if let (Some(t), false) = (&self.table, gone.is_empty()) {
-            t.transaction(|tx| {
-                for l in gone {
-                    tx.remove::<Lease6>(l.id)?;
+    /// Removes each row of `gone` that, as the store holds it now, still satisfies `still`
+    /// (a row another node renewed meanwhile stays), in one transaction; updates the index
+    /// either way. Returns the removed rows.
+    async fn forget(&mut self, gone: Vec<Lease6>, still: impl Fn(&Lease6) -> bool) -> Result<Vec<Lease6>, StoreError> {
+        let Some(t) = self.table.clone() else {
+            for l in &gone {
+                self.set_row(l.ip, None);
+            }
+            return Ok(gone);
+        };
+        if gone.is_empty() {
+            return Ok(gone);
+        }
+        let removed = t
+            .transaction(|tx| {
+                let mut removed = Vec::new();
+                for l in &gone {
+                    if let Some(cur) = tx.get::<Lease6>(l.id)?.filter(|c| c.ip == l.ip && still(c)) {
+                        tx.remove::<Lease6>(l.id)?;
+                        removed.push(cur);
+                    }
                 }
-                Ok(())
+                Ok(removed)
             })
             .await?;
+        for l in &gone {
+            let row = t.get(l.id)?.filter(|r| r.ip == l.ip);
+            self.set_row(l.ip, row);
         }
-        for l in gone {
-            self.by_ip.remove(&l.ip);
-            if self.by_ia.get(&key_of(l)) == Some(&l.ip) {
-                self.by_ia.remove(&key_of(l));
-            }
-        }
-        Ok(())
+        Ok(removed)
     }
 
-    async fn write(&self, mut lease: Lease6) -> Result<Lease6, StoreError> {
-        if let Some(t) = &self.table {
-            if lease.id == 0 {
-                lease = t.insert(lease).await?;
-            } else {
-                t.put(&lease).await?;
-            }
-        } else if lease.id == 0 {
-            lease.id = self.by_ip.values().map(|l| l.id).max().unwrap_or(0) + 1;
-        }
-        Ok(lease)
-    }
-
-    async fn write_replacing(&self, gone: &[u64], lease: Lease6) -> Result<Lease6, StoreError> {
-        let Some(t) = &self.table else {
-            return self.write(lease).await;
-        };
-        t.transaction(|tx| {
-            for id in gone {
-                tx.remove::<Lease6>(*id)?;
-            }
-            if lease.id == 0 {
-                tx.insert(lease.clone())
-            } else {
+    /// Removes the rows `gone` and stores `lease` under its address's id in one
+    /// transaction, checked against the store's row for that id ([`may_replace6`]).
+    async fn write_replacing(&mut self, gone: &[u64], mut lease: Lease6) -> Result<Lease6, StoreError> {
+        lease.id = lease6_id(lease.ip);
+        let Some(t) = self.table.clone() else { return Ok(lease) };
+        let now = now_secs();
+        let r = t
+            .transaction(|tx| {
+                for id in gone {
+                    tx.remove::<Lease6>(*id)?;
+                }
+                let current = tx.get::<Lease6>(lease.id)?;
+                if !may_replace6(current.as_ref(), &lease, now) {
+                    return Err(StoreError::Conflict(format!("{} is leased to another client", lease.ip)).into());
+                }
                 tx.put(&lease)?;
                 Ok(lease.clone())
+            })
+            .await;
+        if let Err(StoreError::Conflict(_)) = &r {
+            // Another node's lease won: the index takes it.
+            if let Some(row) = t.get(lease.id)?.filter(|row| row.ip == lease.ip) {
+                self.set_row(lease.ip, Some(row));
             }
-        })
-        .await
+        }
+        r
     }
 }

@@ -30,6 +30,7 @@ pub const SERVER_PORT: u16 = 547;
 pub const ALL_SERVERS: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 1, 2);
 /// Largest DHCPv6 datagram accepted.
 const MAX_DATAGRAM: usize = 4096;
+/// Also in [`crate::store::NODE_IDENTITY_KEYS`]: each node of a shared store has its own.
 const DUID_KEY: &str = "server_duid6";
 
 /// Binds `[::]:port` on `interface` (`SO_BINDTODEVICE`, IPv6 only, `SO_REUSEADDR` so
