@@ -121,10 +121,12 @@ pub fn report_link(store: &Store, events: Arc<EventBus>, token: CancellationToke
 const RELAY_QUEUE: usize = 8192;
 
 /// Relays this node's events to the other nodes and takes theirs into its own stream
-/// (issue 16), until `token` is cancelled: published events go out in batches as
-/// notifications through the shared store ([`Store::announce_events`]); events heard from
-/// nodes of another name are given to [`EventBus::ingest`]. An event too long for one
-/// notification goes without its `data` (marked `"truncated": true`). Nothing for sled.
+/// (issue 16), until `token` is cancelled: published events go out in batches, packed
+/// into as few notifications as fit ([`relay_payloads`]), through the shared store
+/// ([`Store::announce_events`]); events heard from nodes of another name are given to
+/// [`EventBus::ingest`], a node's own notifications are skipped unread. An event too long
+/// for one notification goes without its `data` (marked `"truncated": true`). Nothing for
+/// sled.
 pub fn relay_events(store: &Store, bus: Arc<EventBus>, token: CancellationToken) {
     let Some(mut inbound) = store.remote_events() else {
         return;
@@ -134,6 +136,7 @@ pub fn relay_events(store: &Store, bus: Arc<EventBus>, token: CancellationToken)
     let node = bus.node();
     let out = store.clone();
     let stop = token.clone();
+    let node_out = node.clone();
     tokio::spawn(async move {
         let mut batch = Vec::new();
         loop {
@@ -144,7 +147,8 @@ pub fn relay_events(store: &Store, bus: Arc<EventBus>, token: CancellationToken)
             if n == 0 {
                 return;
             }
-            let payloads: Vec<String> = batch.drain(..).filter_map(|e| relay_payload(&e)).collect();
+            let payloads = relay_payloads(&node_out, &batch);
+            batch.clear();
             if let Err(e) = out.announce_events(&payloads).await {
                 tracing::debug!("relaying {} events to the other nodes failed: {e}", payloads.len());
             }
@@ -157,11 +161,18 @@ pub fn relay_events(store: &Store, bus: Arc<EventBus>, token: CancellationToken)
                 r = inbound.recv() => r,
             };
             match r {
-                Ok(p) => match serde_json::from_str::<Event>(&p) {
-                    Ok(ev) if ev.node != node => bus.ingest(ev),
-                    Ok(_) => {}
-                    Err(e) => tracing::debug!("an unreadable event from another node: {e}"),
-                },
+                Ok(p) => {
+                    let Some((from, events)) = p.split_once('\n') else {
+                        continue;
+                    };
+                    if from == node {
+                        continue;
+                    }
+                    match serde_json::from_str::<Vec<Event>>(events) {
+                        Ok(events) => events.into_iter().for_each(|e| bus.ingest(e)),
+                        Err(e) => tracing::debug!("unreadable events from node {from}: {e}"),
+                    }
+                }
                 Err(RecvError::Lagged(n)) => tracing::warn!(n, "missed events of other nodes (this node fell behind)"),
                 Err(RecvError::Closed) => return,
             }
@@ -169,18 +180,44 @@ pub fn relay_events(store: &Store, bus: Arc<EventBus>, token: CancellationToken)
     });
 }
 
-/// `e` as one notification's payload: JSON, without `data` when too long
-/// ([`crate::store::pg::MAX_PAYLOAD`]); `None` when even that is too long.
-fn relay_payload(e: &Event) -> Option<String> {
-    let p = serde_json::to_string(e).ok()?;
-    if p.len() <= MAX_PAYLOAD {
-        return Some(p);
-    }
-    let slim = Event {
-        data: serde_json::json!({"truncated": true}),
-        ..e.clone()
+/// `events` of node `node` as notification payloads: `<node>\n<JSON array of events>`,
+/// each at most [`crate::store::pg::MAX_PAYLOAD`] bytes, as many events per payload as fit
+/// (a DHCP flood's lease events cost a notification per few dozen, not one each). An event
+/// too long alone goes without its `data`; one too long even so is dropped.
+fn relay_payloads(node: &str, events: &[Arc<Event>]) -> Vec<String> {
+    let room = MAX_PAYLOAD.saturating_sub(node.len() + 3);
+    let mut payloads = Vec::new();
+    let mut items: Vec<String> = Vec::new();
+    let mut size = 0;
+    let mut flush = |items: &mut Vec<String>, size: &mut usize| {
+        if !items.is_empty() {
+            payloads.push(format!("{node}\n[{}]", items.join(",")));
+            items.clear();
+            *size = 0;
+        }
     };
-    serde_json::to_string(&slim).ok().filter(|p| p.len() <= MAX_PAYLOAD)
+    for e in events {
+        let Ok(mut one) = serde_json::to_string(&**e) else {
+            continue;
+        };
+        if one.len() > room {
+            let slim = Event {
+                data: serde_json::json!({"truncated": true}),
+                ..(**e).clone()
+            };
+            match serde_json::to_string(&slim) {
+                Ok(s) if s.len() <= room => one = s,
+                _ => continue,
+            }
+        }
+        if size + one.len() + 1 > room {
+            flush(&mut items, &mut size);
+        }
+        size += one.len() + 1;
+        items.push(one);
+    }
+    flush(&mut items, &mut size);
+    payloads
 }
 
 /// What to do with a lease index after a burst: `Some(None)` reload every lease (the
@@ -276,21 +313,31 @@ mod tests {
     }
 
     #[test]
-    fn a_long_event_is_relayed_without_its_data() {
+    fn events_are_packed_into_notifications_and_a_long_one_loses_its_data() {
         let bus = EventBus::in_memory();
-        let short =
-            bus.publish(crate::events::NewEvent::new("dns.record.created", "r").data(serde_json::json!({"a": 1})));
-        let p = relay_payload(&short).unwrap();
-        assert_eq!(serde_json::from_str::<Event>(&p).unwrap(), *short);
+        let short: Vec<Arc<Event>> = (0..300)
+            .map(|i| bus.publish(crate::events::NewEvent::new("dhcp.lease.granted", format!("lease {i}"))))
+            .collect();
         let long = bus.publish(
             crate::events::NewEvent::new("settings.updated", "s").data(serde_json::json!({"after": "x".repeat(9000)})),
         );
-        let p = relay_payload(&long).unwrap();
-        let back: Event = serde_json::from_str(&p).unwrap();
-        assert_eq!(back.data, serde_json::json!({"truncated": true}));
+        let mut all = short.clone();
+        all.push(long.clone());
+        let payloads = relay_payloads("node-a", &all);
+        assert!(payloads.len() < 30, "{} notifications for 301 events", payloads.len());
+        let mut back = Vec::new();
+        for p in &payloads {
+            assert!(p.len() <= MAX_PAYLOAD, "{}", p.len());
+            let (from, json) = p.split_once('\n').unwrap();
+            assert_eq!(from, "node-a");
+            back.extend(serde_json::from_str::<Vec<Event>>(json).unwrap());
+        }
+        assert_eq!(back.len(), 301);
         assert_eq!(
-            (back.kind.as_str(), back.node.as_str()),
-            ("settings.updated", long.node.as_str())
+            back[..300].iter().collect::<Vec<_>>(),
+            short.iter().map(|e| &**e).collect::<Vec<_>>()
         );
+        assert_eq!(back[300].data, serde_json::json!({"truncated": true}));
+        assert_eq!(back[300].kind, "settings.updated");
     }
 }

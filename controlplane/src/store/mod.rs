@@ -19,6 +19,7 @@ pub mod migrate;
 pub mod pg;
 
 use std::{
+    collections::HashMap,
     marker::PhantomData,
     ops::Bound,
     path::{Path, PathBuf},
@@ -1133,10 +1134,18 @@ impl<T: Entity> Table<T> {
                 Write::Remove(id) => Ok((id.to_be_bytes().to_vec(), None)),
             })
             .collect::<Result<Vec<_>>>()?;
+        // The value each key is to get (the last write wins, as in the batch).
+        let news: HashMap<[u8; 8], &T> = writes
+            .iter()
+            .filter_map(|w| match w {
+                Write::Put(v) => Some((v.id().to_be_bytes(), v)),
+                Write::Remove(_) => None,
+            })
+            .collect();
         // Undecodable stored values count as absent: a broken row must not block an id.
-        let keep_raw = |cur: Option<&[u8]>, new: &[u8]| match decode::<T>(new) {
-            Ok(new) => keep(cur.and_then(|c| decode::<T>(c).ok()).as_ref(), &new),
-            Err(_) => false,
+        let keep_raw = |key: &[u8], cur: Option<&[u8]>| {
+            let new = <[u8; 8]>::try_from(key).ok().and_then(|k| news.get(&k));
+            new.is_some_and(|new| keep(cur.and_then(|c| decode::<T>(c).ok()).as_ref(), new))
         };
         let refused = match &self.tree {
             Tree::Pg(pg, name) => pg.commit_guarded(name, raw, &keep_raw).await?,
@@ -1145,9 +1154,9 @@ impl<T: Entity> Table<T> {
                 let mut refused = Vec::new();
                 for (k, v) in raw {
                     match &v {
-                        Some(new) => {
+                        Some(_) => {
                             let cur = self.tree.get(&k)?;
-                            if keep_raw(cur.as_deref(), new) {
+                            if keep_raw(&k, cur.as_deref()) {
                                 kept.push((k, v));
                             } else {
                                 refused.push((k, cur));

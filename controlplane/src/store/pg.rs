@@ -50,8 +50,8 @@ pub const ID_BLOCK: u64 = 10_000;
 /// The channel the nodes `LISTEN` on; the payload is the committed `rev`.
 pub const CHANNEL: &str = "bootlane_changes";
 
-/// The `NOTIFY` channel carrying each node's events to the others (payload: one event as
-/// JSON; see [`Pg::announce_events`]).
+/// The `NOTIFY` channel carrying each node's events to the others (payload: the node's
+/// name, a newline, a JSON array of events; see [`Pg::announce_events`]).
 pub const EVENTS_CHANNEL: &str = "bootlane_events";
 
 /// Longest notification payload PostgreSQL takes (8000 bytes), less some headroom.
@@ -264,8 +264,8 @@ impl Mirror {
 /// One write of a batch: `(tree, key, value)`, `None` removing the key.
 pub type RawWrite = (String, Vec<u8>, Option<Vec<u8>>);
 
-/// Whether a write may replace a key's current value: `(current, new) -> keep`.
-pub type Guard<'a> = dyn Fn(Option<&[u8]>, &[u8]) -> bool + Sync + 'a;
+/// Whether the write to a key may replace its current value: `(key, current) -> keep`.
+pub type Guard<'a> = dyn Fn(&[u8], Option<&[u8]>) -> bool + Sync + 'a;
 
 /// A key a transaction read, and the revision it saw (`None`: absent).
 pub type ReadMark = (String, Vec<u8>, Option<i64>);
@@ -570,7 +570,7 @@ impl Pg {
     }
 
     /// Writes `writes` to `tree` in one database transaction, except each write whose key's
-    /// current value in the database `keep(current, new)` refuses (a value another node
+    /// current value in the database `keep(key, current)` refuses (a value another node
     /// stored meanwhile: the DHCP leases' uniqueness check, issue 16). Removals
     /// (`None`) are always written. Returns the refused keys with their current values.
     ///
@@ -610,7 +610,7 @@ impl Pg {
         let current: HashMap<Vec<u8>, Vec<u8>> = rows.into_iter().map(|r| (r.get(0), r.get(1))).collect();
         let mut refused = Vec::new();
         last.retain(|(_, k), v| match v {
-            Some(new) if !keep(current.get(k).map(Vec::as_slice), new) => {
+            Some(_) if !keep(k, current.get(k).map(Vec::as_slice)) => {
                 refused.push((k.clone(), current.get(k).cloned()));
                 false
             }
