@@ -592,21 +592,24 @@ impl Pg {
         }
         let mut client = self.pool.get().await.map_err(|e| pg_err("a connection", full(&e)))?;
         let tx = client.transaction().await.map_err(|e| pg_err("begin", e))?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])
-            .await
-            .map_err(|e| pg_err("the write lock", e))?;
         let puts: Vec<&[u8]> = last
             .iter()
             .filter(|(_, v)| v.is_some())
             .map(|((_, k), _)| k.as_slice())
             .collect();
-        let rows = tx
-            .query(
+        // The lock and the read go out together (one round trip; the server runs them in
+        // order, so the read sees the rows as of the lock).
+        let lock_params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&WRITE_LOCK];
+        let read_params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&tree, &puts];
+        let (locked, rows) = tokio::join!(
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &lock_params),
+            tx.query(
                 "SELECT key, value FROM bootlane_kv WHERE tree = $1 AND key = ANY($2) AND value IS NOT NULL",
-                &[&tree, &puts],
+                &read_params,
             )
-            .await
-            .map_err(|e| pg_err("checking current values", e))?;
+        );
+        locked.map_err(|e| pg_err("the write lock", e))?;
+        let rows = rows.map_err(|e| pg_err("checking current values", e))?;
         let current: HashMap<Vec<u8>, Vec<u8>> = rows.into_iter().map(|r| (r.get(0), r.get(1))).collect();
         let mut refused = Vec::new();
         last.retain(|(_, k), v| match v {
