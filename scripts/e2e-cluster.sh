@@ -39,6 +39,8 @@ psql_q() {
 }
 cluster_cleanup() {
     local rc=$?
+    # No errexit here: `(exit $rc)` below must not end the handler before e2e_cleanup.
+    set +e
     pg_ctl -m immediate -w stop >/dev/null 2>&1 || true
     ip netns del "$NA" 2>/dev/null || true
     ip netns del "$NB" 2>/dev/null || true
