@@ -401,17 +401,23 @@ tb=$(lease_total "$B_API" "$WORK/jar-b")
 log "   node B restarted and lists all $rows leases"
 
 # ---- 5. the database stopped for 10 s -------------------------------------------------------
+# link_is <True|False> <seconds> <failure>: waits until both nodes' /status says
+# store_connected is that.
+link_is() {
+    local n api_base t
+    for n in a b; do
+        api_base=$A_API
+        [[ $n == b ]] && api_base=$B_API
+        for ((t = 0; t < $2 * 4; t++)); do
+            [[ $(get "$api_base" "$WORK/jar-$n" /status | json "d['data']['store_connected']") == "$1" ]] && break
+            sleep 0.25
+        done
+        [[ $(get "$api_base" "$WORK/jar-$n" /status | json "d['data']['store_connected']") == "$1" ]] || fail "node $n $3"
+    done
+}
 pg_ctl -m fast -w stop >/dev/null
 t_stop=$(date +%s)
-for n in a b; do
-    api_base=$A_API
-    [[ $n == b ]] && api_base=$B_API
-    for _ in $(seq 1 40); do
-        [[ $(get "$api_base" "$WORK/jar-$n" /status | json "d['data']['store_connected']") == False ]] && break
-        sleep 0.25
-    done
-    [[ $(get "$api_base" "$WORK/jar-$n" /status | json "d['data']['store_connected']") == False ]] || fail "node $n does not report the lost database"
-done
+link_is False 10 "does not report the lost database"
 for server in 10.86.0.1 10.86.0.2; do
     out=$(in_cli dig +short +time=1 +tries=2 @"$server" prop7.lab.test A)
     [[ $out == 10.99.0.8 ]] || fail "DNS on $server without the database: '$out'"
@@ -429,15 +435,7 @@ sleep $((10 - ($(date +%s) - t_stop) > 0 ? 10 - ($(date +%s) - t_stop) : 0))
 pg_ctl -w -l "$PGW/log" -o "-p 5499 -k $PGW -c listen_addresses=10.86.0.250 -c max_connections=50" start >/dev/null \
     || fail "PostgreSQL did not restart"
 t_back=$(date +%s)
-for n in a b; do
-    api_base=$A_API
-    [[ $n == b ]] && api_base=$B_API
-    for _ in $(seq 1 160); do
-        [[ $(get "$api_base" "$WORK/jar-$n" /status | json "d['data']['store_connected']") == True ]] && break
-        sleep 0.25
-    done
-    [[ $(get "$api_base" "$WORK/jar-$n" /status | json "d['data']['store_connected']") == True ]] || fail "node $n did not reconnect"
-done
+link_is True 40 "did not reconnect"
 capture "$WORK/dhcp3.pcap"
 perf 100 4 200 00:0c:04:00:00:00
 stop_capture

@@ -125,7 +125,7 @@ const RELAY_QUEUE: usize = 8192;
 
 /// Relays this node's events to the other nodes and takes theirs into its own stream
 /// (issue 16), until `token` is cancelled: published events go out in batches, packed
-/// into as few notifications as fit ([`relay_payloads`]), through the shared store
+/// into as few notifications as fit, through the shared store
 /// ([`Store::announce_events`]); events heard from nodes of another name are given to
 /// [`EventBus::ingest`], a node's own notifications are skipped unread. An event too long
 /// for one notification goes without its `data` (marked `"truncated": true`). Nothing for

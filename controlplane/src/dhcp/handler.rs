@@ -643,13 +643,7 @@ impl BootHandler {
                         return None;
                     };
                     drop(db);
-                    let mut r = Self::base(req, MessageType::Offer, s.server);
-                    r.set_yiaddr(ip);
-                    let host = Self::reserved_host(s, mac);
-                    self.add_network(&mut r, s, Some(s.cfg.lease_time_secs), host.as_deref());
-                    self.add_boot(&mut r, req, s);
-                    let dest = Self::dest(req, ctx, false, &mut r);
-                    return Some(DhcpReply { msg: r, dest });
+                    return Some(self.offer(s, req, ctx, ip));
                 }
                 let Some(ip) = self.pick(s, req, &mut db, now) else {
                     tracing::warn!(%mac, subnet = %s.net, "no free address to offer");
@@ -657,14 +651,8 @@ impl BootHandler {
                 };
                 db.hold_offer(ip, mac, now);
                 drop(db);
-                let mut r = Self::base(req, MessageType::Offer, s.server);
-                r.set_yiaddr(ip);
-                let host = Self::reserved_host(s, mac);
-                self.add_network(&mut r, s, Some(s.cfg.lease_time_secs), host.as_deref());
-                self.add_boot(&mut r, req, s);
                 tracing::info!(%mac, %ip, subnet = %s.net, "DHCPOFFER");
-                let dest = Self::dest(req, ctx, false, &mut r);
-                Some(DhcpReply { msg: r, dest })
+                Some(self.offer(s, req, ctx, ip))
             }
             MessageType::Request => self.request(s, req, ctx, now).await,
             MessageType::Decline => {
@@ -716,6 +704,17 @@ impl BootHandler {
             }
             _ => None,
         }
+    }
+
+    /// The DHCPOFFER of `ip` to the client of `req` (RFC 2131 §4.3.1).
+    fn offer(&self, s: &Subnet, req: &DhcpRequest, ctx: &RecvContext, ip: Ipv4Addr) -> DhcpReply {
+        let mut r = Self::base(req, MessageType::Offer, s.server);
+        r.set_yiaddr(ip);
+        let host = Self::reserved_host(s, req.mac);
+        self.add_network(&mut r, s, Some(s.cfg.lease_time_secs), host.as_deref());
+        self.add_boot(&mut r, req, s);
+        let dest = Self::dest(req, ctx, false, &mut r);
+        DhcpReply { msg: r, dest }
     }
 
     async fn request(&self, s: &Subnet, req: &DhcpRequest, ctx: &RecvContext, now: u64) -> Option<DhcpReply> {

@@ -986,6 +986,20 @@ pub struct Table<T> {
     _t: PhantomData<fn() -> T>,
 }
 
+/// One raw write: `(key, value)`, `None` removing the key.
+type RawPair = (Vec<u8>, Option<Vec<u8>>);
+
+/// `writes` as raw `(key, value)` pairs (`None`: remove), keys the ids' big-endian bytes.
+fn encode_writes<T: Entity>(writes: &[Write<T>]) -> Result<Vec<RawPair>> {
+    writes
+        .iter()
+        .map(|w| match w {
+            Write::Put(v) => Ok((v.id().to_be_bytes().to_vec(), Some(serde_json::to_vec(v)?))),
+            Write::Remove(id) => Ok((id.to_be_bytes().to_vec(), None)),
+        })
+        .collect()
+}
+
 /// Decodes one stored value.
 fn decode<T: DeserializeOwned>(v: &[u8]) -> Result<T> {
     Ok(serde_json::from_slice(v)?)
@@ -1006,14 +1020,7 @@ impl<T: Entity> Table<T> {
 
     /// Encodes `writes` and applies them as one batch (not flushed).
     async fn write(&self, writes: Vec<Write<T>>) -> Result<()> {
-        let raw = writes
-            .iter()
-            .map(|w| match w {
-                Write::Put(v) => Ok((v.id().to_be_bytes().to_vec(), Some(serde_json::to_vec(v)?))),
-                Write::Remove(id) => Ok((id.to_be_bytes().to_vec(), None)),
-            })
-            .collect::<Result<Vec<_>>>()?;
-        self.tree.apply(raw).await
+        self.tree.apply(encode_writes(&writes)?).await
     }
 
     /// Replaces the value with id `value.id()` (or creates it). Flushes.
@@ -1127,13 +1134,7 @@ impl<T: Entity> Table<T> {
         keep: impl Fn(Option<&T>, &T) -> bool + Sync,
     ) -> Result<Vec<(u64, Option<T>)>> {
         let _w = self.gate.read().await;
-        let raw = writes
-            .iter()
-            .map(|w| match w {
-                Write::Put(v) => Ok((v.id().to_be_bytes().to_vec(), Some(serde_json::to_vec(v)?))),
-                Write::Remove(id) => Ok((id.to_be_bytes().to_vec(), None)),
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let raw = encode_writes(writes)?;
         // The value each key is to get (the last write wins, as in the batch).
         let news: HashMap<[u8; 8], &T> = writes
             .iter()
