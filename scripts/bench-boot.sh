@@ -22,7 +22,7 @@
 #         input: this kernel has no sch_netem) by atftp (blksize 1468, timeout 1 s: curl
 #         always asks for a 5 s timeout), every file compared with the original.
 # Usage: bench-boot.sh <bootlane binary> [dhcp|tftp|all]. Prints markdown tables.
-#   (env: DHCP_SECS=5 RATES="250 ... 20000" TFTP_RUNS=3 LOSS_PCT=5 LOSSY_N=500;
+#   (env: DHCP_SECS=5 RATES="250 ... 20000" TFTP_RUNS=3 LOSS_PCT=5 LOSSY_N=500 (0 skips the lossy round);
 #   SKIP_BOOTLANE/SKIP_KEA/SKIP_DNSMASQ=1 leave a server out; WITH_POSTGRES=1 adds Bootlane
 #   on a PostgreSQL store; PERFDHCP_LOG=<file> keeps perfdhcp's whole output)
 # Traffic stays in two namespaces this script creates; all it starts is killed by PID.
@@ -156,15 +156,18 @@ dhcp_ladder() { # -> "<achieved rate at the best rung> <drops there> <offered ra
   done
   echo "$best $bestd $besto"
 }
-tftp500() { # -> "<seconds> <failures>"
-  local t0 fails=0 pids=()
+# cpu_secs <pid>: user + system CPU seconds the process has used so far.
+cpu_secs() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / hz}' "/proc/$1/stat"; }
+tftp500() { # -> "<seconds> <failures> <server CPU seconds>"
+  local t0 fails=0 pids=() c0
+  c0=$(cpu_secs "$SPID")
   t0=$(date +%s.%N)
   for _ in $(seq 500); do
     ip netns exec "$CLI" curl -s --max-time 120 tftp://10.77.0.1/ipxe.efi -o /dev/null &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || fails=$((fails + 1)); done
-  echo "$(echo "$(date +%s.%N) - $t0" | bc | xargs printf '%.1f') $fails"
+  echo "$(echo "$(date +%s.%N) - $t0" | bc | xargs printf '%.1f') $fails $(echo "$(cpu_secs "$SPID") - $c0" | bc)"
 }
 
 # dhcp_round <label> <start> <end> <distinct clients>: the three servers on one pool.
@@ -242,27 +245,30 @@ tftp_lossy() {
 }
 if [[ $WHAT == tftp || $WHAT == all ]]; then
   pool 10.77.1.0 10.77.250.250
-  bts=() dts=() bf=0 df=0
+  bts=() dts=() bcs=() dcs=() bf=0 df=0
   for r in $(seq "$TFTP_RUNS"); do
-    start_bootlane; read -r t f < <(tftp500); stop; bts+=("$t"); bf=$((bf + f))
+    start_bootlane; read -r t f c < <(tftp500); stop; bts+=("$t"); bf=$((bf + f)); bcs+=("$c")
     start_dnsmasq --enable-tftp --tftp-root="$WORK/data/boot" --tftp-max=1000
-    read -r t2 f2 < <(tftp500); stop; dts+=("$t2"); df=$((df + f2))
-    echo "  TFTP run $r: Bootlane $t s ($f failed), dnsmasq $t2 s ($f2 failed)" >&2
+    read -r t2 f2 c2 < <(tftp500); stop; dts+=("$t2"); df=$((df + f2)); dcs+=("$c2")
+    echo "  TFTP run $r: Bootlane $t s ($f failed, $c s CPU), dnsmasq $t2 s ($f2 failed, $c2 s CPU)" >&2
   done
   med() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
   bt=$(med "${bts[@]}"); dt=$(med "${dts[@]}")
-  loss on
-  start_bootlane; read -r blt blb bla < <(tftp_lossy); stop
-  start_dnsmasq --enable-tftp --tftp-root="$WORK/data/boot" --tftp-max=1000
-  read -r dlt dlb dla < <(tftp_lossy); stop
-  loss off
+  if ((LOSSY_N > 0)); then
+    loss on
+    start_bootlane; read -r blt blb bla < <(tftp_lossy); stop
+    start_dnsmasq --enable-tftp --tftp-root="$WORK/data/boot" --tftp-max=1000
+    read -r dlt dlb dla < <(tftp_lossy); stop
+    loss off
+  fi
   echo
   echo "### TFTP (500 parallel curl downloads of ipxe.efi, $(stat -c %s "$WORK/data/boot/ipxe.efi") bytes, default block size; median of $TFTP_RUNS runs)"
   echo
-  echo "| server | wall time (s), median | runs (s) | failures (all runs) | time vs dnsmasq |"
-  echo "|---|---:|---|---:|---:|"
-  echo "| Bootlane | $bt | ${bts[*]} | $bf | $(awk -v a="$bt" -v b="$dt" 'BEGIN {printf "%.2f", a / b}')x |"
-  echo "| dnsmasq 2.90 (--tftp-max=1000) | $dt | ${dts[*]} | $df | 1.00x |"
+  echo "| server | wall time (s), median | runs (s) | server CPU (s) per run | failures (all runs) | time vs dnsmasq |"
+  echo "|---|---:|---|---|---:|---:|"
+  echo "| Bootlane | $bt | ${bts[*]} | ${bcs[*]} | $bf | $(awk -v a="$bt" -v b="$dt" 'BEGIN {printf "%.2f", a / b}')x |"
+  echo "| dnsmasq 2.90 (--tftp-max=1000) | $dt | ${dts[*]} | ${dcs[*]} | $df | 1.00x |"
+  ((LOSSY_N > 0)) || exit 0
   echo
   echo "### TFTP with $LOSS_PCT % of datagrams lost each way ($LOSSY_N parallel atftp, blksize 1468, timeout 1 s)"
   echo

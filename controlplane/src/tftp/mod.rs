@@ -11,9 +11,11 @@
 //! [`server`] (sockets, one task per transfer), [`control`] (live settings for the API).
 
 pub mod control;
+pub mod engine;
 pub mod handler;
 pub mod packet;
 pub mod server;
+pub mod session;
 
 use std::{
     net::{IpAddr, SocketAddr},

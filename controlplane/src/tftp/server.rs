@@ -31,8 +31,10 @@ use tokio_util::sync::CancellationToken;
 use crate::events::NewEvent;
 
 use super::{
+    engine::Engine,
     handler::{ReadPlan, TftpHandler},
     packet::{self, errcode, Packet},
+    session::{data_into, Pending, Session, Step},
 };
 use crate::metrics::{TFTP_ACTIVE, TFTP_BYTES_SENT, TFTP_COMPLETED, TFTP_ERRORS, TFTP_FAILED, TFTP_STARTED};
 
@@ -49,7 +51,7 @@ fn error_kind(code: u16) -> &'static str {
 }
 
 /// Counts one error of `kind` in [`TFTP_ERRORS`].
-fn count_error(kind: &'static str) {
+pub(super) fn count_error(kind: &'static str) {
     metrics::counter!(TFTP_ERRORS, "kind" => kind).increment(1);
 }
 
@@ -157,6 +159,7 @@ impl<H: TftpHandler> Server<H> {
         socket.set_nonblocking(true)?;
         let local = socket.local_addr()?;
         let sock = UdpSocket::from_std(socket)?;
+        let engine = Arc::new(Engine::start(local.ip(), self.token.clone())?);
         self.tasks.spawn(listen(
             sock,
             self.handler.clone(),
@@ -166,6 +169,7 @@ impl<H: TftpHandler> Server<H> {
             self.cache.clone(),
             self.events.clone(),
             self.access.clone(),
+            engine,
         ));
         Ok(local)
     }
@@ -197,6 +201,7 @@ async fn listen<H: TftpHandler>(
     cache: Arc<FileCache>,
     events: Option<Arc<crate::events::EventBus>>,
     access: Option<Arc<crate::access::gate::AccessGate>>,
+    engine: Arc<Engine>,
 ) {
     let local_ip = sock.local_addr().map(|a| a.ip()).ok();
     let mut buf = vec![0u8; 2048];
@@ -217,20 +222,11 @@ async fn listen<H: TftpHandler>(
         let access = access.clone();
         let limits = *shared_limits.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         let permit = slots.clone().try_acquire_owned();
+        let engine = engine.clone();
         tokio::spawn(async move {
-            let tid = match UdpSocket::bind(SocketAddr::new(ip, 0)).await {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::warn!("TFTP: cannot open a transfer socket: {e}");
-                    count_error("socket");
-                    return;
-                }
-            };
             let Ok(_permit) = permit else {
                 count_error("busy");
-                let _ = tid
-                    .send_to(&packet::error(errcode::UNDEFINED, "server busy"), peer)
-                    .await;
+                engine.send(&packet::error(errcode::UNDEFINED, "server busy"), peer);
                 return;
             };
             if let Some(gate) = access.as_ref().filter(|g| g.enforcing()) {
@@ -240,15 +236,10 @@ async fn listen<H: TftpHandler>(
                 if d.refused() {
                     tracing::info!(%peer, file = %req.filename, "TFTP refused: access control");
                     count_error("access");
-                    let _ = tid
-                        .send_to(
-                            &packet::error(
-                                errcode::ACCESS,
-                                "access denied: this machine may not boot from this server",
-                            ),
-                            peer,
-                        )
-                        .await;
+                    engine.send(
+                        &packet::error(errcode::ACCESS, "access denied: this machine may not boot from this server"),
+                        peer,
+                    );
                     return;
                 }
             }
@@ -268,7 +259,7 @@ async fn listen<H: TftpHandler>(
                         );
                     }
                     count_error(error_kind(r.code));
-                    let _ = tid.send_to(&packet::error(r.code, &r.message), peer).await;
+                    engine.send(&packet::error(r.code, &r.message), peer);
                     return;
                 }
             };
@@ -276,7 +267,7 @@ async fn listen<H: TftpHandler>(
             let size = plan.size;
             let t0 = std::time::Instant::now();
             let active = ActiveTransfer::start();
-            let outcome = send_file(&tid, peer, plan, &cache, limits, &token).await;
+            let outcome = run_transfer(&engine, ip, peer, plan, &cache, limits, &token).await;
             drop(active);
             match outcome {
                 Outcome::Complete => metrics::counter!(TFTP_COMPLETED).increment(1),
@@ -305,6 +296,36 @@ async fn listen<H: TftpHandler>(
                 );
             }
         });
+    }
+}
+
+/// Runs one transfer: on `engine`'s shared socket when the file is held in memory (every
+/// file up to [`CACHE_MAX_FILE`]), else on a socket of its own bound on `ip` with
+/// [`send_file`] reading the file a window at a time.
+async fn run_transfer(
+    engine: &Engine,
+    ip: std::net::IpAddr,
+    peer: SocketAddr,
+    plan: ReadPlan,
+    cache: &FileCache,
+    limits: TftpLimits,
+    token: &CancellationToken,
+) -> Outcome {
+    let source = match &plan.content {
+        Some(bytes) => Ok(Source::Mem(bytes.clone())),
+        None => cache.get(&plan.path).await,
+    };
+    if let Ok(Source::Mem(bytes)) = source {
+        return engine.transfer(peer, Session::new(&plan.opts, plan.size, limits), bytes).await;
+    }
+    // A large file, or one that went away (send_file answers ERROR 1 then).
+    match UdpSocket::bind(SocketAddr::new(ip, 0)).await {
+        Ok(tid) => send_file(&tid, peer, plan, cache, limits, token).await,
+        Err(e) => {
+            tracing::warn!("TFTP: cannot open a transfer socket: {e}");
+            count_error("socket");
+            Outcome::TimedOut
+        }
     }
 }
 
@@ -440,14 +461,55 @@ async fn wait(sock: &UdpSocket, peer: SocketAddr, deadline: Instant, token: &Can
     }
 }
 
-/// The blocks of the current window: slices of the shared bytes of a cached file, or
-/// the blocks read from disk for a large one.
-enum Window {
-    Mem(Arc<[u8]>),
-    Disk(Arc<std::fs::File>, VecDeque<Vec<u8>>),
+/// Sends blocks `blocks` of `src` to `peer`. A disk file's window is read first, keeping
+/// the blocks already read (`buffered` holds the blocks from `blocks.start` on); `Err`
+/// when that read failed (ERROR 0 was sent).
+async fn send_blocks(
+    sock: &UdpSocket,
+    peer: SocketAddr,
+    session: &Session,
+    blocks: std::ops::Range<u64>,
+    src: &Source,
+    buffered: &mut VecDeque<Vec<u8>>,
+    pkt: &mut Vec<u8>,
+) -> Result<(), ()> {
+    let blk = session.blksize();
+    let count = (blocks.end - blocks.start) as usize;
+    if matches!(src, Source::Disk(_)) && buffered.len() < count {
+        let have = blocks.start + buffered.len() as u64;
+        let want = count - buffered.len();
+        match src.read((have - 1) * blk as u64, want * blk).await {
+            Ok(bytes) => {
+                for i in 0..want {
+                    let (start, end) = ((i * blk).min(bytes.len()), ((i + 1) * blk).min(bytes.len()));
+                    buffered.push_back(bytes[start..end].to_vec());
+                }
+            }
+            Err(e) => {
+                tracing::warn!("TFTP read error: {e}");
+                count_error("read_error");
+                let _ = sock.send_to(&packet::error(errcode::UNDEFINED, "read error"), peer).await;
+                return Err(());
+            }
+        }
+    }
+    let bytes_sent = metrics::counter!(TFTP_BYTES_SENT);
+    for (i, n) in blocks.enumerate() {
+        let payload: &[u8] = match src {
+            Source::Mem(b) => &b[session.block_bytes(n, b.len())],
+            Source::Disk(_) => &buffered[i],
+        };
+        data_into(pkt, n, payload);
+        if sock.send_to(pkt, peer).await.is_ok() {
+            bytes_sent.increment(payload.len() as u64);
+        }
+    }
+    Ok(())
 }
 
-/// Runs one read transfer to `peer` over `sock`.
+/// Runs one read transfer to `peer` over its own `sock` (the per-transfer transport:
+/// files too large to hold in memory, and the fuzz target); [`Session`] decides what is
+/// sent when.
 pub async fn send_file(
     sock: &UdpSocket,
     peer: SocketAddr,
@@ -456,140 +518,64 @@ pub async fn send_file(
     limits: TftpLimits,
     token: &CancellationToken,
 ) -> Outcome {
-    let first_timeout = plan.opts.timeout.unwrap_or(limits.timeout);
-    let mut rto = first_timeout;
-    let mut misses = 0u32;
-    let backoff = |rto: &mut Duration, misses: &mut u32| -> bool {
-        *misses += 1;
-        *rto = (*rto * 2).min(limits.max_timeout.max(first_timeout));
-        *misses <= limits.retries
-    };
-
-    // Option acknowledgement: OACK, then ACK 0 (RFC 2347 §2).
-    if !plan.opts.oack.is_empty() {
-        let oack = packet::oack(&plan.opts.oack);
-        loop {
-            let _ = sock.send_to(&oack, peer).await;
-            let deadline = Instant::now() + rto;
-            let acknowledged = loop {
-                match wait(sock, peer, deadline, token).await {
-                    Reply::Ack(0) => break true,
-                    // A stray ACK is not an answer to the OACK: ignored, and the OACK is
-                    // resent only when the timer runs out, never in answer to a packet
-                    // (resending on every stray ACK was the Sorcerer's Apprentice, RFC
-                    // 1123 §4.2.3.1; found by fuzzing). The deadline stays, so a peer
-                    // repeating it cannot hold the transfer open.
-                    Reply::Ack(_) => continue,
-                    Reply::Error => return Outcome::ClientError,
-                    Reply::Cancelled => return Outcome::Cancelled,
-                    Reply::Timeout => break false,
-                }
-            };
-            if acknowledged {
-                break;
-            }
-            if !backoff(&mut rto, &mut misses) {
-                return Outcome::TimedOut;
-            }
-        }
-        rto = first_timeout;
-        misses = 0;
-    }
-
-    let cached = match &plan.content {
-        Some(bytes) => Ok(Source::Mem(bytes.clone())),
-        None => cache.get(&plan.path).await,
-    };
-    let mut src = match cached {
-        Ok(Source::Mem(b)) => Window::Mem(b),
-        Ok(Source::Disk(f)) => Window::Disk(f, VecDeque::new()),
-        Err(_) => {
-            count_error("not_found");
-            let _ = sock
-                .send_to(&packet::error(errcode::NOT_FOUND, "file not found"), peer)
-                .await;
-            return Outcome::ClientError;
-        }
-    };
-    let bytes_sent = metrics::counter!(TFTP_BYTES_SENT);
-    let blk = plan.opts.blksize;
-    let window = usize::from(plan.opts.windowsize.max(1));
-    // Absolute number of the first unacknowledged block; wire numbers are its low 16 bits.
-    let mut base: u64 = 1;
-    // The last block is the first one shorter than blksize (possibly empty).
-    let last: u64 = plan.size / blk as u64 + 1;
+    let mut session = Session::new(&plan.opts, plan.size, limits);
+    let mut src: Option<Source> = None;
+    // A disk file's blocks from the window's first on.
+    let mut buffered: VecDeque<Vec<u8>> = VecDeque::new();
     // One DATA packet, rebuilt in place for every block sent.
-    let mut pkt: Vec<u8> = Vec::with_capacity(4 + blk);
+    let mut pkt: Vec<u8> = Vec::with_capacity(4 + session.blksize());
     loop {
-        let count = window.min((last + 1 - base) as usize);
-        if let Window::Disk(f, buffered) = &mut src {
-            let have = base + buffered.len() as u64;
-            let want = count - buffered.len();
-            if want > 0 {
-                let bytes = match Source::Disk(f.clone()).read((have - 1) * blk as u64, want * blk).await {
-                    Ok(b) => b,
-                    Err(e) => {
-                        tracing::warn!("TFTP read error: {e}");
-                        count_error("read_error");
-                        let _ = sock
-                            .send_to(&packet::error(errcode::UNDEFINED, "read error"), peer)
-                            .await;
-                        return Outcome::ClientError;
-                    }
+        let blocks = match session.pending() {
+            Pending::Oack(o) => {
+                let _ = sock.send_to(o, peer).await;
+                None
+            }
+            Pending::Blocks(r) => Some(r),
+        };
+        if let Some(blocks) = blocks.clone() {
+            // The file is opened once the options are agreed (a tsize probe never reads it).
+            if src.is_none() {
+                let opened = match &plan.content {
+                    Some(bytes) => Ok(Source::Mem(bytes.clone())),
+                    None => cache.get(&plan.path).await,
                 };
-                for i in 0..want {
-                    let start = (i * blk).min(bytes.len());
-                    let end = ((i + 1) * blk).min(bytes.len());
-                    buffered.push_back(bytes[start..end].to_vec());
-                }
+                let Ok(opened) = opened else {
+                    count_error("not_found");
+                    let _ = sock.send_to(&packet::error(errcode::NOT_FOUND, "file not found"), peer).await;
+                    return Outcome::ClientError;
+                };
+                src = Some(opened);
+            }
+            let Some(source) = src.as_ref() else { return Outcome::ClientError };
+            if send_blocks(sock, peer, &session, blocks, source, &mut buffered, &mut pkt).await.is_err() {
+                return Outcome::ClientError;
             }
         }
-        for i in 0..count {
-            let n = base + i as u64;
-            let payload: &[u8] = match &src {
-                Window::Mem(b) => {
-                    let start = usize::try_from((n - 1) * blk as u64).unwrap_or(usize::MAX).min(b.len());
-                    &b[start..start.saturating_add(blk).min(b.len())]
-                }
-                Window::Disk(_, buffered) => &buffered[i],
-            };
-            pkt.clear();
-            pkt.extend_from_slice(&packet::opcode::DATA.to_be_bytes());
-            pkt.extend_from_slice(&((n & 0xffff) as u16).to_be_bytes());
-            pkt.extend_from_slice(payload);
-            if sock.send_to(&pkt, peer).await.is_ok() {
-                bytes_sent.increment(payload.len() as u64);
-            }
+        session.sent(Instant::now());
+        if let Some(o) = wait_step(sock, peer, &mut session, token).await {
+            return o;
         }
-        let deadline = Instant::now() + rto;
-        loop {
-            match wait(sock, peer, deadline, token).await {
-                Reply::Ack(n) => {
-                    // How many blocks past base-1 this ACK covers (wrap-safe).
-                    let covered = u64::from(n.wrapping_sub(((base - 1) & 0xffff) as u16));
-                    if covered == 0 || covered > count as u64 {
-                        continue; // duplicate or stale ACK: keep waiting.
-                    }
-                    if let Window::Disk(_, buffered) = &mut src {
-                        buffered.drain(..covered as usize);
-                    }
-                    base += covered;
-                    rto = first_timeout;
-                    misses = 0;
-                    if base > last {
-                        return Outcome::Complete;
-                    }
-                    break;
-                }
-                Reply::Error => return Outcome::ClientError,
-                Reply::Cancelled => return Outcome::Cancelled,
-                Reply::Timeout => {
-                    if !backoff(&mut rto, &mut misses) {
-                        return Outcome::TimedOut;
-                    }
-                    break;
-                }
-            }
+        if let (Some(before), Pending::Blocks(now)) = (blocks, session.pending()) {
+            let acked = (now.start - before.start).min(buffered.len() as u64);
+            buffered.drain(..acked as usize);
+        }
+    }
+}
+
+/// Waits for the packet or timeout that makes `session` send again (`None`), or for the
+/// end of the transfer (`Some`).
+async fn wait_step(sock: &UdpSocket, peer: SocketAddr, session: &mut Session, token: &CancellationToken) -> Option<Outcome> {
+    loop {
+        let step = match wait(sock, peer, session.deadline(), token).await {
+            Reply::Ack(n) => session.on_ack(n),
+            Reply::Error => Step::Done(Outcome::ClientError),
+            Reply::Cancelled => Step::Done(Outcome::Cancelled),
+            Reply::Timeout => session.on_timeout(),
+        };
+        match step {
+            Step::Wait => continue,
+            Step::Send => return None,
+            Step::Done(o) => return Some(o),
         }
     }
 }
