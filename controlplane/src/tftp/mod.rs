@@ -11,7 +11,6 @@
 //! [`server`] (sockets, one task per transfer), [`control`] (live settings for the API).
 
 pub mod control;
-pub mod engine;
 pub mod handler;
 pub mod packet;
 pub mod server;

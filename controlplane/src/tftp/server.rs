@@ -2,8 +2,8 @@
 //! transfer in its own task on its own ephemeral socket (the RFC 1350 §4 transfer ID),
 //! so slow or abandoned transfers never block others.
 //!
-//! A transfer sends a window of `windowsize` blocks (RFC 7440), then waits for an ACK:
-//! an ACK inside the window slides it, an old or duplicate ACK is ignored (no
+//! What a transfer sends when is [`Session`]'s: a window of `windowsize` blocks (RFC
+//! 7440), then an ACK inside the window slides it, an old or duplicate ACK is ignored (no
 //! retransmission on duplicates, so no Sorcerer's Apprentice syndrome, RFC 1123
 //! §4.2.3.1), a timeout resends the window with the timeout doubled (exponential
 //! back-off, capped), and after [`TftpLimits::retries`] timeouts in a row the transfer is
@@ -31,7 +31,6 @@ use tokio_util::sync::CancellationToken;
 use crate::events::NewEvent;
 
 use super::{
-    engine::Engine,
     handler::{ReadPlan, TftpHandler},
     packet::{self, errcode, Packet},
     session::{data_into, Pending, Session, Step},
@@ -51,7 +50,7 @@ fn error_kind(code: u16) -> &'static str {
 }
 
 /// Counts one error of `kind` in [`TFTP_ERRORS`].
-pub(super) fn count_error(kind: &'static str) {
+fn count_error(kind: &'static str) {
     metrics::counter!(TFTP_ERRORS, "kind" => kind).increment(1);
 }
 
@@ -159,7 +158,6 @@ impl<H: TftpHandler> Server<H> {
         socket.set_nonblocking(true)?;
         let local = socket.local_addr()?;
         let sock = UdpSocket::from_std(socket)?;
-        let engine = Arc::new(Engine::start(local.ip(), self.token.clone())?);
         self.tasks.spawn(listen(
             sock,
             self.handler.clone(),
@@ -169,7 +167,6 @@ impl<H: TftpHandler> Server<H> {
             self.cache.clone(),
             self.events.clone(),
             self.access.clone(),
-            engine,
         ));
         Ok(local)
     }
@@ -201,7 +198,6 @@ async fn listen<H: TftpHandler>(
     cache: Arc<FileCache>,
     events: Option<Arc<crate::events::EventBus>>,
     access: Option<Arc<crate::access::gate::AccessGate>>,
-    engine: Arc<Engine>,
 ) {
     let local_ip = sock.local_addr().map(|a| a.ip()).ok();
     let mut buf = vec![0u8; 2048];
@@ -222,11 +218,20 @@ async fn listen<H: TftpHandler>(
         let access = access.clone();
         let limits = *shared_limits.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         let permit = slots.clone().try_acquire_owned();
-        let engine = engine.clone();
         tokio::spawn(async move {
+            let tid = match UdpSocket::bind(SocketAddr::new(ip, 0)).await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!("TFTP: cannot open a transfer socket: {e}");
+                    count_error("socket");
+                    return;
+                }
+            };
             let Ok(_permit) = permit else {
                 count_error("busy");
-                engine.send(&packet::error(errcode::UNDEFINED, "server busy"), peer);
+                let _ = tid
+                    .send_to(&packet::error(errcode::UNDEFINED, "server busy"), peer)
+                    .await;
                 return;
             };
             if let Some(gate) = access.as_ref().filter(|g| g.enforcing()) {
@@ -236,10 +241,15 @@ async fn listen<H: TftpHandler>(
                 if d.refused() {
                     tracing::info!(%peer, file = %req.filename, "TFTP refused: access control");
                     count_error("access");
-                    engine.send(
-                        &packet::error(errcode::ACCESS, "access denied: this machine may not boot from this server"),
-                        peer,
-                    );
+                    let _ = tid
+                        .send_to(
+                            &packet::error(
+                                errcode::ACCESS,
+                                "access denied: this machine may not boot from this server",
+                            ),
+                            peer,
+                        )
+                        .await;
                     return;
                 }
             }
@@ -259,7 +269,7 @@ async fn listen<H: TftpHandler>(
                         );
                     }
                     count_error(error_kind(r.code));
-                    engine.send(&packet::error(r.code, &r.message), peer);
+                    let _ = tid.send_to(&packet::error(r.code, &r.message), peer).await;
                     return;
                 }
             };
@@ -267,7 +277,7 @@ async fn listen<H: TftpHandler>(
             let size = plan.size;
             let t0 = std::time::Instant::now();
             let active = ActiveTransfer::start();
-            let outcome = run_transfer(&engine, ip, peer, plan, &cache, limits, &token).await;
+            let outcome = send_file(&tid, peer, plan, &cache, limits, &token).await;
             drop(active);
             match outcome {
                 Outcome::Complete => metrics::counter!(TFTP_COMPLETED).increment(1),
@@ -296,36 +306,6 @@ async fn listen<H: TftpHandler>(
                 );
             }
         });
-    }
-}
-
-/// Runs one transfer: on `engine`'s shared socket when the file is held in memory (every
-/// file up to [`CACHE_MAX_FILE`]), else on a socket of its own bound on `ip` with
-/// [`send_file`] reading the file a window at a time.
-async fn run_transfer(
-    engine: &Engine,
-    ip: std::net::IpAddr,
-    peer: SocketAddr,
-    plan: ReadPlan,
-    cache: &FileCache,
-    limits: TftpLimits,
-    token: &CancellationToken,
-) -> Outcome {
-    let source = match &plan.content {
-        Some(bytes) => Ok(Source::Mem(bytes.clone())),
-        None => cache.get(&plan.path).await,
-    };
-    if let Ok(Source::Mem(bytes)) = source {
-        return engine.transfer(peer, Session::new(&plan.opts, plan.size, limits), bytes).await;
-    }
-    // A large file, or one that went away (send_file answers ERROR 1 then).
-    match UdpSocket::bind(SocketAddr::new(ip, 0)).await {
-        Ok(tid) => send_file(&tid, peer, plan, cache, limits, token).await,
-        Err(e) => {
-            tracing::warn!("TFTP: cannot open a transfer socket: {e}");
-            count_error("socket");
-            Outcome::TimedOut
-        }
     }
 }
 
@@ -424,6 +404,9 @@ impl FileCache {
     }
 }
 
+/// A transfer's cancellation, pinned for the life of the transfer.
+type Cancelled<'a, 'b> = std::pin::Pin<&'a mut tokio_util::sync::WaitForCancellationFuture<'b>>;
+
 /// What came back while waiting.
 enum Reply {
     Ack(u16),
@@ -434,11 +417,13 @@ enum Reply {
 
 /// Waits until `deadline` for an ACK or ERROR from `peer`; packets from other
 /// addresses get ERROR 5 (RFC 1350 §4) and are otherwise ignored, as is anything else.
-async fn wait(sock: &UdpSocket, peer: SocketAddr, deadline: Instant, token: &CancellationToken) -> Reply {
+/// `cancelled` is the transfer's one cancellation future (registered once, not per
+/// block).
+async fn wait(sock: &UdpSocket, peer: SocketAddr, deadline: Instant, cancelled: &mut Cancelled<'_, '_>) -> Reply {
     let mut buf = [0u8; 516];
     loop {
         let r = tokio::select! {
-            _ = token.cancelled() => return Reply::Cancelled,
+            _ = cancelled.as_mut() => return Reply::Cancelled,
             r = timeout_at(deadline, sock.recv_from(&mut buf)) => r,
         };
         let (n, from) = match r {
@@ -524,6 +509,8 @@ pub async fn send_file(
     let mut buffered: VecDeque<Vec<u8>> = VecDeque::new();
     // One DATA packet, rebuilt in place for every block sent.
     let mut pkt: Vec<u8> = Vec::with_capacity(4 + session.blksize());
+    let cancelled = token.cancelled();
+    tokio::pin!(cancelled);
     loop {
         let blocks = match session.pending() {
             Pending::Oack(o) => {
@@ -552,7 +539,7 @@ pub async fn send_file(
             }
         }
         session.sent(Instant::now());
-        if let Some(o) = wait_step(sock, peer, &mut session, token).await {
+        if let Some(o) = wait_step(sock, peer, &mut session, &mut cancelled).await {
             return o;
         }
         if let (Some(before), Pending::Blocks(now)) = (blocks, session.pending()) {
@@ -564,9 +551,9 @@ pub async fn send_file(
 
 /// Waits for the packet or timeout that makes `session` send again (`None`), or for the
 /// end of the transfer (`Some`).
-async fn wait_step(sock: &UdpSocket, peer: SocketAddr, session: &mut Session, token: &CancellationToken) -> Option<Outcome> {
+async fn wait_step(sock: &UdpSocket, peer: SocketAddr, session: &mut Session, cancelled: &mut Cancelled<'_, '_>) -> Option<Outcome> {
     loop {
-        let step = match wait(sock, peer, session.deadline(), token).await {
+        let step = match wait(sock, peer, session.deadline(), cancelled).await {
             Reply::Ack(n) => session.on_ack(n),
             Reply::Error => Step::Done(Outcome::ClientError),
             Reply::Cancelled => Step::Done(Outcome::Cancelled),

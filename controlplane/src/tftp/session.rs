@@ -1,9 +1,8 @@
 //! The protocol state of one TFTP read transfer, without I/O: what to send next (the
 //! OACK, or the blocks of the current window), what an ACK or a timeout changes, and when
-//! the transfer ends. Both transports drive it: the shared-socket engine
-//! ([`super::engine`], every file held in memory) and the per-transfer task of
-//! [`super::server::send_file`] (files read from disk a window at a time, and the fuzz
-//! target).
+//! the transfer ends. [`super::server::send_file`] drives it with the I/O (one socket per
+//! transfer, the file from memory or read from disk a window at a time); the unit tests
+//! below and the `tftp_session` fuzz target check it.
 //!
 //! The rules (RFC 1350, RFC 2347 §2, RFC 7440): an OACK waits for ACK 0 and is resent
 //! only when its timer runs out; a window of `windowsize` blocks is sent, an ACK inside
