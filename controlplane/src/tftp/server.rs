@@ -517,7 +517,9 @@ async fn send_blocks(
             Err(e) => {
                 tracing::warn!("TFTP read error: {e}");
                 count_error("read_error");
-                let _ = sock.send_to(&packet::error(errcode::UNDEFINED, "read error"), peer).await;
+                let _ = sock
+                    .send_to(&packet::error(errcode::UNDEFINED, "read error"), peer)
+                    .await;
                 return Err(());
             }
         }
@@ -536,9 +538,8 @@ async fn send_blocks(
     Ok(())
 }
 
-/// Runs one read transfer to `peer` over its own `sock` (the per-transfer transport:
-/// files too large to hold in memory, and the fuzz target); [`Session`] decides what is
-/// sent when.
+/// Runs one read transfer to `peer` over its own `sock` (the transfer ID); [`Session`]
+/// decides what is sent when, and the file is read once the options are agreed.
 pub async fn send_file(
     sock: &UdpSocket,
     peer: SocketAddr,
@@ -572,13 +573,20 @@ pub async fn send_file(
                 };
                 let Ok(opened) = opened else {
                     count_error("not_found");
-                    let _ = sock.send_to(&packet::error(errcode::NOT_FOUND, "file not found"), peer).await;
+                    let _ = sock
+                        .send_to(&packet::error(errcode::NOT_FOUND, "file not found"), peer)
+                        .await;
                     return Outcome::ClientError;
                 };
                 src = Some(opened);
             }
-            let Some(source) = src.as_ref() else { return Outcome::ClientError };
-            if send_blocks(sock, peer, &session, blocks, source, &mut buffered, &mut pkt).await.is_err() {
+            let Some(source) = src.as_ref() else {
+                return Outcome::ClientError;
+            };
+            if send_blocks(sock, peer, &session, blocks, source, &mut buffered, &mut pkt)
+                .await
+                .is_err()
+            {
                 return Outcome::ClientError;
             }
         }
@@ -595,7 +603,12 @@ pub async fn send_file(
 
 /// Waits for the packet or timeout that makes `session` send again (`None`), or for the
 /// end of the transfer (`Some`).
-async fn wait_step(sock: &UdpSocket, peer: SocketAddr, session: &mut Session, cancelled: &mut Cancelled<'_, '_>) -> Option<Outcome> {
+async fn wait_step(
+    sock: &UdpSocket,
+    peer: SocketAddr,
+    session: &mut Session,
+    cancelled: &mut Cancelled<'_, '_>,
+) -> Option<Outcome> {
     loop {
         let step = match wait(sock, peer, session.deadline(), cancelled).await {
             Reply::Ack(n) => session.on_ack(n),
