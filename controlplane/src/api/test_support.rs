@@ -54,11 +54,27 @@ pub(crate) async fn test_store() -> Store {
     crate::store::tests::pg_node(cluster, &url).await
 }
 
+/// The directory under which [`state_on`] makes data directories: one per test process,
+/// removed when the process exits (the states it serves have no owner to drop them).
+fn scratch_dir() -> &'static std::path::Path {
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    extern "C" fn remove_scratch_dir() {
+        if let Some(d) = DIR.get() {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+    DIR.get_or_init(|| {
+        // SAFETY: registers a plain function with no arguments to run at process exit.
+        unsafe { libc::atexit(remove_scratch_dir) };
+        std::env::temp_dir().join(format!("bootlane-api-{}", std::process::id()))
+    })
+}
+
 /// [`state`] over a given store (a node of a shared PostgreSQL store, say).
 pub(crate) async fn state_on(mut config: Config, store: Store) -> (AppState, Arc<FakeTable>) {
     let store = store.for_node(&config.server.node_name()).await.unwrap();
     if config.data_dir == Config::default().data_dir {
-        config.data_dir = std::env::temp_dir().join(format!("bootlane-api-{}", rand::random::<u64>()));
+        config.data_dir = scratch_dir().join(rand::random::<u64>().to_string());
     }
     std::fs::create_dir_all(&config.data_dir).unwrap();
     let logs = crate::logging::LogControl::for_tests(&config.data_dir.join("logs"));
