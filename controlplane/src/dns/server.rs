@@ -72,7 +72,7 @@ fn socket(addr: SocketAddr, ty: Type, proto: Protocol) -> io::Result<Socket> {
 /// Sizes a UDP socket's buffers to [`UDP_RCVBUF`] and [`UDP_SNDBUF`]: forced past the
 /// system's maximum when the process may, else as large as the maximum allows. Never
 /// fails: a smaller buffer only means drops under bursts.
-pub(crate) fn size_buffers(s: &Socket) {
+fn size_buffers(s: &Socket) {
     use nix::sys::socket::{setsockopt, sockopt};
     if setsockopt(s, sockopt::RcvBufForce, &UDP_RCVBUF).is_err() {
         let _ = s.set_recv_buffer_size(UDP_RCVBUF);
