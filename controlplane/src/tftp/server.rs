@@ -566,22 +566,22 @@ pub async fn send_file(
         };
         if let Some(blocks) = blocks.clone() {
             // The file is opened once the options are agreed (a tsize probe never reads it).
-            if src.is_none() {
-                let opened = match &plan.content {
-                    Some(bytes) => Ok(Source::Mem(bytes.clone())),
-                    None => cache.get(&plan.path).await,
-                };
-                let Ok(opened) = opened else {
-                    count_error("not_found");
-                    let _ = sock
-                        .send_to(&packet::error(errcode::NOT_FOUND, "file not found"), peer)
-                        .await;
-                    return Outcome::ClientError;
-                };
-                src = Some(opened);
-            }
-            let Some(source) = src.as_ref() else {
-                return Outcome::ClientError;
+            let source = match src {
+                Some(ref s) => s,
+                None => {
+                    let opened = match &plan.content {
+                        Some(bytes) => Ok(Source::Mem(bytes.clone())),
+                        None => cache.get(&plan.path).await,
+                    };
+                    let Ok(opened) = opened else {
+                        count_error("not_found");
+                        let _ = sock
+                            .send_to(&packet::error(errcode::NOT_FOUND, "file not found"), peer)
+                            .await;
+                        return Outcome::ClientError;
+                    };
+                    src.insert(opened)
+                }
             };
             if send_blocks(sock, peer, &session, blocks, source, &mut buffered, &mut pkt)
                 .await

@@ -91,12 +91,22 @@ impl Session {
     pub fn pending(&self) -> Pending<'_> {
         match &self.oack {
             Some(o) => Pending::Oack(o),
-            None => Pending::Blocks(self.base..(self.base + self.window).min(self.last + 1)),
+            None => Pending::Blocks(self.base..self.window_end()),
         }
     }
 
-    /// Byte range of block `n` (absolute) in a file of `len` bytes: empty past the end.
+    /// One past the window's last block: `windowsize` blocks from the base, or fewer at
+    /// the end of the file.
+    fn window_end(&self) -> u64 {
+        (self.base + self.window).min(self.last + 1)
+    }
+
+    /// Byte range of block `n` (absolute, from 1) in a file of `len` bytes: empty past the
+    /// end (and for block 0, which is never data).
     pub fn block_bytes(&self, n: u64, len: usize) -> Range<usize> {
+        if n == 0 {
+            return 0..0;
+        }
         let start = usize::try_from((n - 1).saturating_mul(self.blksize as u64))
             .unwrap_or(usize::MAX)
             .min(len);
@@ -128,8 +138,7 @@ impl Session {
         } else {
             // How many blocks past base-1 this ACK covers (wrap-safe).
             let covered = u64::from(n.wrapping_sub(((self.base - 1) & 0xffff) as u16));
-            let in_flight = (self.base + self.window).min(self.last + 1) - self.base;
-            if covered == 0 || covered > in_flight {
+            if covered == 0 || covered > self.window_end() - self.base {
                 return Step::Wait; // duplicate or stale ACK
             }
             self.base += covered;
@@ -205,6 +214,8 @@ mod tests {
         assert_eq!(s.on_ack(10), Step::Send);
         assert_eq!(s.pending(), Pending::Blocks(11..12));
         assert_eq!(s.block_bytes(11, 1000), 1000..1000);
+        assert_eq!(s.block_bytes(3, 1000), 200..300);
+        assert_eq!(s.block_bytes(0, 1000), 0..0);
         assert_eq!(s.on_ack(11), Step::Done(Outcome::Complete));
     }
 
