@@ -70,6 +70,8 @@ pub async fn build(
             api_listen: config.api.listen,
             session_ttl_secs: config.api.session_ttl_secs,
             boot_root: config.boot_root(),
+            data_dir: config.data_dir.clone(),
+            allowed_roots: config.boot.allowed_roots.clone(),
         },
         events.clone(),
     )?;

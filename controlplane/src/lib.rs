@@ -16,6 +16,7 @@ pub mod config;
 pub mod dataplane;
 pub mod dhcp;
 pub mod dns;
+pub mod escape;
 pub mod events;
 pub mod install;
 pub mod inventory;

@@ -135,6 +135,10 @@ pub struct SettingsDefaults {
     pub session_ttl_secs: u64,
     /// `[boot] root` or `<data_dir>/boot`.
     pub boot_root: PathBuf,
+    /// The data directory (never a boot root, see [`crate::boot::guard::check_root`]).
+    pub data_dir: PathBuf,
+    /// `[boot] allowed_roots`.
+    pub allowed_roots: Vec<PathBuf>,
 }
 
 /// The `general` and `netboot` groups.
@@ -142,6 +146,8 @@ pub struct Settings {
     kv: Kv,
     general: RwLock<GeneralSettings>,
     boot_root: Arc<RwLock<PathBuf>>,
+    /// What [`crate::boot::guard::check_root`] checks a new root against.
+    root_limits: (PathBuf, PathBuf, Vec<PathBuf>),
     http_base: crate::dhcp::handler::HttpBaseUrl,
     write: tokio::sync::Mutex<()>,
     events: Arc<EventBus>,
@@ -163,14 +169,29 @@ impl Settings {
             session_ttl_secs: d.session_ttl_secs,
         });
         let netboot = kv.get::<NetbootSettings>(NETBOOT)?;
-        let boot_root = netboot
-            .as_ref()
-            .map_or_else(|| d.boot_root.clone(), |n| PathBuf::from(&n.boot_root));
+        // A stored root the rules no longer accept (set before they existed) is dropped
+        // for the configured one.
+        let boot_root = match netboot.as_ref().map(|n| PathBuf::from(&n.boot_root)) {
+            None => d.boot_root.clone(),
+            Some(r) if r == d.boot_root => r,
+            Some(r) => match crate::boot::guard::check_root(&r, &d.data_dir, &d.boot_root, &d.allowed_roots) {
+                Ok(_) => r,
+                Err(why) => {
+                    tracing::warn!(
+                        "the stored boot root {} {why}; serving the configured root {} instead",
+                        r.display(),
+                        d.boot_root.display()
+                    );
+                    d.boot_root.clone()
+                }
+            },
+        };
         let http_base = netboot.and_then(|n| n.http_base_url);
         Ok(Arc::new(Self {
             kv,
             general: RwLock::new(general),
             boot_root: Arc::new(RwLock::new(boot_root)),
+            root_limits: (d.data_dir.clone(), d.boot_root.clone(), d.allowed_roots.clone()),
             http_base: Arc::new(RwLock::new(http_base)),
             write: tokio::sync::Mutex::new(()),
             events,
@@ -309,13 +330,9 @@ impl Settings {
             None => self.boot_root(),
             Some(root) => {
                 let root = PathBuf::from(root.trim());
-                if !root.is_absolute() || !root.is_dir() {
-                    return Err(ServiceError::Invalid(format!(
-                        "'boot_root' {} must be an absolute path to an existing directory",
-                        root.display()
-                    )));
-                }
-                root
+                let (data_dir, file_root, allowed) = &self.root_limits;
+                crate::boot::guard::check_root(&root, data_dir, file_root, allowed)
+                    .map_err(|why| ServiceError::Invalid(format!("'boot_root' {} {why}", root.display())))?
             }
         };
         let root_changed = root != self.boot_root();

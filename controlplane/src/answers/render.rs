@@ -62,27 +62,6 @@ pub struct Vars<'a> {
     pub site: &'a SiteVars,
 }
 
-/// Quotes `v` as one POSIX shell word (`'...'`, a `'` inside as `'\''`).
-pub fn shell_quote(v: &str) -> String {
-    format!("'{}'", v.replace('\'', r"'\''"))
-}
-
-/// Escapes `v` for XML text and attribute values.
-pub fn xml_escape(v: &str) -> String {
-    let mut out = String::with_capacity(v.len());
-    for c in v.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// Percent-encodes everything but RFC 3986 unreserved characters (`A-Za-z0-9-._~`).
 pub fn url_encode(v: &str) -> String {
     let mut out = String::with_capacity(v.len());
@@ -106,8 +85,8 @@ fn environment(source: &str, fuel: u64) -> Result<Environment<'static>, minijinj
             .keep_trailing_newline(true)
             .build()?,
     );
-    env.add_filter("shell_quote", |v: String| shell_quote(&v));
-    env.add_filter("xml", |v: String| xml_escape(&v));
+    env.add_filter("shell_quote", |v: String| crate::escape::shell_word(&v));
+    env.add_filter("xml", |v: String| crate::escape::xml_text(&v));
     env.add_filter("urlencode", |v: String| url_encode(&v));
     env.add_template_owned(NAME.to_string(), source.to_string())?;
     Ok(env)

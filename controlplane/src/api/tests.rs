@@ -625,21 +625,84 @@ async fn settings_groups_validate_and_say_how_they_applied() {
         assert_eq!(s, StatusCode::BAD_REQUEST, "{path} {body}: {v}");
         assert!(v["error"].as_str().unwrap().contains(needle), "{path} {body}: {v}");
     }
-    let dir = tempfile::tempdir().unwrap();
+    // A directory under the configured root is accepted (others: see
+    // `regression_the_boot_root_cannot_expose_the_data_directory`).
+    let dir = t.state.settings.boot_root().canonicalize().unwrap().join("alt");
+    std::fs::create_dir_all(&dir).unwrap();
     let (s, _, v) = t
         .call(
             Method::PUT,
             "/api/v1/settings/netboot",
-            Some(json!({"boot_root": dir.path().display().to_string()})),
+            Some(json!({"boot_root": dir.display().to_string()})),
         )
         .await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    assert_eq!(v["data"]["settings"]["boot_root"], dir.path().display().to_string());
+    assert_eq!(v["data"]["settings"]["boot_root"], dir.display().to_string());
     let (_, _, v) = t.call(Method::GET, "/api/v1/audit-logs?resource=settings", None).await;
     assert!(v["data"]["total"].as_u64().unwrap() >= 2, "{v}");
     let (s, _, v) = t.call(Method::GET, "/api/v1/interfaces", None).await;
     assert_eq!(s, StatusCode::OK);
     assert!(v["data"].as_array().unwrap().iter().any(|i| i["name"] == "lo"), "{v}");
+}
+
+/// `PUT /settings/netboot {"boot_root": <data dir>}` was accepted, and then
+/// `/boot/initial-admin-password` and `/boot/bmc.key` were served to anyone without login.
+/// No API call may make the data directory, its parents or a system directory the boot
+/// root; a root set that way by hand in the file still serves none of the secrets.
+#[tokio::test]
+async fn regression_the_boot_root_cannot_expose_the_data_directory() {
+    let mut t = setup().await;
+    t.login().await;
+    let data = t.state.config.data_dir.clone();
+    std::fs::write(data.join("initial-admin-password"), "secret-password").unwrap();
+    let before = t.state.settings.boot_root();
+    for bad in [
+        data.clone(),
+        data.parent().unwrap().to_path_buf(),
+        data.join("boot/.."),
+        "/".into(),
+        "/etc".into(),
+        "/root".into(),
+        "/var/lib".into(),
+        "/usr".into(),
+        "/proc".into(),
+        "/home".into(),
+    ] {
+        let (s, _, v) = t
+            .call(
+                Method::PUT,
+                "/api/v1/settings/netboot",
+                Some(json!({"boot_root": bad.display().to_string()})),
+            )
+            .await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{}: {v}", bad.display());
+        assert!(v["error"].as_str().unwrap().contains("boot_root"), "{v}");
+    }
+    assert_eq!(t.state.settings.boot_root(), before);
+    for f in ["initial-admin-password", "bmc.key", "store-format"] {
+        let (s, _, _) = t.call(Method::GET, &format!("/boot/{f}"), None).await;
+        assert_eq!(s, StatusCode::NOT_FOUND, "{f}");
+    }
+
+    // The root set by hand to the data directory: still nothing of it is served.
+    let data2 = tempfile::tempdir().unwrap();
+    let d = data2.path().to_path_buf();
+    let t = setup_with(move |c| {
+        c.data_dir = d.clone();
+        c.boot.root = Some(d);
+    })
+    .await;
+    std::fs::write(data2.path().join("initial-admin-password"), "secret-password").unwrap();
+    std::fs::create_dir_all(data2.path().join("boot")).unwrap();
+    std::fs::write(data2.path().join("boot/ipxe-ok.efi"), "fine").unwrap();
+    assert!(data2.path().join("bmc.key").exists());
+    for f in ["initial-admin-password", "bmc.key", "db/conf", "boot/../bmc.key"] {
+        let (s, _, v) = t.call(Method::GET, &format!("/boot/{f}"), None).await;
+        assert!(s == StatusCode::NOT_FOUND || s == StatusCode::FORBIDDEN, "{f}: {s} {v}");
+        assert!(!v.to_string().contains("secret-password"), "{f}: {v}");
+    }
+    let (s, _, _) = t.call(Method::GET, "/boot/boot/ipxe-ok.efi", None).await;
+    assert_eq!(s, StatusCode::OK);
 }
 
 /// The netboot group's `http_base_url`: validated by name, applied live to the scripts'

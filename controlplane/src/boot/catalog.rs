@@ -402,7 +402,9 @@ pub struct ScriptItem {
     pub script: Option<String>,
 }
 
-/// Everything a template can use (see [`DEFAULT_SCRIPT`]).
+/// Everything a template can use (see [`DEFAULT_SCRIPT`]). Text shown on the console
+/// (`profile`, `host`, each item's `label`) is already made safe for an iPXE line with
+/// [`crate::escape::ipxe_text`].
 #[derive(Debug, Clone, Serialize)]
 pub struct ScriptContext {
     /// Client MAC (lower-case colon form) or `unknown`.
@@ -447,7 +449,7 @@ impl ScriptContext {
             .enumerate()
             .map(|(i, e)| ScriptItem {
                 key: format!("e{}", i + 1),
-                label: e.label.clone(),
+                label: crate::escape::ipxe_text(&e.label),
                 kind: e.kind,
                 kernel: e.kernel.as_deref().map(|k| absolute(&base_url, k)),
                 initrds: e.initrds.iter().map(|r| absolute(&base_url, r)).collect(),
@@ -461,8 +463,8 @@ impl ScriptContext {
             mac: mac.to_string(),
             server: server.to_string(),
             base_url,
-            host: host.map(Into::into),
-            profile: profile.name.clone(),
+            host: host.map(crate::escape::ipxe_text),
+            profile: crate::escape::ipxe_text(&profile.name),
             timeout_ms: u64::from(profile.timeout_secs) * 1000,
             default_item: format!("e{}", default_idx + 1),
             items,

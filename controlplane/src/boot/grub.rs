@@ -44,7 +44,7 @@ use utoipa::ToSchema;
 
 use super::catalog::{BootCatalog, EntryType, MenuEntry, Profile, BASE_URL_VAR};
 use super::generated::{Generated, Loader};
-use crate::{net::types::MacAddr, service_error::ServiceError};
+use crate::{escape::grub_word, net::types::MacAddr, service_error::ServiceError};
 
 /// The directory GRUB's prefix names, under the boot root.
 pub const GRUB_DIR: &str = "grub";
@@ -83,19 +83,6 @@ pub fn parse_cfg_path(path: &str) -> Option<CfgName> {
 /// `grub/grub.cfg-<mac>`: the name the generated `grub.cfg` sends `mac` to.
 pub fn mac_file_name(mac: MacAddr) -> String {
     format!("{GRUB_DIR}/grub.cfg-{mac}")
-}
-
-/// Quotes one GRUB word: as is when it holds only characters GRUB's script reader takes
-/// literally, else in single quotes (a `'` inside becomes `'\''`).
-fn word(w: &str) -> String {
-    let plain = !w.is_empty()
-        && w.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "=,./:_+-@%^~".contains(c));
-    if plain {
-        w.to_string()
-    } else {
-        format!("'{}'", w.replace('\'', r"'\''"))
-    }
 }
 
 /// Where GRUB loads `p` from (`base_url`: this server's HTTP base URL, no trailing `/`):
@@ -174,7 +161,7 @@ fn menu(out: &mut String, profile: &Profile, host: Option<&str>, base_url: &str)
     out.push_str("set timeout_style=menu\n");
     let _ = writeln!(out, "set default={default}");
     let title = host.map_or_else(|| profile.name.clone(), |h| format!("{} ({h})", profile.name));
-    let _ = writeln!(out, "echo {}", word(&format!("Bootlane: {title}")));
+    let _ = writeln!(out, "echo {}", grub_word(&format!("Bootlane: {title}")));
     for (i, e) in profile.entries.iter().enumerate() {
         let key = format!("e{}", i + 1);
         out.push('\n');
@@ -182,7 +169,7 @@ fn menu(out: &mut String, profile: &Profile, host: Option<&str>, base_url: &str)
             let _ = writeln!(out, "# {key} {:?} is left out: {why}.", e.label);
             continue;
         }
-        let _ = writeln!(out, "menuentry {} --id {key} {{", word(&e.label));
+        let _ = writeln!(out, "menuentry {} --id {key} {{", grub_word(&e.label));
         match e.kind {
             EntryType::Linux => {
                 let kernel = e
@@ -190,15 +177,15 @@ fn menu(out: &mut String, profile: &Profile, host: Option<&str>, base_url: &str)
                     .as_deref()
                     .and_then(|k| grub_path(k, base_url).ok())
                     .unwrap_or_default();
-                let _ = writeln!(out, "  echo {}", word(&format!("Loading {}", e.label)));
+                let _ = writeln!(out, "  echo {}", grub_word(&format!("Loading {}", e.label)));
                 // Paths are quoted like every other word: a kernel named `vmlinuz;reboot`
                 // passes the profile checks (they are iPXE's rules) and would have run
                 // `reboot` in GRUB.
-                let mut line = format!("  linux {}", word(&kernel));
+                let mut line = format!("  linux {}", grub_word(&kernel));
                 if let Some(c) = e.cmdline.as_deref().map(|c| c.replace(BASE_URL_VAR, base_url)) {
                     for w in c.split_whitespace() {
                         line.push(' ');
-                        line.push_str(&word(w));
+                        line.push_str(&grub_word(w));
                     }
                 }
                 let _ = writeln!(out, "{line}");
@@ -207,7 +194,7 @@ fn menu(out: &mut String, profile: &Profile, host: Option<&str>, base_url: &str)
                         .initrds
                         .iter()
                         .filter_map(|r| grub_path(r, base_url).ok())
-                        .map(|p| word(&p))
+                        .map(|p| grub_word(&p))
                         .collect();
                     let _ = writeln!(out, "  initrd {}", list.join(" "));
                 }
@@ -218,7 +205,7 @@ fn menu(out: &mut String, profile: &Profile, host: Option<&str>, base_url: &str)
                     .as_deref()
                     .and_then(|u| grub_path(u, base_url).ok())
                     .unwrap_or_default();
-                let _ = writeln!(out, "  chainloader {}", word(&target));
+                let _ = writeln!(out, "  chainloader {}", grub_word(&target));
             }
             _ => out.push_str("  exit\n"),
         }
@@ -453,18 +440,6 @@ mod tests {
         );
         assert_eq!(parse_cfg_path("grub/sub/grub.cfg"), None);
         assert_eq!(parse_cfg_path("grubby/grub.cfg"), None);
-    }
-
-    #[test]
-    fn words_are_quoted_only_when_grub_would_read_them() {
-        assert_eq!(word("console=ttyS0,115200"), "console=ttyS0,115200");
-        assert_eq!(
-            word("url=http://10.0.0.1:8080/a?b=c"),
-            "'url=http://10.0.0.1:8080/a?b=c'"
-        );
-        assert_eq!(word("BOOTIF=${net0/mac}"), "'BOOTIF=${net0/mac}'");
-        assert_eq!(word("it's"), r"'it'\''s'");
-        assert_eq!(word(""), "''");
     }
 
     /// Found while writing the `render` fuzz target's GRUB oracle: a kernel, initrd or

@@ -4,6 +4,8 @@
 //!   read as `/`, a leading `/` is relative to the root, `..` components are refused,
 //!   and the canonical result (symlinks followed) must still lie under the canonical
 //!   root, so neither `..`, absolute paths nor symlinks can leave it.
+//! - [`guard`] says which directories may be a boot root and which files are never served
+//!   from one.
 //! - [`populate`] copies Debian's iPXE builds into the root at start when missing.
 //! - [`populate_pxelinux`] copies Debian's `pxelinux.0` and the BIOS modules its menu needs
 //!   ([`PXELINUX_FILES`], [`SYSLINUX_MODULES`]) the same way.
@@ -23,6 +25,7 @@ pub mod catalog;
 pub mod file_body;
 pub mod generated;
 pub mod grub;
+pub mod guard;
 pub mod pxelinux;
 
 use std::{
@@ -69,6 +72,11 @@ pub struct BootConfig {
     pub rate_per_client: u32,
     /// Requests a client may make at once above the rate (the bucket's size). Default 200.
     pub rate_burst: u32,
+    /// Directories under which `PUT /settings/netboot` may move the boot root, besides
+    /// `root` itself and the tree under it. Default `["/srv"]`. Whatever this says, the
+    /// data directory (but its `boot/`), its parents and system directories are never
+    /// accepted ([`guard::check_root`]): the boot root is served without login.
+    pub allowed_roots: Vec<PathBuf>,
 }
 
 impl Default for BootConfig {
@@ -84,17 +92,21 @@ impl Default for BootConfig {
             ipxe_script: None,
             rate_per_client: 50,
             rate_burst: 200,
+            allowed_roots: vec![PathBuf::from("/srv")],
         }
     }
 }
 
 impl BootConfig {
-    /// Checks the section: `ipxe_script`, when set, compiles and renders
-    /// ([`catalog::check_template`]).
+    /// Checks the section: `allowed_roots` are absolute; `ipxe_script`, when set, compiles
+    /// and renders ([`catalog::check_template`]).
     ///
     /// # Errors
     /// A message naming the key, with minijinja's reason.
     pub fn validate(&self) -> anyhow::Result<()> {
+        if let Some(p) = self.allowed_roots.iter().find(|p| !p.is_absolute()) {
+            anyhow::bail!("[boot] allowed_roots: {} is not an absolute path", p.display());
+        }
         if let Some(t) = &self.ipxe_script {
             if let Err(e) = catalog::check_template(t) {
                 anyhow::bail!("[boot] ipxe_script is not a valid template: {e}");
@@ -157,10 +169,12 @@ pub enum PathError {
     Outside(String),
 }
 
-/// Resolves a client-supplied `path` to a regular file under `root`.
+/// Resolves a client-supplied `path` to a regular file under `root`; a file
+/// [`guard::is_protected`] refuses (a key, the admin password, anything in a data
+/// directory outside its `boot/`) is answered as missing.
 ///
 /// # Errors
-/// [`PathError`]: invalid, missing, or leaving the root.
+/// [`PathError`]: invalid, missing (or protected), or leaving the root.
 pub fn resolve_in_root(root: &Path, path: &str) -> Result<PathBuf, PathError> {
     if path.is_empty() || path.len() > 1024 || path.contains('\0') {
         return Err(PathError::Invalid(path.to_string()));
@@ -191,7 +205,8 @@ pub fn resolve_in_root(root: &Path, path: &str) -> Result<PathBuf, PathError> {
     if !canon.starts_with(&canon_root) {
         return Err(PathError::Outside(path.to_string()));
     }
-    if !canon.is_file() {
+    // Answered as missing, so a refusal says nothing about what exists.
+    if !canon.is_file() || guard::is_protected(&canon) {
         return Err(PathError::NotFound(path.to_string()));
     }
     Ok(canon)

@@ -27,7 +27,7 @@
 
 use super::catalog::{BootCatalog, EntryType, MenuEntry, Profile, BASE_URL_VAR};
 use super::generated::{Generated, Loader};
-use crate::{net::types::MacAddr, service_error::ServiceError};
+use crate::{escape::pxelinux_text, net::types::MacAddr, service_error::ServiceError};
 
 /// The directory PXELINUX reads its configuration from, next to `pxelinux.0`.
 pub const CFG_DIR: &str = "pxelinux.cfg";
@@ -135,7 +135,7 @@ pub fn render(profile: &Profile, mac: Option<MacAddr>, host: Option<&str>, base_
     };
     out.push_str("UI menu.c32\n");
     let title = host.map_or_else(|| profile.name.clone(), |h| format!("{} ({h})", profile.name));
-    let _ = writeln!(out, "MENU TITLE Bootlane: {title}");
+    let _ = writeln!(out, "MENU TITLE Bootlane: {}", pxelinux_text(&title));
     out.push_str("PROMPT 0\n");
     let tenths = (u64::from(profile.timeout_secs) * 10).min(MAX_TIMEOUT_TENTHS);
     let _ = writeln!(out, "TIMEOUT {tenths}");
@@ -144,11 +144,11 @@ pub fn render(profile: &Profile, mac: Option<MacAddr>, host: Option<&str>, base_
         let key = format!("e{}", i + 1);
         out.push('\n');
         if let Some(why) = unsupported(e) {
-            let _ = writeln!(out, "# {key} {:?} is left out: {why}.", e.label);
+            let _ = writeln!(out, "# {key} {:?} is left out: {}.", e.label, pxelinux_text(&why));
             continue;
         }
         let _ = writeln!(out, "LABEL {key}");
-        let _ = writeln!(out, "  MENU LABEL {}", e.label);
+        let _ = writeln!(out, "  MENU LABEL {}", pxelinux_text(&e.label));
         if key == default {
             out.push_str("  MENU DEFAULT\n");
         }

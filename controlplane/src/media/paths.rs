@@ -12,6 +12,9 @@
 //!   somewhere would turn them into `.`, `/`, `\` or NUL: a double-encoded `..%2f` must not
 //!   pass), U+FFFD (the replacement for bytes that were not UTF-8: names that are not valid
 //!   UTF-8 cannot be named), components longer than 255 bytes and paths longer than 4096;
+//! - names and places [`crate::boot::guard::is_protected`] refuses (keys, the admin
+//!   password, a data directory outside its `boot/`) are refused, even under a root set
+//!   by hand to such a place;
 //! - the result must lie under the canonical root once symlinks are followed
 //!   ([`PathError::Outside`], also a 400): with [`Follow::All`] the whole path is
 //!   canonicalised (reading: a symlink inside the root to a file inside it is fine), with
@@ -113,10 +116,14 @@ pub fn resolve(root: &Path, input: &str, follow: Follow) -> Result<PathBuf, Path
         return Ok(canon_root);
     };
     let inside = |p: PathBuf| {
-        if p.starts_with(&canon_root) {
-            Ok(p)
-        } else {
+        if !p.starts_with(&canon_root) {
             Err(PathError::Outside(input.to_string()))
+        } else if crate::boot::guard::is_protected(&p) {
+            Err(bad(
+                "it names a key, a password or a file of Bootlane's data directory, which are never served",
+            ))
+        } else {
+            Ok(p)
         }
     };
     let mut joined = canon_root.clone();
@@ -128,7 +135,7 @@ pub fn resolve(root: &Path, input: &str, follow: Follow) -> Result<PathBuf, Path
         }
         Follow::Parent => {
             let parent = inside(joined.canonicalize().map_err(|_| not_found())?)?;
-            Ok(parent.join(last))
+            inside(parent.join(last))
         }
     }
 }

@@ -13,7 +13,7 @@ use base64::Engine as _;
 use rand::RngCore;
 
 use super::{AssignedScript, Assignment, ScriptType, MAX_REPORT_OUTPUT};
-use crate::answers::render::shell_quote;
+use crate::escape::{comment_text, powershell_word, shell_word};
 
 /// A here-document delimiter found in none of `texts`.
 fn delimiter(texts: &[&str]) -> String {
@@ -34,10 +34,10 @@ fn program(s: &AssignedScript, unix: bool) -> (String, ScriptType) {
         (None, e) => {
             let why = e.as_deref().unwrap_or("the script did not render");
             if unix {
-                (format!("echo {} >&2\nexit 1\n", shell_quote(why)), ScriptType::Sh)
+                (format!("echo {} >&2\nexit 1\n", shell_word(why)), ScriptType::Sh)
             } else {
                 (
-                    format!("Write-Error '{}'\nexit 1\n", why.replace('\'', "''")),
+                    format!("Write-Error {}\nexit 1\n", powershell_word(why)),
                     ScriptType::Powershell,
                 )
             }
@@ -105,11 +105,11 @@ bl_run() {{ # script-id name interpreter file
         } else {
             a.baselines
                 .iter()
-                .map(|b| b.name.replace('\n', " "))
+                .map(|b| comment_text(&b.name))
                 .collect::<Vec<_>>()
                 .join(", ")
         },
-        report = shell_quote(report_url),
+        report = shell_word(report_url),
         max = MAX_REPORT_OUTPUT,
     );
     for (s, p, kind) in &steps {
@@ -125,7 +125,7 @@ bl_run() {{ # script-id name interpreter file
             out.push('\n');
         }
         let _ = writeln!(out, "{eof}");
-        let _ = writeln!(out, "bl_run {} {} {interpreter} {file}", s.id, shell_quote(&s.name));
+        let _ = writeln!(out, "bl_run {} {} {interpreter} {file}", s.id, shell_word(&s.name));
     }
     let _ = writeln!(out, "echo \"bootlane: all {} script(s) succeeded\"", steps.len());
     out
@@ -152,7 +152,7 @@ pub fn powershell(a: &Assignment, report_url: &str) -> String {
         r#"# Bootlane post-install bundle for {mac}: {n} script(s).
 # Runs them in order, stops at the first failure, and reports each result to Bootlane.
 $ErrorActionPreference = 'Continue'
-$BlReport = '{report}'
+$BlReport = {report}
 $BlDir = Join-Path ([IO.Path]::GetTempPath()) ('bootlane-baseline-' + [guid]::NewGuid())
 New-Item -ItemType Directory -Path $BlDir | Out-Null
 $BlShell = (Get-Process -Id $PID).Path
@@ -188,15 +188,15 @@ function Invoke-BlScript($Id, $Name, $Kind, $B64) {{
 "#,
         mac = a.mac,
         n = steps.len(),
-        report = report_url.replace('\'', "''"),
+        report = powershell_word(report_url),
         max = MAX_REPORT_OUTPUT,
     );
     for (s, p, kind) in &steps {
         let _ = writeln!(
             out,
-            "Invoke-BlScript {} '{}' '{}' '{}'",
+            "Invoke-BlScript {} {} '{}' '{}'",
             s.id,
-            s.name.replace('\'', "''"),
+            powershell_word(&s.name),
             kind.as_str(),
             b64.encode(p.as_bytes())
         );
