@@ -376,7 +376,7 @@ impl FromRequestParts<AppState> for Public {
 impl Public {
     /// The rate limit, the token, then the machine's assignment: the task, the
     /// assignment and the base URL.
-    fn pull(
+    async fn pull(
         &self,
         id: u64,
         token: Option<&str>,
@@ -388,7 +388,10 @@ impl Public {
                 1,
             ));
         }
-        let t = self.tasks.authorize_pull(id, token.unwrap_or(""), self.peer, what)?;
+        let t = self
+            .tasks
+            .authorize_pull(id, token.unwrap_or(""), self.peer, what)
+            .await?;
         let base = self
             .base
             .clone()
@@ -402,7 +405,7 @@ impl Public {
     }
 
     async fn report(&self, id: u64, q: ScriptReportQuery, output: &str) -> Result<Envelope<ScriptReport>> {
-        let (t, a, _) = self.pull(id, q.token.as_deref(), "script report")?;
+        let (t, a, _) = self.pull(id, q.token.as_deref(), "script report").await?;
         let (Some(script_id), Some(exit_code)) = (q.script, q.exit_code) else {
             return Err(ApiError::BadRequest(
                 "'script' (the script id) and 'exit_code' are required query parameters".into(),
@@ -436,7 +439,7 @@ pub async fn pull(
     ApiPath(id): ApiPath<u64>,
     ApiQuery(q): ApiQuery<PullQuery>,
 ) -> Result<Envelope<Assignment>> {
-    let (_, a, _) = p.pull(id, q.token.as_deref(), "baseline")?;
+    let (_, a, _) = p.pull(id, q.token.as_deref(), "baseline").await?;
     Ok(Envelope::ok(a))
 }
 
@@ -448,7 +451,7 @@ pub async fn pull(
     responses((status = 200, content_type = "text/x-shellscript", body = String, description = "The bundle"),
         (status = 400, description = "Bad id"), (status = 403, description = "Refused"), (status = 429)))]
 pub async fn bundle_sh(p: Public, ApiPath(id): ApiPath<u64>, ApiQuery(q): ApiQuery<PullQuery>) -> Result<Response> {
-    let (t, a, base) = p.pull(id, q.token.as_deref(), "bundle")?;
+    let (t, a, base) = p.pull(id, q.token.as_deref(), "bundle").await?;
     let body = bundle::shell(&a, &TaskService::baseline_url(&base, &t, "/report"));
     Ok(([(header::CONTENT_TYPE, "text/x-shellscript; charset=utf-8")], body).into_response())
 }
@@ -461,7 +464,7 @@ pub async fn bundle_sh(p: Public, ApiPath(id): ApiPath<u64>, ApiQuery(q): ApiQue
     responses((status = 200, content_type = "text/plain", body = String, description = "The bundle"),
         (status = 400, description = "Bad id"), (status = 403, description = "Refused"), (status = 429)))]
 pub async fn bundle_ps1(p: Public, ApiPath(id): ApiPath<u64>, ApiQuery(q): ApiQuery<PullQuery>) -> Result<Response> {
-    let (t, a, base) = p.pull(id, q.token.as_deref(), "bundle")?;
+    let (t, a, base) = p.pull(id, q.token.as_deref(), "bundle").await?;
     let body = bundle::powershell(&a, &TaskService::baseline_url(&base, &t, "/report"));
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response())
 }

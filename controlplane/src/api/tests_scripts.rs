@@ -271,6 +271,25 @@ async fn machines_pull_with_their_token_and_report_back() {
     let table: crate::store::Table<crate::install::InstallTask> = t.state.store.table().unwrap();
     let token = table.get(task).unwrap().unwrap().token;
 
+    // No lease here (proxyDHCP): the machine's first iPXE script fetch binds the token to
+    // its address; another address is refused like a wrong token.
+    let (st, script) = text(&t, &format!("/boot/ipxe?mac={MAC}")).await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(script.contains(&token), "{script}");
+    let mut other = t.request(
+        Method::GET,
+        &format!("/api/v1/netboot/baseline/{task}?token={token}"),
+        None,
+    );
+    other
+        .extensions_mut()
+        .insert(axum::extract::ConnectInfo(std::net::SocketAddr::from((
+            [10, 9, 9, 10],
+            1234,
+        ))));
+    let (st, _, _) = t.raw(other).await;
+    assert_eq!(st, StatusCode::FORBIDDEN);
+
     // No session needed; a wrong token and an unknown task get the same refusal.
     t.cookie = None;
     let zero = "0".repeat(64);

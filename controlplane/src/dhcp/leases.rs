@@ -431,6 +431,14 @@ impl LeaseDb {
         self.by_ip.get(ip).filter(|l| !l.declined)
     }
 
+    /// Whether `mac` holds an active, not declined lease in any subnet at `now`.
+    pub fn has_active_lease(&self, mac: MacAddr, now: u64) -> bool {
+        self.by_mac
+            .iter()
+            .filter(|((_, m), _)| *m == mac)
+            .any(|(_, ip)| self.by_ip.get(ip).is_some_and(|l| !l.declined && l.active(now)))
+    }
+
     /// Whether `mac` may decline `ip` (RFC 2131 §4.3.3): only an address this server gave
     /// that client — its lease, or an outstanding offer to it. Anything else would let any
     /// host on the segment knock other clients (or reserved hosts) off their addresses.

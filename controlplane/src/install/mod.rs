@@ -11,6 +11,8 @@
 
 pub mod service;
 
+use std::net::IpAddr;
+
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
@@ -21,7 +23,8 @@ use utoipa::ToSchema;
 /// [install_tasks]
 /// deadline_mins = 60          # sliding deadline of a started install, extended by every report
 /// token_ttl_hours = 6         # the token expires this long after the install starts
-/// answer_lease_check = true   # the answer only to the address holding the MAC's DHCP lease
+/// answer_lease_check = true   # the token only from the machine (its lease, or its first address)
+/// token_idle_hours = 24       # the token stops working after this long unused
 /// ```
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
@@ -32,9 +35,14 @@ pub struct InstallTasksConfig {
     /// Hours the task's token stays valid once the install has started (1-168; default
     /// 6). A `done` report is accepted after it; nothing else is.
     pub token_ttl_hours: u64,
-    /// Serve the answer file (and the task's install script) only to the address that
-    /// holds the MAC's DHCP lease (default true).
+    /// Bind the task's token to the machine (default true): the install script, the
+    /// answer file, the reports and the post-install pulls are served only to the address
+    /// holding the MAC's DHCP lease or, when Bootlane holds no lease of the MAC (proxyDHCP,
+    /// another DHCP server), to the address its iPXE script was first served to.
     pub answer_lease_check: bool,
+    /// Hours a token may go unused before it stops working (1-720; default 24). Every
+    /// accepted answer fetch, report or pull counts as use.
+    pub token_idle_hours: u64,
 }
 
 impl Default for InstallTasksConfig {
@@ -43,6 +51,7 @@ impl Default for InstallTasksConfig {
             deadline_mins: 60,
             token_ttl_hours: 6,
             answer_lease_check: true,
+            token_idle_hours: 24,
         }
     }
 }
@@ -55,6 +64,9 @@ impl InstallTasksConfig {
     pub fn validate(&self) -> anyhow::Result<()> {
         if !(1..=1440).contains(&self.deadline_mins) {
             anyhow::bail!("[install_tasks] deadline_mins must be 1-1440");
+        }
+        if !(1..=720).contains(&self.token_idle_hours) {
+            anyhow::bail!("[install_tasks] token_idle_hours must be 1-720");
         }
         if !(1..=168).contains(&self.token_ttl_hours) {
             anyhow::bail!("[install_tasks] token_ttl_hours must be 1-168");
@@ -216,6 +228,15 @@ pub struct InstallTask {
     /// When the token stops being accepted (set when the install starts).
     #[serde(with = "time::serde::rfc3339::option", default)]
     pub token_expires_at: Option<OffsetDateTime>,
+    /// When the token was last accepted (created: the task's creation); after
+    /// `[install_tasks] token_idle_hours` without use it stops working.
+    #[serde(with = "time::serde::rfc3339::option", default)]
+    pub token_used_at: Option<OffsetDateTime>,
+    /// The address the task's iPXE script was first served to while Bootlane held no DHCP
+    /// lease of the MAC (proxyDHCP, or another DHCP server): the only address that may use
+    /// the token then. Cleared by a retry.
+    #[serde(default)]
+    pub bound_address: Option<IpAddr>,
     /// When an `installing` task fails without a report.
     #[serde(with = "time::serde::rfc3339::option", default)]
     pub deadline_at: Option<OffsetDateTime>,
@@ -269,6 +290,10 @@ pub struct TaskView {
     #[schema(value_type = Option<String>, format = DateTime)]
     #[serde(with = "time::serde::rfc3339::option")]
     pub token_expires_at: Option<OffsetDateTime>,
+    /// The address the token is bound to when Bootlane holds no DHCP lease of the MAC
+    /// (the first address its iPXE script was served to); `null` otherwise.
+    #[schema(value_type = Option<String>)]
+    pub bound_address: Option<IpAddr>,
     /// Deadline of a running install.
     #[schema(value_type = Option<String>, format = DateTime)]
     #[serde(with = "time::serde::rfc3339::option")]

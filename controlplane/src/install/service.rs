@@ -2,12 +2,17 @@
 //! serving their answer files, taking the installers' reports, building the iPXE script of
 //! a machine with a task (the loop guard), and failing tasks whose deadline passed.
 //!
-//! Security of the public side (issue 10): the answer and report URLs carry the task's
-//! token (256 random bits, compared in constant time); a wrong, expired or revoked token,
-//! an unknown task and a request from an address that does not hold the MAC's DHCP lease
-//! all get the same [`ServiceError::Forbidden`] text and an `install.token.refused` event,
-//! so a refusal never says whether the task exists. The public routes are rate-limited per
-//! client address ([`TaskService::allow`]).
+//! Security of the public side: the answer, report and post-install pull URLs carry the
+//! task's token (256 random bits, compared in constant time). The token stops working
+//! when the task ends (done, failed, cancelled), `token_ttl_hours` after the install
+//! started (a late `done` report excepted), after `token_idle_hours` without use, and on a
+//! retry (a new token). It is bound to the machine: with `answer_lease_check` (the
+//! default) only the address holding the MAC's active DHCP lease may use it, or, when
+//! Bootlane holds no lease of the MAC (proxyDHCP, another DHCP server), the address the
+//! task's iPXE script was first served to. A wrong, expired, idle or revoked token, an
+//! unknown or ended task and another address all get the same [`ServiceError::Forbidden`]
+//! text and an `install.token.refused` event, so a refusal never says whether the task
+//! exists. The public routes are rate-limited per client address ([`TaskService::allow`]).
 
 use std::{net::IpAddr, sync::Arc};
 
@@ -186,6 +191,7 @@ impl TaskService {
             state: t.state,
             reason: t.reason,
             token_expires_at: t.token_expires_at,
+            bound_address: t.bound_address,
             deadline_at: t.deadline_at,
             answer_fetches: t.answer_fetches,
             reports: t.reports,
@@ -259,6 +265,8 @@ impl TaskService {
             reason: None,
             token: new_token(),
             token_expires_at: None,
+            token_used_at: Some(now),
+            bound_address: None,
             deadline_at: None,
             answer_fetches: 0,
             reports: Vec::new(),
@@ -448,6 +456,8 @@ impl TaskService {
                 // A retry: a fresh token, nothing started.
                 t.token = new_token();
                 t.token_expires_at = None;
+                t.token_used_at = Some(now);
+                t.bound_address = None;
                 t.deadline_at = None;
                 t.started_at = None;
                 t.finished_at = None;
@@ -574,16 +584,85 @@ impl TaskService {
         t.token.len() == token.len() && bool::from(t.token.as_bytes().ct_eq(token.as_bytes()))
     }
 
-    /// Whether `peer` holds `mac`'s DHCP lease now.
-    async fn holds_lease(&self, mac: &str, peer: Option<IpAddr>) -> bool {
-        let Some(IpAddr::V4(ip)) = peer.map(|p| p.to_canonical()) else {
+    /// Whether `peer` is the machine of `t` (always, without `answer_lease_check`): the
+    /// holder of the MAC's active DHCP lease, or, when Bootlane holds no lease of the MAC
+    /// (proxyDHCP, another DHCP server), the address `t` is bound to
+    /// ([`InstallTask::bound_address`]).
+    async fn is_machine(&self, t: &InstallTask, peer: Option<IpAddr>) -> bool {
+        if !self.config.answer_lease_check {
+            return true;
+        }
+        let Some(peer) = peer.map(|p| p.to_canonical()) else {
+            return false;
+        };
+        let Ok(mac) = parse_mac(&t.mac) else {
             return false;
         };
         let now = crate::dhcp::leases::now_secs();
         let leases = self.leases.lock().await;
-        leases
-            .by_ip(ip)
-            .is_some_and(|l| l.mac == mac && !l.declined && l.active(now))
+        if let IpAddr::V4(ip) = peer {
+            if leases
+                .by_ip(ip)
+                .is_some_and(|l| l.mac == t.mac && !l.declined && l.active(now))
+            {
+                return true;
+            }
+        }
+        !leases.has_active_lease(mac, now) && t.bound_address == Some(peer)
+    }
+
+    /// Whether the MAC of `t` has no active lease here, so its token binds to the address
+    /// that fetches the iPXE script first.
+    async fn binds_by_address(&self, t: &InstallTask) -> bool {
+        let Ok(mac) = parse_mac(&t.mac) else {
+            return false;
+        };
+        let now = crate::dhcp::leases::now_secs();
+        !self.leases.lock().await.has_active_lease(mac, now)
+    }
+
+    /// The checks every public use of a task's token goes through, in this order: the
+    /// task exists, the token matches, `state_ok` accepts the task's state, the token is
+    /// within its lifetime (`token_ttl_hours` after the start; `ttl_exempt` skips this for
+    /// a late `done` report) and was used within `token_idle_hours`, and `peer` is the
+    /// machine ([`TaskService::is_machine`]). Marks the token used. The caller holds the
+    /// lock.
+    ///
+    /// # Errors
+    /// The one [`ServiceError::Forbidden`] (with an `install.token.refused` event) for
+    /// every refusal; the store.
+    async fn admit(
+        &self,
+        what: &str,
+        id: u64,
+        token: &str,
+        peer: Option<IpAddr>,
+        state_ok: impl Fn(TaskState) -> bool,
+        ttl_exempt: bool,
+    ) -> Result<InstallTask, ServiceError> {
+        let now = OffsetDateTime::now_utc();
+        let Some(mut t) = self.table.get(id)? else {
+            return Err(self.refuse(what, id, peer, "no such task"));
+        };
+        if !Self::token_matches(&t, token) {
+            return Err(self.refuse(what, id, peer, "wrong token"));
+        }
+        if !state_ok(t.state) {
+            return Err(self.refuse(what, id, peer, "the task has ended or is not in a state for this"));
+        }
+        if !ttl_exempt && t.token_expires_at.is_some_and(|e| e < now) {
+            return Err(self.refuse(what, id, peer, "the token expired"));
+        }
+        let idle = Duration::hours(self.config.token_idle_hours as i64);
+        if t.token_used_at.unwrap_or(t.created_at) + idle < now {
+            return Err(self.refuse(what, id, peer, "the token was not used for too long"));
+        }
+        if !self.is_machine(&t, peer).await {
+            return Err(self.refuse(what, id, peer, "the address is not the task's machine"));
+        }
+        t.token_used_at = Some(now);
+        self.table.put(&t).await?;
+        Ok(t)
     }
 
     fn urls(base: &str, t: &InstallTask) -> (String, String) {
@@ -599,33 +678,22 @@ impl TaskService {
         format!("{base}/api/v1/netboot/baseline/{}{suffix}?token={}", t.id, t.token)
     }
 
-    /// Checks a machine's post-install pull or script report (issue 13, public): the task
-    /// must exist, the token match and be in force, and the task be neither failed nor
-    /// cancelled. Every refusal is the same [`ServiceError::Forbidden`] with an
-    /// `install.token.refused` event, as for answers. Answers the task.
+    /// Checks a machine's post-install pull or script report (public): the checks of
+    /// every token use (see the module docs), with the task pending, installing or
+    /// installed; a task that ended (done, failed, cancelled) takes no more pulls.
+    /// Answers the task.
     ///
     /// # Errors
     /// [`ServiceError::Forbidden`]; the store.
-    pub fn authorize_pull(
+    pub async fn authorize_pull(
         &self,
         id: u64,
         token: &str,
         peer: Option<IpAddr>,
         what: &str,
     ) -> Result<InstallTask, ServiceError> {
-        let Some(t) = self.table.get(id)? else {
-            return Err(self.refuse(what, id, peer, "no such task"));
-        };
-        if !Self::token_matches(&t, token) {
-            return Err(self.refuse(what, id, peer, "wrong token"));
-        }
-        if matches!(t.state, TaskState::Failed | TaskState::Cancelled) {
-            return Err(self.refuse(what, id, peer, "the task failed or was cancelled"));
-        }
-        if t.token_expires_at.is_some_and(|e| e < OffsetDateTime::now_utc()) {
-            return Err(self.refuse(what, id, peer, "the token expired"));
-        }
-        Ok(t)
+        let _g = self.lock.lock().await;
+        self.admit(what, id, token, peer, |s| !s.is_final(), false).await
     }
 
     /// The OS family and version `t` installs, when it installs a detected OS image.
@@ -721,21 +789,7 @@ impl TaskService {
     ) -> Result<RenderedAnswer, ServiceError> {
         let _g = self.lock.lock().await;
         let now = OffsetDateTime::now_utc();
-        let Some(t) = self.table.get(id)? else {
-            return Err(self.refuse("answer", id, peer, "no such task"));
-        };
-        if !Self::token_matches(&t, token) {
-            return Err(self.refuse("answer", id, peer, "wrong token"));
-        }
-        if !t.state.active() {
-            return Err(self.refuse("answer", id, peer, "the task is not pending or installing"));
-        }
-        if t.token_expires_at.is_some_and(|e| e < now) {
-            return Err(self.refuse("answer", id, peer, "the token expired"));
-        }
-        if self.config.answer_lease_check && !self.holds_lease(&t.mac, peer).await {
-            return Err(self.refuse("answer", id, peer, "the address does not hold the MAC's lease"));
-        }
+        let t = self.admit("answer", id, token, peer, TaskState::active, false).await?;
         let ctx = self.context(&t, address, base)?;
         let rendered = self.answers.render(t.template_id, &ctx)?;
         let mut t = if t.state == TaskState::Pending {
@@ -769,20 +823,16 @@ impl TaskService {
     ) -> Result<ReportOutcome, ServiceError> {
         let _g = self.lock.lock().await;
         let now = OffsetDateTime::now_utc();
-        let Some(mut t) = self.table.get(id)? else {
-            return Err(self.refuse("report", id, peer, "no such task"));
-        };
-        if !Self::token_matches(&t, token) {
-            return Err(self.refuse("report", id, peer, "wrong token"));
-        }
-        if t.state.is_final() || (t.state == TaskState::Installed && kind != ReportKind::Booted) {
+        // A late `done` is still taken after the token's lifetime (the install may have
+        // been slow); nothing is taken once the task has ended.
+        let mut t = self
+            .admit("report", id, token, peer, |s| !s.is_final(), kind == ReportKind::Done)
+            .await?;
+        if t.state == TaskState::Installed && kind != ReportKind::Booted {
             return Ok(ReportOutcome {
                 state: t.state,
                 ignored: true,
             });
-        }
-        if kind != ReportKind::Done && t.token_expires_at.is_some_and(|e| e < now) {
-            return Err(self.refuse("report", id, peer, "the token expired"));
         }
         let message = tail(body.trim(), MAX_REPORT_BYTES);
         t.reports.push(Report {
@@ -908,9 +958,10 @@ impl TaskService {
                 t.id
             ),
             TaskState::Pending | TaskState::Installing => {
-                if self.config.answer_lease_check && !self.holds_lease(&t.mac, peer).await {
+                let t = self.bind_if_unbound(t, peer).await?;
+                if !self.is_machine(&t, peer).await {
                     format!(
-                        "{head}echo Bootlane: this address does not hold the DHCP lease of {mac}, the installer is not served\nexit\n"
+                        "{head}echo Bootlane: this address is not the machine of {mac} (its DHCP lease or first address), the installer is not served\nexit\n"
                     )
                 } else {
                     match self.install_entry(&t, base) {
@@ -927,6 +978,31 @@ impl TaskService {
                 }
             }
         }))
+    }
+
+    /// Binds `t` to `peer` when Bootlane holds no lease of its MAC and it is not bound
+    /// yet (the first address its iPXE script is served to; see
+    /// [`InstallTask::bound_address`]). Answers the task as stored.
+    ///
+    /// # Errors
+    /// The store.
+    async fn bind_if_unbound(&self, t: InstallTask, peer: Option<IpAddr>) -> Result<InstallTask, ServiceError> {
+        let Some(peer) = peer.map(|p| p.to_canonical()) else {
+            return Ok(t);
+        };
+        if !self.config.answer_lease_check || t.bound_address.is_some() || !self.binds_by_address(&t).await {
+            return Ok(t);
+        }
+        let _g = self.lock.lock().await;
+        let Some(mut t) = self.table.get(t.id)? else {
+            return Ok(t);
+        };
+        if t.bound_address.is_none() {
+            t.bound_address = Some(peer);
+            self.table.put(&t).await?;
+            tracing::info!(task = t.id, mac = %t.mac, %peer, "install task bound to the address that fetched its script");
+        }
+        Ok(t)
     }
 
     /// Kernel URL, initrd URLs and command line of `t`'s installer as seen from `base`.

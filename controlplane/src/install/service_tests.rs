@@ -168,7 +168,10 @@ async fn a_task_goes_from_pending_to_done_and_the_script_follows_it() {
         .await
         .unwrap()
         .unwrap();
-    assert!(!other.contains(&token) && other.contains("does not hold"), "{other}");
+    assert!(
+        !other.contains(&token) && other.contains("is not the machine"),
+        "{other}"
+    );
     assert_eq!(l.tasks.by_mac(MAC).unwrap().action, "install");
 
     // The answer: installing.
@@ -221,12 +224,15 @@ async fn a_task_goes_from_pending_to_done_and_the_script_follows_it() {
         .await
         .unwrap();
     assert_eq!(r.state, TaskState::Done);
-    let r = l
-        .tasks
-        .report(v.id, &token, ReportKind::Failed, "late", peer())
-        .await
-        .unwrap();
-    assert!(r.ignored, "a report after the end is answered and ignored");
+    // The task has ended: its token works no more.
+    assert!(matches!(
+        l.tasks.report(v.id, &token, ReportKind::Failed, "late", peer()).await,
+        Err(ServiceError::Forbidden(_))
+    ));
+    assert!(matches!(
+        l.tasks.authorize_pull(v.id, &token, peer(), "bundle").await,
+        Err(ServiceError::Forbidden(_))
+    ));
     let t = l.tasks.get(v.id).unwrap();
     assert_eq!(t.state, TaskState::Done);
     assert_eq!(t.reports.len(), 3, "progress, done, booted kept; the ignored ones not");
@@ -310,6 +316,90 @@ async fn refusals_are_all_alike_and_tokens_expire_and_are_revoked() {
     let ip: Option<IpAddr> = Some("10.1.1.1".parse().unwrap());
     let allowed = (0..20).filter(|_| l.tasks.allow(ip)).count();
     assert!((5..=6).contains(&allowed), "{allowed}");
+}
+
+/// Reports and post-install pulls were accepted from any address with the token; the
+/// token now works only from the machine: the lease holder, and with no lease here
+/// (proxyDHCP) the address its iPXE script was first served to.
+#[tokio::test]
+async fn regression_reports_and_pulls_are_bound_to_the_machine() {
+    let stranger: Option<IpAddr> = Some("10.9.0.77".parse().unwrap());
+    let base = "http://s";
+    // With a lease: only its holder.
+    let l = lab(true).await;
+    bind_lease(&l).await;
+    let a = l.tasks.create(input(&l)).await.unwrap();
+    let token = token_of(&l, a.id);
+    l.tasks.answer(a.id, &token, peer(), "s", base).await.unwrap();
+    for who in [stranger, None] {
+        assert!(matches!(
+            l.tasks.report(a.id, &token, ReportKind::Progress, "x", who).await,
+            Err(ServiceError::Forbidden(_))
+        ));
+        assert!(matches!(
+            l.tasks.authorize_pull(a.id, &token, who, "bundle").await,
+            Err(ServiceError::Forbidden(_))
+        ));
+    }
+    l.tasks
+        .report(a.id, &token, ReportKind::Progress, "x", peer())
+        .await
+        .unwrap();
+    l.tasks.authorize_pull(a.id, &token, peer(), "bundle").await.unwrap();
+
+    // proxyDHCP (no lease): bound to the first address the script is served to.
+    let l = lab(true).await;
+    let a = l.tasks.create(input(&l)).await.unwrap();
+    let token = token_of(&l, a.id);
+    refused_answer(l.tasks.answer(a.id, &token, peer(), "s", base).await);
+    let s = l.tasks.boot_script(mac(), peer(), base).await.unwrap().unwrap();
+    assert!(s.contains(&token), "{s}");
+    assert_eq!(l.tasks.get(a.id).unwrap().bound_address, peer());
+    let s = l.tasks.boot_script(mac(), stranger, base).await.unwrap().unwrap();
+    assert!(!s.contains(&token) && s.contains("is not the machine"), "{s}");
+    refused_answer(l.tasks.answer(a.id, &token, stranger, "s", base).await);
+    assert!(l.tasks.authorize_pull(a.id, &token, stranger, "bundle").await.is_err());
+    l.tasks.answer(a.id, &token, peer(), "s", base).await.unwrap();
+    l.tasks.authorize_pull(a.id, &token, peer(), "bundle").await.unwrap();
+    // Cancelling ends the token.
+    l.tasks.cancel(a.id).await.unwrap();
+    assert!(l.tasks.authorize_pull(a.id, &token, peer(), "bundle").await.is_err());
+}
+
+/// Tokens had no idle limit: one leaked from a log stayed usable for the whole install.
+#[tokio::test]
+async fn regression_an_unused_token_stops_working() {
+    let l = lab(true).await;
+    bind_lease(&l).await;
+    let base = "http://s";
+    let a = l.tasks.create(input(&l)).await.unwrap();
+    let token = token_of(&l, a.id);
+    let table: crate::store::Table<super::InstallTask> = l.t.state.store.table().unwrap();
+    let mut raw = table.get(a.id).unwrap().unwrap();
+    raw.token_used_at = Some(OffsetDateTime::now_utc() - Duration::hours(23));
+    table.put(&raw).await.unwrap();
+    // Used within the idle time: accepted, and the use counts.
+    l.tasks.answer(a.id, &token, peer(), "s", base).await.unwrap();
+    let used = table.get(a.id).unwrap().unwrap().token_used_at.unwrap();
+    assert!(OffsetDateTime::now_utc() - used < Duration::minutes(1));
+    let mut raw = table.get(a.id).unwrap().unwrap();
+    raw.token_used_at = Some(OffsetDateTime::now_utc() - Duration::hours(25));
+    table.put(&raw).await.unwrap();
+    refused_answer(l.tasks.answer(a.id, &token, peer(), "s", base).await);
+    for kind in [ReportKind::Progress, ReportKind::Done] {
+        assert!(matches!(
+            l.tasks.report(a.id, &token, kind, "", peer()).await,
+            Err(ServiceError::Forbidden(_))
+        ));
+    }
+    assert!(l.tasks.authorize_pull(a.id, &token, peer(), "bundle").await.is_err());
+}
+
+fn refused_answer(r: Result<RenderedAnswer, ServiceError>) {
+    match r {
+        Err(ServiceError::Forbidden(m)) => assert_eq!(m, REFUSED),
+        other => panic!("not refused: {:?}", other.map(|a| a.body)),
+    }
 }
 
 /// A machine's failure report must not reach the iPXE script served while the task is
