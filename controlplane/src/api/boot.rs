@@ -205,13 +205,46 @@ pub fn refused_script(mac: Option<crate::net::types::MacAddr>) -> String {
     )
 }
 
-/// The boot routes, ready to merge into any router.
+/// The boot routes, ready to merge into any router. Every answer goes through
+/// [`harmless`].
 pub fn router<S: Clone + Send + Sync + 'static>(state: BootState) -> Router<S> {
     Router::new()
         .route("/boot/ipxe", get(ipxe_script))
         .route("/boot/{*path}", get(boot_file))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), limit))
+        .route_layer(axum::middleware::map_response(harmless))
         .with_state(state)
+}
+
+/// Makes a boot-route answer harmless to a browser on the UI's origin: every answer
+/// carries `X-Content-Type-Options: nosniff` (no guessing a boot file is a page), and an
+/// answer a browser would render as a document with script (HTML, SVG, XML, XHTML: any
+/// `text/html`, `*/xml` or `*+xml` type) is sent as a download
+/// (`Content-Disposition: attachment`) under `Content-Security-Policy: sandbox`, so a file
+/// uploaded to or extracted into the boot root cannot run script as the UI. Firmware and
+/// installers ignore both headers.
+pub async fn harmless(mut r: Response) -> Response {
+    let h = r.headers_mut();
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        header::HeaderValue::from_static("nosniff"),
+    );
+    let essence = h
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
+        .unwrap_or_default();
+    if essence == "text/html" || essence.ends_with("/xml") || essence.ends_with("+xml") {
+        h.insert(
+            header::CONTENT_DISPOSITION,
+            header::HeaderValue::from_static("attachment"),
+        );
+        h.insert(
+            header::CONTENT_SECURITY_POLICY,
+            header::HeaderValue::from_static("sandbox"),
+        );
+    }
+    r
 }
 
 fn text(status: StatusCode, body: String) -> Response {

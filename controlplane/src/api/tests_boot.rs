@@ -1495,3 +1495,44 @@ async fn boot_files_whole_ranged_head_and_unsatisfiable() {
     let resp = t.send(get(Method::GET, Some("bytes=800000-"))).await;
     assert_eq!(resp.status(), StatusCode::RANGE_NOT_SATISFIABLE);
 }
+
+/// A page uploaded to the boot root (or extracted from an image) was served as
+/// `text/html` on the UI's origin, so its script ran with the admin's session. Boot files
+/// now never render as documents with script: nosniff everywhere, HTML, SVG and XML as
+/// sandboxed downloads; the UI has a strict CSP of its own.
+#[tokio::test]
+async fn regression_served_files_cannot_run_script_on_the_ui_origin() {
+    use axum::http::header;
+    let d = tempfile::tempdir().unwrap();
+    let c = Config {
+        data_dir: d.path().to_path_buf(),
+        ..Default::default()
+    };
+    std::fs::create_dir_all(c.boot_root()).unwrap();
+    let page = "<html><script>fetch('/api/v1/users')</script></html>";
+    for f in ["x.html", "x.htm", "x.svg", "x.xml", "x.xhtml", "x.bin", "x.efi"] {
+        std::fs::write(c.boot_root().join(f), page).unwrap();
+    }
+    let t = test_support::app(c).await;
+    for f in ["x.html", "x.htm", "x.svg", "x.xml", "x.xhtml"] {
+        let (s, h, _) = t.call(Method::GET, &format!("/boot/{f}"), None).await;
+        assert_eq!(s, StatusCode::OK, "{f}");
+        assert_eq!(h[header::X_CONTENT_TYPE_OPTIONS], "nosniff", "{f}");
+        assert_eq!(h[header::CONTENT_DISPOSITION], "attachment", "{f}");
+        assert_eq!(h[header::CONTENT_SECURITY_POLICY], "sandbox", "{f}");
+    }
+    for f in ["x.bin", "x.efi", "ipxe?mac=52:54:00:00:00:01", "missing.html"] {
+        let (_, h, _) = t.call(Method::GET, &format!("/boot/{f}"), None).await;
+        assert_eq!(h[header::X_CONTENT_TYPE_OPTIONS], "nosniff", "{f}");
+        assert!(h.get(header::CONTENT_DISPOSITION).is_none(), "{f}");
+    }
+    // The UI itself: a strict policy of its own.
+    let (_, h, _) = t.call(Method::GET, "/", None).await;
+    let csp = h[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+    assert!(
+        csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"),
+        "{csp}"
+    );
+    assert!(!csp.contains("script-src 'self' 'unsafe"), "{csp}");
+    assert_eq!(h[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+}

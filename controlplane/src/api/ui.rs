@@ -12,6 +12,9 @@
 //! - `cargo build` never runs npm. Without `web/dist` the binary still builds
 //!   (`allow_missing`) and every UI path answers a small page saying how to build the UI
 //!   ([`NOT_BUILT`]).
+//! - Every answer carries the UI's Content Security Policy ([`CSP`]),
+//!   `X-Content-Type-Options: nosniff`, `X-Frame-Options: DENY` and
+//!   `Referrer-Policy: same-origin`.
 //! - `/api/...` paths never fall back to the UI: they keep the JSON 404 envelope, and so do
 //!   methods other than GET/HEAD.
 
@@ -71,7 +74,23 @@ pub fn router_with<S: Clone + Send + Sync + 'static>(lookup: Lookup) -> Router<S
     Router::new().fallback(move |req: Request| serve(lookup.clone(), req))
 }
 
+/// The UI's own Content Security Policy: scripts, styles, images and connections only
+/// from the UI's origin (styles may also be inline: the charts set `style` attributes),
+/// `data:` images (the empty favicon), no plugins, no framing, forms and `<base>` only to
+/// the same origin.
+pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'";
+
 async fn serve(lookup: Lookup, req: Request) -> Response {
+    let mut resp = serve_inner(lookup, req).await;
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    resp
+}
+
+async fn serve_inner(lookup: Lookup, req: Request) -> Response {
     let path = req.uri().path().trim_start_matches('/').to_owned();
     if (req.method() != Method::GET && req.method() != Method::HEAD) || path == "api" || path.starts_with("api/") {
         return super::fallback(req).await.into_response();
@@ -159,7 +178,6 @@ fn file_response(lookup: &Lookup, file: &str, headers: &HeaderMap) -> Option<Res
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
     h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
-    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     if let Ok(v) = HeaderValue::from_str(&etag) {
         h.insert(header::ETAG, v);
     }
