@@ -427,6 +427,14 @@ pub async fn download(
         .await
         .map_err(|e| super::error::ApiError::Internal(anyhow::anyhow!("serving the ISO: {e}")))?
         .into_response();
+    // ServeFile's own 404 (the ISO gone from the boot root) has no body: answer the
+    // envelope like every other error.
+    if resp.status() == axum::http::StatusCode::NOT_FOUND {
+        return Err(super::error::ApiError::NotFound(format!(
+            "the ISO file of OS image {id} ({}) is missing from the boot root",
+            img.path
+        )));
+    }
     let name: String = img
         .file_name
         .chars()

@@ -120,6 +120,18 @@ async fn an_uploaded_debian_iso_becomes_ready_with_its_kernel_and_initrd() {
         .unwrap()
         .to_bytes();
     assert_eq!(&part[..], b"CD001", "the ISO 9660 volume descriptor's identifier");
+    // Errors are the JSON envelope: an unknown id, and an ISO gone from the disk.
+    for (id, needle) in [(987_654, "987654"), (id, "missing")] {
+        if needle == "missing" {
+            std::fs::rename(&path, path.with_extension("moved")).unwrap();
+        }
+        let (s, h, v) = t.call(Method::GET, &format!("/api/v1/os-images/{id}/file"), None).await;
+        assert_eq!(s, StatusCode::NOT_FOUND, "{v}");
+        assert!(h["content-type"].to_str().unwrap().starts_with("application/json"), "{h:?}");
+        assert_eq!(v["success"], false, "{v}");
+        assert!(v["error"].as_str().unwrap().contains(needle), "{v}");
+    }
+    std::fs::rename(path.with_extension("moved"), &path).unwrap();
     // Reprocess: inspecting now, ready again after.
     let v = t
         .expect(
