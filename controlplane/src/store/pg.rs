@@ -971,7 +971,10 @@ mod tests {
 /// Throwaway PostgreSQL clusters for tests (issue 16: "PostgreSQL started by the test as
 /// a throwaway cluster"): `initdb` into a temporary directory, a server on a free
 /// loopback port with its socket in that directory, stopped and removed on drop. As root
-/// the server runs as the `postgres` user (PostgreSQL refuses root).
+/// the server runs as the `postgres` user (PostgreSQL refuses root). Compiled only for
+/// tests: it starts server processes and calls `geteuid` (`unsafe`), neither of which
+/// belongs in the shipped binary.
+#[cfg(test)]
 pub mod throwaway {
     use std::{
         path::{Path, PathBuf},
