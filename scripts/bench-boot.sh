@@ -70,6 +70,8 @@ enabled = false
 mode = "off"
 [tftp]
 enabled = true
+# The benchmark's 500 parallel clients share one address.
+max_transfers_per_client = 1024
 [[dhcp.subnets]]
 mode = "server"
 interface = "vsrv"

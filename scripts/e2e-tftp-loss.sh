@@ -28,7 +28,7 @@ head -c 300000 /dev/urandom >"$BOOT/rand300k.bin"
 head -c 262144 /dev/urandom >"$BOOT/exact256k.bin"
 # The server's first retransmission timeout is 200 ms here (default 1 s) so the test
 # takes seconds; the back-off and the rules are the same.
-E2E_EXTRA_TOML=$'[tftp]\nenabled = true\ntimeout_ms = 200\nretries = 8'
+E2E_EXTRA_TOML=$'[tftp]\nenabled = true\ntimeout_ms = 200\nretries = 8\nmax_transfers_per_client = 256'
 e2e_start_bootlane "$BIN"
 
 # loss <namespace>: drop $LOSS_PCT % of the UDP datagrams arriving in it (on input, so the

@@ -84,6 +84,7 @@ fuzz_target!(|data: &[u8]| {
         max_timeout: Duration::from_secs(4),
         retries: 3,
         max_transfers: 1,
+        max_per_client: 1,
     };
 
     paused_runtime().block_on(async move {

@@ -127,7 +127,10 @@ async fn an_uploaded_debian_iso_becomes_ready_with_its_kernel_and_initrd() {
         }
         let (s, h, v) = t.call(Method::GET, &format!("/api/v1/os-images/{id}/file"), None).await;
         assert_eq!(s, StatusCode::NOT_FOUND, "{v}");
-        assert!(h["content-type"].to_str().unwrap().starts_with("application/json"), "{h:?}");
+        assert!(
+            h["content-type"].to_str().unwrap().starts_with("application/json"),
+            "{h:?}"
+        );
         assert_eq!(v["success"], false, "{v}");
         assert!(v["error"].as_str().unwrap().contains(needle), "{v}");
     }

@@ -51,6 +51,10 @@ pub struct TftpConfig {
     pub retries: u32,
     /// Most concurrent transfers. Default 1024.
     pub max_transfers: usize,
+    /// Most concurrent transfers to one client address (1-65536). Default 16: a PXE
+    /// client needs one or two at a time (UEFI firmware's `tsize` probe, then the file),
+    /// so one address cannot take every slot of `max_transfers`.
+    pub max_transfers_per_client: usize,
 }
 
 impl Default for TftpConfig {
@@ -63,6 +67,7 @@ impl Default for TftpConfig {
             timeout_ms: 1000,
             retries: 5,
             max_transfers: 1024,
+            max_transfers_per_client: 16,
         }
     }
 }
@@ -73,6 +78,9 @@ impl TftpConfig {
     /// # Errors
     /// A message naming the bad key.
     pub fn validate(&self) -> anyhow::Result<()> {
+        if !(1..=65536).contains(&self.max_transfers_per_client) {
+            anyhow::bail!("[tftp] max_transfers_per_client must be 1-65536");
+        }
         if self.port == 0 {
             anyhow::bail!("[tftp] port must be 1-65535");
         }
@@ -124,6 +132,7 @@ impl TftpService {
             timeout: std::time::Duration::from_millis(cfg.timeout_ms.max(10)),
             retries: cfg.retries,
             max_transfers: cfg.max_transfers,
+            max_per_client: cfg.max_transfers_per_client,
             ..TftpLimits::default()
         };
         let handler = FsHandler::new(root.clone()).with_generated(generated);

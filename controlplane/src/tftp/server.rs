@@ -83,6 +83,8 @@ pub struct TftpLimits {
     pub retries: u32,
     /// Most concurrent transfers; more are refused with "server busy".
     pub max_transfers: usize,
+    /// Most concurrent transfers to one client address; more are refused the same way.
+    pub max_per_client: usize,
 }
 
 impl Default for TftpLimits {
@@ -92,6 +94,7 @@ impl Default for TftpLimits {
             max_timeout: Duration::from_secs(8),
             retries: 5,
             max_transfers: 1024,
+            max_per_client: 16,
         }
     }
 }
@@ -116,10 +119,83 @@ pub struct Server<H> {
     limits: Arc<RwLock<TftpLimits>>,
     tasks: JoinSet<()>,
     token: CancellationToken,
-    slots: Arc<Semaphore>,
+    slots: Arc<Slots>,
     cache: Arc<FileCache>,
     events: Option<Arc<crate::events::EventBus>>,
     access: Option<Arc<crate::access::gate::AccessGate>>,
+}
+
+/// Transfer slots: at most `max_transfers` in all and `max_per_client` per client address,
+/// both taken when a request arrives, before a transfer socket is bound, so a flood of
+/// requests costs no sockets beyond the caps. The per-address map holds an entry only
+/// while that address has a transfer, so it never outgrows `max_transfers`.
+pub struct Slots {
+    total: Arc<Semaphore>,
+    per_client: std::sync::Mutex<HashMap<std::net::IpAddr, usize>>,
+    max_per_client: usize,
+}
+
+/// One transfer's slot (see [`Slots`]); given back when dropped.
+pub struct Slot {
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    slots: Arc<Slots>,
+    ip: std::net::IpAddr,
+}
+
+impl Slots {
+    /// Slots for `max_transfers` in all (at least 1) and `max_per_client` per address (at
+    /// least 1).
+    pub fn new(max_transfers: usize, max_per_client: usize) -> Arc<Self> {
+        Arc::new(Self {
+            total: Arc::new(Semaphore::new(max_transfers.max(1))),
+            per_client: std::sync::Mutex::new(HashMap::new()),
+            max_per_client: max_per_client.max(1),
+        })
+    }
+
+    /// A slot for a transfer to `ip`, or `None` when either cap is reached.
+    pub fn try_take(self: &Arc<Self>, ip: std::net::IpAddr) -> Option<Slot> {
+        let permit = self.total.clone().try_acquire_owned().ok()?;
+        let mut m = self
+            .per_client
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = m.entry(ip).or_insert(0);
+        if *n >= self.max_per_client {
+            return None;
+        }
+        *n += 1;
+        Some(Slot {
+            _permit: permit,
+            slots: self.clone(),
+            ip,
+        })
+    }
+
+    /// Transfers running now to `ip`.
+    pub fn held_by(&self, ip: std::net::IpAddr) -> usize {
+        let m = self
+            .per_client
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        m.get(&ip).copied().unwrap_or(0)
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut m = self
+            .slots
+            .per_client
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = m.get_mut(&self.ip) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                m.remove(&self.ip);
+            }
+        }
+    }
 }
 
 impl<H: TftpHandler> Server<H> {
@@ -140,7 +216,7 @@ impl<H: TftpHandler> Server<H> {
     pub fn new(handler: Arc<H>, limits: TftpLimits, token: CancellationToken) -> Self {
         Self {
             handler,
-            slots: Arc::new(Semaphore::new(limits.max_transfers.max(1))),
+            slots: Slots::new(limits.max_transfers, limits.max_per_client),
             cache: Arc::new(FileCache::default()),
             limits: Arc::new(RwLock::new(limits)),
             tasks: JoinSet::new(),
@@ -176,7 +252,7 @@ impl<H: TftpHandler> Server<H> {
     }
 
     /// The limits, shared: new transfers use whatever is stored there when they start
-    /// (`max_transfers` is fixed at creation).
+    /// (`max_transfers` and `max_per_client` are fixed at creation).
     pub fn limits(&self) -> Arc<RwLock<TftpLimits>> {
         self.limits.clone()
     }
@@ -198,7 +274,7 @@ async fn listen<H: TftpHandler>(
     handler: Arc<H>,
     shared_limits: Arc<RwLock<TftpLimits>>,
     token: CancellationToken,
-    slots: Arc<Semaphore>,
+    slots: Arc<Slots>,
     cache: Arc<FileCache>,
     events: Option<Arc<crate::events::EventBus>>,
     access: Option<Arc<crate::access::gate::AccessGate>>,
@@ -222,8 +298,17 @@ async fn listen<H: TftpHandler>(
         let (handler, token, cache, events) = (handler.clone(), token.clone(), cache.clone(), events.clone());
         let access = access.clone();
         let limits = *shared_limits.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let permit = slots.clone().try_acquire_owned();
+        // Both caps before anything is bound: a refused request costs one datagram,
+        // answered from the listening socket.
+        let Some(slot) = slots.try_take(peer.ip()) else {
+            count_error("busy");
+            let _ = sock
+                .send_to(&packet::error(errcode::UNDEFINED, "server busy"), peer)
+                .await;
+            continue;
+        };
         transfers.spawn(async move {
+            let _slot = slot;
             let tid = match UdpSocket::bind(SocketAddr::new(ip, 0)).await {
                 Ok(s) => s,
                 Err(e) => {
@@ -231,13 +316,6 @@ async fn listen<H: TftpHandler>(
                     count_error("socket");
                     return;
                 }
-            };
-            let Ok(_permit) = permit else {
-                count_error("busy");
-                let _ = tid
-                    .send_to(&packet::error(errcode::UNDEFINED, "server busy"), peer)
-                    .await;
-                return;
             };
             if let Some(gate) = access.as_ref().filter(|g| g.enforcing()) {
                 let d = gate

@@ -235,6 +235,7 @@ mod tests {
             max_timeout: Duration::from_secs(3),
             retries: 2,
             max_transfers: 1,
+            max_per_client: 1,
         };
         let mut s = Session::new(&opts(512, 1, false), 10, limits);
         let t0 = Instant::now();

@@ -43,6 +43,7 @@ async fn lab(files: &[(&str, usize)]) -> Lab {
         max_timeout: Duration::from_millis(400),
         retries: 3,
         max_transfers: 64,
+        max_per_client: 64,
     };
     let mut server = Server::new(Arc::new(FsHandler::new(root)), limits, token.clone());
     let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -463,4 +464,82 @@ async fn generated_files() {
     assert_eq!(e.0, errcode::NOT_FOUND);
     token.cancel();
     server.shutdown().await;
+}
+
+/// The caps were checked only after a transfer socket was bound (a flood of requests cost
+/// a socket each), and one address could take every slot. Now both caps come first: the
+/// refusal comes from the listening port itself, and other addresses still get service.
+#[tokio::test]
+async fn regression_caps_are_checked_before_a_socket_is_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("big.bin"), content(100_000)).unwrap();
+    let token = CancellationToken::new();
+    let limits = TftpLimits {
+        timeout: Duration::from_secs(5),
+        max_timeout: Duration::from_secs(5),
+        retries: 3,
+        max_transfers: 3,
+        max_per_client: 2,
+    };
+    let mut server = Server::new(
+        Arc::new(FsHandler::new(dir.path().to_path_buf())),
+        limits,
+        token.clone(),
+    );
+    let addr = server
+        .register_socket(std::net::UdpSocket::bind("127.0.0.1:0").unwrap())
+        .unwrap();
+    // Two stalled transfers from 127.0.0.1 (never acknowledged): its cap is reached.
+    let mut stalled = Vec::new();
+    for _ in 0..2 {
+        let s = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        s.send_to(&packet::rrq("big.bin", "octet", &[]), addr).await.unwrap();
+        let (p, tid) = recv(&s).await;
+        assert!(matches!(p, Packet::Data(1, _)) && tid != addr, "{p:?}");
+        stalled.push(s);
+    }
+    let s = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    s.send_to(&packet::rrq("big.bin", "octet", &[]), addr).await.unwrap();
+    let (p, from) = recv(&s).await;
+    assert_eq!(p, Packet::Error(errcode::UNDEFINED, "server busy".into()));
+    assert_eq!(
+        from, addr,
+        "refused from the listening port: no transfer socket was bound"
+    );
+    // Another address still gets the last slot; then the total cap refuses a fourth.
+    let other = UdpSocket::bind("127.0.0.2:0").await.unwrap();
+    other
+        .send_to(&packet::rrq("big.bin", "octet", &[]), addr)
+        .await
+        .unwrap();
+    let (p, _) = recv(&other).await;
+    assert!(matches!(p, Packet::Data(1, _)), "{p:?}");
+    let third = UdpSocket::bind("127.0.0.3:0").await.unwrap();
+    third
+        .send_to(&packet::rrq("big.bin", "octet", &[]), addr)
+        .await
+        .unwrap();
+    let (p, from) = recv(&third).await;
+    assert_eq!(p, Packet::Error(errcode::UNDEFINED, "server busy".into()));
+    assert_eq!(from, addr);
+    token.cancel();
+    server.shutdown().await;
+}
+
+#[test]
+fn slots_are_given_back_and_the_map_empties() {
+    let slots = super::server::Slots::new(4, 2);
+    let a: std::net::IpAddr = "10.0.0.1".parse().unwrap();
+    let b: std::net::IpAddr = "10.0.0.2".parse().unwrap();
+    let s1 = slots.try_take(a).unwrap();
+    let s2 = slots.try_take(a).unwrap();
+    assert!(slots.try_take(a).is_none());
+    let s3 = slots.try_take(b).unwrap();
+    let s4 = slots.try_take(b).unwrap();
+    assert!(slots.try_take("10.0.0.3".parse().unwrap()).is_none(), "total cap");
+    drop((s1, s2, s3));
+    assert_eq!((slots.held_by(a), slots.held_by(b)), (0, 1));
+    drop(s4);
+    assert_eq!(slots.held_by(b), 0);
+    assert!(slots.try_take(a).is_some());
 }
