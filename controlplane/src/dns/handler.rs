@@ -4,7 +4,8 @@
 //!
 //! Rules (issue 2, "The DNS server"): responses to responses and runts are dropped
 //! (RFC 1035 §4.1.1); undecodable queries or QDCOUNT != 1 get FORMERR; opcodes other than
-//! QUERY get NOTIMP; EDNS versions above 0 get BADVERS (RFC 6891 §6.1.3); a malformed
+//! QUERY get NOTIMP with a bare header
+//! ([`not_implemented`]: no RD, AA, RA, AD or CD, no question); EDNS versions above 0 get BADVERS (RFC 6891 §6.1.3); a malformed
 //! COOKIE option gets FORMERR (RFC 7873 §5.2.2, [`malformed_cookie`]); AXFR over UDP gets
 //! FORMERR and IXFR over UDP NOTIMP (RFC 5936 §4.2, [`transfer_over_udp`]); local data is
 //! answered authoritatively (AA, RD copied, RA when forwarding is configured, no AD/CD);
@@ -255,12 +256,35 @@ pub struct DnsHandler {
 }
 
 fn formerr_from_header(bytes: &[u8], rcode: u8) -> Vec<u8> {
-    // Header only: ID, QR=1, the query's opcode and RD, the given RCODE, all counts 0.
+    // Header only: ID, QR=1, the query's opcode, RD for a QUERY only (see `not_implemented`),
+    // the given RCODE, all counts 0.
     let mut h = vec![0u8; 12];
     h[..2].copy_from_slice(&bytes[..2]);
-    h[2] = 0x80 | (bytes[2] & 0x79);
+    let opcode = bytes[2] & 0x78;
+    h[2] = 0x80 | opcode | if opcode == 0 { bytes[2] & 0x01 } else { 0 };
     h[3] = rcode & 0x0f;
     h
+}
+
+/// The NOTIMP answer to an opcode other than QUERY (RFC 1035 §4.1.1): the ID, QR and the
+/// opcode echoed, RCODE 4, every other flag clear and no question, plus our OPT when the
+/// query had one (RFC 6891 §7; DO copied, RFC 3225 §3). RD, AA and RA are defined for QUERY only (RFC 1035
+/// §4.1.1; RFC 6895 §2 lists them per opcode), and AD/CD for DNSSEC queries only
+/// (RFC 4035 §3.2), so none is echoed: BIND (`dns_message_reply` without a question for
+/// other opcodes) and Knot answer the same way, and ISC's compliance test
+/// (genreport `opcodeflg`) reports an echoed RD as a failure.
+fn not_implemented(req: &Message) -> Message {
+    let mut resp = Message::new(req.id, MessageType::Response, req.op_code);
+    resp.metadata.response_code = ResponseCode::NotImp;
+    if let Some(e) = &req.edns {
+        let mut ours = Edns::new();
+        ours.set_max_payload(EDNS_UDP_SIZE);
+        ours.set_version(0);
+        // RFC 3225 §3: the DO bit is copied into the answer.
+        ours.set_dnssec_ok(e.flags().dnssec_ok);
+        resp.set_edns(ours);
+    }
+    resp
 }
 
 impl DnsHandler {
@@ -344,12 +368,11 @@ impl DnsHandler {
             Transport::Tcp => 65535,
             Transport::Udp => req.edns.as_ref().map_or(512, |e| e.max_payload().max(512) as usize),
         };
-        let mut resp = self.response_for(&req);
         if req.op_code != OpCode::Query {
             m.errors.fetch_add(1, Relaxed);
-            resp.metadata.response_code = ResponseCode::NotImp;
-            return Outcome::Reply(encode(&mut resp, limit, m));
+            return Outcome::Reply(encode(&mut not_implemented(&req), limit, m));
         }
+        let mut resp = self.response_for(&req);
         if req.queries.len() != 1 {
             m.errors.fetch_add(1, Relaxed);
             resp.queries.clear();
