@@ -88,7 +88,8 @@ pub const STORE_SIZE: &str = "bootlane_store_size_bytes";
 /// Counter `{transport}` (`udp`, `tcp`): queries received by the userspace DNS server.
 pub const DNS_QUERIES: &str = "bootlane_dns_queries_total";
 /// Counter `{outcome}`: outcomes of the userspace DNS server (`local`, `forwarded`,
-/// `nxdomain`, `refused`, `servfail`, `error`, `dropped`, `truncated`).
+/// `nxdomain`, `refused`, `servfail`, `error`, `dropped`, `truncated`, `recursion_refused`:
+/// REFUSED to a client outside `[dns] allow_recursion`).
 pub const DNS_RESPONSES: &str = "bootlane_dns_responses_total";
 /// Counter: queries answered by the XDP fast path.
 pub const XDP_ANSWERED: &str = "bootlane_dns_xdp_answered_total";

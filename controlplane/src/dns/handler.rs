@@ -31,11 +31,12 @@ use hickory_proto::{
         DNSClass, Name, RecordType,
     },
 };
+use ipnet::IpNet;
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::{
-    upstream,
+    acl, upstream,
     zone::{Lookup, Zone},
 };
 
@@ -75,6 +76,8 @@ pub struct DnsMetrics {
     pub dropped: AtomicU64,
     /// Answers sent truncated (TC).
     pub truncated: AtomicU64,
+    /// REFUSED because the client may not recurse (`allow_recursion`; not in `refused`).
+    pub recursion_refused: AtomicU64,
 }
 
 /// A snapshot of [`DnsMetrics`] for the API.
@@ -100,6 +103,8 @@ pub struct DnsMetricsSnapshot {
     pub dropped: u64,
     /// Truncated answers.
     pub truncated: u64,
+    /// REFUSED to clients outside `allow_recursion` (not counted in `refused`).
+    pub recursion_refused: u64,
 }
 
 impl DnsMetrics {
@@ -116,6 +121,7 @@ impl DnsMetrics {
             errors: self.errors.load(Relaxed),
             dropped: self.dropped.load(Relaxed),
             truncated: self.truncated.load(Relaxed),
+            recursion_refused: self.recursion_refused.load(Relaxed),
         }
     }
 }
@@ -138,6 +144,7 @@ impl DnsMetricsSnapshot {
             ("error", self.errors),
             ("dropped", self.dropped),
             ("truncated", self.truncated),
+            ("recursion_refused", self.recursion_refused),
         ] {
             metrics::counter!(DNS_RESPONSES, "outcome" => outcome).absolute(v);
         }
@@ -173,6 +180,9 @@ pub struct Shared {
     pub upstreams: RwLock<Arc<Vec<SocketAddr>>>,
     /// Counters.
     pub metrics: DnsMetrics,
+    /// Prefixes of the clients that may recurse ([`super::acl`]); `None` lets everyone
+    /// (a bare handler in tests; the DNS service always sets it).
+    recursion: RwLock<Option<Arc<Vec<IpNet>>>>,
     /// Encoded answers by [`cache_key`]; emptied whenever the zone or the upstreams change.
     cache: Mutex<HashMap<Vec<u8>, Arc<[u8]>>>,
     /// Bumped (before the cache is emptied) on every zone or upstream change, so an answer
@@ -300,6 +310,34 @@ impl DnsHandler {
         self.invalidate();
     }
 
+    /// Replaces the prefixes of the clients that may recurse (`None`: everyone). A no-op
+    /// when they did not change, so a periodic refresh keeps the answer cache.
+    pub fn set_recursion_acl(&self, nets: Option<Vec<IpNet>>) {
+        let new = nets.map(Arc::new);
+        {
+            let mut cur = self.shared.recursion.write().expect("recursion lock");
+            if *cur == new {
+                return;
+            }
+            *cur = new;
+        }
+        self.invalidate();
+    }
+
+    /// The prefixes of the clients that may recurse (`None`: everyone).
+    pub fn recursion_acl(&self) -> Option<Arc<Vec<IpNet>>> {
+        self.shared.recursion.read().expect("recursion lock").clone()
+    }
+
+    fn may_recurse(&self, client: IpAddr) -> bool {
+        self.shared
+            .recursion
+            .read()
+            .expect("recursion lock")
+            .as_ref()
+            .is_none_or(|nets| acl::allows(nets, client))
+    }
+
     fn invalidate(&self) {
         self.shared.generation.fetch_add(1, Relaxed);
         self.shared.cache.lock().expect("answer cache lock").clear();
@@ -342,8 +380,8 @@ impl DnsHandler {
                 return Outcome::Reply(out);
             }
         }
-        let outcome = self.handle_uncached(bytes, client, transport);
-        if let (Some(k), Outcome::Reply(out)) = (key, &outcome) {
+        let (outcome, cacheable) = self.handle_uncached(bytes, client, transport);
+        if let (Some(k), Outcome::Reply(out), true) = (key, &outcome, cacheable) {
             let mut cache = self.shared.cache.lock().expect("answer cache lock");
             if self.shared.generation.load(Relaxed) == generation {
                 if cache.len() >= ANSWER_CACHE_CAPACITY {
@@ -355,7 +393,15 @@ impl DnsHandler {
         outcome
     }
 
-    fn handle_uncached(&self, bytes: &[u8], client: IpAddr, transport: Transport) -> Outcome {
+    /// The full path. The flag is false for answers that depend on the client beyond its
+    /// scope (the recursion ACL): those must not be replayed from the cache.
+    fn handle_uncached(&self, bytes: &[u8], client: IpAddr, transport: Transport) -> (Outcome, bool) {
+        let mut cacheable = true;
+        let outcome = self.answer(bytes, client, transport, &mut cacheable);
+        (outcome, cacheable)
+    }
+
+    fn answer(&self, bytes: &[u8], client: IpAddr, transport: Transport, cacheable: &mut bool) -> Outcome {
         let m = &self.shared.metrics;
         let req = match Message::from_vec(bytes) {
             Ok(r) => r,
@@ -412,7 +458,10 @@ impl DnsHandler {
                 resp.answers = answers;
                 if let Some(target) = chase {
                     let ups = self.shared.upstreams.read().expect("upstream lock").clone();
-                    if !ups.is_empty() && q.query_type() != RecordType::CNAME {
+                    // Chasing a CNAME out of the zone is recursion: only for allowed
+                    // clients; the others get the local CNAME alone.
+                    *cacheable &= ups.is_empty();
+                    if !ups.is_empty() && q.query_type() != RecordType::CNAME && self.may_recurse(client) {
                         return Outcome::Forward(Box::new(ForwardJob {
                             raw: Vec::new(),
                             req,
@@ -444,6 +493,15 @@ impl DnsHandler {
             }
             Lookup::NotLocal => {
                 let ups = self.shared.upstreams.read().expect("upstream lock").clone();
+                if !ups.is_empty() && !self.may_recurse(client) {
+                    // `allow_recursion`: a client outside the list gets REFUSED (RFC 5358
+                    // §4, BIND's `allow-recursion`), never cached (the next client may be
+                    // allowed).
+                    *cacheable = false;
+                    m.recursion_refused.fetch_add(1, Relaxed);
+                    resp.metadata.response_code = ResponseCode::Refused;
+                    return Outcome::Reply(encode(&mut resp, limit, m));
+                }
                 if ups.is_empty() {
                     m.refused.fetch_add(1, Relaxed);
                     resp.metadata.response_code = ResponseCode::Refused;

@@ -603,3 +603,49 @@ fn regression_notimp_echoes_no_flags_and_no_question() {
     };
     assert_eq!(out[2] & 0x01, 0, "no RD outside QUERY: {out:?}");
 }
+
+/// `allow_recursion`: a client outside the list gets REFUSED for a name outside the zone
+/// (and a local CNAME unchased), one inside is forwarded, local names are answered to both,
+/// and neither answer is replayed to the other from the answer cache.
+#[test]
+fn recursion_only_for_allowed_clients() {
+    let h = DnsHandler::default();
+    h.set_zone(Arc::new(zone(true)));
+    h.set_upstreams(vec!["192.0.2.53:53".parse().unwrap()]);
+    h.set_recursion_acl(Some(vec!["10.1.0.0/24".parse().unwrap(), "::1/128".parse().unwrap()]));
+    let q = query("up.example.", RecordType::A, None);
+    for round in 0..2 {
+        assert!(
+            matches!(
+                h.handle(&q, "10.1.0.9".parse().unwrap(), Transport::Udp),
+                Outcome::Forward(_)
+            ),
+            "round {round}: allowed client forwarded"
+        );
+        assert!(matches!(
+            h.handle(&q, "::1".parse().unwrap(), Transport::Tcp),
+            Outcome::Forward(_)
+        ));
+        let m = ask(&h, &q, "10.2.0.9", Transport::Udp);
+        assert_eq!(m.response_code, ResponseCode::Refused, "round {round}");
+        assert!(m.answers.is_empty());
+        // The local CNAME pointing out of the zone: answered, not chased, for the outsider.
+        let ext = query("ext.lab.test.", RecordType::A, None);
+        let m = ask(&h, &ext, "10.2.0.9", Transport::Udp);
+        assert_eq!(m.response_code, ResponseCode::NoError);
+        assert_eq!(m.answers.len(), 1, "the CNAME alone");
+        assert!(matches!(
+            h.handle(&ext, "10.1.0.9".parse().unwrap(), Transport::Udp),
+            Outcome::Forward(_)
+        ));
+        // Local names: everyone.
+        let m = ask(
+            &h,
+            &query("host1.lab.test.", RecordType::A, None),
+            "10.2.0.9",
+            Transport::Udp,
+        );
+        assert_eq!((m.response_code, m.answers.len()), (ResponseCode::NoError, 2));
+    }
+    assert_eq!(h.shared.metrics.snapshot().recursion_refused, 2);
+}
