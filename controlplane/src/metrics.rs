@@ -96,6 +96,9 @@ pub const XDP_ANSWERED: &str = "bootlane_dns_xdp_answered_total";
 /// Counter `{reason}`: packets the XDP program passed to the kernel stack (`not_dns`,
 /// `miss`, `unsupported`, `too_long`, `malformed`).
 pub const XDP_PASSED: &str = "bootlane_dns_xdp_passed_total";
+/// Counter `{action}`: answers of the XDP fast path over the response rate limit
+/// (`[dns.rrl]`), `dropped` or `slipped` (sent truncated, TC=1).
+pub const XDP_RRL: &str = "bootlane_dns_xdp_rrl_total";
 /// Gauge: 1 when the XDP fast path is attached, else 0.
 pub const XDP_ACTIVE: &str = "bootlane_dns_xdp_active";
 /// Gauge: entries in the XDP answer map.
@@ -180,6 +183,10 @@ fn describe() {
     describe_counter!(
         XDP_PASSED,
         "Packets the XDP program passed to the kernel stack, by reason."
+    );
+    describe_counter!(
+        XDP_RRL,
+        "XDP fast-path answers over the response rate limit, dropped or slipped."
     );
     describe_gauge!(XDP_ACTIVE, "Whether the XDP fast path is attached.");
     describe_gauge!(XDP_MAP_ENTRIES, "Entries in the XDP answer map.");

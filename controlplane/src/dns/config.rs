@@ -32,6 +32,9 @@ pub struct DnsConfig {
     /// empty list refuses recursion to everyone. Default `["dhcp", "localhost"]`. See
     /// [`crate::dns::acl`].
     pub allow_recursion: Vec<String>,
+    /// `[dns.rrl]`: response rate limiting of UDP answers per client prefix, in userspace
+    /// and in the XDP fast path. See [`crate::dns::rrl::RrlConfig`].
+    pub rrl: super::rrl::RrlConfig,
     /// `[dns.xdp]`: the XDP fast path.
     pub xdp: XdpConfig,
 }
@@ -45,6 +48,7 @@ impl Default for DnsConfig {
             local_domain: None,
             upstream: String::new(),
             allow_recursion: super::acl::default_allow_recursion(),
+            rrl: super::rrl::RrlConfig::default(),
             xdp: XdpConfig::default(),
         }
     }
@@ -68,6 +72,9 @@ impl DnsConfig {
         super::upstream::parse_upstreams(&self.upstream).context("[dns] upstream")?;
         if let Err(e) = super::acl::parse(&self.allow_recursion) {
             bail!("[dns] allow_recursion: {e}");
+        }
+        if let Err(e) = self.rrl.validate() {
+            bail!("{e}");
         }
         Ok(())
     }

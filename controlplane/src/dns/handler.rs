@@ -36,7 +36,9 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::{
-    acl, upstream,
+    acl,
+    rrl::{Rrl, Verdict},
+    upstream,
     zone::{Lookup, Zone},
 };
 
@@ -78,6 +80,10 @@ pub struct DnsMetrics {
     pub truncated: AtomicU64,
     /// REFUSED because the client may not recurse (`allow_recursion`; not in `refused`).
     pub recursion_refused: AtomicU64,
+    /// UDP answers dropped by response rate limiting (`[dns.rrl]`).
+    pub rrl_dropped: AtomicU64,
+    /// UDP answers over the rate limit sent truncated (TC=1) instead: the slip.
+    pub rrl_slipped: AtomicU64,
 }
 
 /// A snapshot of [`DnsMetrics`] for the API.
@@ -105,6 +111,10 @@ pub struct DnsMetricsSnapshot {
     pub truncated: u64,
     /// REFUSED to clients outside `allow_recursion` (not counted in `refused`).
     pub recursion_refused: u64,
+    /// UDP answers dropped by response rate limiting.
+    pub rrl_dropped: u64,
+    /// UDP answers over the rate limit sent truncated (TC=1) instead.
+    pub rrl_slipped: u64,
 }
 
 impl DnsMetrics {
@@ -122,6 +132,8 @@ impl DnsMetrics {
             dropped: self.dropped.load(Relaxed),
             truncated: self.truncated.load(Relaxed),
             recursion_refused: self.recursion_refused.load(Relaxed),
+            rrl_dropped: self.rrl_dropped.load(Relaxed),
+            rrl_slipped: self.rrl_slipped.load(Relaxed),
         }
     }
 }
@@ -145,6 +157,8 @@ impl DnsMetricsSnapshot {
             ("dropped", self.dropped),
             ("truncated", self.truncated),
             ("recursion_refused", self.recursion_refused),
+            ("rrl_dropped", self.rrl_dropped),
+            ("rrl_slipped", self.rrl_slipped),
         ] {
             metrics::counter!(DNS_RESPONSES, "outcome" => outcome).absolute(v);
         }
@@ -183,6 +197,8 @@ pub struct Shared {
     /// Prefixes of the clients that may recurse ([`super::acl`]); `None` lets everyone
     /// (a bare handler in tests; the DNS service always sets it).
     recursion: RwLock<Option<Arc<Vec<IpNet>>>>,
+    /// Response rate limiting of UDP answers; `None`: off.
+    rrl: RwLock<Option<Arc<Rrl>>>,
     /// Encoded answers by [`cache_key`]; emptied whenever the zone or the upstreams change.
     cache: Mutex<HashMap<Vec<u8>, Arc<[u8]>>>,
     /// Bumped (before the cache is emptied) on every zone or upstream change, so an answer
@@ -327,6 +343,30 @@ impl DnsHandler {
     /// The prefixes of the clients that may recurse (`None`: everyone).
     pub fn recursion_acl(&self) -> Option<Arc<Vec<IpNet>>> {
         self.shared.recursion.read().expect("recursion lock").clone()
+    }
+
+    /// Replaces the response rate limiter (`None`: no limit).
+    pub fn set_rrl(&self, rrl: Option<Rrl>) {
+        *self.shared.rrl.write().expect("rrl lock") = rrl.map(Arc::new);
+    }
+
+    /// Response rate limiting of a UDP answer `out` to `client` (RFC-less practice of
+    /// Knot and BIND, see [`super::rrl`]): the bytes to send — `out` itself, or the slip
+    /// ([`slip`]) — or `None` to drop it. TCP answers are never limited.
+    pub fn limit_udp(&self, client: IpAddr, out: Vec<u8>) -> Option<Vec<u8>> {
+        let rrl = self.shared.rrl.read().expect("rrl lock").clone();
+        let Some(rrl) = rrl else { return Some(out) };
+        match rrl.check(client) {
+            Verdict::Send => Some(out),
+            Verdict::Slip => {
+                self.shared.metrics.rrl_slipped.fetch_add(1, Relaxed);
+                Some(slip(&out))
+            }
+            Verdict::Drop => {
+                self.shared.metrics.rrl_dropped.fetch_add(1, Relaxed);
+                None
+            }
+        }
     }
 
     fn may_recurse(&self, client: IpAddr) -> bool {
@@ -601,6 +641,31 @@ pub fn transfer_over_udp(qtype: RecordType, transport: Transport) -> Option<Resp
         (RecordType::IXFR, Transport::Udp) => Some(ResponseCode::NotImp),
         _ => None,
     }
+}
+
+/// The slip of an answer over the rate limit: the same answer with TC set and its
+/// answer, authority and additional records removed (the question and our OPT stay), so a
+/// real client retries over TCP (RFC 7766 §5) while a reflected flood gains nothing. The
+/// XDP fast path builds the same bytes for the answers it limits.
+pub fn slip(out: &[u8]) -> Vec<u8> {
+    match Message::from_vec(out) {
+        Ok(mut m) => {
+            m.metadata.truncation = true;
+            m.answers.clear();
+            m.authorities.clear();
+            m.additionals.clear();
+            m.to_vec().unwrap_or_else(|_| slip_header(out))
+        }
+        Err(_) => slip_header(out),
+    }
+}
+
+/// The bare header of `out` with TC set and every count 0 (an answer we could not decode).
+fn slip_header(out: &[u8]) -> Vec<u8> {
+    let mut h = out.get(..12).map_or_else(|| vec![0; 12], <[u8]>::to_vec);
+    h[2] |= 0x02;
+    h[4..].fill(0);
+    h
 }
 
 /// Counts a cached answer like the full path counted it, from its header: AA means local

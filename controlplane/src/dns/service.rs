@@ -80,6 +80,8 @@ pub struct DnsSettingsPatch {
     pub bound: Option<serde_json::Value>,
     /// Read-only, ignored.
     pub metrics: Option<serde_json::Value>,
+    /// Read-only (`[dns.rrl]` in the configuration file), ignored.
+    pub rrl: Option<serde_json::Value>,
 }
 
 /// What the DNS service needs from the configuration (issue 7 §1: a service never sees
@@ -135,6 +137,7 @@ pub struct DnsService {
     workers: usize,
     events: Arc<EventBus>,
     served_subnets: Mutex<Option<ServedSubnets>>,
+    rrl: super::rrl::RrlConfig,
 }
 
 /// Where `allow_recursion`'s `dhcp` keyword gets the served subnets from (the DHCP
@@ -207,7 +210,10 @@ impl DnsService {
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()).min(8),
             events,
             served_subnets: Mutex::new(None),
+            rrl: config.dns.rrl.clone(),
         });
+        svc.handler
+            .set_rrl(config.dns.rrl.enabled.then(|| super::rrl::Rrl::new(&config.dns.rrl)));
         svc.refresh_acl();
         match resolve_upstreams(&parse_upstreams(&settings.upstream).unwrap_or_default()).await {
             Ok(ups) => svc.handler.set_upstreams(ups),
@@ -337,6 +343,11 @@ impl DnsService {
         &self.handler
     }
 
+    /// `[dns.rrl]` in effect (userspace and the XDP fast path).
+    pub fn rrl(&self) -> &super::rrl::RrlConfig {
+        &self.rrl
+    }
+
     /// The data plane handle.
     pub fn dataplane(&self) -> &Arc<dyn DnsTable> {
         &self.dataplane
@@ -418,6 +429,10 @@ impl DnsService {
                 },
                 edns_udp_size: EDNS_UDP_SIZE,
                 flags: if zone.recursion_available() { CFG_FLAG_RA } else { 0 },
+                rrl_interval_ns: self.rrl.interval_ns(),
+                rrl_slip: self.rrl.slip,
+                rrl_mask_v4: self.rrl.masks().0,
+                rrl_mask_v6: self.rrl.masks().1,
                 ..Default::default()
             },
         };
