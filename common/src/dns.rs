@@ -52,6 +52,14 @@ pub const DNS_CONFIG: &str = "DNS_CONFIG";
 /// Map name: `PerCpuArray<u64>` indexed by the `CNT_*` constants.
 pub const DNS_COUNTERS: &str = "DNS_COUNTERS";
 
+/// Map name: `LruHashMap<[u8; 16], RrlBucket>`: response rate limiting state per client
+/// prefix (the source address masked with [`DnsConfig::rrl_mask_v4`] or
+/// [`DnsConfig::rrl_mask_v6`], IPv4-mapped for v4). Written by the program only;
+/// userspace may read it.
+pub const DNS_RRL: &str = "DNS_RRL";
+/// Capacity of [`DNS_RRL`] (prefixes): the least recently used prefix is evicted when full.
+pub const DNS_RRL_CAPACITY: u32 = 65_536;
+
 /// Map name: `PerCpuArray<u32>` with one element, private to the program (a verifier aid:
 /// values read back from a map are unknown to the verifier). Userspace never touches it.
 pub const DNS_SCRATCH: &str = "DNS_SCRATCH";
@@ -71,8 +79,13 @@ pub const CNT_PASS_UNSUPPORTED: u32 = 3;
 pub const CNT_PASS_TOO_LONG: u32 = 4;
 /// Counter: passed, malformed packet (truncated headers, bad label lengths).
 pub const CNT_PASS_MALFORMED: u32 = 5;
+/// Counter: an answer the fast path would have sent, dropped by response rate limiting.
+pub const CNT_RRL_DROPPED: u32 = 6;
+/// Counter: an answer over the rate limit sent truncated instead (TC=1, no answer
+/// records: the "slip" that lets a real client retry over TCP). Not in [`CNT_ANSWERED`].
+pub const CNT_RRL_SLIPPED: u32 = 7;
 /// Number of counters.
-pub const CNT_MAX: u32 = 6;
+pub const CNT_MAX: u32 = 8;
 
 /// Key of [`DNS_RECORDS`]: 136 bytes, no implicit padding.
 #[repr(C)]
@@ -125,7 +138,7 @@ pub const CFG_FLAG_SERVER_MAP: u32 = 4;
 pub const INLINE_SERVER_ADDRS: usize = 8;
 
 /// Single element of [`DNS_CONFIG`]: how answers are built and which destinations are
-/// the server's. 144 bytes.
+/// the server's, and the response rate limit. 184 bytes.
 #[repr(C)]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
 pub struct DnsConfig {
@@ -137,20 +150,58 @@ pub struct DnsConfig {
     pub flags: u32,
     /// Entries of `server_addrs` in use (without [`CFG_FLAG_SERVER_MAP`]).
     pub server_addr_count: u32,
-    /// Explicit padding (zero).
-    pub pad: u32,
+    /// Response rate limiting: nanoseconds between two answers to one client prefix
+    /// (1e9 / responses per second); `0` turns RRL off. See [`RrlBucket`].
+    pub rrl_interval_ns: u32,
     /// The server's addresses (IPv4-mapped for v4), when they fit: the first
     /// `server_addr_count` are valid. Filled by the control plane's `apply` from the
     /// projection's server addresses.
     pub server_addrs: [[u8; 16]; INLINE_SERVER_ADDRS],
+    /// RRL slip: every `rrl_slip`-th limited answer of a prefix is sent truncated (TC=1),
+    /// the others are dropped; `0` never slips, `1` always does.
+    pub rrl_slip: u32,
+    /// Explicit padding (zero).
+    pub rrl_pad: u32,
+    /// Mask applied to an IPv4 client's address (IPv4-mapped form) to get its RRL prefix,
+    /// e.g. `::ffff:255.255.255.0` for /24.
+    pub rrl_mask_v4: [u8; 16],
+    /// Mask applied to an IPv6 client's address to get its RRL prefix, e.g. /56.
+    pub rrl_mask_v6: [u8; 16],
 }
 
 #[cfg(feature = "user")]
-// SAFETY: repr(C), integers and byte arrays only, no padding (2 + 2 + 4 + 4 + 4 + 128).
+// SAFETY: repr(C), integers and byte arrays only, no padding (2 + 2 + 4 + 4 + 4 + 128 + 4 +
+// 4 + 16 + 16).
 unsafe impl aya::Pod for DnsConfig {}
+
+/// Burst of response rate limiting, in nanoseconds of credit: a prefix that was quiet may
+/// get one second's worth of answers (`responses_per_second`) at once, as Knot and BIND
+/// allow, before the limit applies.
+pub const RRL_BURST_NS: u64 = 1_000_000_000;
+
+/// Value of [`DNS_RRL`]: one client prefix's state, kept as GCRA (the generic cell rate
+/// algorithm, ITU-T I.371): `tat_ns` is the theoretical arrival time of the next answer
+/// on the `bpf_ktime_get_ns` clock. An answer at `now` is within the limit when
+/// `max(tat_ns, now) + interval - now <= RRL_BURST_NS`, which then advances `tat_ns`;
+/// otherwise it is limited and `limited` counts it (for the slip). 16 bytes.
+#[repr(C)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct RrlBucket {
+    /// Theoretical arrival time of the next answer, nanoseconds (monotonic clock).
+    pub tat_ns: u64,
+    /// Limited answers of this prefix so far (wraps).
+    pub limited: u32,
+    /// Explicit padding (zero).
+    pub pad: u32,
+}
+
+#[cfg(feature = "user")]
+// SAFETY: repr(C), integers only, no padding (8 + 4 + 4).
+unsafe impl aya::Pod for RrlBucket {}
 
 /// Size in bytes of [`DnsKey`]; asserted at compile time so both sides agree.
 pub const DNS_KEY_SIZE: usize = 4 + 2 + 2 + MAX_QNAME_LEN;
 const _: () = assert!(size_of::<DnsKey>() == DNS_KEY_SIZE);
 const _: () = assert!(size_of::<DnsAnswer>() == 8 + 16 * MAX_ADDRS);
-const _: () = assert!(size_of::<DnsConfig>() == 16 + 16 * INLINE_SERVER_ADDRS);
+const _: () = assert!(size_of::<DnsConfig>() == 16 + 16 * INLINE_SERVER_ADDRS + 8 + 32);
+const _: () = assert!(size_of::<RrlBucket>() == 16);

@@ -80,6 +80,27 @@ pub async fn build(
     let hosts = HostService::open(&store, BootCatalog::profile_lookup(&store)?, events.clone())?;
     let catalog = BootCatalog::open(&store, config.boot.ipxe_script.clone(), hosts.clone(), events.clone()).await?;
     let dhcp = DhcpControl::open(&store, &config.dhcp, events.clone()).await?;
+    // `[dns] allow_recursion`'s `dhcp` keyword: the subnets DHCP serves now.
+    let served = Arc::downgrade(&dhcp);
+    dns.set_served_subnets(Arc::new(move || {
+        use crate::dhcp::config::SubnetMode;
+        let Some(d) = served.upgrade() else { return Vec::new() };
+        let mut nets: Vec<ipnet::IpNet> = d
+            .effective_subnets()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|s| s.mode != SubnetMode::Off)
+            .map(|s| s.cidr.into())
+            .collect();
+        nets.extend(
+            d.v6()
+                .effective()
+                .into_iter()
+                .filter(|s| s.mode != SubnetMode::Off)
+                .map(|s| ipnet::IpNet::from(s.prefix)),
+        );
+        nets
+    }));
     let tftp_default = config.tftp.enabled.unwrap_or(dhcp.any_active()?);
     let tftp = TftpControl::open(
         &store,

@@ -88,13 +88,17 @@ pub const STORE_SIZE: &str = "bootlane_store_size_bytes";
 /// Counter `{transport}` (`udp`, `tcp`): queries received by the userspace DNS server.
 pub const DNS_QUERIES: &str = "bootlane_dns_queries_total";
 /// Counter `{outcome}`: outcomes of the userspace DNS server (`local`, `forwarded`,
-/// `nxdomain`, `refused`, `servfail`, `error`, `dropped`, `truncated`).
+/// `nxdomain`, `refused`, `servfail`, `error`, `dropped`, `truncated`, `recursion_refused`:
+/// REFUSED to a client outside `[dns] allow_recursion`).
 pub const DNS_RESPONSES: &str = "bootlane_dns_responses_total";
 /// Counter: queries answered by the XDP fast path.
 pub const XDP_ANSWERED: &str = "bootlane_dns_xdp_answered_total";
 /// Counter `{reason}`: packets the XDP program passed to the kernel stack (`not_dns`,
 /// `miss`, `unsupported`, `too_long`, `malformed`).
 pub const XDP_PASSED: &str = "bootlane_dns_xdp_passed_total";
+/// Counter `{action}`: answers of the XDP fast path over the response rate limit
+/// (`[dns.rrl]`), `dropped` or `slipped` (sent truncated, TC=1).
+pub const XDP_RRL: &str = "bootlane_dns_xdp_rrl_total";
 /// Gauge: 1 when the XDP fast path is attached, else 0.
 pub const XDP_ACTIVE: &str = "bootlane_dns_xdp_active";
 /// Gauge: entries in the XDP answer map.
@@ -179,6 +183,10 @@ fn describe() {
     describe_counter!(
         XDP_PASSED,
         "Packets the XDP program passed to the kernel stack, by reason."
+    );
+    describe_counter!(
+        XDP_RRL,
+        "XDP fast-path answers over the response rate limit, dropped or slipped."
     );
     describe_gauge!(XDP_ACTIVE, "Whether the XDP fast path is attached.");
     describe_gauge!(XDP_MAP_ENTRIES, "Entries in the XDP answer map.");

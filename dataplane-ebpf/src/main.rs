@@ -8,7 +8,8 @@
 //! addresses (inline in `DnsConfig`, or [`DNS_SERVER_ADDRS`] when there are more than 8)
 //! → query checks and lowercased qname into a per-CPU key ([`dns::parse_query`]) → scope
 //! of the client from [`DNS_SCOPES`] when some entry is scoped → `(qname, qtype, scope)`
-//! then `(qname, qtype, 0)` in [`DNS_RECORDS`] → tail grown/shrunk to the answer size,
+//! then `(qname, qtype, 0)` in [`DNS_RECORDS`] → response rate limiting per client prefix
+//! ([`DNS_RRL`]: within the limit, dropped, or slipped as a truncated answer) → tail grown/shrunk to the answer size,
 //! addresses and ports swapped, answers and OPT written, the IPv4 header checksum
 //! recomputed and the UDP checksum summed from what was written → `XDP_TX`.
 #![cfg_attr(target_arch = "bpf", no_std)]
@@ -31,16 +32,16 @@ fn main() {}
 mod program {
     use aya_ebpf::{
         bindings::xdp_action::{XDP_DROP, XDP_PASS, XDP_TX},
-        helpers::generated::{bpf_xdp_adjust_head, bpf_xdp_adjust_tail},
+        helpers::generated::{bpf_ktime_get_ns, bpf_xdp_adjust_head, bpf_xdp_adjust_tail},
         macros::{map, xdp},
-        maps::{lpm_trie::Key, Array, HashMap, LpmTrie, PerCpuArray},
+        maps::{lpm_trie::Key, Array, HashMap, LpmTrie, LruHashMap, PerCpuArray},
         programs::XdpContext,
     };
     use bootlane_common::dns::{
-        DnsAnswer, DnsConfig, DnsKey, CFG_FLAG_RA, CFG_FLAG_SCOPED, CFG_FLAG_SERVER_MAP, CNT_ANSWERED, CNT_MAX,
-        CNT_PASS_MALFORMED, CNT_PASS_MISS, CNT_PASS_NOT_DNS, CNT_PASS_UNSUPPORTED, DNS_MAP_CAPACITY,
-        DNS_SCOPE_CAPACITY, DNS_SERVER_ADDR_CAPACITY, INLINE_SERVER_ADDRS, MAX_ADDRS, MAX_QNAME_LEN, QTYPE_A,
-        SCOPE_GLOBAL,
+        DnsAnswer, DnsConfig, DnsKey, RrlBucket, CFG_FLAG_RA, CFG_FLAG_SCOPED, CFG_FLAG_SERVER_MAP, CNT_ANSWERED,
+        CNT_MAX, CNT_PASS_MALFORMED, CNT_PASS_MISS, CNT_PASS_NOT_DNS, CNT_PASS_UNSUPPORTED, CNT_RRL_DROPPED,
+        CNT_RRL_SLIPPED, DNS_MAP_CAPACITY, DNS_RRL_CAPACITY, DNS_SCOPE_CAPACITY, DNS_SERVER_ADDR_CAPACITY,
+        INLINE_SERVER_ADDRS, MAX_ADDRS, MAX_QNAME_LEN, QTYPE_A, RRL_BURST_NS, SCOPE_GLOBAL,
     };
 
     use crate::{
@@ -73,6 +74,13 @@ mod program {
     #[map(name = "DNS_KEY_SCRATCH")]
     static DNS_KEY_SCRATCH: PerCpuArray<DnsKey> = PerCpuArray::with_max_entries(1, 0);
 
+    /// Response rate limiting state per client prefix (GCRA, see `RrlBucket`). Shared by
+    /// every CPU and updated without a lock: two CPUs answering one prefix at the same
+    /// instant may both pass on one credit, a slight overshoot that keeps the fast path
+    /// free of atomics (the limit is a defence against floods, not an exact quota).
+    #[map(name = "DNS_RRL")]
+    static DNS_RRL: LruHashMap<[u8; 16], RrlBucket> = LruHashMap::with_max_entries(DNS_RRL_CAPACITY, 0);
+
     /// Per-CPU packet counters, indexed by `CNT_*`.
     #[map(name = "DNS_COUNTERS")]
     static DNS_COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(CNT_MAX, 0);
@@ -89,6 +97,10 @@ mod program {
     #[xdp]
     pub fn dns_responder(ctx: XdpContext) -> u32 {
         match try_dns_responder(&ctx) {
+            Ok(action) if action & SLIPPED != 0 => {
+                count(CNT_RRL_SLIPPED);
+                action & !SLIPPED
+            }
             Ok(action) => {
                 count(CNT_ANSWERED);
                 action
@@ -156,6 +168,86 @@ mod program {
     /// packet is then dropped instead of passed (counters are small indexes, so the bit is
     /// free).
     const DROP_FLAG: u32 = 0x100;
+    /// Added to the action in an `Ok` when the answer was a slip (truncated by RRL): counted
+    /// as [`CNT_RRL_SLIPPED`] instead of [`CNT_ANSWERED`].
+    const SLIPPED: u32 = 0x100;
+
+    /// What response rate limiting says about one answer.
+    #[derive(PartialEq, Eq)]
+    enum Rrl {
+        /// Within the limit: send the answer.
+        Send,
+        /// Over the limit, and this one slips: send it truncated (TC=1, no answer records).
+        Slip,
+        /// Over the limit: drop it.
+        Drop,
+    }
+
+    /// Response rate limiting for the client `src` (16-byte form): its prefix (masked by
+    /// the config) is looked up in [`DNS_RRL`] and charged one answer (GCRA, see
+    /// `RrlBucket`). A new prefix starts with a full burst. `scratch` is the per-CPU lookup
+    /// key, free once the answer was found: the prefix and a new bucket are built there,
+    /// because the BPF stack (512 bytes) has no 32 bytes left at this point.
+    #[inline(always)]
+    fn rrl(cfg: &DnsConfig, src: &[u8; 16], v6: bool, scratch: &mut DnsKey) -> Rrl {
+        let mask = if v6 { &cfg.rrl_mask_v6 } else { &cfg.rrl_mask_v4 };
+        // Two 8-byte ANDs instead of 16 byte-wise ones.
+        let word = |b: &[u8; 16], i: usize| {
+            u64::from_ne_bytes([
+                b[i],
+                b[i + 1],
+                b[i + 2],
+                b[i + 3],
+                b[i + 4],
+                b[i + 5],
+                b[i + 6],
+                b[i + 7],
+            ])
+        };
+        let p = scratch.qname.as_mut_ptr();
+        let key = p as *mut [u8; 16];
+        // The qname starts 8 bytes into the 8-aligned map value: both words and the
+        // bucket after them are 8-aligned.
+        let fresh = p.wrapping_add(16) as *mut RrlBucket;
+        // SAFETY: `p` points at this CPU's scratch key, 128 bytes of qname: 32 are used.
+        unsafe {
+            (p as *mut u64).write(word(src, 0) & word(mask, 0));
+            (p.wrapping_add(8) as *mut u64).write(word(src, 8) & word(mask, 8));
+        }
+        // SAFETY: a helper without arguments.
+        let now = unsafe { bpf_ktime_get_ns() };
+        let interval = cfg.rrl_interval_ns as u64;
+        // SAFETY: `key` was written just above.
+        let Some(bucket) = DNS_RRL.get_ptr_mut(unsafe { &*key }) else {
+            // SAFETY: inside the scratch key, see above.
+            unsafe {
+                *fresh = RrlBucket {
+                    tat_ns: now + interval,
+                    limited: 0,
+                    pad: 0,
+                };
+                // A full map evicts its least recently used prefix (LRU); an insert that
+                // still fails only means this answer goes unmetered.
+                let _ = DNS_RRL.insert(&*key, &*fresh, 0);
+            }
+            return Rrl::Send;
+        };
+        // SAFETY: a value pointer of the map, valid until the program ends (RCU).
+        let bucket = unsafe { &mut *bucket };
+        let tat = if bucket.tat_ns > now { bucket.tat_ns } else { now };
+        let next = tat + interval;
+        if next - now <= RRL_BURST_NS {
+            bucket.tat_ns = next;
+            return Rrl::Send;
+        }
+        bucket.limited = bucket.limited.wrapping_add(1);
+        let slip = cfg.rrl_slip;
+        if slip != 0 && bucket.limited % slip == 0 {
+            Rrl::Slip
+        } else {
+            Rrl::Drop
+        }
+    }
 
     const MAX_GROW: i64 = (MAX_ADDRS * rr_len(16) + OPT_LEN) as i64;
     /// Largest `ans_off` (offset of the first answer record): VLAN Ethernet, IPv6, UDP,
@@ -280,7 +372,19 @@ mod program {
         if ans.count as usize > MAX_ADDRS {
             return Err(CNT_PASS_UNSUPPORTED);
         }
-        let count = ans.count as usize;
+        // Response rate limiting (RRL) before anything is written: a limited answer is
+        // dropped or, every `rrl_slip`-th, sent as a slip — the same answer truncated
+        // (TC=1, no answer records, the OPT kept) so a real client retries over TCP.
+        let verdict = if cfg.rrl_interval_ns != 0 {
+            rrl(cfg, &src, l.v6, key)
+        } else {
+            Rrl::Send
+        };
+        if verdict == Rrl::Drop {
+            return Err(CNT_RRL_DROPPED | DROP_FLAG);
+        }
+        let slip = verdict == Rrl::Slip;
+        let count = if slip { 0 } else { ans.count as usize };
         let rrl = if q.qtype == QTYPE_A { rr_len(4) } else { rr_len(16) };
 
         // New sizes. `qname_len` <= MAX_QNAME_LEN and `count` <= MAX_ADDRS keep every
@@ -290,7 +394,10 @@ mod program {
         let dns_new = DNS_HDR_LEN + qlen + 4 + count * rrl + if q.edns { OPT_LEN } else { 0 };
         let udp_new = UDP_LEN + dns_new;
         let frame_new = l.udp + udp_new;
-        let frame_old = ctx.data_end() - ctx.data();
+        // Verifier: `black_box` keeps the two pointers' difference computed first; LLVM
+        // otherwise folds it into `delta` as `(frame_new + data) - data_end`, and scalar
+        // arithmetic on `pkt_end` is refused (seen once the slip made `count` a variable).
+        let frame_old = core::hint::black_box(ctx.data_end() - ctx.data());
         let delta = frame_new as i64 - frame_old as i64;
         if delta != 0 {
             // SAFETY: `ctx.ctx` is the program's context pointer.
@@ -318,8 +425,9 @@ mod program {
             eth.swap(i, i + 6);
         }
         let ra = if cfg.flags & CFG_FLAG_RA != 0 { 0x80 } else { 0 };
+        let tc = if slip { 0x02 } else { 0 };
         let dns_hdr = DnsHeader {
-            flags: [0x84 | (q.flags_hi & 0x01), ra],
+            flags: [0x84 | tc | (q.flags_hi & 0x01), ra],
             ancount: count as u8,
             arcount: q.edns as u8,
         };
@@ -351,7 +459,9 @@ mod program {
         // The part after the question name (QTYPE, QCLASS, answers, OPT) is summed as if
         // it started at an even offset and byte-swapped when it does not (RFC 1071 §2(B)).
         let mut tail = q.qtype as u32 + CLASS_IN as u32;
-        tail += if q.qtype == QTYPE_A {
+        tail += if slip {
+            0
+        } else if q.qtype == QTYPE_A {
             dns::write_answers::<4, { rr_len(4) }>(ctx, ans_off, q.qtype, ans).map_err(e)?
         } else {
             dns::write_answers::<16, { rr_len(16) }>(ctx, ans_off, q.qtype, ans).map_err(e)?
@@ -372,7 +482,7 @@ mod program {
             c = 0xffff;
         }
         write_u16(ctx, l.udp + 6, c).map_err(e)?;
-        Ok(XDP_TX)
+        Ok(if slip { XDP_TX | SLIPPED } else { XDP_TX })
     }
 
     /// What the answer's DNS header changes: flags (QR, AA, RD copied, RA) and counts.

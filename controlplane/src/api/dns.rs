@@ -65,6 +65,9 @@ pub struct DnsServiceView {
     pub xdp: XdpStatus,
     /// Userspace counters.
     pub metrics: DnsMetricsSnapshot,
+    /// Response rate limiting in effect (`[dns.rrl]`, read-only); its counters are
+    /// `metrics.rrl_*` (userspace) and `xdp.counters.rrl_*` (fast path).
+    pub rrl: crate::dns::rrl::RrlConfig,
 }
 
 /// List DNS records, in id order. `q` searches name, FQDN and value.
@@ -148,6 +151,7 @@ fn view(dns: &DnsService) -> DnsServiceView {
         bound,
         xdp: dns.dataplane().status(),
         metrics: dns.handler().shared.metrics.snapshot(),
+        rrl: dns.rrl().clone(),
     }
 }
 

@@ -76,11 +76,11 @@ pub struct XdpStatus {
 
 impl XdpStatus {
     /// Copies the status and the per-CPU-summed counters into the metrics recorder
-    /// ([`crate::metrics::XDP_ANSWERED`], [`crate::metrics::XDP_PASSED`],
+    /// ([`crate::metrics::XDP_ANSWERED`], [`crate::metrics::XDP_PASSED`], [`crate::metrics::XDP_RRL`],
     /// [`crate::metrics::XDP_ACTIVE`], [`crate::metrics::XDP_MAP_ENTRIES`]) at scrape
     /// time; the kernel program keeps the real counters.
     pub fn export(&self) {
-        use crate::metrics::{XDP_ACTIVE, XDP_ANSWERED, XDP_MAP_ENTRIES, XDP_PASSED};
+        use crate::metrics::{XDP_ACTIVE, XDP_ANSWERED, XDP_MAP_ENTRIES, XDP_PASSED, XDP_RRL};
         let c = self.counters;
         metrics::counter!(XDP_ANSWERED).absolute(c.answered);
         for (reason, v) in [
@@ -91,6 +91,9 @@ impl XdpStatus {
             ("malformed", c.pass_malformed),
         ] {
             metrics::counter!(XDP_PASSED, "reason" => reason).absolute(v);
+        }
+        for (action, v) in [("dropped", c.rrl_dropped), ("slipped", c.rrl_slipped)] {
+            metrics::counter!(XDP_RRL, "action" => action).absolute(v);
         }
         metrics::gauge!(XDP_ACTIVE).set(f64::from(u8::from(self.active)));
         metrics::gauge!(XDP_MAP_ENTRIES).set(self.map_entries as f64);
@@ -121,6 +124,10 @@ pub struct XdpCounters {
     pub pass_too_long: u64,
     /// Passed: malformed.
     pub pass_malformed: u64,
+    /// Answers dropped by response rate limiting.
+    pub rrl_dropped: u64,
+    /// Answers over the rate limit sent truncated (TC=1) instead: the slip.
+    pub rrl_slipped: u64,
 }
 
 /// The control plane's handle on the fast path's maps.

@@ -23,8 +23,8 @@ use aya::{
 };
 use bootlane_common::dns::{
     DnsAnswer, DnsConfig, DnsKey, CFG_FLAG_SCOPED, CFG_FLAG_SERVER_MAP, CNT_ANSWERED, CNT_MAX, CNT_PASS_MALFORMED,
-    CNT_PASS_MISS, CNT_PASS_NOT_DNS, CNT_PASS_TOO_LONG, CNT_PASS_UNSUPPORTED, DNS_CONFIG, DNS_COUNTERS, DNS_RECORDS,
-    DNS_SCOPES, DNS_SERVER_ADDRS, INLINE_SERVER_ADDRS, SCOPE_GLOBAL,
+    CNT_PASS_MISS, CNT_PASS_NOT_DNS, CNT_PASS_TOO_LONG, CNT_PASS_UNSUPPORTED, CNT_RRL_DROPPED, CNT_RRL_SLIPPED,
+    DNS_CONFIG, DNS_COUNTERS, DNS_RECORDS, DNS_SCOPES, DNS_SERVER_ADDRS, INLINE_SERVER_ADDRS, SCOPE_GLOBAL,
 };
 use ipnet::IpNet;
 
@@ -356,6 +356,8 @@ impl XdpTable {
             pass_unsupported: get(CNT_PASS_UNSUPPORTED),
             pass_too_long: get(CNT_PASS_TOO_LONG),
             pass_malformed: get(CNT_PASS_MALFORMED),
+            rrl_dropped: get(CNT_RRL_DROPPED),
+            rrl_slipped: get(CNT_RRL_SLIPPED),
         }
     }
 }
@@ -543,7 +545,7 @@ impl DnsTable for XdpTable {
     }
 }
 
-const _: () = assert!(CNT_MAX == 6, "XdpCounters lists every CNT_* counter");
+const _: () = assert!(CNT_MAX == 8, "XdpCounters lists every CNT_* counter");
 
 #[cfg(test)]
 mod tests {

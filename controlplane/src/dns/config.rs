@@ -25,6 +25,16 @@ pub struct DnsConfig {
     /// Upstream servers: `host:port` entries separated by commas or whitespace; empty means
     /// no forwarding. Default empty.
     pub upstream: String,
+    /// Who may recurse: queries for names outside the local zone are forwarded only for
+    /// these clients; others get REFUSED (local names are answered to everyone). Entries
+    /// are CIDRs, addresses, or the keywords `dhcp` (the served DHCPv4/v6 subnets),
+    /// `localnets` (the server's interface subnets) and `localhost` (127.0.0.0/8, ::1); an
+    /// empty list refuses recursion to everyone. Default `["dhcp", "localhost"]`. See
+    /// [`crate::dns::acl`].
+    pub allow_recursion: Vec<String>,
+    /// `[dns.rrl]`: response rate limiting of UDP answers per client prefix, in userspace
+    /// and in the XDP fast path. See [`crate::dns::rrl::RrlConfig`].
+    pub rrl: super::rrl::RrlConfig,
     /// `[dns.xdp]`: the XDP fast path.
     pub xdp: XdpConfig,
 }
@@ -37,6 +47,8 @@ impl Default for DnsConfig {
             listen: vec![IpAddr::from([0, 0, 0, 0]), IpAddr::from([0u16; 8])],
             local_domain: None,
             upstream: String::new(),
+            allow_recursion: super::acl::default_allow_recursion(),
+            rrl: super::rrl::RrlConfig::default(),
             xdp: XdpConfig::default(),
         }
     }
@@ -44,7 +56,7 @@ impl Default for DnsConfig {
 
 impl DnsConfig {
     /// Checks the section: port 1-65535, `local_domain` (when set) a valid domain name,
-    /// every upstream entry parses. The default local domain (`<server.name>.local`) is
+    /// every upstream and `allow_recursion` entry parses. The default local domain (`<server.name>.local`) is
     /// checked by the aggregate, which knows the server name.
     ///
     /// # Errors
@@ -58,6 +70,12 @@ impl DnsConfig {
                 .with_context(|| format!("[dns] local_domain = {d:?} is not a valid domain name"))?;
         }
         super::upstream::parse_upstreams(&self.upstream).context("[dns] upstream")?;
+        if let Err(e) = super::acl::parse(&self.allow_recursion) {
+            bail!("[dns] allow_recursion: {e}");
+        }
+        if let Err(e) = self.rrl.validate() {
+            bail!("{e}");
+        }
         Ok(())
     }
 }

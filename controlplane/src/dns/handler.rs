@@ -4,7 +4,8 @@
 //!
 //! Rules (issue 2, "The DNS server"): responses to responses and runts are dropped
 //! (RFC 1035 §4.1.1); undecodable queries or QDCOUNT != 1 get FORMERR; opcodes other than
-//! QUERY get NOTIMP; EDNS versions above 0 get BADVERS (RFC 6891 §6.1.3); a malformed
+//! QUERY get NOTIMP with a bare header
+//! ([`not_implemented`]: no RD, AA, RA, AD or CD, no question); EDNS versions above 0 get BADVERS (RFC 6891 §6.1.3); a malformed
 //! COOKIE option gets FORMERR (RFC 7873 §5.2.2, [`malformed_cookie`]); AXFR over UDP gets
 //! FORMERR and IXFR over UDP NOTIMP (RFC 5936 §4.2, [`transfer_over_udp`]); local data is
 //! answered authoritatively (AA, RD copied, RA when forwarding is configured, no AD/CD);
@@ -30,10 +31,13 @@ use hickory_proto::{
         DNSClass, Name, RecordType,
     },
 };
+use ipnet::IpNet;
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::{
+    acl,
+    rrl::{Rrl, Verdict},
     upstream,
     zone::{Lookup, Zone},
 };
@@ -74,6 +78,12 @@ pub struct DnsMetrics {
     pub dropped: AtomicU64,
     /// Answers sent truncated (TC).
     pub truncated: AtomicU64,
+    /// REFUSED because the client may not recurse (`allow_recursion`; not in `refused`).
+    pub recursion_refused: AtomicU64,
+    /// UDP answers dropped by response rate limiting (`[dns.rrl]`).
+    pub rrl_dropped: AtomicU64,
+    /// UDP answers over the rate limit sent truncated (TC=1) instead: the slip.
+    pub rrl_slipped: AtomicU64,
 }
 
 /// A snapshot of [`DnsMetrics`] for the API.
@@ -99,6 +109,12 @@ pub struct DnsMetricsSnapshot {
     pub dropped: u64,
     /// Truncated answers.
     pub truncated: u64,
+    /// REFUSED to clients outside `allow_recursion` (not counted in `refused`).
+    pub recursion_refused: u64,
+    /// UDP answers dropped by response rate limiting.
+    pub rrl_dropped: u64,
+    /// UDP answers over the rate limit sent truncated (TC=1) instead.
+    pub rrl_slipped: u64,
 }
 
 impl DnsMetrics {
@@ -115,6 +131,9 @@ impl DnsMetrics {
             errors: self.errors.load(Relaxed),
             dropped: self.dropped.load(Relaxed),
             truncated: self.truncated.load(Relaxed),
+            recursion_refused: self.recursion_refused.load(Relaxed),
+            rrl_dropped: self.rrl_dropped.load(Relaxed),
+            rrl_slipped: self.rrl_slipped.load(Relaxed),
         }
     }
 }
@@ -137,6 +156,9 @@ impl DnsMetricsSnapshot {
             ("error", self.errors),
             ("dropped", self.dropped),
             ("truncated", self.truncated),
+            ("recursion_refused", self.recursion_refused),
+            ("rrl_dropped", self.rrl_dropped),
+            ("rrl_slipped", self.rrl_slipped),
         ] {
             metrics::counter!(DNS_RESPONSES, "outcome" => outcome).absolute(v);
         }
@@ -172,6 +194,11 @@ pub struct Shared {
     pub upstreams: RwLock<Arc<Vec<SocketAddr>>>,
     /// Counters.
     pub metrics: DnsMetrics,
+    /// Prefixes of the clients that may recurse ([`super::acl`]); `None` lets everyone
+    /// (a bare handler in tests; the DNS service always sets it).
+    recursion: RwLock<Option<Arc<Vec<IpNet>>>>,
+    /// Response rate limiting of UDP answers; `None`: off.
+    rrl: RwLock<Option<Arc<Rrl>>>,
     /// Encoded answers by [`cache_key`]; emptied whenever the zone or the upstreams change.
     cache: Mutex<HashMap<Vec<u8>, Arc<[u8]>>>,
     /// Bumped (before the cache is emptied) on every zone or upstream change, so an answer
@@ -255,12 +282,35 @@ pub struct DnsHandler {
 }
 
 fn formerr_from_header(bytes: &[u8], rcode: u8) -> Vec<u8> {
-    // Header only: ID, QR=1, the query's opcode and RD, the given RCODE, all counts 0.
+    // Header only: ID, QR=1, the query's opcode, RD for a QUERY only (see `not_implemented`),
+    // the given RCODE, all counts 0.
     let mut h = vec![0u8; 12];
     h[..2].copy_from_slice(&bytes[..2]);
-    h[2] = 0x80 | (bytes[2] & 0x79);
+    let opcode = bytes[2] & 0x78;
+    h[2] = 0x80 | opcode | if opcode == 0 { bytes[2] & 0x01 } else { 0 };
     h[3] = rcode & 0x0f;
     h
+}
+
+/// The NOTIMP answer to an opcode other than QUERY (RFC 1035 §4.1.1): the ID, QR and the
+/// opcode echoed, RCODE 4, every other flag clear and no question, plus our OPT when the
+/// query had one (RFC 6891 §7; DO copied, RFC 3225 §3). RD, AA and RA are defined for QUERY only (RFC 1035
+/// §4.1.1; RFC 6895 §2 lists them per opcode), and AD/CD for DNSSEC queries only
+/// (RFC 4035 §3.2), so none is echoed: BIND (`dns_message_reply` without a question for
+/// other opcodes) and Knot answer the same way, and ISC's compliance test
+/// (genreport `opcodeflg`) reports an echoed RD as a failure.
+fn not_implemented(req: &Message) -> Message {
+    let mut resp = Message::new(req.id, MessageType::Response, req.op_code);
+    resp.metadata.response_code = ResponseCode::NotImp;
+    if let Some(e) = &req.edns {
+        let mut ours = Edns::new();
+        ours.set_max_payload(EDNS_UDP_SIZE);
+        ours.set_version(0);
+        // RFC 3225 §3: the DO bit is copied into the answer.
+        ours.set_dnssec_ok(e.flags().dnssec_ok);
+        resp.set_edns(ours);
+    }
+    resp
 }
 
 impl DnsHandler {
@@ -274,6 +324,58 @@ impl DnsHandler {
     pub fn set_upstreams(&self, ups: Vec<SocketAddr>) {
         *self.shared.upstreams.write().expect("upstream lock") = Arc::new(ups);
         self.invalidate();
+    }
+
+    /// Replaces the prefixes of the clients that may recurse (`None`: everyone). A no-op
+    /// when they did not change, so a periodic refresh keeps the answer cache.
+    pub fn set_recursion_acl(&self, nets: Option<Vec<IpNet>>) {
+        let new = nets.map(Arc::new);
+        {
+            let mut cur = self.shared.recursion.write().expect("recursion lock");
+            if *cur == new {
+                return;
+            }
+            *cur = new;
+        }
+        self.invalidate();
+    }
+
+    /// The prefixes of the clients that may recurse (`None`: everyone).
+    pub fn recursion_acl(&self) -> Option<Arc<Vec<IpNet>>> {
+        self.shared.recursion.read().expect("recursion lock").clone()
+    }
+
+    /// Replaces the response rate limiter (`None`: no limit).
+    pub fn set_rrl(&self, rrl: Option<Rrl>) {
+        *self.shared.rrl.write().expect("rrl lock") = rrl.map(Arc::new);
+    }
+
+    /// Response rate limiting of a UDP answer `out` to `client` (RFC-less practice of
+    /// Knot and BIND, see [`super::rrl`]): the bytes to send — `out` itself, or the slip
+    /// ([`slip`]) — or `None` to drop it. TCP answers are never limited.
+    pub fn limit_udp(&self, client: IpAddr, out: Vec<u8>) -> Option<Vec<u8>> {
+        let rrl = self.shared.rrl.read().expect("rrl lock").clone();
+        let Some(rrl) = rrl else { return Some(out) };
+        match rrl.check(client) {
+            Verdict::Send => Some(out),
+            Verdict::Slip => {
+                self.shared.metrics.rrl_slipped.fetch_add(1, Relaxed);
+                Some(slip(&out))
+            }
+            Verdict::Drop => {
+                self.shared.metrics.rrl_dropped.fetch_add(1, Relaxed);
+                None
+            }
+        }
+    }
+
+    fn may_recurse(&self, client: IpAddr) -> bool {
+        self.shared
+            .recursion
+            .read()
+            .expect("recursion lock")
+            .as_ref()
+            .is_none_or(|nets| acl::allows(nets, client))
     }
 
     fn invalidate(&self) {
@@ -318,8 +420,8 @@ impl DnsHandler {
                 return Outcome::Reply(out);
             }
         }
-        let outcome = self.handle_uncached(bytes, client, transport);
-        if let (Some(k), Outcome::Reply(out)) = (key, &outcome) {
+        let (outcome, cacheable) = self.handle_uncached(bytes, client, transport);
+        if let (Some(k), Outcome::Reply(out), true) = (key, &outcome, cacheable) {
             let mut cache = self.shared.cache.lock().expect("answer cache lock");
             if self.shared.generation.load(Relaxed) == generation {
                 if cache.len() >= ANSWER_CACHE_CAPACITY {
@@ -331,7 +433,15 @@ impl DnsHandler {
         outcome
     }
 
-    fn handle_uncached(&self, bytes: &[u8], client: IpAddr, transport: Transport) -> Outcome {
+    /// The full path. The flag is false for answers that depend on the client beyond its
+    /// scope (the recursion ACL): those must not be replayed from the cache.
+    fn handle_uncached(&self, bytes: &[u8], client: IpAddr, transport: Transport) -> (Outcome, bool) {
+        let mut cacheable = true;
+        let outcome = self.answer(bytes, client, transport, &mut cacheable);
+        (outcome, cacheable)
+    }
+
+    fn answer(&self, bytes: &[u8], client: IpAddr, transport: Transport, cacheable: &mut bool) -> Outcome {
         let m = &self.shared.metrics;
         let req = match Message::from_vec(bytes) {
             Ok(r) => r,
@@ -344,12 +454,11 @@ impl DnsHandler {
             Transport::Tcp => 65535,
             Transport::Udp => req.edns.as_ref().map_or(512, |e| e.max_payload().max(512) as usize),
         };
-        let mut resp = self.response_for(&req);
         if req.op_code != OpCode::Query {
             m.errors.fetch_add(1, Relaxed);
-            resp.metadata.response_code = ResponseCode::NotImp;
-            return Outcome::Reply(encode(&mut resp, limit, m));
+            return Outcome::Reply(encode(&mut not_implemented(&req), limit, m));
         }
+        let mut resp = self.response_for(&req);
         if req.queries.len() != 1 {
             m.errors.fetch_add(1, Relaxed);
             resp.queries.clear();
@@ -389,7 +498,10 @@ impl DnsHandler {
                 resp.answers = answers;
                 if let Some(target) = chase {
                     let ups = self.shared.upstreams.read().expect("upstream lock").clone();
-                    if !ups.is_empty() && q.query_type() != RecordType::CNAME {
+                    // Chasing a CNAME out of the zone is recursion: only for allowed
+                    // clients; the others get the local CNAME alone.
+                    *cacheable &= ups.is_empty();
+                    if !ups.is_empty() && q.query_type() != RecordType::CNAME && self.may_recurse(client) {
                         return Outcome::Forward(Box::new(ForwardJob {
                             raw: Vec::new(),
                             req,
@@ -421,6 +533,15 @@ impl DnsHandler {
             }
             Lookup::NotLocal => {
                 let ups = self.shared.upstreams.read().expect("upstream lock").clone();
+                if !ups.is_empty() && !self.may_recurse(client) {
+                    // `allow_recursion`: a client outside the list gets REFUSED (RFC 5358
+                    // §4, BIND's `allow-recursion`), never cached (the next client may be
+                    // allowed).
+                    *cacheable = false;
+                    m.recursion_refused.fetch_add(1, Relaxed);
+                    resp.metadata.response_code = ResponseCode::Refused;
+                    return Outcome::Reply(encode(&mut resp, limit, m));
+                }
                 if ups.is_empty() {
                     m.refused.fetch_add(1, Relaxed);
                     resp.metadata.response_code = ResponseCode::Refused;
@@ -520,6 +641,31 @@ pub fn transfer_over_udp(qtype: RecordType, transport: Transport) -> Option<Resp
         (RecordType::IXFR, Transport::Udp) => Some(ResponseCode::NotImp),
         _ => None,
     }
+}
+
+/// The slip of an answer over the rate limit: the same answer with TC set and its
+/// answer, authority and additional records removed (the question and our OPT stay), so a
+/// real client retries over TCP (RFC 7766 §5) while a reflected flood gains nothing. The
+/// XDP fast path builds the same bytes for the answers it limits.
+pub fn slip(out: &[u8]) -> Vec<u8> {
+    match Message::from_vec(out) {
+        Ok(mut m) => {
+            m.metadata.truncation = true;
+            m.answers.clear();
+            m.authorities.clear();
+            m.additionals.clear();
+            m.to_vec().unwrap_or_else(|_| slip_header(out))
+        }
+        Err(_) => slip_header(out),
+    }
+}
+
+/// The bare header of `out` with TC set and every count 0 (an answer we could not decode).
+fn slip_header(out: &[u8]) -> Vec<u8> {
+    let mut h = out.get(..12).map_or_else(|| vec![0; 12], <[u8]>::to_vec);
+    h[2] |= 0x02;
+    h[4..].fill(0);
+    h
 }
 
 /// Counts a cached answer like the full path counted it, from its header: AA means local

@@ -188,12 +188,13 @@ fn udp_thread(
                 m.dropped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 continue;
             }
+            // Every UDP answer goes through response rate limiting (`[dns.rrl]`).
             match handler.handle(query, peer.ip(), Transport::Udp) {
-                Outcome::Reply(out) => replies.push((out, peer)),
+                Outcome::Reply(out) => replies.extend(handler.limit_udp(peer.ip(), out).map(|o| (o, peer))),
                 Outcome::Forward(job) => {
                     let (h, s) = (handler.clone(), sock.clone());
                     rt.spawn(async move {
-                        if let Some(out) = h.complete(job).await {
+                        if let Some(out) = h.complete(job).await.and_then(|o| h.limit_udp(peer.ip(), o)) {
                             let _ = mmsg::send_nowait(&s, &out, peer);
                         }
                     });

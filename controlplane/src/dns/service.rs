@@ -50,6 +50,10 @@ pub struct DnsSettings {
     pub local_domain: String,
     /// Upstream servers, `host:port` entries separated by commas or whitespace; empty: no forwarding.
     pub upstream: String,
+    /// Clients that may recurse (`[dns] allow_recursion`: CIDRs, addresses, `dhcp`,
+    /// `localnets`, `localhost`); settings stored before the key existed get the default.
+    #[serde(default = "super::acl::default_allow_recursion")]
+    pub allow_recursion: Vec<String>,
 }
 
 /// Body of `PUT /services/dns`: any subset of the settings.
@@ -66,6 +70,8 @@ pub struct DnsSettingsPatch {
     pub local_domain: Option<String>,
     /// Upstream list.
     pub upstream: Option<String>,
+    /// Clients that may recurse: CIDRs, addresses, `dhcp`, `localnets`, `localhost`.
+    pub allow_recursion: Option<Vec<String>>,
     /// Read-only fields of the GET answer, accepted and ignored so it can be PUT back.
     pub xdp: Option<serde_json::Value>,
     /// Read-only, ignored.
@@ -74,6 +80,8 @@ pub struct DnsSettingsPatch {
     pub bound: Option<serde_json::Value>,
     /// Read-only, ignored.
     pub metrics: Option<serde_json::Value>,
+    /// Read-only (`[dns.rrl]` in the configuration file), ignored.
+    pub rrl: Option<serde_json::Value>,
 }
 
 /// What the DNS service needs from the configuration (issue 7 §1: a service never sees
@@ -128,7 +136,16 @@ pub struct DnsService {
     root: CancellationToken,
     workers: usize,
     events: Arc<EventBus>,
+    served_subnets: Mutex<Option<ServedSubnets>>,
+    rrl: super::rrl::RrlConfig,
 }
+
+/// Where `allow_recursion`'s `dhcp` keyword gets the served subnets from (the DHCP
+/// control, set once it is open; asked again every [`ACL_REFRESH`]).
+pub type ServedSubnets = Arc<dyn Fn() -> Vec<ipnet::IpNet> + Send + Sync>;
+
+/// How often the recursion ACL is re-resolved (DHCP subnets, interface addresses).
+pub const ACL_REFRESH: Duration = Duration::from_secs(10);
 
 impl DnsService {
     /// [`DnsService::open`], then binds the sockets when the settings say `enabled`
@@ -172,6 +189,7 @@ impl DnsService {
                     listen: config.dns.listen.clone(),
                     local_domain: config.local_domain.clone(),
                     upstream: config.dns.upstream.clone(),
+                    allow_recursion: config.dns.allow_recursion.clone(),
                 };
                 kv.put(SETTINGS_KEY, &s).await?;
                 s
@@ -191,7 +209,12 @@ impl DnsService {
             root,
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()).min(8),
             events,
+            served_subnets: Mutex::new(None),
+            rrl: config.dns.rrl.clone(),
         });
+        svc.handler
+            .set_rrl(config.dns.rrl.enabled.then(|| super::rrl::Rrl::new(&config.dns.rrl)));
+        svc.refresh_acl();
         match resolve_upstreams(&parse_upstreams(&settings.upstream).unwrap_or_default()).await {
             Ok(ups) => svc.handler.set_upstreams(ups),
             Err(e) => tracing::error!("no upstream forwarding until the setting is fixed: {e}"),
@@ -281,6 +304,32 @@ impl DnsService {
         }
     }
 
+    /// Tells the service where the served DHCP subnets come from (`allow_recursion`'s
+    /// `dhcp` keyword) and re-resolves the ACL; until then `dhcp` stands for no subnet.
+    pub fn set_served_subnets(&self, source: ServedSubnets) {
+        *self.served_subnets.lock().expect("served subnets lock") = Some(source);
+        self.refresh_acl();
+    }
+
+    /// Re-resolves `allow_recursion` (DHCP subnets and interface addresses change) and
+    /// hands the prefixes to the handler; a no-op for the handler when nothing changed.
+    fn refresh_acl(&self) {
+        let entries = match super::acl::parse(&self.settings().allow_recursion) {
+            Ok(e) => e,
+            Err(e) => {
+                // Stored settings are validated before they are stored: only a hand-edited
+                // store gets here. Refusing recursion to everyone is the safe reading.
+                tracing::error!("[dns] allow_recursion: {e}; recursion refused to every client");
+                Vec::new()
+            }
+        };
+        let source = self.served_subnets.lock().expect("served subnets lock").clone();
+        let dhcp = source.map(|f| f()).unwrap_or_default();
+        let ifaddrs = self.ifaddrs.lock().expect("ifaddrs lock").clone();
+        self.handler
+            .set_recursion_acl(Some(super::acl::resolve(&entries, &dhcp, &ifaddrs)));
+    }
+
     /// The DNS settings in the store, if any were saved (they override the config file).
     ///
     /// # Errors
@@ -292,6 +341,11 @@ impl DnsService {
     /// The request handler (for tests and the XDP differential test).
     pub fn handler(&self) -> &DnsHandler {
         &self.handler
+    }
+
+    /// `[dns.rrl]` in effect (userspace and the XDP fast path).
+    pub fn rrl(&self) -> &super::rrl::RrlConfig {
+        &self.rrl
     }
 
     /// The data plane handle.
@@ -375,6 +429,10 @@ impl DnsService {
                 },
                 edns_udp_size: EDNS_UDP_SIZE,
                 flags: if zone.recursion_available() { CFG_FLAG_RA } else { 0 },
+                rrl_interval_ns: self.rrl.interval_ns(),
+                rrl_slip: self.rrl.slip,
+                rrl_mask_v4: self.rrl.masks().0,
+                rrl_mask_v6: self.rrl.masks().1,
                 ..Default::default()
             },
         };
@@ -469,7 +527,7 @@ impl DnsService {
     }
 
     async fn watch_interfaces(self: Arc<Self>) {
-        let mut tick = tokio::time::interval(Duration::from_secs(10));
+        let mut tick = tokio::time::interval(ACL_REFRESH);
         tick.tick().await;
         loop {
             tokio::select! {
@@ -478,10 +536,15 @@ impl DnsService {
             }
             let now = interface_addrs();
             if *self.ifaddrs.lock().expect("ifaddrs lock") == now {
+                // DHCP subnets may have changed through the API.
+                self.refresh_acl();
+            }
+            if *self.ifaddrs.lock().expect("ifaddrs lock") == now {
                 continue;
             }
             tracing::info!("interface addresses changed; rebuilding DNS data");
             *self.ifaddrs.lock().expect("ifaddrs lock") = now;
+            self.refresh_acl();
             let _g = self.write_lock.lock().await;
             if let Err(e) = self.ensure_auto_records().await.and_then(|_| self.rebuild()) {
                 tracing::error!("rebuilding DNS data after an interface change failed: {e}");
@@ -543,6 +606,10 @@ impl DnsService {
             );
             new.upstream = u.trim().to_string();
         }
+        if let Some(a) = patch.allow_recursion {
+            super::acl::parse(&a).map_err(|e| ServiceError::Invalid(format!("'allow_recursion': {e}")))?;
+            new.allow_recursion = a.iter().map(|e| e.trim().to_string()).collect();
+        }
         if new == old {
             return Ok(new);
         }
@@ -564,6 +631,7 @@ impl DnsService {
         if let Some(ups) = upstreams {
             self.handler.set_upstreams(ups);
         }
+        self.refresh_acl();
         self.rebuild()?;
         self.events.publish(NewEvent::write(
             "dns.settings.changed",

@@ -554,6 +554,98 @@ fn regression_fuzz_udp_answer_never_exceeds_the_client_limit() {
     assert!(out.len() <= 512, "{} bytes", out.len());
     let r = Message::from_vec(&out).unwrap();
     assert_eq!(r.metadata.response_code, ResponseCode::NotImp);
-    assert!(r.metadata.truncation);
     assert_eq!(&out[..2], &[0xc9, 0x11]);
+}
+
+/// ISC's DNS compliance test (genreport `-f all`, `opcodeflg`): an unknown opcode with
+/// every flag set was answered NOTIMP with RD echoed. RD, AA, RA, AD and CD are defined
+/// for QUERY only: the answer is the bare header (ID, QR, opcode, NOTIMP), plus our OPT
+/// when the query had one, for every opcode but QUERY and whatever flags the query set.
+#[test]
+fn regression_notimp_echoes_no_flags_and_no_question() {
+    let h = handler();
+    for opcode in [1u8, 2, 4, 5, 15] {
+        for edns in [None, Some(1232)] {
+            let mut q = query("host1.lab.test.", RecordType::A, edns);
+            // Opcode, AA, TC and RD in byte 2; RA, Z, AD and CD in byte 3 (RFC 1035 §4.1.1,
+            // RFC 4035 §3.2).
+            q[2] = (opcode << 3) | 0x07;
+            q[3] = 0xf0;
+            let Outcome::Reply(out) = h.handle(&q, "10.9.9.9".parse().unwrap(), Transport::Udp) else {
+                panic!("a direct reply");
+            };
+            let arcount = u8::from(edns.is_some());
+            assert_eq!(
+                &out[..12],
+                &[0x12, 0x34, 0x80 | (opcode << 3), 0x04, 0, 0, 0, 0, 0, 0, 0, arcount],
+                "opcode {opcode}, EDNS {edns:?}"
+            );
+            if edns.is_some() {
+                // Our OPT: root owner, type 41, our UDP size, version 0, DO copied, no options.
+                assert_eq!(&out[12..], &[0, 0, 41, 0x04, 0xd0, 0, 0, 0x80, 0, 0, 0]);
+            } else {
+                assert_eq!(out.len(), 12);
+            }
+        }
+    }
+    // A QUERY keeps RD (and gets AA for local data).
+    let m = ask(
+        &h,
+        &query("host1.lab.test.", RecordType::A, None),
+        "10.9.9.9",
+        Transport::Udp,
+    );
+    assert!(m.metadata.recursion_desired && m.metadata.authoritative);
+    // An undecodable message with another opcode: FORMERR, no RD either.
+    let bad = [0xab, 0xcd, 0x79, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
+    let Outcome::Reply(out) = h.handle(&bad, "10.9.9.9".parse().unwrap(), Transport::Udp) else {
+        panic!("a direct reply");
+    };
+    assert_eq!(out[2] & 0x01, 0, "no RD outside QUERY: {out:?}");
+}
+
+/// `allow_recursion`: a client outside the list gets REFUSED for a name outside the zone
+/// (and a local CNAME unchased), one inside is forwarded, local names are answered to both,
+/// and neither answer is replayed to the other from the answer cache.
+#[test]
+fn recursion_only_for_allowed_clients() {
+    let h = DnsHandler::default();
+    h.set_zone(Arc::new(zone(true)));
+    h.set_upstreams(vec!["192.0.2.53:53".parse().unwrap()]);
+    h.set_recursion_acl(Some(vec!["10.1.0.0/24".parse().unwrap(), "::1/128".parse().unwrap()]));
+    let q = query("up.example.", RecordType::A, None);
+    for round in 0..2 {
+        assert!(
+            matches!(
+                h.handle(&q, "10.1.0.9".parse().unwrap(), Transport::Udp),
+                Outcome::Forward(_)
+            ),
+            "round {round}: allowed client forwarded"
+        );
+        assert!(matches!(
+            h.handle(&q, "::1".parse().unwrap(), Transport::Tcp),
+            Outcome::Forward(_)
+        ));
+        let m = ask(&h, &q, "10.2.0.9", Transport::Udp);
+        assert_eq!(m.response_code, ResponseCode::Refused, "round {round}");
+        assert!(m.answers.is_empty());
+        // The local CNAME pointing out of the zone: answered, not chased, for the outsider.
+        let ext = query("ext.lab.test.", RecordType::A, None);
+        let m = ask(&h, &ext, "10.2.0.9", Transport::Udp);
+        assert_eq!(m.response_code, ResponseCode::NoError);
+        assert_eq!(m.answers.len(), 1, "the CNAME alone");
+        assert!(matches!(
+            h.handle(&ext, "10.1.0.9".parse().unwrap(), Transport::Udp),
+            Outcome::Forward(_)
+        ));
+        // Local names: everyone.
+        let m = ask(
+            &h,
+            &query("host1.lab.test.", RecordType::A, None),
+            "10.2.0.9",
+            Transport::Udp,
+        );
+        assert_eq!((m.response_code, m.answers.len()), (ResponseCode::NoError, 2));
+    }
+    assert_eq!(h.shared.metrics.snapshot().recursion_refused, 2);
 }

@@ -12,6 +12,9 @@ mod xdp_program;
 mod xdp_differential;
 // XDP fast path end to end: real binary in netns, generic and native mode, dig/kdig, counters.
 mod xdp_netns;
+// Response rate limiting under a kxdpgun flood from a spoofed /24 while a real client on
+// another subnet stays answered; the XDP counters show the flood cut to the limit.
+mod xdp_rrl_netns;
 
 // The boot path: DHCP/proxyDHCP, TFTP, HTTP boot, QEMU BIOS and UEFI machines booting.
 mod boot_netns;

@@ -210,3 +210,110 @@ fn xdp_answers_equal_userspace_byte_for_byte() {
         assert!(answered > 100, "a meaningful share answered: {answered}");
     }
 }
+
+/// Response rate limiting agrees between the paths: with one answer per second per
+/// prefix and slip 2, a burst of queries from one /24 (or /56) gets, from XDP and from
+/// userspace alike, the answer, then drop, slip, drop, slip…, each slip byte for byte the
+/// userspace slip (TC=1, the question and OPT kept, no records); another prefix is
+/// unaffected; the XDP counters count what was dropped and slipped.
+#[test]
+fn xdp_rrl_limits_and_slips_like_userspace() {
+    use bootlane::dns::rrl::{Rrl, RrlConfig};
+    let recs = records();
+    let zone = Arc::new(Zone::build(ZoneInput {
+        origin: parse_domain("lab.test").unwrap(),
+        server_label: "bootlane",
+        records: &recs,
+        ifaddrs: vec![ifaddr("vsrv", "10.77.0.1/24"), ifaddr("vsrv", "fd77::1/64")],
+        serial: 7,
+        recursion_available: false,
+    }));
+    let rrl = RrlConfig {
+        responses_per_second: 1,
+        slip: 2,
+        ..RrlConfig::default()
+    };
+    let handler = DnsHandler::default();
+    handler.set_zone(zone.clone());
+    handler.set_rrl(Some(Rrl::new(&rrl)));
+    let (mask_v4, mask_v6) = rrl.masks();
+    let p = Projection {
+        entries: zone.projection(),
+        scopes: zone.scopes().collect(),
+        server_addrs: ["10.77.0.1", "fd77::1"].iter().map(|s| s.parse().unwrap()).collect(),
+        config: DnsConfig {
+            port: 53,
+            edns_udp_size: EDNS_UDP_SIZE,
+            rrl_interval_ns: rrl.interval_ns(),
+            rrl_slip: rrl.slip,
+            rrl_mask_v4: mask_v4,
+            rrl_mask_v6: mask_v6,
+            ..Default::default()
+        },
+    };
+    let t = loaded(&p);
+    let edns = Some(Edns {
+        dnssec_ok: true,
+        version: 0,
+        cookie: false,
+        udp: 1232,
+    });
+    // Each group is one prefix: its clients share the bucket.
+    let groups: [&[(&str, &str)]; 3] = [
+        &[("10.77.0.2", "10.77.0.1"), ("10.77.0.77", "10.77.0.1")],
+        &[("fd77::2", "fd77::1"), ("fd77:0:0:ff::9", "fd77::1")],
+        &[("10.77.1.2", "10.77.0.1")],
+    ];
+    let mut id = 0u16;
+    let (mut dropped, mut slipped) = (0u64, 0u64);
+    for group in groups {
+        let mut seen = Vec::new();
+        for i in 0..8 {
+            let (c, s) = group[i % group.len()];
+            let (c, s): (IpAddr, IpAddr) = (c.parse().unwrap(), s.parse().unwrap());
+            id = id.wrapping_add(1);
+            let (name, qtype) = if i % 3 == 0 {
+                ("host1.lab.test", QTYPE_AAAA)
+            } else {
+                ("Host1.lab.test", QTYPE_A)
+            };
+            let q = query(id, name, qtype, i % 2 == 0, if i % 2 == 0 { edns } else { None });
+            let Outcome::Reply(full) = handler.handle(&q, c, Transport::Udp) else {
+                panic!("userspace gave no reply");
+            };
+            let want = handler.limit_udp(c, full.clone());
+            let (act, out) = t.test_run(&frame(None, c, s, 53, &q)).unwrap();
+            match &want {
+                None => {
+                    assert_eq!(act, 1, "{c} query {i}: userspace dropped, XDP must drop (XDP_DROP)");
+                    seen.push("drop");
+                    dropped += 1;
+                }
+                Some(w) => {
+                    assert_eq!(act, 3, "{c} query {i}: userspace sent, XDP must send");
+                    let r = parse(&out);
+                    assert_eq!(&r.dns, w, "{c} query {i}:\nxdp  {:02x?}\nuser {w:02x?}", r.dns);
+                    let m = Message::from_vec(w).unwrap();
+                    if m.metadata.truncation {
+                        assert!(m.answers.is_empty() && !m.queries.is_empty());
+                        assert_eq!(m.edns.is_some(), i % 2 == 0, "OPT kept in the slip");
+                        seen.push("slip");
+                        slipped += 1;
+                    } else {
+                        assert_eq!(w, &full);
+                        seen.push("send");
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            seen,
+            ["send", "drop", "slip", "drop", "slip", "drop", "slip", "drop"],
+            "{group:?}"
+        );
+    }
+    let c = bootlane::dataplane::DnsTable::status(&t).counters;
+    assert_eq!((c.rrl_dropped, c.rrl_slipped, c.answered), (dropped, slipped, 3));
+    let m = handler.shared.metrics.snapshot();
+    assert_eq!((m.rrl_dropped, m.rrl_slipped), (dropped, slipped));
+}

@@ -11,8 +11,8 @@ use std::{
 
 use bootlane::dataplane::{xdp::XdpTable, DnsTable, Projection};
 use bootlane_common::dns::{
-    DnsConfig, DNS_CONFIG, DNS_COUNTERS, DNS_KEY_SCRATCH, DNS_RECORDS, DNS_SCOPES, DNS_SCRATCH, DNS_SERVER_ADDRS,
-    QTYPE_A, QTYPE_AAAA,
+    DnsConfig, DNS_CONFIG, DNS_COUNTERS, DNS_KEY_SCRATCH, DNS_RECORDS, DNS_RRL, DNS_SCOPES, DNS_SCRATCH,
+    DNS_SERVER_ADDRS, QTYPE_A, QTYPE_AAAA,
 };
 use hickory_proto::{
     op::{Message, ResponseCode},
@@ -98,6 +98,7 @@ fn xdp_map_names_resolve_in_the_embedded_object() {
         DNS_COUNTERS,
         DNS_SCRATCH,
         DNS_KEY_SCRATCH,
+        DNS_RRL,
     ] {
         assert!(ebpf.map(name).is_some(), "map {name} missing from the object");
     }
