@@ -3,7 +3,16 @@
 //! cookie, login throttling per client address, and the middleware that guards every
 //! protected route. The first start creates `admin` with `BOOTLANE_ADMIN_PASSWORD` or a
 //! generated password written to `<data_dir>/initial-admin-password` (mode 0600).
-//! In-memory state: the failed-login counters (deliberately not persisted).
+//!
+//! A failed login publishes `auth.login_failed` with the user name cut to
+//! [`MAX_LOGGED_USERNAME`] bytes, at most [`FAILED_EVENT_BURST`] at once and one per
+//! [`FAILED_EVENT_REFILL`] afterwards per source network ([`source_network`]: /24 for
+//! IPv4, /64 for IPv6); failures beyond that are counted in
+//! [`LOGIN_FAILED_EVENTS_SUPPRESSED`] instead, so a password-guessing run cannot flood
+//! the event history and the audit log.
+//!
+//! In-memory state: the failed-login counters and event buckets (deliberately not
+//! persisted), each a map of at most [`MAX_TRACKED`] keys.
 
 use std::{
     collections::HashMap,
@@ -46,6 +55,99 @@ pub const SESSIONS_KV: &str = "sessions";
 pub const MAX_FAILURES: u32 = 5;
 /// Throttle window.
 pub const FAILURE_WINDOW: Duration = Duration::from_secs(300);
+/// Longest user name (bytes, cut on a character boundary) a failed-login event carries.
+pub const MAX_LOGGED_USERNAME: usize = 64;
+/// `auth.login_failed` events one source network may publish at once.
+pub const FAILED_EVENT_BURST: u32 = 5;
+/// After the burst, one more `auth.login_failed` event per source network per this long.
+pub const FAILED_EVENT_REFILL: Duration = Duration::from_secs(12);
+/// Most keys (addresses, networks, user names) any in-memory login map holds.
+pub const MAX_TRACKED: usize = 10_000;
+/// Counter: failed logins not published as `auth.login_failed` events because their
+/// source network was over its event budget (or the budget table was full).
+pub const LOGIN_FAILED_EVENTS_SUPPRESSED: &str = "bootlane_auth_login_failed_events_suppressed_total";
+
+/// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.
+pub fn cut_to_bytes(s: &str, max: usize) -> &str {
+    let mut end = max.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// The network `ip` is throttled and budgeted as: its /24 for IPv4 (IPv4-mapped IPv6
+/// addresses count as IPv4), its /64 for IPv6, as the network's first address.
+pub fn source_network(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => IpAddr::V4(std::net::Ipv4Addr::from(u32::from(v4) & 0xffff_ff00)),
+        IpAddr::V6(v6) => IpAddr::V6(std::net::Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
+    }
+}
+
+/// Token buckets per key, at most `capacity` keys: each key holds up to `burst` tokens
+/// and gains one every `refill`. A key whose bucket is full again is forgotten (it is
+/// the same as a new key); when the table is full of keys that are not, a new key gets
+/// no token (the caller counts it) rather than evicting one that is spending.
+pub struct TokenBuckets<K> {
+    map: HashMap<K, (f64, Instant)>,
+    capacity: usize,
+    burst: f64,
+    refill: Duration,
+}
+
+impl<K: std::hash::Hash + Eq + Copy> TokenBuckets<K> {
+    /// Empty buckets of `burst` tokens refilled one per `refill`, at most `capacity` keys.
+    pub fn new(capacity: usize, burst: u32, refill: Duration) -> Self {
+        Self {
+            map: HashMap::new(),
+            capacity,
+            burst: f64::from(burst),
+            refill,
+        }
+    }
+
+    fn level(&self, tokens: f64, since: Instant, now: Instant) -> f64 {
+        let gained = now.saturating_duration_since(since).as_secs_f64() / self.refill.as_secs_f64();
+        (tokens + gained).min(self.burst)
+    }
+
+    /// Takes a token of `key` at `now`; false when it has none (or the table is full).
+    pub fn take(&mut self, key: K, now: Instant) -> bool {
+        if !self.map.contains_key(&key) && self.map.len() >= self.capacity {
+            let burst = self.burst;
+            let full: Vec<K> = self
+                .map
+                .iter()
+                .filter(|(_, (t, since))| self.level(*t, *since, now) >= burst)
+                .map(|(k, _)| *k)
+                .collect();
+            for k in full {
+                self.map.remove(&k);
+            }
+            if self.map.len() >= self.capacity {
+                return false;
+            }
+        }
+        let (tokens, since) = self.map.get(&key).copied().unwrap_or((self.burst, now));
+        let level = self.level(tokens, since, now);
+        if level < 1.0 {
+            return false;
+        }
+        self.map.insert(key, (level - 1.0, now));
+        true
+    }
+
+    /// Keys held now.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// True when no key is held.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
 
 /// A stored user.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -112,6 +214,10 @@ pub struct Auth {
     sessions: Kv,
     ttl_secs: std::sync::atomic::AtomicU64,
     failures: Mutex<HashMap<IpAddr, (u32, Instant)>>,
+    /// `auth.login_failed` budget per source network.
+    failed_events: Mutex<TokenBuckets<IpAddr>>,
+    /// Failed logins whose event was suppressed since start.
+    suppressed: std::sync::atomic::AtomicU64,
     events: Arc<EventBus>,
 }
 
@@ -149,6 +255,8 @@ impl Auth {
             sessions: store.kv(SESSIONS_KV)?,
             ttl_secs: std::sync::atomic::AtomicU64::new(ttl.as_secs()),
             failures: Mutex::new(HashMap::new()),
+            failed_events: Mutex::new(TokenBuckets::new(MAX_TRACKED, FAILED_EVENT_BURST, FAILED_EVENT_REFILL)),
+            suppressed: std::sync::atomic::AtomicU64::new(0),
             events,
         };
         if auth.users.iter::<User>()?.is_empty() {
@@ -207,6 +315,33 @@ impl Auth {
         e.0 += 1;
     }
 
+    /// Publishes `auth.login_failed` for `username` from `ip` (the name cut to
+    /// [`MAX_LOGGED_USERNAME`] bytes) when the source network has budget left, else
+    /// counts it in [`LOGIN_FAILED_EVENTS_SUPPRESSED`].
+    fn failed_login_event(&self, ip: IpAddr, username: &str) {
+        let allowed = self
+            .failed_events
+            .lock()
+            .expect("failed-event buckets lock")
+            .take(source_network(ip), Instant::now());
+        if !allowed {
+            self.suppressed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            metrics::counter!(LOGIN_FAILED_EVENTS_SUPPRESSED).increment(1);
+            return;
+        }
+        let name = cut_to_bytes(username, MAX_LOGGED_USERNAME);
+        self.events.publish(
+            NewEvent::new("auth.login_failed", format!("failed login for {name:?} from {ip}"))
+                .resource("user", name)
+                .remote(ip),
+        );
+    }
+
+    /// Failed logins whose `auth.login_failed` event was suppressed since start.
+    pub fn suppressed_failed_events(&self) -> u64 {
+        self.suppressed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Session lifetime for new sessions.
     pub fn ttl(&self) -> Duration {
         Duration::from_secs(self.ttl_secs.load(std::sync::atomic::Ordering::Relaxed))
@@ -235,11 +370,7 @@ impl Auth {
         });
         if !ok {
             self.record_failure(ip);
-            self.events.publish(
-                NewEvent::new("auth.login_failed", format!("failed login for {username:?} from {ip}"))
-                    .resource("user", username)
-                    .remote(ip),
-            );
+            self.failed_login_event(ip, username);
             return Err(ApiError::Unauthorized("wrong user name or password".into()));
         }
         self.failures.lock().expect("failures lock").remove(&ip);
@@ -404,4 +535,95 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(login))
         .routes(routes!(logout))
         .routes(routes!(session))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn auth() -> (Auth, Arc<EventBus>, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = EventBus::in_memory();
+        let a = Auth::open(
+            &Store::temporary(),
+            dir.path(),
+            Duration::from_secs(3600),
+            Some(TEST_PASSWORD.into()),
+            bus.clone(),
+        )
+        .await
+        .unwrap();
+        (a, bus, dir)
+    }
+
+    const TEST_PASSWORD: &str = "unit-Tq8vWz3nLp-admin";
+
+    fn failed_events(bus: &EventBus) -> Vec<Event> {
+        bus.after(0, 10_000)
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.kind == "auth.login_failed")
+            .collect()
+    }
+
+    use crate::events::Event;
+
+    #[tokio::test]
+    async fn a_failed_login_event_keeps_at_most_64_bytes_of_the_user_name() {
+        let (a, bus, _dir) = auth().await;
+        // 1 + 2n bytes: byte 64 falls inside a two-byte character.
+        let long = format!("a{}", "\u{e9}".repeat(50_000));
+        assert!(a.login("192.0.2.1".parse().unwrap(), &long, "x").await.is_err());
+        let ev = failed_events(&bus);
+        assert_eq!(ev.len(), 1);
+        let id = ev[0].resource_id.as_deref().unwrap();
+        assert_eq!(id.len(), 63, "cut on the character boundary below 64");
+        assert!(long.starts_with(id));
+        assert!(ev[0].summary.len() < 200, "{}", ev[0].summary);
+        assert_eq!(cut_to_bytes("abc", 64), "abc");
+        assert_eq!(cut_to_bytes("", 64), "");
+    }
+
+    #[tokio::test]
+    async fn failed_login_events_are_rate_limited_per_source_network() {
+        let (a, bus, _dir) = auth().await;
+        // One failure from each of 8 addresses of one /24 (none reaches the per-address
+        // throttle): the first FAILED_EVENT_BURST are published, the rest counted.
+        for i in 1..=8u8 {
+            let ip: IpAddr = format!("198.51.100.{i}").parse().unwrap();
+            assert!(a.login(ip, &format!("guess{i}"), "x").await.is_err());
+        }
+        assert_eq!(failed_events(&bus).len(), FAILED_EVENT_BURST as usize);
+        assert_eq!(a.suppressed_failed_events(), 8 - u64::from(FAILED_EVENT_BURST));
+        // Another network has its own budget; an IPv6 /64 is one source.
+        assert!(a.login("203.0.113.7".parse().unwrap(), "x", "x").await.is_err());
+        assert_eq!(failed_events(&bus).len(), FAILED_EVENT_BURST as usize + 1);
+        assert_eq!(
+            source_network("2001:db8:1:2:3:4:5:6".parse().unwrap()),
+            "2001:db8:1:2::".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(
+            source_network("::ffff:192.0.2.200".parse().unwrap()),
+            "192.0.2.0".parse::<IpAddr>().unwrap()
+        );
+    }
+
+    #[test]
+    fn token_buckets_refill_and_hold_at_most_capacity_keys() {
+        let t0 = Instant::now();
+        let mut b = TokenBuckets::new(2, 2, Duration::from_secs(10));
+        assert!(b.take(1, t0) && b.take(1, t0));
+        assert!(!b.take(1, t0), "burst spent");
+        assert!(
+            b.take(1, t0 + Duration::from_secs(10)),
+            "one token back after the refill time"
+        );
+        assert!(b.take(2, t0) && b.take(2, t0));
+        // Full of spending keys: a third key gets nothing and nothing is evicted.
+        assert!(!b.take(3, t0 + Duration::from_secs(10)));
+        assert_eq!(b.len(), 2);
+        // Once key 2's bucket is full again it is forgotten, making room.
+        assert!(b.take(3, t0 + Duration::from_secs(25)));
+        assert!(b.len() <= 2);
+    }
 }
