@@ -745,11 +745,22 @@ mod tests {
     #[tokio::test]
     async fn users_are_added_listed_repassworded_and_deleted() {
         let store = Store::temporary();
-        add_user(&store, "admin", "old-secret").await.unwrap();
-        add_user(&store, "ops", "x").await.unwrap();
-        assert!(add_user(&store, "ops", "y").await.is_err(), "taken name");
-        assert!(add_user(&store, "bad name", "y").await.is_err(), "bad name");
+        add_user(&store, "admin", "old-Secret-Jw3nR8qT").await.unwrap();
+        add_user(&store, "ops", "ops-Secret-Lh5tW9zB").await.unwrap();
+        assert!(
+            add_user(&store, "ops", "ops-Secret-Qd4rM7yN").await.is_err(),
+            "taken name"
+        );
+        assert!(
+            add_user(&store, "bad name", "ops-Secret-Qd4rM7yN").await.is_err(),
+            "bad name"
+        );
         assert!(add_user(&store, "carol", "").await.is_err(), "empty password");
+        let weak = add_user(&store, "carol", "carol1234567").await.unwrap_err().to_string();
+        assert!(
+            weak.contains("too easy to guess"),
+            "the CLI's path applies the policy: {weak}"
+        );
         let names: Vec<String> = list_users(&store).unwrap().into_iter().map(|u| u.username).collect();
         assert_eq!(names, ["admin", "ops"]);
 
@@ -763,9 +774,9 @@ mod tests {
             };
             sessions.put(key, &s).await.unwrap();
         }
-        set_password(&store, "admin", "new-secret").await.unwrap();
-        assert!(password_ok(&store, "admin", "new-secret"));
-        assert!(!password_ok(&store, "admin", "old-secret"));
+        set_password(&store, "admin", "new-Secret-Pc6vK2mX").await.unwrap();
+        assert!(password_ok(&store, "admin", "new-Secret-Pc6vK2mX"));
+        assert!(!password_ok(&store, "admin", "old-Secret-Jw3nR8qT"));
         assert!(sessions.get::<Session>("s1").unwrap().is_none());
         assert!(sessions.get::<Session>("s2").unwrap().is_some());
         assert!(set_password(&store, "nobody", "x").await.is_err());
