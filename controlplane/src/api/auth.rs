@@ -286,7 +286,33 @@ static ARGON2_SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(
 /// slots is free; waiting holds no thread.
 async fn off_workers<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> anyhow::Result<R> {
     let _slot = ARGON2_SLOTS.acquire().await?;
-    Ok(tokio::task::spawn_blocking(f).await?)
+    Ok(tokio::task::spawn_blocking(move || {
+        let _running = Running::enter();
+        f()
+    })
+    .await?)
+}
+
+/// Argon2 computations running now, and the most that ever ran at once (the bound the
+/// semaphore keeps, observable in tests).
+static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static RUNNING_PEAK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Counts one computation in [`RUNNING`] while it lives.
+struct Running;
+
+impl Running {
+    fn enter() -> Self {
+        let now = RUNNING.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        RUNNING_PEAK.fetch_max(now, std::sync::atomic::Ordering::SeqCst);
+        Self
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// Hashes a password with argon2id and a random salt on the blocking pool (bounded, see
@@ -861,6 +887,34 @@ mod tests {
         }
         let m = too_many(a.login(ip, "w", "wrong").await);
         assert!(m.contains("from 172.16.5.5"), "{m}");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn argon2_runs_off_the_async_worker_at_most_four_at_a_time() {
+        // One worker thread: if hashing ran on it, the other task could not run before
+        // the hash was done.
+        let ran = std::sync::atomic::AtomicBool::new(false);
+        let (seen, ()) = tokio::join!(
+            async {
+                hash_password("off-the-worker-Tq8vWz3n").await.unwrap();
+                ran.load(std::sync::atomic::Ordering::SeqCst)
+            },
+            async { ran.store(true, std::sync::atomic::Ordering::SeqCst) }
+        );
+        assert!(seen, "the runtime's only worker was free while argon2 ran");
+        // A flood of 16 at once never has more than ARGON2_CONCURRENCY running.
+        let all: Vec<_> = (0..16)
+            .map(|i| hash_password_owned(format!("flood-{i}-Tq8vWz3nLp")))
+            .collect();
+        for r in futures::future::join_all(all).await {
+            r.unwrap();
+        }
+        let peak = RUNNING_PEAK.load(std::sync::atomic::Ordering::SeqCst);
+        assert!((1..=ARGON2_CONCURRENCY).contains(&peak), "peak {peak}");
+    }
+
+    async fn hash_password_owned(pw: String) -> anyhow::Result<String> {
+        hash_password(&pw).await
     }
 
     #[test]
