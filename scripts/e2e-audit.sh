@@ -4,7 +4,8 @@
 # rsyslogd (imuxsock) reads and writes to a file, makes audited writes through the API,
 # then checks: rsyslogd parsed each copy as RFC 5424 (APP-NAME bootlane, MSGID audit) with
 # the entry's JSON; `bootlane audit verify` says ok while the server runs; an entry edited
-# in the data directory makes it exit 1 naming the entry after it; the API agrees.
+# in the data directory makes it exit 1 naming the entry after it; the API agrees. Then
+# logins through curl: the password policy's 400 and the failed-login 429.
 # Usage: scripts/e2e-audit.sh [path/to/bootlane]   (needs rsyslog: scripts/setup.sh)
 set -euo pipefail
 bin=${1:-target/debug/bootlane}
@@ -83,4 +84,19 @@ if out=$("$bin" audit verify --data-dir "$work/data"); then fail "an edited entr
 echo "e2e-audit: edited: $out"
 echo "$out" | grep -q '^BROKEN at entry' || fail "verify did not name the break: $out"
 api "$base/audit-logs/verify" | grep -q '"status":"broken"' || fail "API verify of an edited log"
+# Logins through curl: a weak password is a 400 naming the rule; five failed logins from
+# one address, then a 429 with Retry-After (before any password work).
+code=$(curl -s -o "$work/weak.json" -w '%{http_code}' -b "$work/cookies" -H 'content-type: application/json' \
+  -d '{"username":"ops","password":"password1234"}' "$base/users")
+[[ $code == 400 ]] && grep -q 'too easy to guess' "$work/weak.json" || fail "weak password: $code $(cat "$work/weak.json")"
+for i in 1 2 3 4 5; do
+  code=$(curl -s -o /dev/null -w '%{http_code}' -H 'content-type: application/json' \
+    -d "{\"username\":\"admin\",\"password\":\"wrong-password-$i\"}" "$base/auth/login")
+  [[ $code == 401 ]] || fail "failed login $i answered $code"
+done
+hdr=$(curl -s -D - -o "$work/throttled.json" -H 'content-type: application/json' \
+  -d "{\"username\":\"admin\",\"password\":\"$password\"}" "$base/auth/login")
+grep -q '^HTTP/1.1 429' <<<"$hdr" && grep -qi '^retry-after: [0-9]' <<<"$hdr" ||
+  fail "no 429 with Retry-After after 5 failures: $hdr $(cat "$work/throttled.json")"
+echo "e2e-audit: logins: weak password refused, 429 after 5 failures: $(cat "$work/throttled.json")"
 echo "e2e-audit: ok"
