@@ -90,7 +90,7 @@ pool 10.77.1.0 10.77.250.250
 
 start_bootlane() {
   rm -rf "$WORK/data/db"
-  BOOTLANE_ADMIN_PASSWORD=bench ip netns exec "$SRV" "$BIN" serve --config "$WORK/bootlane.toml" 2>"$WORK/bootlane.log" &
+  BOOTLANE_ADMIN_PASSWORD=bench-admin-Kq7vX2pL ip netns exec "$SRV" "$BIN" serve --config "$WORK/bootlane.toml" 2>"$WORK/bootlane.log" &
   SPID=$!; PIDS+=($SPID)
   for _ in $(seq 60); do ip netns exec "$SRV" curl -fs -o /dev/null http://127.0.0.1:8080/api/v1/status && return; sleep 0.5; done
   echo "Bootlane did not start" >&2; cat "$WORK/bootlane.log" >&2; exit 1

@@ -59,14 +59,14 @@ local_domain = "lab.test"
 [dns.xdp]
 mode = "off"
 EOT
-  BOOTLANE_ADMIN_PASSWORD=bench ip netns exec "$SRV" "$bin" serve --config "$work/bootlane.toml" 2>"$work/bootlane.log" &
+  BOOTLANE_ADMIN_PASSWORD=bench-admin-Kq7vX2pL ip netns exec "$SRV" "$bin" serve --config "$work/bootlane.toml" 2>"$work/bootlane.log" &
   pids+=($!)
   for _ in $(seq 100); do ip netns exec "$SRV" curl -sf -o /dev/null http://127.0.0.1:8080/api/v1/status && break; sleep 0.1; done
   ip netns exec "$SRV" python3 - "$NAMES" "$work/cookie" <<'PY'
 import sys, json, http.client
 n = int(sys.argv[1])
 c = http.client.HTTPConnection("127.0.0.1", 8080)
-c.request("POST", "/api/v1/auth/login", json.dumps({"username": "admin", "password": "bench"}), {"Content-Type": "application/json"})
+c.request("POST", "/api/v1/auth/login", json.dumps({"username": "admin", "password": "bench-admin-Kq7vX2pL"}), {"Content-Type": "application/json"})
 r = c.getresponse(); r.read()
 cookie = r.getheader("Set-Cookie").split(";")[0]
 open(sys.argv[2], "w").write(cookie)

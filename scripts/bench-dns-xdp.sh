@@ -114,7 +114,7 @@ local_domain = "lab.test"
 [dns.xdp]
 mode = "$1"
 EOT
-  BOOTLANE_ADMIN_PASSWORD=bench ip netns exec "$SRV" "$BIN" serve --config "$work/bootlane.toml" 2>>"$work/bootlane.log" &
+  BOOTLANE_ADMIN_PASSWORD=bench-admin-Kq7vX2pL ip netns exec "$SRV" "$BIN" serve --config "$work/bootlane.toml" 2>>"$work/bootlane.log" &
   server_pid=$!
   for _ in $(seq 100); do ip netns exec "$SRV" curl -sf -o /dev/null http://127.0.0.1:8080/api/v1/status && return 0; sleep 0.1; done
   echo "bootlane did not start:" >&2; cat "$work/bootlane.log" >&2; exit 1

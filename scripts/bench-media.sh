@@ -88,12 +88,12 @@ mode = "off"
 [boot]
 rate_per_client = 0
 EOF
-BOOTLANE_ADMIN_PASSWORD=bench "$BIN" serve --config "$WORK/bootlane.toml" 2>"$WORK/bootlane.log" &
+BOOTLANE_ADMIN_PASSWORD=bench-admin-Kq7vX2pL "$BIN" serve --config "$WORK/bootlane.toml" 2>"$WORK/bootlane.log" &
 SPID=$!
 PIDS+=("$SPID")
 for _ in $(seq 100); do curl -fs -o /dev/null "$API/api/v1/status" && break; sleep 0.1; done
 curl -fs -o /dev/null "$API/api/v1/status" || { echo "Bootlane did not start" >&2; cat "$WORK/bootlane.log" >&2; exit 1; }
-COOKIE=$(curl -fsi -H 'Content-Type: application/json' -d '{"username": "admin", "password": "bench"}' \
+COOKIE=$(curl -fsi -H 'Content-Type: application/json' -d '{"username": "admin", "password": "bench-admin-Kq7vX2pL"}' \
   "$API/api/v1/auth/login" | sed -n 's/^[Ss]et-[Cc]ookie: \([^;]*\).*/\1/p' | head -1)
 [[ -n $COOKIE ]] || { echo "login failed" >&2; exit 1; }
 

@@ -52,7 +52,7 @@ TOML
       -c "DROP DATABASE IF EXISTS bench" -c "CREATE DATABASE bench" >/dev/null
     printf '[store]\nbackend = "postgres"\nurl = "postgres://bootlane@127.0.0.1:5499/bench"\n' >>"$WORK/bootlane.toml"
   fi
-  BOOTLANE_ADMIN_PASSWORD=bench ip netns exec "$SRV" "$BIN" serve --config "$WORK/bootlane.toml" 2>"$WORK/bootlane.log" &
+  BOOTLANE_ADMIN_PASSWORD=bench-admin-Kq7vX2pL ip netns exec "$SRV" "$BIN" serve --config "$WORK/bootlane.toml" 2>"$WORK/bootlane.log" &
   SPID=$!
   for _ in $(seq 60); do ip netns exec "$SRV" curl -fs -o /dev/null http://127.0.0.1:8080/api/v1/status && return; sleep 0.5; done
   echo "Bootlane ($1) did not start" >&2; cat "$WORK/bootlane.log" >&2; exit 1
@@ -69,7 +69,7 @@ def call(method, path, body=None, h={}):
               {"Content-Type": "application/json", **h})
     r = c.getresponse(); data = r.read()
     return r.status, r.getheader("Set-Cookie"), data
-s, cookie, _ = call("POST", "/api/v1/auth/login", {"username": "admin", "password": "bench"})
+s, cookie, _ = call("POST", "/api/v1/auth/login", {"username": "admin", "password": "bench-admin-Kq7vX2pL"})
 assert s == 200, s
 h = {"Cookie": cookie.split(";")[0]}
 s, _, d = call("POST", "/api/v1/dns/records", {"name": "bench", "type": "A", "value": "10.0.7.1"}, h)

@@ -27,7 +27,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 work=$(mktemp -d /tmp/bootlane-contract.XXXXXX)
 api_port=$(free_port)
 dns_port=$(free_port)
-password="contract-$RANDOM$RANDOM"
+password="contract-$(head -c 18 /dev/urandom | base64 | tr -d "/+=")"
 cat >"$work/bootlane.toml" <<EOF
 data_dir = "$work/data"
 log = "warn"

@@ -152,7 +152,7 @@ EOF
 fi
 
 log "starting Bootlane"
-ip netns exec "$SRV" env BOOTLANE_LOG="info,bootlane=debug" BOOTLANE_ADMIN_PASSWORD=e2e-admin "$BIN" serve --config "$WORK/bootlane.toml" \
+ip netns exec "$SRV" env BOOTLANE_LOG="info,bootlane=debug" BOOTLANE_ADMIN_PASSWORD=e2e-admin-Rk4mZ8qW "$BIN" serve --config "$WORK/bootlane.toml" \
     >"$WORK/bootlane.log" 2>&1 &
 PIDS+=($!)
 BL_PID=$!
@@ -253,7 +253,7 @@ api() { # api METHOD PATH [JSON] -> body; fails unless 2xx
 }
 PROFILE_MARK="Bootlane-profile: lab-custom-$ID"
 if [[ $QEMU -eq 1 ]]; then
-    api POST /auth/login '{"username":"admin","password":"e2e-admin"}' >/dev/null || fail "API login"
+    api POST /auth/login '{"username":"admin","password":"e2e-admin-Rk4mZ8qW"}' >/dev/null || fail "API login"
     PID_JSON=$(api POST /profiles "{\"name\":\"lab-custom\",\"timeout_secs\":1,\"entries\":[{\"label\":\"Custom\",\"type\":\"custom\",\"is_default\":true,\"script\":\"echo $PROFILE_MARK .\\nsleep 3\\nreboot\"}]}") ||
         fail "creating the profile"
     PROFILE_ID=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["id"])' <<<"$PID_JSON")

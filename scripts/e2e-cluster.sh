@@ -113,7 +113,7 @@ EOF2
 start_node() { # start_node <ns> <name>; sets NODE_PID
     mkdir -p "$WORK/$2"
     node_toml "$2" >"$WORK/$2/bootlane.toml"
-    ip netns exec "$1" env BOOTLANE_LOG="info,bootlane=debug" BOOTLANE_ADMIN_PASSWORD=e2e-admin "$BIN" serve \
+    ip netns exec "$1" env BOOTLANE_LOG="info,bootlane=debug" BOOTLANE_ADMIN_PASSWORD=e2e-admin-Rk4mZ8qW "$BIN" serve \
         --config "$WORK/$2/bootlane.toml" >>"$WORK/$2.log" 2>&1 &
     NODE_PID=$!
     PIDS+=("$NODE_PID")
@@ -129,7 +129,7 @@ wait_node() { # wait_node <api base> <pid> <name>
 }
 login() { # login <api base> <jar>
     in_cli curl -fsS -m 20 -c "$2" -H 'Content-Type: application/json' \
-        --data-binary '{"username":"admin","password":"e2e-admin"}' "$1/auth/login" >/dev/null || fail "login at $1"
+        --data-binary '{"username":"admin","password":"e2e-admin-Rk4mZ8qW"}' "$1/auth/login" >/dev/null || fail "login at $1"
 }
 get() { in_cli curl -fsS -m 20 -b "$2" "$1$3"; }
 start_node "$NA" node-a

@@ -103,7 +103,7 @@ EOF2
     # Extra sections a script needs (E2E_EXTRA_TOML), appended as is.
     printf '%s\n' "${E2E_EXTRA_TOML:-}" >>"$WORK/bootlane.toml"
     log "starting Bootlane"
-    ip netns exec "$SRV" env BOOTLANE_LOG="info,bootlane=debug" BOOTLANE_ADMIN_PASSWORD=e2e-admin "$1" serve \
+    ip netns exec "$SRV" env BOOTLANE_LOG="info,bootlane=debug" BOOTLANE_ADMIN_PASSWORD=e2e-admin-Rk4mZ8qW "$1" serve \
         --config "$WORK/bootlane.toml" >"$WORK/bootlane.log" 2>&1 &
     PIDS+=($!)
     local pid=$!
@@ -113,7 +113,7 @@ EOF2
         sleep 0.5
     done
     in_cli curl -fs -o /dev/null "$BASE/boot/ipxe" || fail "Bootlane did not come up"
-    api POST /auth/login '{"username":"admin","password":"e2e-admin"}' >/dev/null || fail "API login"
+    api POST /auth/login '{"username":"admin","password":"e2e-admin-Rk4mZ8qW"}' >/dev/null || fail "API login"
 }
 
 # e2e_upload <dir> <file...>: uploads each file into <dir> of the boot root through the file

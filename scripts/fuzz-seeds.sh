@@ -68,13 +68,13 @@ range_start = "fd79::100"
 range_end = "fd79::1ff"
 lease_time_secs = 600
 EOT
-BOOTLANE_ADMIN_PASSWORD=seeds ip netns exec "$SRV" "$BIN" serve --config "$work/bootlane.toml" 2>"$work/bootlane.log" &
+BOOTLANE_ADMIN_PASSWORD=seeds-admin-Wp3nT6yH ip netns exec "$SRV" "$BIN" serve --config "$work/bootlane.toml" 2>"$work/bootlane.log" &
 pids+=($!)
 for _ in $(seq 100); do ip netns exec "$SRV" curl -sf -o /dev/null http://127.0.0.1:8080/api/v1/status && break; sleep 0.1; done
 ip netns exec "$SRV" python3 - <<'PY'
 import json, http.client
 c = http.client.HTTPConnection("127.0.0.1", 8080)
-c.request("POST", "/api/v1/auth/login", json.dumps({"username": "admin", "password": "seeds"}), {"Content-Type": "application/json"})
+c.request("POST", "/api/v1/auth/login", json.dumps({"username": "admin", "password": "seeds-admin-Wp3nT6yH"}), {"Content-Type": "application/json"})
 r = c.getresponse(); r.read()
 h = {"Content-Type": "application/json", "Cookie": r.getheader("Set-Cookie").split(";")[0]}
 for body in [{"name": "host1", "type": "A", "value": "10.0.0.11"}, {"name": "host1", "type": "AAAA", "value": "fd00::11"},

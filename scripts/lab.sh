@@ -56,8 +56,8 @@ range_start = "10.77.0.100"
 range_end = "10.77.0.150"
 router = "10.77.0.1"
 EOF
-echo "[lab] namespace $NS; Bootlane log: $WORK/bootlane.log; admin password: lab"
-BOOTLANE_ADMIN_PASSWORD=lab ip netns exec "$NS" "$BIN" serve --config "$WORK/bootlane.toml" >"$WORK/bootlane.log" 2>&1 &
+echo "[lab] namespace $NS; Bootlane log: $WORK/bootlane.log; admin password: lab-admin-Jc5rN9tB"
+BOOTLANE_ADMIN_PASSWORD=lab-admin-Jc5rN9tB ip netns exec "$NS" "$BIN" serve --config "$WORK/bootlane.toml" >"$WORK/bootlane.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 60); do nsx curl -fs -o /dev/null http://10.77.0.1:8080/api/v1/status && break; sleep 0.5; done
 nsx curl -fs -o /dev/null http://10.77.0.1:8080/api/v1/status || { echo "[lab] Bootlane did not start:"; cat "$WORK/bootlane.log"; exit 1; }

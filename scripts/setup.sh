@@ -88,6 +88,8 @@ check /usr/sbin/rpc.mountd nfs-kernel-server
 check mount.nfs4 nfs-common
 # Answer templates (issue 10): xmllint judges rendered AutoYaST and autounattend files.
 check xmllint libxml2-utils
+# The audit log's syslog copy: scripts/e2e-audit.sh checks it against a real rsyslogd.
+check rsyslogd rsyslog
 
 if ((${#need_pkgs[@]})); then
   mapfile -t uniq < <(printf '%s\n' "${need_pkgs[@]}" | sort -u)

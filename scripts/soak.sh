@@ -711,12 +711,12 @@ py() { python3 "$WORK/soak.py" "$@"; }
 inc() { ip netns exec "$CLI" "$@"; } # in the client namespace
 
 # ---- Server, login, records
-BOOTLANE_ADMIN_PASSWORD=soak ip netns exec "$SRV" "$BIN" serve --config "$WORK/bootlane.toml" 2>"$WORK/bootlane.log" &
+BOOTLANE_ADMIN_PASSWORD=soak-admin-Hv8qL2xD ip netns exec "$SRV" "$BIN" serve --config "$WORK/bootlane.toml" 2>"$WORK/bootlane.log" &
 SPID=$!
 PIDS+=("$SPID")
 for _ in $(seq 100); do inc curl -fs -o /dev/null http://10.77.0.1:8080/api/v1/status && break; sleep 0.2; done
 inc curl -fs -o /dev/null http://10.77.0.1:8080/api/v1/status || { cat "$WORK/bootlane.log" >&2; die "Bootlane did not start"; }
-COOKIE=$(inc curl -fsi -H 'Content-Type: application/json' -d '{"username": "admin", "password": "soak"}' \
+COOKIE=$(inc curl -fsi -H 'Content-Type: application/json' -d '{"username": "admin", "password": "soak-admin-Hv8qL2xD"}' \
   http://10.77.0.1:8080/api/v1/auth/login | sed -n 's/^[Ss]et-[Cc]ookie: \([^;]*\).*/\1/p' | head -1)
 [[ -n $COOKIE ]] || die "login failed"
 inc python3 - "$NAMES" "$COOKIE" "$WORK/queries" <<'PY'

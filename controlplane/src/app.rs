@@ -39,7 +39,7 @@ pub async fn build(
     logs: Arc<crate::logging::LogControl>,
     token: CancellationToken,
 ) -> anyhow::Result<AppState> {
-    let events = EventBus::open(&store, config.events.clone())?;
+    let events = EventBus::open_with_audit(&store, config.events.clone(), config.audit.clone())?;
     events.set_node(&config.server.node_name());
     let dns_cfg = DnsServiceConfig {
         dns: config.dns.clone(),

@@ -1,7 +1,9 @@
 //! The admin subcommands of the `bootlane` binary besides `serve` (issue 15 "Admin CLI"):
 //! `config check` and `config show`, and `user list|add|passwd|delete` on the data directory while the
 //! server is stopped (so a lost admin password is recoverable), and `status` (asks a
-//! running server's public `GET /api/v1/status`). Each subcommand is a function returning what it prints and its exit
+//! running server's public `GET /api/v1/status`), and `audit verify` (checks the audit
+//! log's hash chain from the files of the data directory: it changes nothing, so it runs
+//! with the server running or stopped, and needs only read access). Each subcommand is a function returning what it prints and its exit
 //! status, so it is tested without spawning the binary; `main.rs` only dispatches.
 //! Holds no global state.
 
@@ -536,6 +538,105 @@ pub fn user(args: &UserArgs) -> ExitCode {
     }
 }
 
+/// Arguments of `bootlane audit ...`.
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Data directory holding the audit log (`journal/audit_entries`), its anchor and
+    /// key. Default: `data_dir` from `--config`, else `/var/lib/bootlane`.
+    #[arg(long, env = "BOOTLANE_DATA_DIR", global = true)]
+    pub data_dir: Option<PathBuf>,
+    /// Configuration file to take `data_dir` from when `--data-dir` is not given.
+    #[arg(long, env = "BOOTLANE_CONFIG", global = true)]
+    pub config: Option<PathBuf>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: AuditCommand,
+}
+
+/// `bootlane audit ...` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Check the hash chain of the audit log (from the signed anchor of pruned entries,
+    /// if any): prints `ok` with the count (exit 0), or the first entry whose chain breaks
+    /// with the expected and found hashes (exit 1). Reads files only; the server may run.
+    Verify {
+        /// Print the result as JSON (the `data` of `GET /api/v1/audit-logs/verify`).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Verifies the audit log in `data_dir` without changing any file.
+///
+/// # Errors
+/// No audit log in `data_dir`, or files that cannot be read.
+pub fn audit_verify(data_dir: &Path) -> anyhow::Result<crate::audit::Verification> {
+    use crate::{events::AuditEntry, store::Entity};
+    let dir = data_dir.join("journal").join(AuditEntry::TREE);
+    if !dir.is_dir() {
+        bail!(
+            "no audit log in {} (wrong --data-dir? the server creates it on first start)",
+            dir.display()
+        );
+    }
+    let journal = crate::store::journal::Journal::<AuditEntry>::open_read_only(&dir, |a: &AuditEntry| a.timestamp)
+        .with_context(|| format!("reading {}", dir.display()))?;
+    Ok(crate::audit::verify(data_dir, journal.ascending(0))?)
+}
+
+/// The human report of a verification.
+pub fn format_verification(v: &crate::audit::Verification) -> String {
+    let mut out = String::new();
+    if let Some(a) = &v.anchor {
+        out.push_str(&format!(
+            "anchor: entries up to id {} pruned, last hash {}\n",
+            a.id, a.hash
+        ));
+    }
+    if v.unchained > 0 {
+        out.push_str(&format!(
+            "{} entries from before the chain existed (not covered)\n",
+            v.unchained
+        ));
+    }
+    match &v.first_break {
+        None => out.push_str(&format!("ok: {} chained entries verified\n", v.entries)),
+        Some(b) => out.push_str(&format!(
+            "BROKEN at entry {}: expected prev_hash {}, found {} ({} entries verified before it)\n",
+            b.id,
+            b.expected,
+            b.found.as_deref().unwrap_or("none"),
+            v.entries
+        )),
+    }
+    out
+}
+
+/// Runs `bootlane audit ...`: exit 0 when the chain holds, 1 when it breaks or cannot be
+/// read (the reason on stderr).
+pub fn audit(args: &AuditArgs) -> ExitCode {
+    let AuditCommand::Verify { json } = &args.command;
+    let res = data_dir_of(args.data_dir.as_deref(), args.config.as_deref()).and_then(|d| audit_verify(&d));
+    match res {
+        Ok(v) => {
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            } else {
+                print!("{}", format_verification(&v));
+            }
+            if v.ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("bootlane: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// Arguments of `bootlane status`.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
@@ -745,11 +846,22 @@ mod tests {
     #[tokio::test]
     async fn users_are_added_listed_repassworded_and_deleted() {
         let store = Store::temporary();
-        add_user(&store, "admin", "old-secret").await.unwrap();
-        add_user(&store, "ops", "x").await.unwrap();
-        assert!(add_user(&store, "ops", "y").await.is_err(), "taken name");
-        assert!(add_user(&store, "bad name", "y").await.is_err(), "bad name");
+        add_user(&store, "admin", "old-Secret-Jw3nR8qT").await.unwrap();
+        add_user(&store, "ops", "ops-Secret-Lh5tW9zB").await.unwrap();
+        assert!(
+            add_user(&store, "ops", "ops-Secret-Qd4rM7yN").await.is_err(),
+            "taken name"
+        );
+        assert!(
+            add_user(&store, "bad name", "ops-Secret-Qd4rM7yN").await.is_err(),
+            "bad name"
+        );
         assert!(add_user(&store, "carol", "").await.is_err(), "empty password");
+        let weak = add_user(&store, "carol", "carol1234567").await.unwrap_err().to_string();
+        assert!(
+            weak.contains("too easy to guess"),
+            "the CLI's path applies the policy: {weak}"
+        );
         let names: Vec<String> = list_users(&store).unwrap().into_iter().map(|u| u.username).collect();
         assert_eq!(names, ["admin", "ops"]);
 
@@ -763,9 +875,9 @@ mod tests {
             };
             sessions.put(key, &s).await.unwrap();
         }
-        set_password(&store, "admin", "new-secret").await.unwrap();
-        assert!(password_ok(&store, "admin", "new-secret"));
-        assert!(!password_ok(&store, "admin", "old-secret"));
+        set_password(&store, "admin", "new-Secret-Pc6vK2mX").await.unwrap();
+        assert!(password_ok(&store, "admin", "new-Secret-Pc6vK2mX"));
+        assert!(!password_ok(&store, "admin", "old-Secret-Jw3nR8qT"));
         assert!(sessions.get::<Session>("s1").unwrap().is_none());
         assert!(sessions.get::<Session>("s2").unwrap().is_some());
         assert!(set_password(&store, "nobody", "x").await.is_err());

@@ -41,6 +41,8 @@ pub enum Command {
     User(crate::cli::UserArgs),
     /// Ask the running server's `GET /api/v1/status` and print it (exit 1 if unreachable).
     Status(crate::cli::StatusArgs),
+    /// Check the audit log: `audit verify` checks its hash chain in the data directory.
+    Audit(crate::cli::AuditArgs),
     /// Write a consistent backup of the store (from the data directory when the server is
     /// stopped, else through its API) to a file (issue 15).
     Backup(crate::backup::BackupArgs),
@@ -127,6 +129,8 @@ pub struct Config {
     pub boot: crate::boot::BootConfig,
     /// `[events]` section: event and audit-log retention.
     pub events: crate::events::EventsConfig,
+    /// `[audit]` section: the audit log's syslog copy.
+    pub audit: crate::audit::AuditConfig,
     /// `[logging]` section: level, log files, rotation, retention.
     pub logging: crate::logging::LoggingConfig,
     /// Older spelling of `[logging] level` (earlier READMEs documented it); when present
@@ -172,6 +176,7 @@ impl Default for Config {
             tftp: Default::default(),
             boot: Default::default(),
             events: Default::default(),
+            audit: Default::default(),
             logging: Default::default(),
             log: None,
             metrics: Default::default(),

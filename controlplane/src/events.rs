@@ -18,8 +18,14 @@
 //! so services need not pass the caller around; outside a request the actor is `system`.
 //!
 //! Retention is bounded by count and age for events and, separately, for the audit log
-//! (`[events]` keys, see [`EventsConfig`]). Global state: none (the bus is owned by the
-//! app and handed to the services that publish).
+//! (`[events]` keys, see [`EventsConfig`]).
+//!
+//! The audit log is tamper-evident ([`crate::audit`]): the writer links each audit
+//! entry to the one before it (`prev_hash`, a SHA-256 hash chain) as it stores it,
+//! records a signed anchor before retention deletes entries, and with `[audit] syslog`
+//! copies each stored entry to the local syslog socket. [`EventBus::verify_audit`]
+//! checks the chain. Global state: none (the bus is owned by the app and handed to the
+//! services that publish).
 
 use std::{
     collections::VecDeque,
@@ -35,7 +41,10 @@ use time::OffsetDateTime;
 use tokio::sync::{broadcast, mpsc, watch};
 use utoipa::ToSchema;
 
-use crate::store::{journal::Journal, Store, StoreError, Table};
+use crate::{
+    audit::AuditConfig,
+    store::{journal::Journal, Store, StoreError, Table},
+};
 
 /// `[events]`: retention of the event history and of the audit log.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -140,6 +149,11 @@ pub struct AuditEntry {
     /// The resource after the change (`null` for a delete).
     #[schema(value_type = Value)]
     pub after: serde_json::Value,
+    /// Hex SHA-256 of the previous entry's canonical encoding (64 zeros for the first
+    /// chained entry; see [`crate::audit`]). Absent on entries written before the audit
+    /// log was chained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev_hash: Option<String>,
 }
 
 crate::store::entity!(AuditEntry, "audit_entries");
@@ -260,6 +274,8 @@ pub struct EventBus {
     store: Option<Store>,
     events: Option<Journal<Event>>,
     audit: Option<Journal<AuditEntry>>,
+    /// The data directory holding the audit anchor and its key (`None` in memory).
+    data_dir: Option<std::path::PathBuf>,
     dropped: AtomicU64,
     /// Where this node's own events go to reach the other nodes (issue 16; see
     /// [`EventBus::relay_to`]).
@@ -284,6 +300,18 @@ impl EventBus {
     /// # Errors
     /// Store errors opening the journals or moving the old history.
     pub fn open(store: &Store, config: EventsConfig) -> Result<Arc<Self>, StoreError> {
+        Self::open_with_audit(store, config, AuditConfig::default())
+    }
+
+    /// [`EventBus::open`] with the `[audit]` settings (the syslog copy).
+    ///
+    /// # Errors
+    /// Store errors opening the journals or moving the old history.
+    pub fn open_with_audit(
+        store: &Store,
+        config: EventsConfig,
+        audit_config: AuditConfig,
+    ) -> Result<Arc<Self>, StoreError> {
         let events: Journal<Event> = store.journal(|e: &Event| e.time)?;
         let audit: Journal<AuditEntry> = store.journal(|a: &AuditEntry| a.timestamp)?;
         adopt_sled_history(store, &events)?;
@@ -291,15 +319,24 @@ impl EventBus {
         let last = events.last_id();
         let (ptx, prx) = mpsc::channel(PERSIST_QUEUE);
         let (wtx, wrx) = watch::channel(last);
-        let bus = Arc::new(Self::build(
+        let mut bus = Self::build(
             Some(ptx),
             wrx,
             Some(store.clone()),
             Some(events.clone()),
             Some(audit.clone()),
             last,
-        ));
-        tokio::spawn(writer(prx, wtx, events, audit, config));
+        );
+        let data_dir = store.data_dir().to_path_buf();
+        bus.data_dir = Some(data_dir.clone());
+        let bus = Arc::new(bus);
+        let ctx = AuditWriter {
+            journal: audit,
+            data_dir,
+            config: audit_config,
+            bus: Arc::downgrade(&bus),
+        };
+        tokio::spawn(writer(prx, wtx, events, ctx, config));
         Ok(bus)
     }
 
@@ -329,6 +366,7 @@ impl EventBus {
             store,
             events,
             audit,
+            data_dir: None,
             dropped: AtomicU64::new(0),
             relay: std::sync::OnceLock::new(),
         }
@@ -501,6 +539,22 @@ impl EventBus {
         }
     }
 
+    /// Verifies the audit log's hash chain from its anchor (see [`crate::audit::verify`]);
+    /// waits for queued entries first. Reads every stored entry, on the blocking pool.
+    /// A bus without a store has nothing to verify (`ok`, no entries).
+    ///
+    /// # Errors
+    /// Journal, anchor or key files that cannot be read.
+    pub async fn verify_audit(&self) -> Result<crate::audit::Verification, crate::audit::AuditError> {
+        self.settle().await;
+        let (Some(journal), Some(dir)) = (self.audit.clone(), self.data_dir.clone()) else {
+            return crate::audit::verify(std::path::Path::new("/nonexistent"), std::iter::empty());
+        };
+        tokio::task::spawn_blocking(move || crate::audit::verify(&dir, journal.ascending(0)))
+            .await
+            .map_err(|e| crate::audit::AuditError::Invalid(format!("verification task failed: {e}")))?
+    }
+
     /// Events that could not be queued for the store since start.
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
@@ -522,6 +576,7 @@ pub fn audit_entry(e: &Event) -> Option<AuditEntry> {
         summary: e.summary.clone(),
         before: e.data.get("before").cloned().unwrap_or_default(),
         after: e.data.get("after").cloned().unwrap_or_default(),
+        prev_hash: None,
     })
 }
 
@@ -539,45 +594,109 @@ fn adopt_sled_history<T: crate::store::Entity>(store: &Store, journal: &Journal<
     Ok(())
 }
 
+/// What the writer needs for the audit journal: the journal, the data directory of its
+/// anchor, the `[audit]` settings and the bus (for its node name, the syslog HOSTNAME;
+/// weak, so the writer does not keep the bus alive).
+struct AuditWriter {
+    journal: Journal<AuditEntry>,
+    data_dir: std::path::PathBuf,
+    config: AuditConfig,
+    bus: std::sync::Weak<EventBus>,
+}
+
+impl AuditWriter {
+    /// The chain's head from the newest stored entry and the anchor.
+    fn head(&self) -> Option<String> {
+        let newest = self.journal.newest_first().next().and_then(Result::ok);
+        let anchor = crate::audit::read_anchor(&self.data_dir).ok().flatten().map(|(a, _)| a);
+        crate::audit::head(newest.as_ref(), anchor.as_ref())
+    }
+
+    /// Retention of the audit log: the anchor of what goes is written (and synced)
+    /// before anything is deleted; if it cannot be, nothing is pruned this time.
+    fn prune(&self, count: usize, max_age: time::Duration) {
+        let run = || -> Result<usize, crate::audit::AuditError> {
+            let floor = self.journal.prune_floor(count, max_age)?;
+            if floor <= self.journal.floor() {
+                return Ok(0);
+            }
+            if let Some(last) = self.journal.value_before(floor)? {
+                crate::audit::write_anchor(&self.data_dir, &last)?;
+            }
+            Ok(self.journal.retire_below(floor)?)
+        };
+        if let Err(e) = run() {
+            tracing::error!("pruning old audit entries failed: {e}");
+        }
+    }
+}
+
 /// The background writer: appends batches of events to the journal, derives audit
-/// entries, and applies retention at start and about once a minute. File work runs on
-/// the blocking pool.
+/// entries (linked into the hash chain, copied to syslog when enabled), and applies
+/// retention at start and about once a minute. File work runs on the blocking pool.
 async fn writer(
     mut rx: mpsc::Receiver<Arc<Event>>,
     persisted: watch::Sender<u64>,
     events: Journal<Event>,
-    audit: Journal<AuditEntry>,
+    audit: AuditWriter,
     config: EventsConfig,
 ) {
-    let retain = move |events: Journal<Event>, audit: Journal<AuditEntry>| {
+    let audit = Arc::new(audit);
+    let retain = move |events: Journal<Event>, audit: Arc<AuditWriter>| {
         let days = |d: u32| time::Duration::days(i64::from(d));
         if let Err(e) = events.prune(config.retention_count, days(config.retention_days)) {
             tracing::error!("pruning old events failed: {e}");
         }
-        if let Err(e) = audit.prune(config.audit_retention_count, days(config.audit_retention_days)) {
-            tracing::error!("pruning old audit entries failed: {e}");
-        }
+        audit.prune(config.audit_retention_count, days(config.audit_retention_days));
     };
     let (e, a) = (events.clone(), audit.clone());
     let _ = tokio::task::spawn_blocking(move || retain(e, a)).await;
+    let a = audit.clone();
+    let mut head = tokio::task::spawn_blocking(move || a.head()).await.unwrap_or(None);
     let mut last_prune = tokio::time::Instant::now();
     let mut buf = Vec::with_capacity(512);
     while rx.recv_many(&mut buf, 512).await > 0 {
         let batch: Vec<Event> = buf.drain(..).map(|e| (*e).clone()).collect();
         let last = batch.last().map(|e| e.id);
         let (e, a) = (events.clone(), audit.clone());
-        let _ = tokio::task::spawn_blocking(move || {
-            let audits: Vec<AuditEntry> = batch.iter().filter_map(audit_entry).collect();
+        let h = head.clone();
+        head = tokio::task::spawn_blocking(move || {
+            let mut audits: Vec<AuditEntry> = batch.iter().filter_map(audit_entry).collect();
             if let Err(err) = e.append(&batch) {
                 tracing::error!("storing {} events failed: {err}", batch.len());
             }
-            if !audits.is_empty() {
-                if let Err(err) = a.append(&audits) {
+            if audits.is_empty() {
+                return h;
+            }
+            let mut next = h;
+            crate::audit::link(&mut audits, &mut next);
+            match a.journal.append(&audits) {
+                Ok(()) if audits.last().is_some_and(|n| n.id != a.journal.last_id()) => {
+                    // The journal skipped entries with stale ids: go on from what it holds.
+                    tracing::error!("audit entries with ids below the stored ones were not stored");
+                    a.head()
+                }
+                Ok(()) => {
+                    if let Some(newest) = audits.last() {
+                        if let Err(err) = crate::audit::write_head(&a.data_dir, newest) {
+                            tracing::error!("recording the newest audit entry failed: {err}");
+                        }
+                    }
+                    if a.config.syslog {
+                        let node = a.bus.upgrade().map(|b| b.node()).unwrap_or_default();
+                        crate::audit::send_to_syslog(&a.config, &node, &audits);
+                    }
+                    next
+                }
+                Err(err) => {
                     tracing::error!("storing {} audit entries failed: {err}", audits.len());
+                    // The chain goes on from what is stored.
+                    a.head()
                 }
             }
         })
-        .await;
+        .await
+        .unwrap_or(None);
         if let Some(last) = last {
             persisted.send_replace(last);
         }
@@ -717,5 +836,163 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert_eq!(without_ids(restored.snapshot().await.unwrap()), without_ids(snap));
+    }
+
+    fn write_event(bus: &EventBus, i: u64) {
+        bus.publish(NewEvent::write(
+            "host.updated",
+            "host",
+            i,
+            "update",
+            format!("host {i} updated"),
+            None::<&()>,
+            Some(&serde_json::json!({"name": format!("pc{i}")})),
+        ));
+    }
+
+    /// The segment file holding the audit journal of `store`.
+    fn audit_files(store: &Store) -> Vec<std::path::PathBuf> {
+        let dir = store.data_dir().join("journal").join("audit_entries");
+        let mut v: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[tokio::test]
+    async fn the_audit_log_is_chained_and_an_edited_entry_is_found() {
+        let store = Store::temporary();
+        let bus = EventBus::open(&store, EventsConfig::default()).unwrap();
+        for i in 1..=5 {
+            write_event(&bus, i);
+        }
+        let v = bus.verify_audit().await.unwrap();
+        assert!(v.ok() && v.entries == 5 && v.unchained == 0, "{v:?}");
+        let entries: Vec<AuditEntry> = bus.audit_newest_first().map(Result::unwrap).collect();
+        assert_eq!(
+            entries.last().unwrap().prev_hash.as_deref(),
+            Some(crate::audit::GENESIS)
+        );
+
+        // Someone edits the third entry in the store: verification names the fourth.
+        let file = audit_files(&store).pop().unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let tampered = text.replacen("host 3 updated", "host 3 looked at", 1);
+        assert_ne!(text, tampered);
+        std::fs::write(&file, &tampered).unwrap();
+        let v = bus.verify_audit().await.unwrap();
+        let b = v.first_break.clone().expect("the edit is found");
+        assert_eq!(b.id, entries[1].id, "the entry after the edited one: {v:?}");
+        assert_eq!(b.found, entries[1].prev_hash);
+        assert_ne!(b.expected, b.found.clone().unwrap());
+        // The offline check (bootlane audit verify) reads the same files and agrees.
+        let offline = crate::cli::audit_verify(store.data_dir()).unwrap();
+        assert_eq!(offline.first_break, v.first_break);
+        std::fs::write(&file, &text).unwrap();
+        assert!(crate::cli::audit_verify(store.data_dir()).unwrap().ok());
+
+        // A restart goes on with the chain.
+        drop(bus);
+        let bus = EventBus::open(&store, EventsConfig::default()).unwrap();
+        write_event(&bus, 6);
+        let v = bus.verify_audit().await.unwrap();
+        assert!(v.ok() && v.entries == 6, "{v:?}");
+    }
+
+    #[tokio::test]
+    async fn pruning_leaves_a_signed_anchor_and_verify_still_works() {
+        let store = Store::temporary();
+        let bus = EventBus::open(&store, EventsConfig::default()).unwrap();
+        for i in 1..=6 {
+            write_event(&bus, i);
+        }
+        bus.settle().await;
+        let all: Vec<AuditEntry> = bus.audit_newest_first().map(Result::unwrap).collect();
+        drop(bus);
+        // Reopened with room for 2 entries: the writer prunes at start.
+        let config = EventsConfig {
+            audit_retention_count: 2,
+            ..EventsConfig::default()
+        };
+        let bus = EventBus::open(&store, config.clone()).unwrap();
+        write_event(&bus, 7);
+        let v = bus.verify_audit().await.unwrap();
+        assert!(v.ok(), "{v:?}");
+        let anchor = v.anchor.clone().expect("an anchor of the pruned entries");
+        // At start 6 entries are stored and 2 kept: 1-4 are pruned, 4 is the anchor.
+        assert_eq!(anchor.id, all[2].id);
+        assert_eq!(anchor.hash, crate::audit::entry_hash(&all[2]));
+        assert_eq!(bus.audit_newest_first().count(), 3, "5, 6 and the new 7");
+        let key = store.data_dir().join(crate::audit::KEY_FILE);
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
+        // The offline check after a restart (retired entries reappear until the next
+        // prune; they are at or below the anchor and skipped).
+        drop(bus);
+        let v = crate::cli::audit_verify(store.data_dir()).unwrap();
+        assert!(v.ok(), "{v:?}");
+        let bus = EventBus::open(&store, config).unwrap();
+        write_event(&bus, 8);
+        let v = bus.verify_audit().await.unwrap();
+        assert!(v.ok() && v.anchor.is_some(), "{v:?}");
+    }
+
+    #[tokio::test]
+    async fn entries_from_before_the_chain_are_an_unchained_prefix() {
+        let store = Store::temporary();
+        let old: Table<AuditEntry> = store.table().unwrap();
+        let e = (*EventBus::in_memory().publish(NewEvent::write(
+            "host.created",
+            "host",
+            1,
+            "create",
+            "old",
+            None::<&()>,
+            Some(&1),
+        )))
+        .clone();
+        let mut a = audit_entry(&e).unwrap();
+        a.id = 40;
+        old.put(&a).await.unwrap();
+        // Its event came along (so new ids go on above it).
+        let mut old_event = e.clone();
+        old_event.id = 40;
+        store.table::<Event>().unwrap().put(&old_event).await.unwrap();
+        let bus = EventBus::open(&store, EventsConfig::default()).unwrap();
+        write_event(&bus, 2);
+        let v = bus.verify_audit().await.unwrap();
+        assert!(v.ok() && v.unchained == 1 && v.entries == 1, "{v:?}");
+        // The old entry keeps its fields and gains none in the API's JSON.
+        let listed: Vec<AuditEntry> = bus.audit_newest_first().map(Result::unwrap).collect();
+        assert!(listed[1].prev_hash.is_none());
+        assert!(serde_json::to_value(&listed[1]).unwrap().get("prev_hash").is_none());
+    }
+
+    #[tokio::test]
+    async fn the_syslog_copy_of_each_stored_entry_reaches_the_socket() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dev-log");
+        let rx = tokio::net::UnixDatagram::bind(&path).unwrap();
+        let store = Store::temporary();
+        let audit = AuditConfig {
+            syslog: true,
+            syslog_socket: path,
+        };
+        let bus = EventBus::open_with_audit(&store, EventsConfig::default(), audit).unwrap();
+        bus.set_node("rack-a1");
+        bus.publish(NewEvent::new("dhcp.lease.granted", "not audited"));
+        write_event(&bus, 9);
+        let mut buf = vec![0; 65536];
+        let n = tokio::time::timeout(Duration::from_secs(5), rx.recv(&mut buf))
+            .await
+            .expect("a datagram within 5 s")
+            .unwrap();
+        let msg = String::from_utf8_lossy(&buf[..n]).to_string();
+        assert!(msg.starts_with("<85>1 ") && msg.contains(" rack-a1 bootlane "), "{msg}");
+        assert!(msg.contains("\"summary\":\"host 9 updated\""), "{msg}");
+        assert!(!msg.contains("not audited"));
     }
 }

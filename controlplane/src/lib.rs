@@ -6,6 +6,7 @@ pub mod access;
 pub mod answers;
 pub mod api;
 pub mod app;
+pub mod audit;
 pub mod backup;
 pub mod bmc;
 pub mod boot;

@@ -13,6 +13,7 @@ fn main() -> ExitCode {
         Command::Config(cmd) => return bootlane::cli::config(&cmd),
         Command::User(args) => return bootlane::cli::user(&args),
         Command::Status(args) => return bootlane::cli::status(&args),
+        Command::Audit(args) => return bootlane::cli::audit(&args),
         Command::Backup(args) => return bootlane::backup::backup_command(&args),
         Command::Restore(args) => return bootlane::backup::restore_command(&args),
         Command::Store(args) => return bootlane::store::migrate::command(&args),

@@ -190,6 +190,14 @@ fn describe() {
     );
     describe_gauge!(XDP_ACTIVE, "Whether the XDP fast path is attached.");
     describe_gauge!(XDP_MAP_ENTRIES, "Entries in the XDP answer map.");
+    describe_counter!(
+        crate::api::auth::LOGIN_FAILED_EVENTS_SUPPRESSED,
+        "Failed logins not published as auth.login_failed events (source network over its event budget)."
+    );
+    describe_counter!(
+        crate::audit::SYSLOG_FAILED,
+        "Audit entries whose syslog copy could not be sent."
+    );
 }
 
 /// Every series in the Prometheus text exposition format (version 0.0.4). Installs the

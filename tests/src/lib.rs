@@ -229,7 +229,7 @@ pub struct Server {
 }
 
 /// Admin password used by the lab.
-pub const ADMIN_PASSWORD: &str = "lab-admin-pw";
+pub const ADMIN_PASSWORD: &str = "lab-admin-Mx4kP7wQ";
 
 impl Server {
     /// Writes `config_toml` (with `data_dir` and `[api] listen` added) and starts the server

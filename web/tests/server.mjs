@@ -19,7 +19,7 @@ import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
 import { startUpdateSource } from './updates-source.mjs';
 
-export const ADMIN_PASSWORD = 'ui-test-admin-pw';
+export const ADMIN_PASSWORD = 'ui-test-admin-Fz9wK3mT';
 
 async function freePort() {
   return new Promise((ok, fail) => {

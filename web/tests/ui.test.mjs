@@ -745,7 +745,7 @@ test('Users: add one (a bad name beside its field), it logs in; change its passw
   await page.getByRole('button', { name: 'Add user' }).click();
   const form = page.getByTestId('user-form');
   await form.locator('input[name=username]').fill('bad name');
-  await form.locator('input[name=password]').fill('ui-ops-pw');
+  await form.locator('input[name=password]').fill('ui-ops-Nq4tB7xL');
   await form.locator('button[type=submit]').click();
   await form.locator('.field.bad .field-error').filter({ hasText: 'username' }).waitFor();
   await form.locator('input[name=username]').fill('ui-ops');
@@ -754,13 +754,13 @@ test('Users: add one (a bad name beside its field), it logs in; change its passw
   await row.waitFor();
   const loginAs = (pw) =>
     fetch(`${server.base}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'ui-ops', password: pw }) }).then((r) => r.status);
-  assert.equal(await loginAs('ui-ops-pw'), 200);
+  assert.equal(await loginAs('ui-ops-Nq4tB7xL'), 200);
   await row.getByRole('button', { name: 'Change password' }).click();
-  await page.fill('[data-testid=password-form] input[name=password]', 'ui-ops-pw-2');
+  await page.fill('[data-testid=password-form] input[name=password]', 'ui-ops-Nq4tB7xL-2');
   await page.click('[data-testid=password-form] button[type=submit]');
   await page.getByText('Password of ui-ops changed; 1 session(s) ended.').waitFor();
-  assert.equal(await loginAs('ui-ops-pw'), 401);
-  assert.equal(await loginAs('ui-ops-pw-2'), 200);
+  assert.equal(await loginAs('ui-ops-Nq4tB7xL'), 401);
+  assert.equal(await loginAs('ui-ops-Nq4tB7xL-2'), 200);
   await row.getByRole('button', { name: 'Delete' }).click(); // confirmed by the dialog handler
   await row.waitFor({ state: 'detached' });
   // admin is now the only user: deleting it is refused with the server's reason.

@@ -1,5 +1,6 @@
-//! `GET /events`, `GET /events/stream` (server-sent events) and `GET /audit-logs`
-//! (issue 7 §2-3) over the [`EventBus`]. Handlers take only the bus (sub-state).
+//! `GET /events`, `GET /events/stream` (server-sent events), `GET /audit-logs` (issue 7
+//! §2-3) and `GET /audit-logs/verify` (the audit log's hash chain, [`crate::audit`]) over
+//! the [`EventBus`]. Handlers take only the bus (sub-state).
 //!
 //! The stream follows axum's `examples/sse`: every event is one SSE message with `id:`
 //! (the event id), `event:` (the kind) and `data:` (the event as JSON). A client that
@@ -33,7 +34,10 @@ use super::{
     list::paging,
     AppState,
 };
-use crate::events::{AuditEntry, Event, EventBus};
+use crate::{
+    audit::Verification,
+    events::{AuditEntry, Event, EventBus},
+};
 
 /// Filters of `GET /events` (all optional, combined with AND).
 #[derive(Debug, Deserialize, IntoParams)]
@@ -324,10 +328,92 @@ pub async fn audit_logs(
     }))
 }
 
+/// Verify the audit log: every chained entry must carry the SHA-256 of the one before
+/// it, from the signed anchor of pruned entries (if any) on. Answers `ok` with the
+/// count, or `broken` with the first entry whose chain breaks (its id, the expected
+/// hash, the one found). Entries from before the chain existed are counted as
+/// `unchained`. Reads the whole log.
+#[utoipa::path(get, path = "/api/v1/audit-logs/verify", tag = "events",
+    responses((status = 200, body = Verification, description = "The verdict (a broken chain is a 200 with `status: broken`)"),
+        (status = 401), (status = 500, description = "The log, anchor or key could not be read")))]
+pub async fn audit_verify(State(bus): State<Arc<EventBus>>) -> Result<Envelope<Verification>> {
+    let v = bus.verify_audit().await.map_err(|e| ApiError::Internal(e.into()))?;
+    Ok(Envelope::ok(v))
+}
+
 /// Protected event routes.
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list))
         .routes(routes!(stream))
         .routes(routes!(audit_logs))
+        .routes(routes!(audit_verify))
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::{Method, StatusCode};
+    use serde_json::json;
+
+    use super::super::test_support::setup;
+
+    #[tokio::test]
+    async fn the_audit_log_verifies_and_an_edited_entry_is_named() {
+        let mut t = setup().await;
+        t.expect(
+            Method::GET,
+            "/api/v1/audit-logs/verify",
+            None,
+            StatusCode::UNAUTHORIZED,
+            "",
+        )
+        .await;
+        t.login().await;
+        for name in ["ops-a", "ops-b", "ops-c"] {
+            t.expect(
+                Method::POST,
+                "/api/v1/users",
+                Some(json!({"username": name, "password": "audit-Kx7#pL4w-first"})),
+                StatusCode::CREATED,
+                "",
+            )
+            .await;
+        }
+        let v = t
+            .expect(Method::GET, "/api/v1/audit-logs/verify", None, StatusCode::OK, "")
+            .await;
+        assert_eq!(v["data"]["status"], "ok", "{v}");
+        assert!(v["data"]["entries"].as_u64().unwrap() >= 3, "{v}");
+        // The listing keeps its fields and shows each entry's link.
+        let list = t
+            .expect(
+                Method::GET,
+                "/api/v1/audit-logs?resource=user",
+                None,
+                StatusCode::OK,
+                "",
+            )
+            .await;
+        let newest = &list["data"]["entries"][0];
+        assert_eq!(newest["prev_hash"].as_str().unwrap().len(), 64, "{newest}");
+        let second = list["data"]["entries"][1]["id"].as_u64().unwrap();
+
+        // Edit "ops-b created" in the stored journal: the entry after it breaks.
+        let dir = t.state.store.data_dir().join("journal").join("audit_entries");
+        for f in std::fs::read_dir(dir).unwrap() {
+            let p = f.unwrap().path();
+            if p.extension().is_some_and(|x| x == "jsonl") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                std::fs::write(&p, text.replace("user ops-b created", "user ops-b looked at")).unwrap();
+            }
+        }
+        let v = t
+            .expect(Method::GET, "/api/v1/audit-logs/verify", None, StatusCode::OK, "")
+            .await;
+        assert_eq!(v["data"]["status"], "broken", "{v}");
+        let b = &v["data"]["first_break"];
+        assert!(b["id"].as_u64().unwrap() >= second, "{v}");
+        assert_eq!(b["expected"].as_str().unwrap().len(), 64, "{v}");
+        assert_ne!(b["expected"], b["found"], "{v}");
+    }
 }

@@ -20,7 +20,7 @@ use super::AppState;
 use crate::{config::Config, dataplane::FakeTable, store::Store};
 
 /// The admin password of test states.
-pub(crate) const ADMIN_PASSWORD: &str = "pw-admin";
+pub(crate) const ADMIN_PASSWORD: &str = "pw-admin-Tq8vWz3nLp";
 
 /// A state for `config` (its data dir is replaced by a fresh temporary one; DNS is not
 /// bound; the local domain is `lab.test` unless set), plus the fake data plane.

@@ -7,7 +7,7 @@ use axum::{
 };
 use serde_json::{json, Value};
 
-use super::test_support::{is_error_envelope, setup, setup_with, sse_events};
+use super::test_support::{is_error_envelope, setup, setup_with, sse_events, ADMIN_PASSWORD};
 
 #[tokio::test]
 async fn protected_routes_need_a_session() {
@@ -79,7 +79,7 @@ async fn failed_logins_are_throttled() {
         .call(
             Method::POST,
             "/api/v1/auth/login",
-            Some(json!({"username": "admin", "password": "pw-admin"})),
+            Some(json!({"username": "admin", "password": ADMIN_PASSWORD})),
         )
         .await;
     assert_eq!(s, StatusCode::TOO_MANY_REQUESTS);

@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
-    auth::{hash_password, Session, User, SESSIONS_KV, USERS_KV},
+    auth::{hash_password, password_policy, Session, User, SESSIONS_KV, USERS_KV},
     error::Result,
     extract::{ApiJson, ApiPath, Envelope},
     AppState,
@@ -52,15 +52,14 @@ fn check_username(name: &str) -> Result<(), ServiceError> {
     Ok(())
 }
 
-fn check_password(pw: &str) -> Result<(), ServiceError> {
-    if pw.is_empty() || pw.len() > 1024 {
-        return Err(ServiceError::Invalid("'password' must be 1 to 1024 bytes".into()));
-    }
-    Ok(())
+fn check_password(username: &str, pw: &str) -> Result<(), ServiceError> {
+    password_policy(username, pw).map_err(ServiceError::Invalid)
 }
 
-fn hash(pw: &str) -> Result<String, ServiceError> {
-    hash_password(pw).map_err(|e| ServiceError::Invalid(format!("'password' cannot be hashed: {e}")))
+async fn hash(pw: &str) -> Result<String, ServiceError> {
+    hash_password(pw)
+        .await
+        .map_err(|e| ServiceError::Invalid(format!("'password' cannot be hashed: {e}")))
 }
 
 /// Every user, in name order.
@@ -82,11 +81,12 @@ pub fn list_users(store: &Store) -> Result<Vec<UserView>, ServiceError> {
 /// Creates `username` with `password` (argon2id, as login expects).
 ///
 /// # Errors
-/// [`ServiceError::Invalid`] for a bad name or an empty password,
+/// [`ServiceError::Invalid`] for a bad name or a password the policy refuses
+/// ([`password_policy`], the message names the rule),
 /// [`ServiceError::Conflict`] for a taken name; store errors.
 pub async fn add_user(store: &Store, username: &str, password: &str) -> Result<UserView, ServiceError> {
     check_username(username)?;
-    check_password(password)?;
+    check_password(username, password)?;
     let users = store.kv(USERS_KV)?;
     if users.get::<User>(username)?.is_some() {
         return Err(ServiceError::Conflict(format!(
@@ -95,7 +95,7 @@ pub async fn add_user(store: &Store, username: &str, password: &str) -> Result<U
     }
     let user = User {
         username: username.into(),
-        password_hash: hash(password)?,
+        password_hash: hash(password).await?,
         created_at: OffsetDateTime::now_utc(),
     };
     users.put(username, &user).await?;
@@ -108,15 +108,15 @@ pub async fn add_user(store: &Store, username: &str, password: &str) -> Result<U
 /// Replaces the password of `username` and ends their sessions; answers how many ended.
 ///
 /// # Errors
-/// [`ServiceError::NotFound`] for an unknown user, [`ServiceError::Invalid`] for an empty
-/// password; store errors.
+/// [`ServiceError::NotFound`] for an unknown user, [`ServiceError::Invalid`] for a
+/// password the policy refuses ([`password_policy`]); store errors.
 pub async fn set_password(store: &Store, username: &str, password: &str) -> Result<usize, ServiceError> {
-    check_password(password)?;
     let users = store.kv(USERS_KV)?;
     let Some(mut user) = users.get::<User>(username)? else {
         return Err(ServiceError::NotFound(format!("no user {username:?}")));
     };
-    user.password_hash = hash(password)?;
+    check_password(username, password)?;
+    user.password_hash = hash(password).await?;
     users.put(username, &user).await?;
     end_sessions(store, username).await
 }
@@ -188,8 +188,9 @@ pub struct NewUser {
     /// Login name: 1 to 64 letters, digits, '.', '_', '-' or '@'.
     #[schema(min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._@-]{1,64}$")]
     pub username: String,
-    /// Password (1-1024 bytes), stored as an argon2id hash.
-    #[schema(min_length = 1, max_length = 1024)]
+    /// Password: 12 characters to 1024 bytes, not the user name (nor reversed), and not
+    /// easy to guess (zxcvbn score 3 or more); stored as an argon2id hash.
+    #[schema(min_length = 12, max_length = 1024)]
     pub password: String,
 }
 
@@ -197,8 +198,8 @@ pub struct NewUser {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewPassword {
-    /// The new password (1-1024 bytes).
-    #[schema(min_length = 1, max_length = 1024)]
+    /// The new password, under the rules of [`NewUser::password`].
+    #[schema(min_length = 12, max_length = 1024)]
     pub password: String,
 }
 
@@ -245,7 +246,7 @@ pub async fn create(
 /// your own).
 #[utoipa::path(put, path = "/api/v1/users/{username}/password", tag = "users",
     params(("username" = String, Path, description = "Login name")), request_body = NewPassword,
-    responses((status = 200, body = PasswordChanged), (status = 400, description = "Empty password"),
+    responses((status = 200, body = PasswordChanged), (status = 400, description = "A password the policy refuses (the rule is named)"),
         (status = 404, description = "No such user"), (status = 401)))]
 pub async fn password(
     State(users): State<Arc<Users>>,
@@ -316,7 +317,7 @@ mod tests {
         t.expect(
             Method::POST,
             "/api/v1/users",
-            Some(json!({"username": "ops", "password": "pw-ops"})),
+            Some(json!({"username": "ops", "password": "ops-Kx7#pL4w-first"})),
             StatusCode::CREATED,
             "",
         )
@@ -324,7 +325,7 @@ mod tests {
         t.expect(
             Method::POST,
             "/api/v1/users",
-            Some(json!({"username": "ops", "password": "x"})),
+            Some(json!({"username": "ops", "password": "another-Zq5!xW8e"})),
             StatusCode::CONFLICT,
             "already exists",
         )
@@ -345,12 +346,28 @@ mod tests {
             "'password'",
         )
         .await;
+        // The policy, each rule named in the envelope.
+        for (pw, rule) in [
+            ("short-pw", "at least 12 characters"),
+            ("CAROL-OPERATOR", "user name"),
+            ("rotarepo-lorac", "user name"),
+            ("password1234", "too easy to guess"),
+        ] {
+            t.expect(
+                Method::POST,
+                "/api/v1/users",
+                Some(json!({"username": "carol-operator", "password": pw})),
+                StatusCode::BAD_REQUEST,
+                rule,
+            )
+            .await;
+        }
         // The new user logs in; a password change ends that session.
         let (s, _, _) = t
             .call(
                 Method::POST,
                 "/api/v1/auth/login",
-                Some(json!({"username": "ops", "password": "pw-ops"})),
+                Some(json!({"username": "ops", "password": "ops-Kx7#pL4w-first"})),
             )
             .await;
         assert_eq!(s, StatusCode::OK);
@@ -358,7 +375,7 @@ mod tests {
             .expect(
                 Method::PUT,
                 "/api/v1/users/ops/password",
-                Some(json!({"password": "pw-ops-2"})),
+                Some(json!({"password": "ops-Vt9!rQ2m-second"})),
                 StatusCode::OK,
                 "",
             )
@@ -368,10 +385,18 @@ mod tests {
             .call(
                 Method::POST,
                 "/api/v1/auth/login",
-                Some(json!({"username": "ops", "password": "pw-ops"})),
+                Some(json!({"username": "ops", "password": "ops-Kx7#pL4w-first"})),
             )
             .await;
         assert_eq!(s, StatusCode::UNAUTHORIZED, "the old password no longer works");
+        t.expect(
+            Method::PUT,
+            "/api/v1/users/ops/password",
+            Some(json!({"password": "letmein12345"})),
+            StatusCode::BAD_REQUEST,
+            "too easy to guess",
+        )
+        .await;
         t.expect(
             Method::PUT,
             "/api/v1/users/nobody/password",
@@ -396,6 +421,9 @@ mod tests {
             .await;
         let text = v.to_string();
         assert!(text.contains("user.created") && text.contains("user.deleted"), "{text}");
-        assert!(!text.contains("pw-ops") && !text.contains(ADMIN_PASSWORD), "{text}");
+        assert!(
+            !text.contains("ops-Kx7#pL4w-first") && !text.contains(ADMIN_PASSWORD),
+            "{text}"
+        );
     }
 }

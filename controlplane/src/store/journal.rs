@@ -160,12 +160,26 @@ impl<T: Entity> Journal<T> {
     /// [`StoreError::Io`] when the directory cannot be created or read.
     pub fn open(dir: &Path, time: fn(&T) -> OffsetDateTime) -> Result<Self> {
         std::fs::create_dir_all(dir).map_err(io_err(format!("creating {}", dir.display())))?;
+        Self::open_inner(dir, time, true)
+    }
+
+    /// Opens the journal in `dir` for reading only, changing no file (a running server
+    /// may be appending to it: a partial last line is left alone and skipped on read).
+    /// For readers outside the server, such as `bootlane audit verify`.
+    ///
+    /// # Errors
+    /// [`StoreError::Io`] when the directory cannot be read.
+    pub fn open_read_only(dir: &Path, time: fn(&T) -> OffsetDateTime) -> Result<Self> {
+        Self::open_inner(dir, time, false)
+    }
+
+    fn open_inner(dir: &Path, time: fn(&T) -> OffsetDateTime, repair: bool) -> Result<Self> {
         let names = segment_files(dir)?;
         let mut segments = Vec::with_capacity(names.len());
         let last = names.len().saturating_sub(1);
         for (i, (first_id, path)) in names.into_iter().enumerate() {
             let lines = read_lines(&path)?;
-            if i == last {
+            if i == last && repair {
                 // A crash mid-append leaves a partial line: cut it so the next append
                 // starts on a line of its own.
                 let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
@@ -192,9 +206,10 @@ impl<T: Entity> Journal<T> {
                     path,
                 }),
                 // Nothing readable: an empty file from a crash right after creating it.
-                None => {
+                None if repair => {
                     let _ = std::fs::remove_file(&path);
                 }
+                None => {}
             }
         }
         Ok(Self {
@@ -369,6 +384,49 @@ impl<T: Entity> Journal<T> {
     /// # Errors
     /// I/O errors reading the boundary segment or deleting files.
     pub fn prune(&self, count: usize, max_age: time::Duration) -> Result<usize> {
+        let floor = self.prune_floor(count, max_age)?;
+        self.retire_below(floor)
+    }
+
+    /// The id below which values are retired now (0 before any prune).
+    pub fn floor(&self) -> u64 {
+        self.index.read().expect("journal index lock").floor
+    }
+
+    /// The stored value with the greatest id below `floor` that is not retired yet (the
+    /// last one [`Journal::retire_below`]`(floor)` would retire), if any. Blocking.
+    ///
+    /// # Errors
+    /// I/O errors reading its segment.
+    pub fn value_before(&self, floor: u64) -> Result<Option<T>> {
+        let (segments, current) = self.segments();
+        let Some(seg) = segments.iter().rev().find(|s| s.first_id < floor) else {
+            return Ok(None);
+        };
+        Ok(self.decode(seg, current)?.into_iter().rev().find(|v| v.id() < floor))
+    }
+
+    /// Every value with an id of at least `from`, ascending, decoded one segment at a
+    /// time (retired values excluded).
+    pub fn ascending(&self, from: u64) -> impl Iterator<Item = Result<T>> + use<T> {
+        let (segments, floor) = self.segments();
+        let from = from.max(floor);
+        let journal = self.clone();
+        segments
+            .into_iter()
+            .filter(move |s| s.last_id >= from)
+            .flat_map(move |seg| match journal.decode(&seg, from) {
+                Ok(v) => v.into_iter().map(Ok).collect::<Vec<_>>(),
+                Err(e) => vec![Err(e)],
+            })
+    }
+
+    /// The floor [`Journal::prune`] would set for `count` and `max_age` (never below the
+    /// current one); retires nothing. Blocking.
+    ///
+    /// # Errors
+    /// I/O errors reading the boundary segment.
+    pub fn prune_floor(&self, count: usize, max_age: time::Duration) -> Result<u64> {
         let before = self.len();
         let (segments, mut floor) = self.segments();
         // A pass that retires nothing decodes one line: this runs every minute, and
@@ -408,6 +466,18 @@ impl<T: Entity> Journal<T> {
             }
             break;
         }
+        Ok(floor)
+    }
+
+    /// Retires every value with an id below `floor` (hidden from reads at once), deleting
+    /// every segment left wholly retired; returns how many values were retired. Blocking.
+    ///
+    /// # Errors
+    /// I/O errors deleting files or counting the remaining retired values.
+    pub fn retire_below(&self, floor: u64) -> Result<usize> {
+        let before = self.len();
+        let (segments, current) = self.segments();
+        let floor = floor.max(current);
         // Delete wholly retired segments (keep the newest file: the writer appends to it).
         let keep_from = segments.len().saturating_sub(1);
         let retired: Vec<&Segment> = segments[..keep_from].iter().filter(|s| s.last_id < floor).collect();

@@ -624,6 +624,12 @@ impl Store {
         journal::Journal::open(&self.journals.join(T::TREE), time)
     }
 
+    /// The data directory: where the journals' directory and files such as the audit
+    /// anchor ([`crate::audit`]) live.
+    pub fn data_dir(&self) -> &Path {
+        self.journals.parent().unwrap_or(&self.journals)
+    }
+
     /// This store as node `node` sees it (issue 16): on a shared store, [`Store::kv`] of a
     /// [`NODE_TREES`] name is then this node's own tree. A node whose own tree is still
     /// empty starts from the shared one's rows (settings moved in by `bootlane store

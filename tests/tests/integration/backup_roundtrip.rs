@@ -64,13 +64,13 @@ fn backup_while_running_then_restore_brings_everything_back() {
     let (ok, out) = run(
         &srv,
         &format!("user add ops --config {cfg} --password-stdin"),
-        &format!("ops-pw' '{ADMIN_PASSWORD}"),
+        &format!("ops-pw-Yb6sF3nZ' '{ADMIN_PASSWORD}"),
     );
     assert!(ok && out.contains("through http://127.0.0.1:8080"), "{out}");
     let (code, _) = s.api(
         "POST",
         "/auth/login",
-        Some(&json!({"username": "ops", "password": "ops-pw"})),
+        Some(&json!({"username": "ops", "password": "ops-pw-Yb6sF3nZ"})),
     );
     assert_eq!(code, 200, "the user added through the API logs in");
     s.api(
@@ -121,7 +121,7 @@ fn backup_while_running_then_restore_brings_everything_back() {
     let (ok, out) = run(
         &srv,
         &format!("user add later --config {cfg} --password-stdin"),
-        "later-user-pw",
+        "later-user-Gd2hV8cR",
     );
     assert!(ok, "{out}");
 
@@ -161,13 +161,13 @@ fn backup_while_running_then_restore_brings_everything_back() {
     let (code, _) = s.api(
         "POST",
         "/auth/login",
-        Some(&json!({"username": "later", "password": "later-user-pw"})),
+        Some(&json!({"username": "later", "password": "later-user-Gd2hV8cR"})),
     );
     assert_eq!(code, 401, "the user added after the backup is gone");
     let (code, _) = s.api(
         "POST",
         "/auth/login",
-        Some(&json!({"username": "ops", "password": "ops-pw"})),
+        Some(&json!({"username": "ops", "password": "ops-pw-Yb6sF3nZ"})),
     );
     assert_eq!(code, 200, "the user added before the backup is back");
     s.api(
