@@ -17,7 +17,8 @@
 #      serial console for the installer's progress and says where it stopped (no package
 #      mirror offline);
 #   5. a `done` report (with the token the machine's own console shows on its kernel
-#      command line) makes the task `installed`, and booting the same machine again gets
+#      command line) from another address is refused, and from the machine's leased
+#      address (taken over by the client once the VM is stopped) makes the task `installed`, and booting the same machine again gets
 #      the local-boot script (the loop guard), seen on its serial console.
 # Traffic stays inside the namespaces it creates; everything it started is stopped by PID
 # and the namespaces are deleted on exit. KEEP=1 keeps the work directory after a pass.
@@ -127,8 +128,16 @@ wait "$Q_PID" 2>/dev/null || true
 # ---- 5. done, then the local boot ----------------------------------------------------------
 TOKEN=$(tr -d '\r' <"$WORK/serial.log" | grep -aoE "answer/$TASK\?token=[0-9a-f]{64}" | head -n1 | sed 's/.*token=//')
 [[ ${#TOKEN} -eq 64 ]] || fail "the answer URL is not on the machine's kernel command line (serial)"
-R=$(in_cli curl -fsS -X POST --data-binary 'installed by e2e (no mirror offline)' "$BASE/api/v1/netboot/report/$TASK/$TOKEN/done") ||
+# The token is bound to the machine: from the client's own address the report is refused
+# like a wrong token; from the machine's leased address (taken over now that the VM is
+# stopped) it is taken.
+in_cli curl -fsS -o /dev/null -X POST --data-binary 'x' "$BASE/api/v1/netboot/report/$TASK/$TOKEN/done" 2>/dev/null &&
+    fail "a report from another address than the machine's was taken"
+MIP=$(api GET "/leases" | json "[l['ip'] for l in d['data']['leases'] if l['mac'] == '$MAC'][0]") || fail "the machine's lease"
+in_cli ip addr add "$MIP/24" dev vcli
+R=$(in_cli curl -fsS --interface "$MIP" -X POST --data-binary 'installed by e2e (no mirror offline)' "$BASE/api/v1/netboot/report/$TASK/$TOKEN/done") ||
     fail "the done report"
+in_cli ip addr del "$MIP/24" dev vcli
 [[ $(json 'd["data"]["state"]' <<<"$R") == installed ]] || fail "done did not make the task installed: $R"
 [[ $(in_cli curl -fsS "$BASE/api/v1/netboot/task/by-mac/$MAC" | json 'd["data"]["action"]') == local ]] || fail "by-mac after done"
 log "done reported: task installed"
