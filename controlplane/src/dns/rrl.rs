@@ -214,11 +214,15 @@ impl Rrl {
 mod tests {
     use super::*;
 
+    const TEST_TABLE: u32 = 65_536;
+
     fn rrl(rate: u32, slip: u32) -> Rrl {
         Rrl::new(&RrlConfig {
             responses_per_second: rate,
             slip,
-            table_size: 64,
+            // Large enough that two test prefixes sharing a bucket (the direct-mapped
+            // table's eviction, with a random hash key) is a one-in-65,536 event.
+            table_size: TEST_TABLE,
             ..RrlConfig::default()
         })
     }
@@ -314,6 +318,6 @@ mod tests {
             r.check_at(ip, 0);
         }
         let buckets: usize = r.shards.iter().map(|s| s.lock().unwrap().len()).sum();
-        assert_eq!(buckets, 64);
+        assert_eq!(buckets, TEST_TABLE as usize);
     }
 }
