@@ -107,7 +107,12 @@ test('dashboard charts: boot and DNS activity from /stats/activity, pool usage p
   const { ctx, page } = await newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(`${server.base}/`);
+  // The UI runs under its own strict Content-Security-Policy: nothing it does is refused.
+  page.on('console', (m) => {
+    if (/Content Security Policy/i.test(m.text())) errors.push(m.text());
+  });
+  const first = await page.goto(`${server.base}/`);
+  assert.match(first.headers()['content-security-policy'] ?? '', /script-src 'self';/);
   await login(page);
   await page.getByTestId('chart-boot').locator('canvas').waitFor();
   await page.getByTestId('chart-dns').locator('canvas').waitFor();
