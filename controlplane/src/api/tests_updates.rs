@@ -54,6 +54,8 @@ async fn client(base: Option<&str>, pk: &str, max_size: u64) -> T {
         c.updates.public_key = pk;
         c.updates.timeout_secs = 5;
         c.updates.max_size = max_size;
+        // The test source is on loopback.
+        c.outbound.allow_loopback = true;
     })
     .await;
     t.login().await;
@@ -170,6 +172,49 @@ async fn failing_source_is_a_502_naming_url_and_reason() {
         "not a semantic version",
     )
     .await;
+}
+
+/// The `[outbound]` rules cover the manifest and the artifact: a source on loopback is
+/// refused by default (502 naming the URL and the setting, the source never asked), and
+/// with loopback allowed, an artifact listed on a link-local address is still refused.
+#[tokio::test]
+async fn outbound_rules_cover_the_manifest_and_the_artifact() {
+    let (pk, kp) = keys();
+    let body = b"new bootlane".to_vec();
+    let base = serve(Source {
+        manifest: manifest(&body, &kp),
+        body: body.clone(),
+    })
+    .await;
+    let mut t = setup_with(|c| {
+        c.updates.manifest_url = format!("{base}/m.json");
+        c.updates.public_key = pk.clone();
+        c.updates.timeout_secs = 5;
+    })
+    .await;
+    t.login().await;
+    let refusal = format!(
+        "refusing to fetch {base}/m.json: 127.0.0.1 is a loopback address; set [outbound] allow_loopback = true to allow"
+    );
+    for route in ["/api/v1/version/check", "/api/v1/version/download"] {
+        t.expect(Method::POST, route, None, StatusCode::BAD_GATEWAY, &refusal)
+            .await;
+    }
+
+    let mut m = manifest(&body, &kp);
+    m["versions"][1]["artifacts"][crate::updates::build_platform()]["url"] = "http://169.254.7.7/a.bin".into();
+    let base = serve(Source { manifest: m, body }).await;
+    let t = client(Some(&base), &pk, 1 << 20).await;
+    t.expect(Method::POST, "/api/v1/version/download", None, StatusCode::ACCEPTED, "")
+        .await;
+    let job = finished(&t).await;
+    assert_eq!(job["state"], "failed", "{job}");
+    let e = job["error"].as_str().unwrap();
+    assert!(
+        e.contains("refusing to fetch http://169.254.7.7/a.bin") && e.contains("allow_link_local = true"),
+        "{e}"
+    );
+    assert!(kept(&t.state.config.data_dir).is_empty(), "nothing kept");
 }
 
 #[tokio::test]
