@@ -14,7 +14,10 @@ use serde_json::{json, Value};
 use sha2::Digest;
 
 use super::test_support::{setup_with, T};
-use crate::updates::manifest::tests::{keys, sign};
+use crate::updates::manifest::{
+    tests::{keys, sign},
+    Label,
+};
 
 /// What the test source serves: the manifest and the artifact body.
 struct Source {
@@ -35,14 +38,25 @@ async fn serve(src: Source) -> String {
 }
 
 /// A manifest listing `1.0.0` and `99.0.0` (notes "big"), whose `99.0.0` artifact for this
-/// platform announces `announced` (size, sha256, signature).
+/// platform announces `announced` (size, sha256, and the signature of its statement as
+/// version `99.0.0`, file `a.bin`).
 fn manifest(announced: &[u8], kp: &minisign::KeyPair) -> Value {
+    manifest_signed_as("99.0.0", announced, kp)
+}
+
+/// [`manifest`] with the artifact signed as version `signed_as` instead.
+fn manifest_signed_as(signed_as: &str, announced: &[u8], kp: &minisign::KeyPair) -> Value {
     let platform = crate::updates::build_platform();
+    let label = Label {
+        version: signed_as,
+        platform: &platform,
+        file: "a.bin",
+    };
     json!({"versions": [
         {"version": "1.0.0", "notes": "old"},
-        {"version": "99.0.0", "released": "2026-11-20", "notes": "big", "artifacts": {platform: {
+        {"version": "99.0.0", "released": "2026-11-20", "notes": "big", "artifacts": {&platform: {
             "url": "a.bin", "size": announced.len(), "sha256": hex::encode(sha2::Sha256::digest(announced)),
-            "signature": sign(kp, announced)}}}
+            "signature": sign(kp, label, announced)}}}
     ]})
 }
 
@@ -357,6 +371,19 @@ async fn wrong_sha256_signature_size_or_cut_off_keeps_nothing() {
     let (_, other) = keys();
     let e = refused(&good, good.clone(), &other, &pk, 1 << 20).await;
     assert!(e.contains("signature") && e.contains("another key"), "{e}");
+    // Signed, by the right key, for another version (an old build relabelled as 99.0.0).
+    let base = serve(Source {
+        manifest: manifest_signed_as("98.0.0", &good, &kp),
+        body: good.clone(),
+    })
+    .await;
+    let t = client(Some(&base), &pk, 1 << 20).await;
+    t.expect(Method::POST, "/api/v1/version/download", None, StatusCode::ACCEPTED, "")
+        .await;
+    let job = finished(&t).await;
+    let e = job["error"].as_str().unwrap();
+    assert!(e.contains("signature check failed") && e.contains("statement"), "{job}");
+    assert!(kept(&t.state.config.data_dir).is_empty());
     // Larger than [updates] max_size.
     let e = refused(&good, good.clone(), &kp, &pk, 10_000).await;
     assert!(e.contains("too large") && e.contains("max_size"), "{e}");

@@ -17,7 +17,7 @@ use std::{
 };
 
 use super::format::{self, Index, Item, ItemType};
-use crate::net::outbound::{self, OutboundConfig};
+use crate::net::outbound::OutboundConfig;
 
 /// Name of the built-in source.
 pub const BUILTIN: &str = "builtin";
@@ -52,7 +52,7 @@ pub struct Source {
 /// index TTL and the size cap.
 #[derive(Debug, Clone)]
 pub struct Fetcher {
-    /// The client, built by [`outbound::client_builder`] with `[community]`'s connect and
+    /// The client, built by [`crate::net::outbound::client_builder`] with `[community]`'s connect and
     /// total timeouts.
     pub client: reqwest::Client,
     /// The rules every URL is checked with before it is fetched (the same the client was
@@ -209,6 +209,7 @@ fn describe(url: &url::Url, e: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::outbound;
 
     /// A fetcher with short timeouts; `allow_loopback` as given (the test servers are on
     /// loopback).

@@ -3,7 +3,7 @@
 //! ([`UpdateService::download`]) and lists what is stored ([`UpdateService::stored`]).
 //!
 //! A download streams into a temporary file under `<data_dir>/updates/` while its SHA-256
-//! and minisign hash are computed, publishing `update.download.progress` every
+//! is computed, publishing `update.download.progress` every
 //! [`PROGRESS_STEP`] percent. Only when size, SHA-256 and signature all match is the file
 //! moved, with a `manifest.json` ([`StoredUpdate`]), into a staging directory renamed to
 //! `<data_dir>/updates/<version>/` in one step; on any failure (wrong SHA-256 or signature,
@@ -512,7 +512,14 @@ impl UpdateService {
         }
         let key = self.key.as_ref().ok_or("[updates] public_key is not set")?;
         let sig = manifest::signature(&a.signature).map_err(|e| e.to_string())?;
-        let mut verifier = manifest::Verifier::new(key, &sig).map_err(|e| e.to_string())?;
+        let url = outbound::checked(&self.outbound, &a.url).map_err(|e| e.to_string())?;
+        let file = manifest::file_name(&url)?;
+        let label = manifest::Label {
+            version: v,
+            platform: &self.config.platform,
+            file: &file,
+        };
+        let mut verifier = manifest::Verifier::new(key, &sig, label).map_err(|e| e.to_string())?;
         let io = |what: &str, e: std::io::Error| format!("{what} under {}: {e}", self.dir.display());
         tokio::fs::create_dir_all(&self.dir)
             .await
@@ -527,7 +534,6 @@ impl UpdateService {
                 .try_clone()
                 .map_err(|e| io("cannot open the temporary file", e))?,
         );
-        let url = outbound::checked(&self.outbound, &a.url).map_err(|e| e.to_string())?;
         let mut resp = tokio::select! {
             r = self.client.get(url).send() => r.map_err(|e| format!("{}: {}", a.url, why(&e)))?,
             () = self.token.cancelled() => return Err("the server is shutting down".into()),
