@@ -183,10 +183,10 @@ if [[ $MODE == extracted ]]; then
     M="$WORK/mirror/debian/dists/bookworm/main/installer-amd64/current/images/netboot/debian-installer/amd64"
     mkdir -p "$M"
     cp "$DI/linux" "$DI/initrd.gz" "$M/"
-    ip netns exec "$SRV" python3 -m http.server 8099 --bind 127.0.0.1 --directory "$WORK/mirror" >"$WORK/mirror.log" 2>&1 &
+    ip netns exec "$SRV" python3 -m http.server 8099 --bind "$SERVER" --directory "$WORK/mirror" >"$WORK/mirror.log" 2>&1 &
     PIDS+=($!)
-    for _ in $(seq 1 50); do in_srv curl -fs -o /dev/null http://127.0.0.1:8099/ && break; sleep 0.1; done
-    api PUT /netboot/overlays/debian '{"mirror":"http://127.0.0.1:8099/debian"}' >/dev/null || fail "overlay"
+    for _ in $(seq 1 50); do in_srv curl -fs -o /dev/null "http://$SERVER:8099/" && break; sleep 0.1; done
+    api PUT /netboot/overlays/debian '{"mirror":"http://'"$SERVER"':8099/debian"}' >/dev/null || fail "overlay"
     NB=$(api GET /netboot/catalog/debian | json '[f["path"] for v in d["data"]["entries"] for f in [v["kernel"]] if v["version"]=="12" and v["arch"]=="amd64"][0]')
     for round in miss hit; do
         in_cli curl -fsS -m 60 -o "$WORK/nb-$round" "$BASE/boot/$NB" || fail "GET /boot/$NB ($round)"

@@ -151,8 +151,14 @@ pub async fn build(
     let activity = crate::stats::Activity::new(Box::new(move || crate::stats::read_counters(&stats_dns)));
     let wol = crate::wol::service::WolService::open(&config.wol, &store, hosts.clone(), dhcp.clone(), events.clone())?;
     wol.spawn_scheduler(token.clone());
-    let bmc =
-        crate::bmc::service::BmcService::open(&config.bmc, &store, &config.data_dir, hosts.clone(), events.clone())?;
+    let bmc = crate::bmc::service::BmcService::open(
+        &config.bmc,
+        &config.outbound,
+        &store,
+        &config.data_dir,
+        hosts.clone(),
+        events.clone(),
+    )?;
     // Hosts' own BMC passwords are sealed with the same key as the BMC configs'.
     let sealed = hosts
         .set_password_sealer(Arc::new(crate::bmc::secret::SecretBox::open(&config.data_dir)?))
@@ -171,8 +177,13 @@ pub async fn build(
     os_images.recover().await?;
     let netdiag = Arc::new(crate::netdiag::NetDiag::system(config.diagnostics.clone()));
     let users = crate::api::users::Users::new(store.clone(), events.clone());
-    let netboot =
-        crate::netboot::NetbootService::open(&config.netboot, &store, settings.boot_root_cell(), events.clone())?;
+    let netboot = crate::netboot::NetbootService::open(
+        &config.netboot,
+        &config.outbound,
+        &store,
+        settings.boot_root_cell(),
+        events.clone(),
+    )?;
     let nfs = crate::nfs::service::NfsService::open(&config.nfs, &store, settings.boot_root_cell(), events.clone())?;
     let answers = crate::answers::templates::AnswerTemplates::open(
         &config.answers,
@@ -194,6 +205,7 @@ pub async fn build(
     })?;
     let updates = crate::updates::service::UpdateService::open(
         &config.updates,
+        &config.outbound,
         &config.data_dir,
         events.clone(),
         deadline_stop.clone(),
@@ -202,6 +214,7 @@ pub async fn build(
     let scripts = crate::scripts::service::ScriptService::open(&store, hosts.clone(), catalog.clone(), events.clone())?;
     let community = crate::community::service::CommunityService::open(
         &config.community,
+        &config.outbound,
         crate::community::service::Targets {
             answers: answers.clone(),
             catalog: catalog.clone(),

@@ -163,6 +163,9 @@ pub struct Config {
     pub updates: crate::updates::UpdatesConfig,
     /// `[store]` section: the embedded database's page cache (issue 14, soak).
     pub store: crate::store::StoreConfig,
+    /// `[outbound]` section: which loopback and link-local targets outbound fetches (netboot
+    /// cache, community sources, updates, Redfish) may reach; default none.
+    pub outbound: crate::net::outbound::OutboundConfig,
 }
 
 impl Default for Config {
@@ -192,6 +195,7 @@ impl Default for Config {
             community: Default::default(),
             updates: Default::default(),
             store: Default::default(),
+            outbound: Default::default(),
         }
     }
 }
@@ -382,6 +386,7 @@ impl Config {
             self.community.validate(),
             self.updates.validate(),
             self.store.validate(),
+            self.outbound.validate(),
         ] {
             if let Err(e) = r {
                 out.push(e);

@@ -413,7 +413,12 @@ mod tests {
     }
 
     async fn client() -> T {
-        let mut t = setup_with(|c| c.netboot.cache_max_bytes = 1 << 20).await;
+        let mut t = setup_with(|c| {
+            c.netboot.cache_max_bytes = 1 << 20;
+            // The test mirror is on loopback.
+            c.outbound.allow_loopback = true;
+        })
+        .await;
         t.login().await;
         t
     }
@@ -486,6 +491,39 @@ mod tests {
             "no distribution",
         )
         .await;
+    }
+
+    /// A mirror on loopback is refused by default (502 naming the URL and the setting,
+    /// the mirror never asked) and fetched with `[outbound] allow_loopback = true`.
+    #[tokio::test]
+    async fn a_loopback_mirror_is_refused_unless_outbound_allows_it() {
+        let (mirror, hits) = upstream().await;
+        for allow in [false, true] {
+            let mut t = setup_with(|c| c.outbound.allow_loopback = allow).await;
+            t.login().await;
+            t.expect(
+                Method::PUT,
+                "/api/v1/netboot/overlays/debian",
+                Some(json!({"mirror": format!("{mirror}/debian")})),
+                StatusCode::OK,
+                "",
+            )
+            .await;
+            let (s, _, body) = t.call(Method::GET, "/boot/netboot/debian/12/amd64/linux", None).await;
+            if allow {
+                assert_eq!(s, StatusCode::OK);
+                assert_eq!(hits.load(Ordering::SeqCst), 1);
+            } else {
+                assert_eq!(s, StatusCode::BAD_GATEWAY, "{body}");
+                let body = body.to_string();
+                assert!(
+                    body.contains(&format!("refusing to fetch {mirror}/debian/"))
+                        && body.contains("allow_loopback = true"),
+                    "{body}"
+                );
+                assert_eq!(hits.load(Ordering::SeqCst), 0, "the mirror was not contacted");
+            }
+        }
     }
 
     #[tokio::test]

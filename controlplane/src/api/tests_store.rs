@@ -459,7 +459,9 @@ async fn a_failing_http_source_is_reported_and_hides_nothing() {
             c.community.sources.push(SourceConfig {
                 name: "down".into(),
                 url: "http://127.0.0.1:9/catalog".into(),
-            })
+            });
+            // A loopback port nobody listens on: allowed, so the source is really down.
+            c.outbound.allow_loopback = true;
         })
         .await,
     )
@@ -517,7 +519,9 @@ async fn an_http_source_serves_imports_and_its_index_is_cached() {
             c.community.sources.push(SourceConfig {
                 name: "lab".into(),
                 url: format!("http://{addr}/cat"),
-            })
+            });
+            // The test source is on loopback.
+            c.outbound.allow_loopback = true;
         })
         .await,
     )

@@ -14,7 +14,10 @@ use serde_json::{json, Value};
 use sha2::Digest;
 
 use super::test_support::{setup_with, T};
-use crate::updates::manifest::tests::{keys, sign};
+use crate::updates::manifest::{
+    tests::{keys, sign},
+    Label,
+};
 
 /// What the test source serves: the manifest and the artifact body.
 struct Source {
@@ -35,14 +38,25 @@ async fn serve(src: Source) -> String {
 }
 
 /// A manifest listing `1.0.0` and `99.0.0` (notes "big"), whose `99.0.0` artifact for this
-/// platform announces `announced` (size, sha256, signature).
+/// platform announces `announced` (size, sha256, and the signature of its statement as
+/// version `99.0.0`, file `a.bin`).
 fn manifest(announced: &[u8], kp: &minisign::KeyPair) -> Value {
+    manifest_signed_as("99.0.0", announced, kp)
+}
+
+/// [`manifest`] with the artifact signed as version `signed_as` instead.
+fn manifest_signed_as(signed_as: &str, announced: &[u8], kp: &minisign::KeyPair) -> Value {
     let platform = crate::updates::build_platform();
+    let label = Label {
+        version: signed_as,
+        platform: &platform,
+        file: "a.bin",
+    };
     json!({"versions": [
         {"version": "1.0.0", "notes": "old"},
-        {"version": "99.0.0", "released": "2026-11-20", "notes": "big", "artifacts": {platform: {
+        {"version": "99.0.0", "released": "2026-11-20", "notes": "big", "artifacts": {&platform: {
             "url": "a.bin", "size": announced.len(), "sha256": hex::encode(sha2::Sha256::digest(announced)),
-            "signature": sign(kp, announced)}}}
+            "signature": sign(kp, label, announced)}}}
     ]})
 }
 
@@ -54,6 +68,8 @@ async fn client(base: Option<&str>, pk: &str, max_size: u64) -> T {
         c.updates.public_key = pk;
         c.updates.timeout_secs = 5;
         c.updates.max_size = max_size;
+        // The test source is on loopback.
+        c.outbound.allow_loopback = true;
     })
     .await;
     t.login().await;
@@ -170,6 +186,49 @@ async fn failing_source_is_a_502_naming_url_and_reason() {
         "not a semantic version",
     )
     .await;
+}
+
+/// The `[outbound]` rules cover the manifest and the artifact: a source on loopback is
+/// refused by default (502 naming the URL and the setting, the source never asked), and
+/// with loopback allowed, an artifact listed on a link-local address is still refused.
+#[tokio::test]
+async fn outbound_rules_cover_the_manifest_and_the_artifact() {
+    let (pk, kp) = keys();
+    let body = b"new bootlane".to_vec();
+    let base = serve(Source {
+        manifest: manifest(&body, &kp),
+        body: body.clone(),
+    })
+    .await;
+    let mut t = setup_with(|c| {
+        c.updates.manifest_url = format!("{base}/m.json");
+        c.updates.public_key = pk.clone();
+        c.updates.timeout_secs = 5;
+    })
+    .await;
+    t.login().await;
+    let refusal = format!(
+        "refusing to fetch {base}/m.json: 127.0.0.1 is a loopback address; set [outbound] allow_loopback = true to allow"
+    );
+    for route in ["/api/v1/version/check", "/api/v1/version/download"] {
+        t.expect(Method::POST, route, None, StatusCode::BAD_GATEWAY, &refusal)
+            .await;
+    }
+
+    let mut m = manifest(&body, &kp);
+    m["versions"][1]["artifacts"][crate::updates::build_platform()]["url"] = "http://169.254.7.7/a.bin".into();
+    let base = serve(Source { manifest: m, body }).await;
+    let t = client(Some(&base), &pk, 1 << 20).await;
+    t.expect(Method::POST, "/api/v1/version/download", None, StatusCode::ACCEPTED, "")
+        .await;
+    let job = finished(&t).await;
+    assert_eq!(job["state"], "failed", "{job}");
+    let e = job["error"].as_str().unwrap();
+    assert!(
+        e.contains("refusing to fetch http://169.254.7.7/a.bin") && e.contains("allow_link_local = true"),
+        "{e}"
+    );
+    assert!(kept(&t.state.config.data_dir).is_empty(), "nothing kept");
 }
 
 #[tokio::test]
@@ -312,6 +371,19 @@ async fn wrong_sha256_signature_size_or_cut_off_keeps_nothing() {
     let (_, other) = keys();
     let e = refused(&good, good.clone(), &other, &pk, 1 << 20).await;
     assert!(e.contains("signature") && e.contains("another key"), "{e}");
+    // Signed, by the right key, for another version (an old build relabelled as 99.0.0).
+    let base = serve(Source {
+        manifest: manifest_signed_as("98.0.0", &good, &kp),
+        body: good.clone(),
+    })
+    .await;
+    let t = client(Some(&base), &pk, 1 << 20).await;
+    t.expect(Method::POST, "/api/v1/version/download", None, StatusCode::ACCEPTED, "")
+        .await;
+    let job = finished(&t).await;
+    let e = job["error"].as_str().unwrap();
+    assert!(e.contains("signature check failed") && e.contains("statement"), "{job}");
+    assert!(kept(&t.state.config.data_dir).is_empty());
     // Larger than [updates] max_size.
     let e = refused(&good, good.clone(), &kp, &pk, 10_000).await;
     assert!(e.contains("too large") && e.contains("max_size"), "{e}");

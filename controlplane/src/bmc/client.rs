@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::model::{Identity, PowerState, Protocol};
-use crate::service_error::ServiceError;
+use crate::{net::outbound::OutboundConfig, service_error::ServiceError};
 
 /// Where and how to reach one BMC.
 #[derive(Clone)]
@@ -38,6 +38,9 @@ pub struct Target {
     pub verify_tls: bool,
     /// Longest one call may take.
     pub timeout: Duration,
+    /// Redfish: the `[outbound]` rules its HTTP requests follow (no loopback or link-local
+    /// BMC unless allowed). Unused for IPMI.
+    pub outbound: OutboundConfig,
 }
 
 impl std::fmt::Debug for Target {
@@ -316,7 +319,7 @@ impl BmcClient for SystemBmc {
             let web = futures::future::join_all(
                 web_ports
                     .iter()
-                    .map(|&(tls, p)| super::redfish::service_root(&t.host, p, tls, t.timeout)),
+                    .map(|&(tls, p)| super::redfish::service_root(&t.host, p, tls, t.timeout, &t.outbound)),
             );
             let ipmi = super::ipmi::power_state(&self.ipmitool, &probe);
             tokio::pin!(web, ipmi);

@@ -261,6 +261,7 @@ mod tests {
             system_id: None,
             verify_tls: true,
             timeout: Duration::from_secs(2),
+            outbound: Default::default(),
         }
     }
 

@@ -5,7 +5,9 @@
 //! override as a `PATCH` of `Boot.BootSourceOverrideTarget/Enabled/Mode` sent with
 //! `If-Match: <ETag>` when the BMC offers one (retried once on 412 with a fresh ETag).
 //! Error answers are read for the Redfish `error.message` / `@Message.ExtendedInfo`
-//! text. A client is built per call (the TLS switch and timeout are per BMC). No state.
+//! text. A client is built per call (the TLS switch and timeout are per BMC) by
+//! [`outbound::client_builder`] with the target's `[outbound]` rules; redirects are not
+//! followed, so checking the base URL once covers every request of the call. No state.
 
 use std::time::Duration;
 
@@ -16,9 +18,13 @@ use super::{
     client::{BmcError, BootDevice, BootReport, BootRequest, Reset, Target},
     model::{Identity, PowerState},
 };
+use crate::net::outbound::{self, OutboundConfig};
 
+/// The client of one call to `t`, after its base URL passed the `[outbound]` rules
+/// ([`BmcError::Unsupported`], a 400, naming the setting otherwise).
 fn client(t: &Target) -> Result<reqwest::Client, BmcError> {
-    reqwest::Client::builder()
+    outbound::checked(&t.outbound, &base(t)).map_err(|e| BmcError::Unsupported(format!("{}: {e}", t.label())))?;
+    outbound::client_builder(&t.outbound)
         .timeout(t.timeout)
         .connect_timeout(t.timeout)
         .danger_accept_invalid_certs(!t.verify_tls)
@@ -57,9 +63,13 @@ fn send_error(t: &Target, e: &reqwest::Error) -> BmcError {
         } else {
             ""
         };
-        BmcError::Unreachable(format!("{}: cannot connect: {e}{tls_hint}", t.label()))
+        BmcError::Unreachable(format!(
+            "{}: cannot connect: {}{tls_hint}",
+            t.label(),
+            outbound::describe(e)
+        ))
     } else {
-        BmcError::Unreachable(format!("{}: request failed: {e}", t.label()))
+        BmcError::Unreachable(format!("{}: request failed: {}", t.label(), outbound::describe(e)))
     }
 }
 
@@ -275,9 +285,10 @@ pub async fn identity(t: &Target) -> Result<Identity, BmcError> {
 }
 
 /// True when `host:port` serves a Redfish service root at `/redfish/v1` (no credentials
-/// needed; certificates are not checked for this look only).
-pub async fn service_root(host: &str, port: u16, tls: bool, timeout: Duration) -> bool {
-    let Ok(c) = reqwest::Client::builder()
+/// needed; certificates are not checked for this look only). A target the `[outbound]`
+/// rules of `policy` refuse is not contacted (false).
+pub async fn service_root(host: &str, port: u16, tls: bool, timeout: Duration, policy: &OutboundConfig) -> bool {
+    let Ok(c) = outbound::client_builder(policy)
         .timeout(timeout)
         .connect_timeout(timeout)
         .danger_accept_invalid_certs(true)
@@ -292,6 +303,9 @@ pub async fn service_root(host: &str, port: u16, tls: bool, timeout: Duration) -
         host.to_string()
     };
     let url = format!("{}://{host}:{port}/redfish/v1", if tls { "https" } else { "http" });
+    let Ok(url) = outbound::checked(policy, &url) else {
+        return false;
+    };
     match c.get(url).send().await {
         Ok(r) if r.status().is_success() || r.status() == StatusCode::UNAUTHORIZED => {
             r.status() == StatusCode::UNAUTHORIZED
@@ -394,6 +408,10 @@ mod tests {
             )),
         };
         let app = Router::new()
+            .route(
+                "/redfish/v1",
+                get(|| async { Json(json!({"RedfishVersion": "1.6.0"})) }),
+            )
             .route("/redfish/v1/Systems", get(collection))
             .route("/redfish/v1/Systems/sys1", get(system).patch(patch))
             .route("/redfish/v1/Systems/sys1/Actions/ComputerSystem.Reset", post(reset))
@@ -412,6 +430,11 @@ mod tests {
             system_id: None,
             verify_tls: true,
             timeout: Duration::from_secs(5),
+            // The fake service is on loopback.
+            outbound: OutboundConfig {
+                allow_loopback: true,
+                ..OutboundConfig::default()
+            },
         };
         (t, s.seen)
     }
@@ -473,7 +496,57 @@ mod tests {
         );
         let closed = Target { port: 1, ..t.clone() };
         assert!(matches!(power_state(&closed).await, Err(BmcError::Unreachable(_))));
-        assert!(!service_root("127.0.0.1", 1, false, Duration::from_secs(1)).await);
+        assert!(!service_root("127.0.0.1", 1, false, Duration::from_secs(1), &t.outbound).await);
+    }
+
+    /// A BMC on loopback is refused by default (400-class, naming the setting, nothing
+    /// sent), by IP literal and by a name resolving to it; the same BMC answers with
+    /// `[outbound] allow_loopback = true`.
+    #[tokio::test]
+    async fn a_loopback_bmc_is_refused_unless_outbound_allows_it() {
+        let (allowed, seen) = fake_redfish().await;
+        let strict = Target {
+            outbound: OutboundConfig::default(),
+            ..allowed.clone()
+        };
+        match power_state(&strict).await {
+            Err(BmcError::Unsupported(m)) => assert!(
+                m.contains("refusing to fetch http://127.0.0.1:")
+                    && m.contains("set [outbound] allow_loopback = true to allow"),
+                "{m}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        let named = Target {
+            host: "localhost".into(),
+            ..strict.clone()
+        };
+        match power_state(&named).await {
+            Err(BmcError::Unreachable(m)) => assert!(m.contains("refusing to connect to localhost"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            !service_root(
+                "127.0.0.1",
+                allowed.port,
+                false,
+                Duration::from_secs(2),
+                &strict.outbound
+            )
+            .await
+        );
+        assert!(seen.lock().unwrap().is_empty(), "nothing reached the BMC");
+        assert_eq!(power_state(&allowed).await.unwrap(), PowerState::Off);
+        assert!(
+            service_root(
+                "127.0.0.1",
+                allowed.port,
+                false,
+                Duration::from_secs(2),
+                &allowed.outbound
+            )
+            .await
+        );
     }
 
     #[test]

@@ -32,6 +32,7 @@ use super::{
 use crate::{
     events::{EventBus, NewEvent},
     inventory::{model::Host, service::HostService},
+    net::outbound::OutboundConfig,
     service_error::ServiceError,
     store::{Store, Table},
 };
@@ -238,6 +239,7 @@ fn clip(mut e: String) -> String {
 /// The BMC service. Share it as `Arc<BmcService>`.
 pub struct BmcService {
     section: BmcSection,
+    outbound: OutboundConfig,
     table: Table<BmcConfig>,
     hosts: Arc<HostService>,
     events: Arc<EventBus>,
@@ -248,12 +250,14 @@ pub struct BmcService {
 
 impl BmcService {
     /// Opens the table and the password key in `data_dir` (created 0600 when absent),
-    /// with the real protocol client.
+    /// with the real protocol client; Redfish calls follow the `[outbound]` rules of
+    /// `outbound`.
     ///
     /// # Errors
     /// Store errors; the key file cannot be read or created.
     pub fn open(
         section: &BmcSection,
+        outbound: &OutboundConfig,
         store: &Store,
         data_dir: &std::path::Path,
         hosts: Arc<HostService>,
@@ -261,6 +265,7 @@ impl BmcService {
     ) -> Result<Arc<Self>> {
         Ok(Arc::new(Self {
             section: section.clone(),
+            outbound: *outbound,
             table: store.table()?,
             hosts,
             events,
@@ -555,6 +560,7 @@ impl BmcService {
             system_id: c.system_id.clone(),
             verify_tls: c.verify_tls,
             timeout: Duration::from_secs(self.section.command_timeout_secs),
+            outbound: self.outbound,
         })
     }
 
@@ -620,6 +626,7 @@ impl BmcService {
             system_id: None,
             verify_tls: true,
             timeout: Duration::from_secs(self.section.command_timeout_secs),
+            outbound: self.outbound,
         })
     }
 
@@ -722,6 +729,7 @@ impl BmcService {
             system_id: c.system_id.clone(),
             verify_tls: c.verify_tls,
             timeout: Duration::from_secs(self.section.command_timeout_secs),
+            outbound: self.outbound,
         };
         self.allowed(&t).await?;
         let client = self.client();
@@ -1210,7 +1218,15 @@ mod tests {
         let events = EventBus::in_memory();
         let hosts = HostService::open(&store, Arc::new(|_| Ok(false)), events.clone()).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let bmc = BmcService::open(&section, &store, dir.path(), hosts.clone(), events.clone()).unwrap();
+        let bmc = BmcService::open(
+            &section,
+            &OutboundConfig::default(),
+            &store,
+            dir.path(),
+            hosts.clone(),
+            events.clone(),
+        )
+        .unwrap();
         let fake = FakeBmc::new();
         bmc.set_client(fake.clone());
         Lab {

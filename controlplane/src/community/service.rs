@@ -32,6 +32,7 @@ use crate::{
     answers::templates::{AnswerTemplates, TemplateInput},
     boot::catalog::{BootCatalog, ProfileInput},
     events::{EventBus, NewEvent},
+    net::outbound::OutboundConfig,
     netboot::{NetbootService, Overlay},
     scripts::{
         service::ScriptService, BaselineInput, OsFilter as ScriptsOsFilter, ScriptInput, ScriptType,
@@ -187,16 +188,16 @@ pub struct Targets {
 }
 
 impl CommunityService {
-    /// The built-in source (or `[community] dir`) then the configured HTTP sources.
+    /// The built-in source (or `[community] dir`) then the configured HTTP sources, fetched
+    /// under the `[outbound]` rules of `outbound`.
     ///
     /// # Errors
     /// An HTTP client that cannot be built; a source URL that does not parse (the
     /// configuration's validation refuses those first).
-    pub fn open(config: &CommunityConfig, targets: Targets) -> Result<Arc<Self>> {
-        let client = reqwest::Client::builder()
+    pub fn open(config: &CommunityConfig, outbound: &OutboundConfig, targets: Targets) -> Result<Arc<Self>> {
+        let client = crate::net::outbound::client_builder(outbound)
             .connect_timeout(Duration::from_secs(config.connect_timeout_secs))
             .timeout(Duration::from_secs(config.timeout_secs))
-            .user_agent(concat!("bootlane/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| ServiceError::Invalid(format!("cannot build the HTTP client: {e}")))?;
         let builtin = match &config.dir {
@@ -214,6 +215,7 @@ impl CommunityService {
             sources,
             fetcher: Fetcher {
                 client,
+                outbound: *outbound,
                 ttl: Duration::from_secs(config.cache_ttl_secs),
                 max_bytes: config.max_bytes,
             },

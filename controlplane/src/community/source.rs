@@ -17,6 +17,7 @@ use std::{
 };
 
 use super::format::{self, Index, Item, ItemType};
+use crate::net::outbound::OutboundConfig;
 
 /// Name of the built-in source.
 pub const BUILTIN: &str = "builtin";
@@ -47,11 +48,16 @@ pub struct Source {
     cache: Mutex<Option<(Instant, Arc<Index>)>>,
 }
 
-/// How a source fetches: the HTTP client (with its timeouts), the index TTL and the size cap.
+/// How a source fetches: the HTTP client (with its timeouts), the `[outbound]` rules, the
+/// index TTL and the size cap.
 #[derive(Debug, Clone)]
 pub struct Fetcher {
-    /// The client, built with `[community]`'s connect and total timeouts.
+    /// The client, built by [`crate::net::outbound::client_builder`] with `[community]`'s connect and
+    /// total timeouts.
     pub client: reqwest::Client,
+    /// The rules every URL is checked with before it is fetched (the same the client was
+    /// built with).
+    pub outbound: OutboundConfig,
     /// How long an HTTP index is reused.
     pub ttl: Duration,
     /// Largest file accepted, in bytes.
@@ -117,6 +123,7 @@ impl Source {
             }
             Location::Http(base) => {
                 let url = base.join(rel).map_err(|e| format!("{rel}: {e}"))?;
+                f.outbound.check_url(&url).map_err(|e| e.to_string())?;
                 let mut resp = f.client.get(url.clone()).send().await.map_err(|e| describe(&url, &e))?;
                 if !resp.status().is_success() {
                     return Err(format!("GET {url} answered HTTP {}", resp.status()));
@@ -202,17 +209,63 @@ fn describe(url: &url::Url, e: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::outbound;
 
-    fn fetcher() -> Fetcher {
+    /// A fetcher with short timeouts; `allow_loopback` as given (the test servers are on
+    /// loopback).
+    fn fetcher_with(allow_loopback: bool) -> Fetcher {
+        let policy = OutboundConfig {
+            allow_loopback,
+            ..OutboundConfig::default()
+        };
         Fetcher {
-            client: reqwest::Client::builder()
+            client: outbound::client_builder(&policy)
                 .connect_timeout(Duration::from_secs(1))
                 .timeout(Duration::from_secs(2))
                 .build()
                 .unwrap(),
+            outbound: policy,
             ttl: Duration::from_secs(60),
             max_bytes: 2 << 20,
         }
+    }
+
+    fn fetcher() -> Fetcher {
+        fetcher_with(true)
+    }
+
+    /// An HTTP source on loopback (a real server serving the built-in index) is refused by
+    /// default, without a connection, and read with `[outbound] allow_loopback = true`.
+    #[tokio::test]
+    async fn a_loopback_source_is_refused_unless_outbound_allows_it() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let hits = Arc::new(AtomicUsize::new(0));
+        let h = hits.clone();
+        let index = Embedded::get("index.json").unwrap().data.into_owned();
+        let app = axum::Router::new().route(
+            "/cat/index.json",
+            axum::routing::get(move || {
+                h.fetch_add(1, Ordering::SeqCst);
+                let index = index.clone();
+                async move { index }
+            }),
+        );
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}/cat", l.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(l, app).await });
+
+        let s = Source::http("lab", &base).unwrap();
+        let e = s.index(&fetcher_with(false)).await.unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "refusing to fetch {base}/index.json: 127.0.0.1 is a loopback address; set [outbound] allow_loopback = true to allow"
+            )
+        );
+        assert_eq!(hits.load(Ordering::SeqCst), 0, "nothing was contacted");
+        let idx = s.index(&fetcher_with(true)).await.unwrap();
+        assert!(idx.items.len() >= 20);
+        assert_eq!(hits.load(Ordering::SeqCst), 1);
     }
 
     /// The embedded set is consistent: every index entry's item file exists, parses, its

@@ -3,9 +3,11 @@
 //! which subnet a client is on, and which of the server's addresses is on that subnet.
 //! Holds no state; callers re-read when they rebuild their view. [`types`] holds the
 //! networking value types and name rules every resource shares (MAC address, host and
-//! DNS names); [`mmsg`] batched UDP receive and send (`recvmmsg`/`sendmmsg`).
+//! DNS names); [`mmsg`] batched UDP receive and send (`recvmmsg`/`sendmmsg`);
+//! [`outbound`] the HTTP client builder and address rules of every outbound fetch.
 
 pub mod mmsg;
+pub mod outbound;
 pub mod types;
 
 use std::net::IpAddr;

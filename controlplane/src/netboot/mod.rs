@@ -26,6 +26,7 @@ use utoipa::ToSchema;
 
 use crate::{
     events::{EventBus, NewEvent},
+    net::outbound::{self, OutboundConfig},
     service_error::{short_text, ServiceError},
     store::{Kv, Store},
 };
@@ -260,6 +261,7 @@ pub struct NetbootService {
     root: Arc<std::sync::RwLock<PathBuf>>,
     events: Arc<EventBus>,
     client: reqwest::Client,
+    outbound: OutboundConfig,
     fill: tokio::sync::Mutex<()>,
     hits: AtomicU64,
     misses: AtomicU64,
@@ -271,20 +273,22 @@ pub struct NetbootService {
 pub const CACHE_DIR: &str = "netboot-cache";
 
 impl NetbootService {
-    /// Opens the overlays tree; the cache lives under the boot root in `root`.
+    /// Opens the overlays tree; the cache lives under the boot root in `root`. Upstream
+    /// fetches follow the `[outbound]` rules of `outbound` (no loopback or link-local
+    /// mirror unless allowed).
     ///
     /// # Errors
     /// Store errors; an HTTP client that cannot be built.
     pub fn open(
         config: &NetbootConfig,
+        outbound: &OutboundConfig,
         store: &Store,
         root: Arc<std::sync::RwLock<PathBuf>>,
         events: Arc<EventBus>,
     ) -> Result<Arc<Self>> {
-        let client = reqwest::Client::builder()
+        let client = outbound::client_builder(outbound)
             .connect_timeout(Duration::from_secs(config.connect_timeout_secs))
             .timeout(Duration::from_secs(config.fetch_timeout_secs))
-            .user_agent(concat!("bootlane/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| ServiceError::Invalid(format!("cannot build the HTTP client: {e}")))?;
         Ok(Arc::new(Self {
@@ -293,6 +297,7 @@ impl NetbootService {
             root,
             events,
             client,
+            outbound: *outbound,
             fill: tokio::sync::Mutex::new(()),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
@@ -493,7 +498,13 @@ impl NetbootService {
         tokio::fs::create_dir_all(dir)
             .await
             .map_err(|e| ServiceError::io(format!("creating {}", dir.display()), e))?;
-        let mut resp = self.client.get(url).send().await.map_err(|e| upstream(e.to_string()))?;
+        let checked = outbound::checked(&self.outbound, url).map_err(|e| upstream(e.to_string()))?;
+        let mut resp = self
+            .client
+            .get(checked)
+            .send()
+            .await
+            .map_err(|e| upstream(outbound::describe(&e)))?;
         if !resp.status().is_success() {
             return Err(upstream(format!("it answered {}", resp.status())));
         }
@@ -506,7 +517,7 @@ impl NetbootService {
             .map_err(|e| ServiceError::io(format!("creating {}", tmp.display()), e))?;
         let mut n = 0u64;
         let copied: Result<()> = async {
-            while let Some(chunk) = resp.chunk().await.map_err(|e| upstream(e.to_string()))? {
+            while let Some(chunk) = resp.chunk().await.map_err(|e| upstream(outbound::describe(&e)))? {
                 n += chunk.len() as u64;
                 if n > self.config.cache_max_bytes {
                     return Err(upstream("the file is larger than [netboot] cache_max_bytes".into()));

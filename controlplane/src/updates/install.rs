@@ -1,7 +1,8 @@
 //! `bootlane update list|install` (issue 13 "Version check and download"): what the server
 //! downloaded and verified under `<data_dir>/updates/`, and installing one of them over the
 //! binary. Installing reads the stored artifact once, checking its size, SHA-256 and
-//! minisign signature against the key of the configuration file (never one stored beside
+//! minisign signature (over the update statement of its version, platform, file name and
+//! SHA-256, see [`manifest`]) against the key of the configuration file (never one stored beside
 //! the artifact) while copying it next to the target, and renames the copy over the target
 //! only when every check passed: the binary is replaced whole or not at all. The running
 //! server keeps running the old code until it is restarted (`systemctl restart bootlane`).
@@ -116,8 +117,21 @@ pub fn install(updates_dir: &Path, public_key: &str, version: &str, target: &Pat
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let mode = std::fs::metadata(&target).map_or(0o755, |m| m.permissions().mode() & 0o7777 | 0o555);
+    // The signature covers the version, platform and file name the artifact was listed
+    // with (its update statement): a stored manifest.json relabelled fails here.
+    if semver::Version::parse(&s.version).ok().as_ref() != Some(&v) {
+        bail!("{} is for version {:?}, not {v}", mf.display(), s.version);
+    }
+    let artifact_url = url::Url::parse(&s.artifact_url)
+        .with_context(|| format!("{} names an invalid artifact_url {:?}", mf.display(), s.artifact_url))?;
+    let file = manifest::file_name(&artifact_url).map_err(|e| anyhow::anyhow!("{}: {e}", mf.display()))?;
+    let label = manifest::Label {
+        version: &s.version,
+        platform: &s.platform,
+        file: &file,
+    };
     let sig = manifest::signature(&s.signature)?;
-    let mut verifier = manifest::Verifier::new(&key, &sig)?;
+    let mut verifier = manifest::Verifier::new(&key, &sig, label)?;
     let mut input = std::fs::File::open(&src).with_context(|| format!("opening {}", src.display()))?;
     let mut out = tempfile::Builder::new()
         .prefix(".bootlane.update-")
@@ -198,7 +212,15 @@ mod tests {
             file: "bootlane".into(),
             size: data.len() as u64,
             sha256: hex::encode(sha2::Sha256::digest(data)),
-            signature: sign(kp, data),
+            signature: sign(
+                kp,
+                manifest::Label {
+                    version,
+                    platform: "linux-x86_64",
+                    file: "a",
+                },
+                data,
+            ),
             downloaded_at: time::OffsetDateTime::now_utc(),
             source: "http://x/m.json".into(),
             artifact_url: "http://x/a".into(),
@@ -239,5 +261,36 @@ mod tests {
         assert_eq!(std::fs::read(&target).unwrap(), new);
         let mode = std::fs::metadata(&target).unwrap().permissions().mode();
         assert_eq!(mode & 0o555, 0o555, "executable: {mode:o}");
+    }
+
+    /// Regression: a stored download relabelled as another version (its directory and
+    /// `manifest.json` rewritten, the signature kept) is refused, and the target unchanged.
+    #[test]
+    fn a_stored_download_relabelled_as_another_version_is_refused() {
+        let (pk, kp) = keys();
+        let tmp = tempfile::tempdir().unwrap();
+        let updates = tmp.path().join("updates");
+        let target = tmp.path().join("bootlane");
+        std::fs::write(&target, b"old").unwrap();
+        let new = b"#!/bin/sh\necho 9.1.0\n".to_vec();
+        stored(&updates, "9.1.0", &new, &kp);
+        let copy = |to: &str, version: &str| {
+            let d = updates.join(to);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::copy(updates.join("9.1.0/bootlane"), d.join("bootlane")).unwrap();
+            let mut m: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(updates.join("9.1.0").join(MANIFEST_FILE)).unwrap()).unwrap();
+            m["version"] = version.into();
+            std::fs::write(d.join(MANIFEST_FILE), m.to_string()).unwrap();
+        };
+        copy("9.2.0", "9.2.0");
+        let e = format!("{:#}", install(&updates, &pk, "9.2.0", &target).unwrap_err());
+        assert!(e.contains("signature check failed"), "{e}");
+        copy("9.3.0", "9.1.0");
+        let e = format!("{:#}", install(&updates, &pk, "9.3.0", &target).unwrap_err());
+        assert!(e.contains("is for version \"9.1.0\", not 9.3.0"), "{e}");
+        assert_eq!(std::fs::read(&target).unwrap(), b"old");
+        install(&updates, &pk, "9.1.0", &target).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), new);
     }
 }

@@ -3,7 +3,7 @@
 //! ([`UpdateService::download`]) and lists what is stored ([`UpdateService::stored`]).
 //!
 //! A download streams into a temporary file under `<data_dir>/updates/` while its SHA-256
-//! and minisign hash are computed, publishing `update.download.progress` every
+//! is computed, publishing `update.download.progress` every
 //! [`PROGRESS_STEP`] percent. Only when size, SHA-256 and signature all match is the file
 //! moved, with a `manifest.json` ([`StoredUpdate`]), into a staging directory renamed to
 //! `<data_dir>/updates/<version>/` in one step; on any failure (wrong SHA-256 or signature,
@@ -29,6 +29,7 @@ use super::{
 };
 use crate::{
     events::{EventBus, NewEvent},
+    net::outbound::{self, OutboundConfig},
     service_error::ServiceError,
 };
 
@@ -151,6 +152,7 @@ pub struct UpdateService {
     dir: PathBuf,
     events: Arc<EventBus>,
     client: reqwest::Client,
+    outbound: OutboundConfig,
     current: semver::Version,
     job: Mutex<Option<DownloadJob>>,
     token: CancellationToken,
@@ -179,17 +181,19 @@ fn why(e: &reqwest::Error) -> String {
 impl UpdateService {
     /// The service for `config` (validated), storing under `<data_dir>/updates/`; the
     /// running version is this build's. Removes what an interrupted download left.
-    /// Downloads stop when `token` is cancelled.
+    /// Downloads stop when `token` is cancelled. The manifest and the artifacts are fetched
+    /// under the `[outbound]` rules of `outbound`.
     ///
     /// # Errors
     /// The HTTP client cannot be built (no TLS roots).
     pub fn open(
         config: &UpdatesConfig,
+        outbound: &OutboundConfig,
         data_dir: &Path,
         events: Arc<EventBus>,
         token: CancellationToken,
     ) -> anyhow::Result<Arc<Self>> {
-        Self::with_version(config, data_dir, events, token, env!("CARGO_PKG_VERSION"))
+        Self::with_version(config, outbound, data_dir, events, token, env!("CARGO_PKG_VERSION"))
     }
 
     /// [`UpdateService::open`] with another running version (tests).
@@ -198,16 +202,16 @@ impl UpdateService {
     /// As [`UpdateService::open`], or `current` is not a semantic version.
     pub fn with_version(
         config: &UpdatesConfig,
+        outbound: &OutboundConfig,
         data_dir: &Path,
         events: Arc<EventBus>,
         token: CancellationToken,
         current: &str,
     ) -> anyhow::Result<Arc<Self>> {
         let t = Duration::from_secs(config.timeout_secs);
-        let client = reqwest::Client::builder()
+        let client = outbound::client_builder(outbound)
             .connect_timeout(t)
             .read_timeout(t)
-            .user_agent(concat!("bootlane/", env!("CARGO_PKG_VERSION")))
             .build()?;
         let key = if config.public_key.trim().is_empty() {
             None
@@ -231,6 +235,7 @@ impl UpdateService {
             dir,
             events,
             client,
+            outbound: *outbound,
             current: semver::Version::parse(current)?,
             job: Mutex::new(None),
             token,
@@ -258,6 +263,9 @@ impl UpdateService {
     /// HTTP status, too large, invalid manifest).
     async fn fetch_manifest(&self, url: &url::Url) -> Result<Checked, ServiceError> {
         let fail = |reason: String| ServiceError::Upstream(format!("update source {url}: {reason}"));
+        self.outbound
+            .check_url(url)
+            .map_err(|e| ServiceError::Upstream(e.to_string()))?;
         let mut resp = self
             .client
             .get(url.clone())
@@ -504,7 +512,14 @@ impl UpdateService {
         }
         let key = self.key.as_ref().ok_or("[updates] public_key is not set")?;
         let sig = manifest::signature(&a.signature).map_err(|e| e.to_string())?;
-        let mut verifier = manifest::Verifier::new(key, &sig).map_err(|e| e.to_string())?;
+        let url = outbound::checked(&self.outbound, &a.url).map_err(|e| e.to_string())?;
+        let file = manifest::file_name(&url)?;
+        let label = manifest::Label {
+            version: v,
+            platform: &self.config.platform,
+            file: &file,
+        };
+        let mut verifier = manifest::Verifier::new(key, &sig, label).map_err(|e| e.to_string())?;
         let io = |what: &str, e: std::io::Error| format!("{what} under {}: {e}", self.dir.display());
         tokio::fs::create_dir_all(&self.dir)
             .await
@@ -520,7 +535,7 @@ impl UpdateService {
                 .map_err(|e| io("cannot open the temporary file", e))?,
         );
         let mut resp = tokio::select! {
-            r = self.client.get(&a.url).send() => r.map_err(|e| format!("{}: {}", a.url, why(&e)))?,
+            r = self.client.get(url).send() => r.map_err(|e| format!("{}: {}", a.url, why(&e)))?,
             () = self.token.cancelled() => return Err("the server is shutting down".into()),
         };
         if !resp.status().is_success() {

@@ -199,7 +199,8 @@ fn ipmi_and_redfish_power_through_the_api() {
     let sims = start_sims(&ns);
     let s = Server::start(
         &ns,
-        "[dns]\nport = 53\nlocal_domain = \"lab.test\"\n[dns.xdp]\nmode = \"off\"\n[bmc]\nsettle_secs = 25\npoll_interval_ms = 500\ncommand_timeout_secs = 5\nallowed_networks = [\"127.0.0.0/8\"]\n",
+        "[dns]\nport = 53\nlocal_domain = \"lab.test\"\n[dns.xdp]\nmode = \"off\"\n[bmc]\nsettle_secs = 25\npoll_interval_ms = 500\ncommand_timeout_secs = 5\nallowed_networks = [\"127.0.0.0/8\"]\n\
+         [outbound]\nallow_loopback = true\n",
     );
 
     // ---- IPMI ----

@@ -1,11 +1,14 @@
 //! Verified updates end to end (issue 13 "Version check and download", "Proof"): the real
 //! `bootlane` binary in a server namespace asks an update source in a second namespace,
-//! across a veth link: `python3 -m http.server` serving a manifest and artifacts signed in
-//! the test with a freshly generated minisign key (the `minisign` crate).
+//! across a veth link: `python3 -m http.server` serving a manifest and artifacts whose
+//! update statements are signed by the real `minisign` CLI with a freshly generated key,
+//! with the very commands of the README section "Updates" (another key, for the refused
+//! case, comes from the `minisign` crate).
 //!
-//! The manifest lists three versions: `99.0.0` (good), `98.0.0` whose artifact was
-//! tampered with after signing (wrong SHA-256) and `97.0.0` signed with another key. The
-//! test checks, in order: `POST /version/check` answers that 99.0.0 is newer, with its
+//! The manifest lists four versions: `99.0.0` (good), `98.0.0` whose artifact was
+//! tampered with after signing (wrong SHA-256), `97.0.0` signed with another key and
+//! `96.0.0`, the good `99.0.0` file and signature relabelled (the signed statement names
+//! 99.0.0). The test checks, in order: `POST /version/check` answers that 99.0.0 is newer, with its
 //! notes and artifact; downloading it succeeds with progress events, and the file and its
 //! `manifest.json` are stored under `<data_dir>/updates/99.0.0/`; the tampered and the
 //! badly signed downloads are refused with a failure event naming why and nothing kept;
@@ -24,15 +27,39 @@ use sha2::Digest;
 
 const SOURCE: &str = "http://10.93.0.2:8765";
 
-fn sign(kp: &minisign::KeyPair, data: &[u8]) -> String {
-    minisign::sign(Some(&kp.pk), &kp.sk, std::io::Cursor::new(data), None, None)
+/// Signs the update statement of `<dir>/<file>` (which must hold the announced bytes) as
+/// `version` for `platform` with the `minisign` CLI and the secret key `<dir>/key`, with the
+/// commands of the README section "Updates"; answers the `.minisig` text.
+fn cli_sign(dir: &Path, version: &str, platform: &str, file: &str) -> String {
+    let out = std::process::Command::new("bash")
+        .current_dir(dir)
+        .args([
+            "-euc",
+            r#"V=$1 P=$2 F=$3
+printf 'bootlane-update-v1\n%s\n%s\n%s\n%s\n' "$V" "$P" "$F" "$(sha256sum "$F" | cut -d' ' -f1)" > "$F.statement"
+minisign -S -s key -m "$F.statement" -x "$F.minisig" </dev/null >/dev/null"#,
+            "sign",
+            version,
+            platform,
+            file,
+        ])
+        .output()
+        .expect("run minisign (scripts/setup.sh installs it)");
+    assert!(out.status.success(), "minisign -S: {out:?}");
+    std::fs::read_to_string(dir.join(format!("{file}.minisig"))).expect("the .minisig file")
+}
+
+/// The signature by `kp` (the `minisign` crate) of the update statement of `data`.
+fn crate_sign(kp: &minisign::KeyPair, version: &str, platform: &str, file: &str, data: &[u8]) -> String {
+    let st = bootlane::updates::manifest::statement(version, platform, file, &hex::encode(sha2::Sha256::digest(data)));
+    minisign::sign(Some(&kp.pk), &kp.sk, std::io::Cursor::new(st), None, None)
         .expect("sign")
         .into_string()
 }
 
-fn artifact(url: &str, announced: &[u8], kp: &minisign::KeyPair) -> Value {
+fn artifact(url: &str, announced: &[u8], signature: String) -> Value {
     json!({"url": url, "size": announced.len(), "sha256": hex::encode(sha2::Sha256::digest(announced)),
-           "signature": sign(kp, announced)})
+           "signature": signature})
 }
 
 /// Waits until `f` answers `Some`, panicking with `what` after `timeout`.
@@ -88,7 +115,16 @@ fn entries(dir: &Path) -> Vec<String> {
 fn update_check_download_verify_refuse_and_install() {
     let (srv, src) = (NetNs::new("upd"), NetNs::new("ups"));
     veth(&srv, &["10.93.0.1/24"], &src, &["10.93.0.2/24"]);
-    let kp = minisign::KeyPair::generate_unencrypted_keypair().expect("key pair");
+    let keys = tempfile::tempdir().expect("key dir");
+    let out = std::process::Command::new("minisign")
+        .args(["-G", "-W", "-p", "key.pub", "-s", "key"])
+        .current_dir(keys.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run minisign -G (scripts/setup.sh installs it)");
+    assert!(out.status.success(), "minisign -G: {out:?}");
+    let public_key = std::fs::read_to_string(keys.path().join("key.pub")).expect("key.pub");
+    let public_key = public_key.lines().nth(1).expect("the base64 line").to_string();
     let other = minisign::KeyPair::generate_unencrypted_keypair().expect("other key pair");
 
     // The "new binary": a script that says its version, padded so the transfer takes
@@ -105,13 +141,22 @@ fn update_check_download_verify_refuse_and_install() {
     std::fs::write(www.path().join("bootlane-98.0.0"), &tampered).expect("write");
     std::fs::write(www.path().join("bootlane-97.0.0"), &good).expect("write");
     let platform = bootlane::updates::build_platform();
+    // The publisher signs the good bytes under each name it lists them as.
+    let (k, p) = (keys.path(), platform.as_str());
+    std::fs::write(k.join("bootlane-99.0.0"), &good).expect("write");
+    std::fs::write(k.join("bootlane-98.0.0"), &good).expect("write");
+    let signed_99 = cli_sign(k, "99.0.0", p, "bootlane-99.0.0");
+    assert!(signed_99.contains("file:bootlane-99.0.0.statement"), "{signed_99}");
     let manifest = json!({"versions": [
         {"version": "97.0.0", "notes": "signed by someone else",
-         "artifacts": {&platform: artifact("bootlane-97.0.0", &good, &other)}},
+         "artifacts": {&platform: artifact("bootlane-97.0.0", &good,
+            crate_sign(&other, "97.0.0", p, "bootlane-97.0.0", &good))}},
         {"version": "99.0.0", "released": "2026-11-23", "notes": "the good one",
-         "artifacts": {&platform: artifact("bootlane-99.0.0", &good, &kp)}},
+         "artifacts": {&platform: artifact("bootlane-99.0.0", &good, signed_99.clone())}},
         {"version": "98.0.0", "notes": "tampered after signing",
-         "artifacts": {&platform: artifact("bootlane-98.0.0", &good, &kp)}},
+         "artifacts": {&platform: artifact("bootlane-98.0.0", &good, cli_sign(k, "98.0.0", p, "bootlane-98.0.0"))}},
+        {"version": "96.0.0", "notes": "99.0.0's file and signature relabelled",
+         "artifacts": {&platform: artifact("bootlane-99.0.0", &good, signed_99)}},
     ]});
     std::fs::write(www.path().join("manifest.json"), manifest.to_string()).expect("write");
     let www_dir = www.path().display().to_string();
@@ -137,7 +182,7 @@ fn update_check_download_verify_refuse_and_install() {
         &srv,
         &format!(
             "[dns]\nenabled = false\n[updates]\nmanifest_url = \"{SOURCE}/manifest.json\"\npublic_key = \"{}\"\ntimeout_secs = 5\n",
-            kp.pk.to_base64()
+            public_key
         ),
     );
     let updates = s.data_dir.join("updates");
@@ -176,8 +221,12 @@ fn update_check_download_verify_refuse_and_install() {
     let (_, v) = s.api("GET", "/version/downloads", None);
     assert_eq!(v["data"][0]["version"], "99.0.0", "{v}");
 
-    // ---- Tampered artifact and a bad signature: refused, nothing kept ------------------
-    for (version, why) in [("98.0.0", "sha256 mismatch"), ("97.0.0", "another key")] {
+    // ---- Tampered, badly signed or relabelled artifacts: refused, nothing kept ----------
+    for (version, why) in [
+        ("98.0.0", "sha256 mismatch"),
+        ("97.0.0", "another key"),
+        ("96.0.0", "does not cover this artifact's statement"),
+    ] {
         let job = download(&s, version);
         assert_eq!(job["state"], "failed", "{job}");
         let err = job["error"].as_str().unwrap_or_default();
