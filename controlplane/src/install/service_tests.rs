@@ -245,10 +245,7 @@ async fn refusals_are_all_alike_and_tokens_expire_and_are_revoked() {
     let base = "http://s";
     let a = l.tasks.create(input(&l)).await.unwrap();
     let token = token_of(&l, a.id);
-    let refused = |r: Result<RenderedAnswer, ServiceError>| match r {
-        Err(ServiceError::Forbidden(m)) => assert_eq!(m, REFUSED),
-        other => panic!("not refused: {:?}", other.map(|a| a.body)),
-    };
+    let refused = refused_answer;
     let mut sub = l.t.state.events.subscribe();
     // Wrong token, unknown task, a short token, another address: the same answer.
     refused(l.tasks.answer(a.id, &"0".repeat(64), peer(), "s", base).await);
