@@ -43,7 +43,7 @@ pub struct RrlConfig {
     /// Prefix length grouping IPv6 clients, 1-128. Default 56.
     pub ipv6_prefix_len: u8,
     /// Buckets of the userspace table, 64-16777216 (about 32 bytes each). Default 65536.
-    /// The XDP fast path has its own table of `common::dns::DNS_RRL_CAPACITY` prefixes.
+    /// The XDP fast path has its own table of `common::dns::DNS_RRL_CAPACITY` buckets.
     pub table_size: u32,
 }
 
@@ -102,6 +102,20 @@ impl RrlConfig {
             .checked_shl(128 - u32::from(self.ipv6_prefix_len.clamp(1, 128)))
             .unwrap_or(0);
         (v4.to_be_bytes(), v6.to_be_bytes())
+    }
+
+    /// [`RrlConfig::masks`] as the XDP program's config holds them
+    /// (`DnsConfig::rrl_mask_v4`/`rrl_mask_v6`): two native-endian words each.
+    pub fn mask_words(&self) -> ([u64; 2], [u64; 2]) {
+        let words = |b: [u8; 16]| {
+            let (a, z) = b.split_at(8);
+            [
+                u64::from_ne_bytes(a.try_into().expect("8 bytes")),
+                u64::from_ne_bytes(z.try_into().expect("8 bytes")),
+            ]
+        };
+        let (v4, v6) = self.masks();
+        (words(v4), words(v6))
     }
 }
 
