@@ -153,6 +153,7 @@ pub struct Rrl {
     mask_v6: u128,
     hasher: RandomState,
     shards: Vec<Mutex<Vec<Bucket>>>,
+    per_shard: usize,
     epoch: Instant,
 }
 
@@ -170,6 +171,7 @@ impl Rrl {
             shards: (0..SHARDS)
                 .map(|_| Mutex::new(vec![Bucket::default(); per_shard]))
                 .collect(),
+            per_shard,
             epoch: Instant::now(),
         }
     }
@@ -177,6 +179,19 @@ impl Rrl {
     /// The configuration in effect.
     pub fn config(&self) -> &RrlConfig {
         &self.cfg
+    }
+
+    /// `client`'s prefix and where its bucket is: (prefix, shard, slot in the shard).
+    fn place(&self, client: IpAddr) -> (u128, usize, usize) {
+        let prefix = match client {
+            IpAddr::V4(a) => u128::from_be_bytes(a.to_ipv6_mapped().octets()) & self.mask_v4,
+            IpAddr::V6(a) => match a.to_ipv4_mapped() {
+                Some(v4) => u128::from_be_bytes(v4.to_ipv6_mapped().octets()) & self.mask_v4,
+                None => u128::from_be_bytes(a.octets()) & self.mask_v6,
+            },
+        };
+        let h = self.hasher.hash_one(prefix) as usize;
+        (prefix, h % SHARDS, (h / SHARDS) % self.per_shard)
     }
 
     /// Charges one answer to `client`'s prefix now.
@@ -190,17 +205,9 @@ impl Rrl {
         if self.interval_ns == 0 {
             return Verdict::Send;
         }
-        let prefix = match client {
-            IpAddr::V4(a) => u128::from_be_bytes(a.to_ipv6_mapped().octets()) & self.mask_v4,
-            IpAddr::V6(a) => match a.to_ipv4_mapped() {
-                Some(v4) => u128::from_be_bytes(v4.to_ipv6_mapped().octets()) & self.mask_v4,
-                None => u128::from_be_bytes(a.octets()) & self.mask_v6,
-            },
-        };
-        let h = self.hasher.hash_one(prefix) as usize;
-        let mut shard = self.shards[h % SHARDS].lock().expect("rrl shard lock");
-        let n = shard.len();
-        let b = &mut shard[(h / SHARDS) % n];
+        let (prefix, shard, slot) = self.place(client);
+        let mut shard = self.shards[shard].lock().expect("rrl shard lock");
+        let b = &mut shard[slot];
         if !b.used || b.prefix != prefix {
             *b = Bucket {
                 prefix,
@@ -248,9 +255,14 @@ mod tests {
         // Then limited: dropped, slipped, dropped, slipped.
         let v: Vec<_> = (0..4).map(|_| r.check_at(a, 1_000)).collect();
         assert_eq!(v, [Verdict::Drop, Verdict::Slip, Verdict::Drop, Verdict::Slip]);
-        // The same /24 shares the bucket; another /24 does not.
+        // The same /24 shares the bucket; another /24 (one whose bucket differs: the hash
+        // key is random) does not.
         assert_ne!(r.check_at("10.9.0.200".parse().unwrap(), 1_000), Verdict::Send);
-        assert_eq!(r.check_at("10.9.1.1".parse().unwrap(), 1_000), Verdict::Send);
+        let other = (1..=255u8)
+            .map(|i| IpAddr::from([10, 9, i, 1]))
+            .find(|o| (r.place(*o).1, r.place(*o).2) != (r.place(a).1, r.place(a).2))
+            .expect("some /24 in another bucket");
+        assert_eq!(r.check_at(other, 1_000), Verdict::Send);
         // 50 ms later (one interval at 20/s) one more answer is due, not two.
         assert_eq!(r.check_at(a, 1_000 + 50_000_000), Verdict::Send);
         assert_ne!(r.check_at(a, 1_000 + 50_000_000), Verdict::Send);
