@@ -56,6 +56,9 @@ listen = "127.0.0.1:8080"
 port = 5301
 listen = ["10.77.0.1"]
 local_domain = "lab.test"
+# One client at full speed is exactly what response rate limiting stops: off here.
+[dns.rrl]
+enabled = false
 [dns.xdp]
 mode = "off"
 EOT

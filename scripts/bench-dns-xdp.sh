@@ -2,7 +2,9 @@
 # XDP fast-path DNS benchmark (issue 3), called by `cargo xtask bench dns` with the path of
 # the bootlane binary. In one run, with kxdpgun (AF_XDP) as the generator from a client
 # namespace over veth, it scores:
-#   - Bootlane, XDP fast path (native, then generic attach),
+#   - Bootlane, XDP fast path (native, then generic attach), with response rate limiting on
+#     (a limit the generator never reaches, so every packet pays for it), and native once
+#     more with it off,
 #   - Bootlane, userspace path (same server and data, [dns.xdp] mode = "off"),
 #   - dnsmasq with the same records,
 #   - the XDP_PASS fall-through: AAAA queries for A-only names (NODATA, answered by
@@ -24,7 +26,8 @@
 #   NAPI_BISECT=4 (the threaded-NAPI table compares two close rates against a 0.90x goal:
 #   4 steps resolve about 5 %, where 2 steps leave adjacent rungs 19 % apart) BATCH=64; XDP_BENCH=<xdp-bench> BENCH_XDP_OBJECT=<bench-responders object>, which
 #   `cargo xtask bench dns` sets; without them the reference rows are left out;
-#   PATHS=userspace measures only Bootlane's userspace path and dnsmasq)
+#   PATHS=userspace measures only Bootlane's userspace path and dnsmasq; NAPI=0 leaves out
+#   the threaded-NAPI table)
 # Rows answering at >= 80 % of the generator's ceiling are marked generator-bound; rows
 # where kxdpgun could not even send the offered rate are marked ">=".
 set -euo pipefail
@@ -42,6 +45,7 @@ CEIL_RATE=${CEIL_RATE:-4000000}
 XDP_BENCH=${XDP_BENCH:-}
 BENCH_XDP_OBJECT=${BENCH_XDP_OBJECT:-}
 PATHS=${PATHS:-all}
+NAPI=${NAPI:-1}
 tag="bx$$"
 SRV="${tag}s" CLI="${tag}c" VS="${tag}a" VC="${tag}b"
 work=$(mktemp -d /tmp/bootlane-bench-xdp.XXXXXX)
@@ -99,7 +103,7 @@ c.request('GET', '/api/v1/services/dns', headers=H)
 x = json.loads(c.getresponse().read())['data']['xdp']['counters']
 print(x['answered'], sum(v for k, v in x.items() if k.startswith('pass_')))"
 }
-start_server() { # start_server <xdp mode>
+start_server() { # start_server <xdp mode> [rrl enabled: true|false]
   cat >"$work/bootlane.toml" <<EOT
 data_dir = "$work/data"
 log = "warn"
@@ -111,6 +115,11 @@ listen = "127.0.0.1:8080"
 port = 5301
 listen = ["10.77.0.1"]
 local_domain = "lab.test"
+# Response rate limiting on, as shipped, with a limit one generator never reaches, so
+# every packet pays the RRL lookup and update (the per-packet cost measured) yet is answered.
+[dns.rrl]
+enabled = ${2:-true}
+responses_per_second = 1000000000
 [dns.xdp]
 mode = "$1"
 EOT
@@ -247,7 +256,7 @@ for i in range($NAMES):
     assert r.status == 201, r.status"
 out=$(ip netns exec "$CLI" dig +short @10.77.0.1 -p 5301 host7.lab.test A)
 [[ "$out" == "10.0.7.1" ]] || { echo "sanity check failed (userspace): '$out'" >&2; exit 1; }
-echo "bench-dns-xdp: $NAMES records loaded; kxdpgun ${DURATION}s per rung, $RUNS runs per path" >&2
+echo "bench-dns-xdp: $NAMES records loaded; kxdpgun ${DURATION}s per rung, $RUNS runs per path; Bootlane with RRL on (never limiting)" >&2
 
 echo "  userspace path (XDP off)" >&2
 warmup 5301 "$work/q-a"
@@ -279,8 +288,15 @@ xdp_rows && for mode in native generic; do
   if [[ $mode == native ]]; then measure pass_aaaa 5301 "$work/q-aaaa" "$START_RATE" bootlane; fi
   stop_server
 done
-# The same with threaded NAPI on the server veth.
-if have_ref; then
+# Native once more with response rate limiting off: what the RRL bookkeeping costs.
+if xdp_rows; then
+  start_server native false
+  warmup 5301 "$work/q-a"
+  measure xdp_native_norrl 5301 "$work/q-a" "$XDP_START_RATE" bootlane "$(bootlane_prog_id)"
+  stop_server
+fi
+# The same with threaded NAPI on the server veth (NAPI=0 skips it).
+if have_ref && ((NAPI)); then
   THREADED=1
   MAIN_BISECT=$BISECT BISECT=$NAPI_BISECT
   reference_rows _napi
@@ -324,6 +340,7 @@ if have_ref; then
 fi
 if xdp_rows; then
   row "Bootlane, XDP fast path (native)" xdp_native "A" off_a
+  row "Bootlane, XDP fast path (native, RRL off)" xdp_native_norrl "A" off_a
   row "Bootlane, XDP fast path (generic)" xdp_generic "A" off_a
 fi
 row "Bootlane, userspace (XDP off)" off_a "A" off_a
@@ -333,8 +350,11 @@ row "Bootlane, userspace (XDP off)" off_aaaa "AAAA (NODATA)" off_aaaa
 if have_ref; then
   fl=${nspp[ceiling]}
   bl=$(less_floor "${nspp[xdp_native]}" "$fl"); ml=$(less_floor "${nspp[minimal]}" "$fl")
+  nl=$(less_floor "${nspp[xdp_native_norrl]:-}" "$fl")
   echo
-  echo "Per-packet cost less the XDP_DROP floor ($fl ns): Bootlane native $bl ns, minimal responder $ml ns: $(ratio "$bl" "$ml") (goal <= 1.30x); answered rate $(ratio "${score[xdp_native]}" "${score[minimal]}") the minimal responder's."
+  echo "Per-packet cost less the XDP_DROP floor ($fl ns): Bootlane native $bl ns (RRL on), minimal responder $ml ns: $(ratio "$bl" "$ml") (goal <= 1.30x); answered rate $(ratio "${score[xdp_native]}" "${score[minimal]}") the minimal responder's. With RRL off: $nl ns, $(ratio "$nl" "$ml"); RRL on against off: $(ratio "$bl" "$nl")."
+fi
+if have_ref && ((NAPI)); then
   echo
   echo "### The same with threaded NAPI on the server veth (ladder bisected $NAPI_BISECT times)"
   echo

@@ -92,6 +92,9 @@ listen = "0.0.0.0:8080"
 port = 53
 listen = ["10.77.0.1"]
 local_domain = "lab.test"
+# dnsperf from one client at a fixed share of capacity: response rate limiting off.
+[dns.rrl]
+enabled = false
 [dns.xdp]
 mode = "off"
 [tftp]

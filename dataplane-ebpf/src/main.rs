@@ -9,7 +9,7 @@
 //! → query checks and lowercased qname into a per-CPU key ([`dns::parse_query`]) → scope
 //! of the client from [`DNS_SCOPES`] when some entry is scoped → `(qname, qtype, scope)`
 //! then `(qname, qtype, 0)` in [`DNS_RECORDS`] → response rate limiting per client prefix
-//! ([`DNS_RRL`]: within the limit, dropped, or slipped as a truncated answer) → tail grown/shrunk to the answer size,
+//! ([`DNS_RRL`], a hashed bucket array: within the limit, dropped, or slipped as a truncated answer) → tail grown/shrunk to the answer size,
 //! addresses and ports swapped, answers and OPT written, the IPv4 header checksum
 //! recomputed and the UDP checksum summed from what was written → `XDP_TX`.
 #![cfg_attr(target_arch = "bpf", no_std)]
@@ -32,9 +32,9 @@ fn main() {}
 mod program {
     use aya_ebpf::{
         bindings::xdp_action::{XDP_DROP, XDP_PASS, XDP_TX},
-        helpers::generated::{bpf_ktime_get_ns, bpf_xdp_adjust_head, bpf_xdp_adjust_tail},
+        helpers::generated::{bpf_ktime_get_coarse_ns, bpf_xdp_adjust_head, bpf_xdp_adjust_tail},
         macros::{map, xdp},
-        maps::{lpm_trie::Key, Array, HashMap, LpmTrie, LruHashMap, PerCpuArray},
+        maps::{lpm_trie::Key, Array, HashMap, LpmTrie, PerCpuArray},
         programs::XdpContext,
     };
     use bootlane_common::dns::{
@@ -74,12 +74,13 @@ mod program {
     #[map(name = "DNS_KEY_SCRATCH")]
     static DNS_KEY_SCRATCH: PerCpuArray<DnsKey> = PerCpuArray::with_max_entries(1, 0);
 
-    /// Response rate limiting state per client prefix (GCRA, see `RrlBucket`). Shared by
-    /// every CPU and updated without a lock: two CPUs answering one prefix at the same
-    /// instant may both pass on one credit, a slight overshoot that keeps the fast path
-    /// free of atomics (the limit is a defence against floods, not an exact quota).
+    /// Response rate limiting state per client prefix (GCRA, see `RrlBucket`), a hashed
+    /// bucket array. Shared by every CPU and updated without a lock: two CPUs answering
+    /// one prefix at the same instant may both pass on one credit, a slight overshoot that
+    /// keeps the fast path free of atomics (the limit is a defence against floods, not an
+    /// exact quota).
     #[map(name = "DNS_RRL")]
-    static DNS_RRL: LruHashMap<[u8; 16], RrlBucket> = LruHashMap::with_max_entries(DNS_RRL_CAPACITY, 0);
+    static DNS_RRL: Array<RrlBucket> = Array::with_max_entries(DNS_RRL_CAPACITY, 0);
 
     /// Per-CPU packet counters, indexed by `CNT_*`.
     #[map(name = "DNS_COUNTERS")]
@@ -183,57 +184,49 @@ mod program {
         Drop,
     }
 
-    /// Response rate limiting for the client `src` (16-byte form): its prefix (masked by
-    /// the config) is looked up in [`DNS_RRL`] and charged one answer (GCRA, see
-    /// `RrlBucket`). A new prefix starts with a full burst. `scratch` is the per-CPU lookup
-    /// key, free once the answer was found: the prefix and a new bucket are built there,
-    /// because the BPF stack (512 bytes) has no 32 bytes left at this point.
+    /// Response rate limiting for the client whose IP header is at `l3`: its prefix (the
+    /// source address masked by the config) is hashed to a bucket of [`DNS_RRL`] and
+    /// charged one answer (GCRA, see `RrlBucket`). A prefix new to its bucket takes it
+    /// with a full burst. The address is read from the packet a word at a time (the
+    /// 16-byte copy built for the scope lookup would be reassembled byte by byte).
     #[inline(always)]
-    fn rrl(cfg: &DnsConfig, src: &[u8; 16], v6: bool, scratch: &mut DnsKey) -> Rrl {
-        let mask = if v6 { &cfg.rrl_mask_v6 } else { &cfg.rrl_mask_v4 };
-        // Two 8-byte ANDs instead of 16 byte-wise ones.
-        let word = |b: &[u8; 16], i: usize| {
-            u64::from_ne_bytes([
-                b[i],
-                b[i + 1],
-                b[i + 2],
-                b[i + 3],
-                b[i + 4],
-                b[i + 5],
-                b[i + 6],
-                b[i + 7],
-            ])
+    fn rrl(ctx: &XdpContext, cfg: &DnsConfig, l3: usize, v6: bool) -> Rrl {
+        let (k0, k1) = if v6 {
+            let Ok(p) = ptr_at::<[u64; 2]>(ctx, l3 + 8) else {
+                return Rrl::Send;
+            };
+            // SAFETY: bounds-checked by `ptr_at` (x86 allows the unaligned load).
+            let a = unsafe { *p };
+            (a[0] & cfg.rrl_mask_v6[0], a[1] & cfg.rrl_mask_v6[1])
+        } else {
+            let Ok(p) = ptr_at::<u32>(ctx, l3 + 12) else {
+                return Rrl::Send;
+            };
+            // SAFETY: as above. The IPv4-mapped form's second word: bytes 8-11 are
+            // 00 00 ff ff, bytes 12-15 the address (native endian: the high half).
+            let a = unsafe { *p } as u64;
+            (0, (0xffff_0000 | (a << 32)) & cfg.rrl_mask_v4[1])
         };
-        let p = scratch.qname.as_mut_ptr();
-        let key = p as *mut [u8; 16];
-        // The qname starts 8 bytes into the 8-aligned map value: both words and the
-        // bucket after them are 8-aligned.
-        let fresh = p.wrapping_add(16) as *mut RrlBucket;
-        // SAFETY: `p` points at this CPU's scratch key, 128 bytes of qname: 32 are used.
-        unsafe {
-            (p as *mut u64).write(word(src, 0) & word(mask, 0));
-            (p.wrapping_add(8) as *mut u64).write(word(src, 8) & word(mask, 8));
-        }
-        // SAFETY: a helper without arguments.
-        let now = unsafe { bpf_ktime_get_ns() };
-        let interval = cfg.rrl_interval_ns as u64;
-        // SAFETY: `key` was written just above.
-        let Some(bucket) = DNS_RRL.get_ptr_mut(unsafe { &*key }) else {
-            // SAFETY: inside the scratch key, see above.
-            unsafe {
-                *fresh = RrlBucket {
-                    tat_ns: now + interval,
-                    limited: 0,
-                    pad: 0,
-                };
-                // A full map evicts its least recently used prefix (LRU); an insert that
-                // still fails only means this answer goes unmetered.
-                let _ = DNS_RRL.insert(&*key, &*fresh, 0);
-            }
+        // Keyed Fibonacci hashing: the top 16 bits of the product index the 2^16 buckets.
+        let h = (k0 ^ k1.rotate_left(29) ^ cfg.rrl_seed as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48;
+        let Some(bucket) = DNS_RRL.get_ptr_mut(h as u32 & (DNS_RRL_CAPACITY - 1)) else {
             return Rrl::Send;
         };
-        // SAFETY: a value pointer of the map, valid until the program ends (RCU).
+        // SAFETY: a helper without arguments. The coarse clock (a few ms of resolution,
+        // far below any interval worth limiting) costs less than the precise one.
+        let now = unsafe { bpf_ktime_get_coarse_ns() };
+        let interval = cfg.rrl_interval_ns as u64;
+        // SAFETY: an element of the array map, valid for the program's run.
         let bucket = unsafe { &mut *bucket };
+        if bucket.prefix != [k0, k1] {
+            *bucket = RrlBucket {
+                prefix: [k0, k1],
+                tat_ns: now + interval,
+                limited: 0,
+                pad: 0,
+            };
+            return Rrl::Send;
+        }
         let tat = if bucket.tat_ns > now { bucket.tat_ns } else { now };
         let next = tat + interval;
         if next - now <= RRL_BURST_NS {
@@ -376,7 +369,7 @@ mod program {
         // dropped or, every `rrl_slip`-th, sent as a slip — the same answer truncated
         // (TC=1, no answer records, the OPT kept) so a real client retries over TCP.
         let verdict = if cfg.rrl_interval_ns != 0 {
-            rrl(cfg, &src, l.v6, key)
+            rrl(ctx, cfg, l.l3, l.v6)
         } else {
             Rrl::Send
         };

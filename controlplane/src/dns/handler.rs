@@ -5,7 +5,8 @@
 //! Rules (issue 2, "The DNS server"): responses to responses and runts are dropped
 //! (RFC 1035 §4.1.1); undecodable queries or QDCOUNT != 1 get FORMERR; opcodes other than
 //! QUERY get NOTIMP with a bare header
-//! ([`not_implemented`]: no RD, AA, RA, AD or CD, no question); EDNS versions above 0 get BADVERS (RFC 6891 §6.1.3); a malformed
+//! (`not_implemented`: no RD, AA, RA, AD or CD, no question); EDNS versions above 0 get
+//! BADVERS (RFC 6891 §6.1.3); a malformed
 //! COOKIE option gets FORMERR (RFC 7873 §5.2.2, [`malformed_cookie`]); AXFR over UDP gets
 //! FORMERR and IXFR over UDP NOTIMP (RFC 5936 §4.2, [`transfer_over_udp`]); local data is
 //! answered authoritatively (AA, RD copied, RA when forwarding is configured, no AD/CD);

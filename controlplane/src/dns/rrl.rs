@@ -43,7 +43,7 @@ pub struct RrlConfig {
     /// Prefix length grouping IPv6 clients, 1-128. Default 56.
     pub ipv6_prefix_len: u8,
     /// Buckets of the userspace table, 64-16777216 (about 32 bytes each). Default 65536.
-    /// The XDP fast path has its own table of `common::dns::DNS_RRL_CAPACITY` prefixes.
+    /// The XDP fast path has its own table of `common::dns::DNS_RRL_CAPACITY` buckets.
     pub table_size: u32,
 }
 
@@ -103,6 +103,20 @@ impl RrlConfig {
             .unwrap_or(0);
         (v4.to_be_bytes(), v6.to_be_bytes())
     }
+
+    /// [`RrlConfig::masks`] as the XDP program's config holds them
+    /// (`DnsConfig::rrl_mask_v4`/`rrl_mask_v6`): two native-endian words each.
+    pub fn mask_words(&self) -> ([u64; 2], [u64; 2]) {
+        let words = |b: [u8; 16]| {
+            let (a, z) = b.split_at(8);
+            [
+                u64::from_ne_bytes(a.try_into().expect("8 bytes")),
+                u64::from_ne_bytes(z.try_into().expect("8 bytes")),
+            ]
+        };
+        let (v4, v6) = self.masks();
+        (words(v4), words(v6))
+    }
 }
 
 /// What the limiter says about one answer.
@@ -139,6 +153,7 @@ pub struct Rrl {
     mask_v6: u128,
     hasher: RandomState,
     shards: Vec<Mutex<Vec<Bucket>>>,
+    per_shard: usize,
     epoch: Instant,
 }
 
@@ -156,6 +171,7 @@ impl Rrl {
             shards: (0..SHARDS)
                 .map(|_| Mutex::new(vec![Bucket::default(); per_shard]))
                 .collect(),
+            per_shard,
             epoch: Instant::now(),
         }
     }
@@ -163,6 +179,19 @@ impl Rrl {
     /// The configuration in effect.
     pub fn config(&self) -> &RrlConfig {
         &self.cfg
+    }
+
+    /// `client`'s prefix and where its bucket is: (prefix, shard, slot in the shard).
+    fn place(&self, client: IpAddr) -> (u128, usize, usize) {
+        let prefix = match client {
+            IpAddr::V4(a) => u128::from_be_bytes(a.to_ipv6_mapped().octets()) & self.mask_v4,
+            IpAddr::V6(a) => match a.to_ipv4_mapped() {
+                Some(v4) => u128::from_be_bytes(v4.to_ipv6_mapped().octets()) & self.mask_v4,
+                None => u128::from_be_bytes(a.octets()) & self.mask_v6,
+            },
+        };
+        let h = self.hasher.hash_one(prefix) as usize;
+        (prefix, h % SHARDS, (h / SHARDS) % self.per_shard)
     }
 
     /// Charges one answer to `client`'s prefix now.
@@ -176,17 +205,9 @@ impl Rrl {
         if self.interval_ns == 0 {
             return Verdict::Send;
         }
-        let prefix = match client {
-            IpAddr::V4(a) => u128::from_be_bytes(a.to_ipv6_mapped().octets()) & self.mask_v4,
-            IpAddr::V6(a) => match a.to_ipv4_mapped() {
-                Some(v4) => u128::from_be_bytes(v4.to_ipv6_mapped().octets()) & self.mask_v4,
-                None => u128::from_be_bytes(a.octets()) & self.mask_v6,
-            },
-        };
-        let h = self.hasher.hash_one(prefix) as usize;
-        let mut shard = self.shards[h % SHARDS].lock().expect("rrl shard lock");
-        let n = shard.len();
-        let b = &mut shard[(h / SHARDS) % n];
+        let (prefix, shard, slot) = self.place(client);
+        let mut shard = self.shards[shard].lock().expect("rrl shard lock");
+        let b = &mut shard[slot];
         if !b.used || b.prefix != prefix {
             *b = Bucket {
                 prefix,
@@ -238,9 +259,14 @@ mod tests {
         // Then limited: dropped, slipped, dropped, slipped.
         let v: Vec<_> = (0..4).map(|_| r.check_at(a, 1_000)).collect();
         assert_eq!(v, [Verdict::Drop, Verdict::Slip, Verdict::Drop, Verdict::Slip]);
-        // The same /24 shares the bucket; another /24 does not.
+        // The same /24 shares the bucket; another /24 (one whose bucket differs: the hash
+        // key is random) does not.
         assert_ne!(r.check_at("10.9.0.200".parse().unwrap(), 1_000), Verdict::Send);
-        assert_eq!(r.check_at("10.9.1.1".parse().unwrap(), 1_000), Verdict::Send);
+        let other = (1..=255u8)
+            .map(|i| IpAddr::from([10, 9, i, 1]))
+            .find(|o| (r.place(*o).1, r.place(*o).2) != (r.place(a).1, r.place(a).2))
+            .expect("some /24 in another bucket");
+        assert_eq!(r.check_at(other, 1_000), Verdict::Send);
         // 50 ms later (one interval at 20/s) one more answer is due, not two.
         assert_eq!(r.check_at(a, 1_000 + 50_000_000), Verdict::Send);
         assert_ne!(r.check_at(a, 1_000 + 50_000_000), Verdict::Send);

@@ -138,6 +138,8 @@ pub struct DnsService {
     events: Arc<EventBus>,
     served_subnets: Mutex<Option<ServedSubnets>>,
     rrl: super::rrl::RrlConfig,
+    /// Key of the XDP program's RRL bucket hash (`DnsConfig::rrl_seed`), random per process.
+    rrl_seed: u32,
 }
 
 /// Where `allow_recursion`'s `dhcp` keyword gets the served subnets from (the DHCP
@@ -211,6 +213,7 @@ impl DnsService {
             events,
             served_subnets: Mutex::new(None),
             rrl: config.dns.rrl.clone(),
+            rrl_seed: rand::random(),
         });
         svc.handler
             .set_rrl(config.dns.rrl.enabled.then(|| super::rrl::Rrl::new(&config.dns.rrl)));
@@ -431,8 +434,9 @@ impl DnsService {
                 flags: if zone.recursion_available() { CFG_FLAG_RA } else { 0 },
                 rrl_interval_ns: self.rrl.interval_ns(),
                 rrl_slip: self.rrl.slip,
-                rrl_mask_v4: self.rrl.masks().0,
-                rrl_mask_v6: self.rrl.masks().1,
+                rrl_seed: self.rrl_seed,
+                rrl_mask_v4: self.rrl.mask_words().0,
+                rrl_mask_v6: self.rrl.mask_words().1,
                 ..Default::default()
             },
         };

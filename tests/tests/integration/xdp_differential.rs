@@ -236,7 +236,7 @@ fn xdp_rrl_limits_and_slips_like_userspace() {
     let handler = DnsHandler::default();
     handler.set_zone(zone.clone());
     handler.set_rrl(Some(Rrl::new(&rrl)));
-    let (mask_v4, mask_v6) = rrl.masks();
+    let (mask_v4, mask_v6) = rrl.mask_words();
     let p = Projection {
         entries: zone.projection(),
         scopes: zone.scopes().collect(),
