@@ -303,15 +303,22 @@ fn formerr_from_header(bytes: &[u8], rcode: u8) -> Vec<u8> {
 fn not_implemented(req: &Message) -> Message {
     let mut resp = Message::new(req.id, MessageType::Response, req.op_code);
     resp.metadata.response_code = ResponseCode::NotImp;
-    if let Some(e) = &req.edns {
-        let mut ours = Edns::new();
-        ours.set_max_payload(EDNS_UDP_SIZE);
-        ours.set_version(0);
-        // RFC 3225 §3: the DO bit is copied into the answer.
-        ours.set_dnssec_ok(e.flags().dnssec_ok);
+    if let Some(ours) = our_edns(req) {
         resp.set_edns(ours);
     }
     resp
+}
+
+/// Our OPT record for an answer to `req` when it carried one (RFC 6891): our UDP payload
+/// size ([`EDNS_UDP_SIZE`]), version 0, and the DO bit copied (RFC 3225 §3).
+fn our_edns(req: &Message) -> Option<Edns> {
+    req.edns.as_ref().map(|e| {
+        let mut ours = Edns::new();
+        ours.set_max_payload(EDNS_UDP_SIZE);
+        ours.set_version(0);
+        ours.set_dnssec_ok(e.flags().dnssec_ok);
+        ours
+    })
 }
 
 impl DnsHandler {
@@ -599,11 +606,7 @@ impl DnsHandler {
         let mut resp = Message::new(req.id, MessageType::Response, req.op_code);
         resp.metadata.recursion_desired = req.recursion_desired;
         resp.queries = req.queries.clone();
-        if let Some(e) = &req.edns {
-            let mut ours = Edns::new();
-            ours.set_max_payload(EDNS_UDP_SIZE);
-            ours.set_version(0);
-            ours.set_dnssec_ok(e.flags().dnssec_ok);
+        if let Some(ours) = our_edns(req) {
             resp.set_edns(ours);
         }
         resp
