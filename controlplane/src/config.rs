@@ -245,6 +245,24 @@ pub struct ApiConfig {
     pub max_body_bytes: usize,
     /// Per-request timeout in seconds (408 above). Default 30.
     pub request_timeout_secs: u64,
+    /// Most HTTP connections open at once over all listeners (API, UI and HTTP boot,
+    /// IPv4 and IPv6). A connection beyond it is closed as soon as it is accepted and
+    /// counted in `bootlane_http_connections_refused_total{reason="total"}`. Default
+    /// 1024; 1-65536. The systemd unit's `LimitNOFILE` is sized for the default.
+    pub max_connections: usize,
+    /// Most HTTP connections open at once from one client address (IPv4-mapped IPv6
+    /// addresses count as their IPv4 address). Beyond it a new connection from that
+    /// address is closed at once (`reason="per_client"`), so one host cannot take every
+    /// slot. Default 64; 1 up to `max_connections`. Lower it only if no NAT gateway puts
+    /// many machines behind one address.
+    pub max_connections_per_client: usize,
+    /// Seconds a client has to send a whole request header, counted from the moment the
+    /// connection is accepted (or the TLS handshake is done) and, on a keep-alive
+    /// connection, from the end of the previous response. So it is also the keep-alive idle
+    /// timeout: an HTTP/1.1 connection that sends nothing for this long is closed. It
+    /// also bounds the TLS handshake. Default 10; 1-3600. A request being answered
+    /// (including a long download or an event stream) is not affected.
+    pub header_read_timeout_secs: u64,
 }
 
 impl Default for ApiConfig {
@@ -254,7 +272,36 @@ impl Default for ApiConfig {
             session_ttl_secs: 12 * 3600,
             max_body_bytes: 1 << 20,
             request_timeout_secs: 30,
+            max_connections: 1024,
+            max_connections_per_client: 64,
+            header_read_timeout_secs: 10,
         }
+    }
+}
+
+impl ApiConfig {
+    /// Checks the connection limits and timeouts.
+    ///
+    /// # Errors
+    /// The first key out of range, named with its allowed range.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if !(1..=65_536).contains(&self.max_connections) {
+            anyhow::bail!("[api] max_connections must be 1-65536, not {}", self.max_connections);
+        }
+        if !(1..=self.max_connections).contains(&self.max_connections_per_client) {
+            anyhow::bail!(
+                "[api] max_connections_per_client must be 1 up to max_connections ({}), not {}",
+                self.max_connections,
+                self.max_connections_per_client
+            );
+        }
+        if !(1..=3600).contains(&self.header_read_timeout_secs) {
+            anyhow::bail!(
+                "[api] header_read_timeout_secs must be 1-3600, not {}",
+                self.header_read_timeout_secs
+            );
+        }
+        Ok(())
     }
 }
 
@@ -356,6 +403,9 @@ impl Config {
         }
         if self.api.session_ttl_secs == 0 {
             out.push(anyhow::anyhow!("[api] session_ttl_secs must be > 0"));
+        }
+        if let Err(e) = self.api.validate() {
+            out.push(e);
         }
         for r in [
             self.dns.validate(),

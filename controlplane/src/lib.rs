@@ -38,6 +38,7 @@ pub mod swap;
 pub mod systemd;
 pub mod tftp;
 pub mod updates;
+pub mod web_server;
 pub mod wol;
 
 use std::sync::Arc;
@@ -183,6 +184,13 @@ pub async fn run(
     systemd::stopping_on_cancel(token.clone());
     tracing::info!(addr = %config.api.listen, "REST API listening on /api/v1");
     let app = api::router(state);
+    // One set of caps over every HTTP listener (see `web_server`).
+    let tracker =
+        web_server::limits::ConnTracker::new(config.api.max_connections, config.api.max_connections_per_client);
+    let opts = web_server::ListenerOptions {
+        name: "api",
+        header_read_timeout: std::time::Duration::from_secs(config.api.header_read_timeout_secs),
+    };
     // `0.0.0.0:port` also listens on `[::]:port`: iPXE scripts, boot files and the API
     // over IPv6 (issue 12).
     let v6 = match net::ipv6_twin(config.api.listen) {
@@ -190,13 +198,13 @@ pub async fn run(
             match net::bind_v6only(a, socket2::Type::STREAM).and_then(|s| tokio::net::TcpListener::from_std(s.into())) {
                 Ok(l) => {
                     tracing::info!(addr = %a, "REST API listening over IPv6");
-                    let serve = axum::serve(
+                    Some(tokio::spawn(web_server::serve(
                         l,
-                        app.clone()
-                            .into_make_service_with_connect_info::<std::net::SocketAddr>(),
-                    )
-                    .with_graceful_shutdown(token.clone().cancelled_owned());
-                    Some(tokio::spawn(async move { serve.await }))
+                        app.clone(),
+                        tracker.clone(),
+                        opts.clone(),
+                        token.clone(),
+                    )))
                 }
                 Err(e) => {
                     tracing::warn!("API: not listening on {a}: {e}");
@@ -206,13 +214,7 @@ pub async fn run(
         }
         None => None,
     };
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown(token.clone().cancelled_owned())
-    .await
-    .context("serving the API")?;
+    web_server::serve(listener, app, tracker, opts, token.clone()).await;
     if let Some(v6) = v6 {
         let _ = v6.await;
     }
