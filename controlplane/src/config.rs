@@ -263,6 +263,37 @@ pub struct ApiConfig {
     /// also bounds the TLS handshake. Default 10; 1-3600. A request being answered
     /// (including a long download or an event stream) is not affected.
     pub header_read_timeout_secs: u64,
+    /// HTTPS on `listen` (see [`TlsMode`]). Default `off`.
+    pub tls: TlsMode,
+    /// `tls = "files"`: the PEM certificate chain (leaf first). Reloaded on SIGHUP and
+    /// when the file changes.
+    pub tls_cert_file: Option<PathBuf>,
+    /// `tls = "files"`: the PEM private key (PKCS#8, PKCS#1 or SEC1) of `tls_cert_file`.
+    pub tls_key_file: Option<PathBuf>,
+    /// DNS names (or IP addresses) the certificate is for: the subject alternative names
+    /// of a self-signed certificate and the identifiers an ACME certificate is ordered
+    /// for. Default: empty, meaning `[server] node_name` (the host name) and `localhost`
+    /// for `self-signed`; `acme` needs at least one DNS name here.
+    pub tls_names: Vec<String>,
+    /// `Strict-Transport-Security: max-age=<this>` on every answer of a TLS listener
+    /// (RFC 6797). Default 31536000 (one year); 0 sends no header. HSTS covers the whole
+    /// host name in browsers, whatever the port.
+    pub hsts_max_age_secs: u64,
+}
+
+/// `[api] tls`: whether and how `[api] listen` speaks HTTPS.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TlsMode {
+    /// Plain HTTP (the default: a lab on one port).
+    #[default]
+    Off,
+    /// A self-signed certificate made at first start and kept in `<data_dir>/tls/`.
+    SelfSigned,
+    /// `tls_cert_file` and `tls_key_file`.
+    Files,
+    /// A certificate from an ACME server (RFC 8555).
+    Acme,
 }
 
 impl Default for ApiConfig {
@@ -275,6 +306,11 @@ impl Default for ApiConfig {
             max_connections: 1024,
             max_connections_per_client: 64,
             header_read_timeout_secs: 10,
+            tls: TlsMode::Off,
+            tls_cert_file: None,
+            tls_key_file: None,
+            tls_names: Vec::new(),
+            hsts_max_age_secs: 365 * 24 * 3600,
         }
     }
 }
@@ -301,11 +337,32 @@ impl ApiConfig {
                 self.header_read_timeout_secs
             );
         }
+        if self.tls == TlsMode::Files && (self.tls_cert_file.is_none() || self.tls_key_file.is_none()) {
+            anyhow::bail!("[api] tls = \"files\" needs tls_cert_file and tls_key_file");
+        }
+        if self.tls == TlsMode::Acme && !self.tls_names.iter().any(|n| n.parse::<std::net::IpAddr>().is_err()) {
+            anyhow::bail!("[api] tls = \"acme\" needs at least one DNS name in tls_names");
+        }
         Ok(())
     }
 }
 
 impl Config {
+    /// The names a self-signed or ACME certificate is for: `[api] tls_names`, or when
+    /// empty this node's name (`[server] node_name`, else the host name) and `localhost`.
+    pub fn tls_names(&self) -> Vec<String> {
+        if self.api.tls_names.is_empty() {
+            let node = self.server.node_name();
+            let mut v = vec![node];
+            if v[0] != "localhost" {
+                v.push("localhost".into());
+            }
+            v
+        } else {
+            self.api.tls_names.clone()
+        }
+    }
+
     /// Reads the file named by `args.config` (if any), applies the command-line
     /// overrides and validates the result.
     ///

@@ -183,13 +183,31 @@ pub async fn run(
     systemd::notify_ready(&supervisor.list());
     systemd::stopping_on_cancel(token.clone());
     tracing::info!(addr = %config.api.listen, "REST API listening on /api/v1");
-    let app = api::router(state);
+    let tls = web_server_tls(&config, &token).context("preparing HTTPS ([api] tls)")?;
+    let mut app = api::router(state);
+    if let Some(store) = &tls {
+        let info = store.info();
+        tracing::info!(
+            source = %info.source,
+            fingerprint_sha256 = %info.fingerprint_sha256,
+            not_after = %info.not_after,
+            "HTTPS on {}",
+            config.api.listen
+        );
+        let max_age = config.api.hsts_max_age_secs;
+        app = app
+            .layer(axum::middleware::from_fn(move |r, n| {
+                web_server::https_headers(max_age, r, n)
+            }))
+            .layer(axum::Extension(store.clone()));
+    }
     // One set of caps over every HTTP listener (see `web_server`).
     let tracker =
         web_server::limits::ConnTracker::new(config.api.max_connections, config.api.max_connections_per_client);
     let opts = web_server::ListenerOptions {
         name: "api",
         header_read_timeout: std::time::Duration::from_secs(config.api.header_read_timeout_secs),
+        tls: tls.as_ref().map(|s| s.acceptor()).transpose()?,
     };
     // `0.0.0.0:port` also listens on `[::]:port`: iPXE scripts, boot files and the API
     // over IPv6 (issue 12).
@@ -222,4 +240,28 @@ pub async fn run(
     store.flush().await.ok();
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The certificate store of `[api] tls` (`None` when off), with its reloader started.
+fn web_server_tls(
+    config: &config::Config,
+    token: &CancellationToken,
+) -> anyhow::Result<Option<Arc<web_server::tls::CertStore>>> {
+    use web_server::tls;
+    Ok(match config.api.tls {
+        config::TlsMode::Off => None,
+        config::TlsMode::SelfSigned => Some(tls::CertStore::new(tls::self_signed(
+            &config.data_dir.join("tls"),
+            &config.tls_names(),
+        )?)),
+        config::TlsMode::Files => {
+            let (Some(cert), Some(key)) = (&config.api.tls_cert_file, &config.api.tls_key_file) else {
+                anyhow::bail!("[api] tls = \"files\" needs tls_cert_file and tls_key_file");
+            };
+            let store = tls::CertStore::new(tls::load_files(cert, key, "files")?);
+            tls::spawn_file_reloader(store.clone(), cert.clone(), key.clone(), token.clone());
+            Some(store)
+        }
+        config::TlsMode::Acme => anyhow::bail!("[api] tls = \"acme\" is not available in this build"),
+    })
 }

@@ -15,6 +15,9 @@
 //!   every connection is told to finish its request in flight and close, and
 //!   [`serve`] returns once they are closed or after [`SHUTDOWN_GRACE`].
 //!
+//! - **TLS** (optional, [`tls`]): the handshake runs in the connection's task, bounded by
+//!   the header-read timeout; [`https_headers`] adds HSTS and marks cookies `Secure`.
+//!
 //! Handlers still get the client's address as `ConnectInfo<SocketAddr>`: it is put into
 //! every request's extensions, where axum's extractor reads it.
 //!
@@ -22,6 +25,7 @@
 //! listeners.
 
 pub mod limits;
+pub mod tls;
 
 use std::{io, net::SocketAddr, sync::Arc, time::Duration};
 
@@ -43,12 +47,14 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(50);
 
 /// How one listener serves its connections.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ListenerOptions {
     /// Name in logs and metrics labels: `api` or `boot`.
     pub name: &'static str,
     /// `[api] header_read_timeout_secs`.
     pub header_read_timeout: Duration,
+    /// TLS on this listener, or plain HTTP.
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 /// Serves `router` on `listener` until `token` is cancelled, every connection admitted
@@ -90,7 +96,14 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let (router, opts, token) = (router.clone(), opts.clone(), token.clone());
         tasks.spawn(async move {
-            serve_connection(stream, peer, router, &opts, token).await;
+            match opts.tls.clone() {
+                None => serve_connection(stream, peer, router, &opts, token).await,
+                Some(acceptor) => match tokio::time::timeout(opts.header_read_timeout, acceptor.accept(stream)).await {
+                    Ok(Ok(tls)) => serve_connection(tls, peer, router, &opts, token).await,
+                    Ok(Err(e)) => tracing::debug!(listener = opts.name, %peer, "TLS handshake failed: {e}"),
+                    Err(_) => tracing::debug!(listener = opts.name, %peer, "TLS handshake timed out"),
+                },
+            }
             drop(guard);
         });
     }
@@ -141,4 +154,86 @@ fn is_connection_error(e: &io::Error) -> bool {
         e.kind(),
         io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset
     )
+}
+
+/// Middleware for a TLS listener: `Strict-Transport-Security: max-age=<max_age>` on every
+/// answer (RFC 6797 §6.1; none when `max_age` is 0), and the `Secure` attribute added to
+/// every `Set-Cookie` that lacks it (RFC 6265 §4.1.2.5), so the session cookie is never
+/// sent back over plain HTTP.
+pub async fn https_headers(
+    max_age: u64,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::http::{header, HeaderValue};
+    let mut resp = next.run(req).await;
+    let h = resp.headers_mut();
+    if max_age > 0 {
+        if let Ok(v) = HeaderValue::from_str(&format!("max-age={max_age}")) {
+            h.insert(header::STRICT_TRANSPORT_SECURITY, v);
+        }
+    }
+    let cookies: Vec<HeaderValue> = h.get_all(header::SET_COOKIE).iter().cloned().collect();
+    if !cookies.is_empty() {
+        h.remove(header::SET_COOKIE);
+        for c in cookies {
+            let secure = c
+                .to_str()
+                .map(|s| s.split(';').any(|a| a.trim().eq_ignore_ascii_case("secure")))
+                .unwrap_or(true);
+            let v = if secure {
+                c
+            } else {
+                let mut b = c.as_bytes().to_vec();
+                b.extend_from_slice(b"; Secure");
+                HeaderValue::from_bytes(&b).unwrap_or(c)
+            };
+            h.append(header::SET_COOKIE, v);
+        }
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::{
+        body::Body,
+        http::{header, Request},
+        middleware,
+        response::{AppendHeaders, IntoResponse},
+        routing::get,
+        Router,
+    };
+    use tower::ServiceExt;
+
+    #[tokio::test]
+    async fn https_headers_add_hsts_and_secure_cookies() {
+        let app = Router::new()
+            .route(
+                "/",
+                get(|| async {
+                    (
+                        AppendHeaders([
+                            (header::SET_COOKIE, "a=1; HttpOnly; Path=/"),
+                            (header::SET_COOKIE, "b=2; Secure"),
+                        ]),
+                        "ok",
+                    )
+                        .into_response()
+                }),
+            )
+            .layer(middleware::from_fn(|r, n| super::https_headers(600, r, n)));
+        let resp = app
+            .oneshot(Request::get("/").body(Body::empty()).expect("request"))
+            .await
+            .expect("answer");
+        assert_eq!(resp.headers()[header::STRICT_TRANSPORT_SECURITY], "max-age=600");
+        let cookies: Vec<_> = resp
+            .headers()
+            .get_all(header::SET_COOKIE)
+            .iter()
+            .map(|v| v.to_str().expect("ascii").to_string())
+            .collect();
+        assert_eq!(cookies, ["a=1; HttpOnly; Path=/; Secure", "b=2; Secure"]);
+    }
 }

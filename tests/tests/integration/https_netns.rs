@@ -9,6 +9,15 @@
 //!   kept past the per-client cap are closed by the header-read timeout; the refusals
 //!   are counted in `/metrics`; SIGTERM still stops the server promptly.
 //!
+//! - `https_self_signed_certificate_is_made_kept_and_shown`: `[api] tls = "self-signed"`;
+//!   curl verifies the chain against the stored certificate, whose SHA-256 fingerprint
+//!   (as `openssl x509 -fingerprint` prints it) is the one in `GET /api/v1/status` and in
+//!   the log; the key file is mode 0600; HSTS is sent, the session cookie is `Secure`;
+//!   plain HTTP on the port gets no answer; a restart keeps the same certificate.
+//! - `https_files_reload_on_sighup_and_on_change`: `[api] tls = "files"` with a chain
+//!   signed by an openssl test CA; replaced by one from a second CA and SIGHUP, then back
+//!   without a signal (the file watch); a broken key file keeps the certificate in force.
+//!
 //! Namespaces and processes are removed by `Drop` whatever happens.
 
 use std::{
@@ -19,7 +28,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use bootlane_tests::{Launch, NetNs, Server};
+use bootlane_tests::{sh, unique, Launch, NetNs, Server, ADMIN_PASSWORD};
 
 /// Runs `f` on a thread that joined `ns`'s network namespace; sockets it opens stay in
 /// that namespace and can be used from any thread afterwards.
@@ -187,4 +196,275 @@ fn http_idle_flood_from_one_address_leaves_other_clients_served() {
         s.log_text()
     );
     drop(idle);
+}
+
+/// A `bootlane serve` with a config of our own (HTTPS, split listeners), which
+/// [`Server`] (plain HTTP on 8080) cannot start; killed and its directory removed on drop.
+struct RawServer {
+    ns: String,
+    child: Option<std::process::Child>,
+    dir: std::path::PathBuf,
+    config: std::path::PathBuf,
+    log: std::path::PathBuf,
+}
+
+impl RawServer {
+    /// Writes `data_dir`, `log` and `toml` as the config and starts the server; waits
+    /// until `ready_url` answers 200 to `curl <curl_opts>`.
+    fn start(ns: &NetNs, toml: &str, curl_opts: &str, ready_url: &str) -> Self {
+        let dir = std::env::temp_dir().join(unique("bootlane-tls-"));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let config = dir.join("bootlane.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "data_dir = \"{}\"\nlog = \"info,bootlane=debug\"\n[dns]\nport = 5353\n[dns.xdp]\nmode = \"off\"\n{toml}",
+                dir.display()
+            ),
+        )
+        .expect("config");
+        let mut s = Self {
+            ns: ns.name.clone(),
+            child: None,
+            log: dir.join("server.log"),
+            dir,
+            config,
+        };
+        s.spawn(curl_opts, ready_url);
+        s
+    }
+
+    fn spawn(&mut self, curl_opts: &str, ready_url: &str) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("log");
+        let child = std::process::Command::new("ip")
+            .args(["netns", "exec", &self.ns])
+            .arg(bootlane_tests::bootlane_bin())
+            .args(["serve", "--config"])
+            .arg(&self.config)
+            .env("BOOTLANE_ADMIN_PASSWORD", ADMIN_PASSWORD)
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn bootlane");
+        self.child = Some(child);
+        let start = Instant::now();
+        loop {
+            if self.curl(&format!("{curl_opts} -o /dev/null -w '%{{http_code}}' '{ready_url}'")) == "200" {
+                return;
+            }
+            if let Some(Ok(Some(st))) = self.child.as_mut().map(|c| c.try_wait()) {
+                panic!("bootlane exited with {st}; log:\n{}", self.log_text());
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "bootlane did not come up; log:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            // SAFETY: kill(2) on our own child's PID.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+            let _ = c.wait();
+        }
+    }
+
+    fn signal(&self, sig: i32) {
+        let c = self.child.as_ref().expect("running");
+        // SAFETY: kill(2) on our own child's PID.
+        unsafe { libc::kill(c.id() as i32, sig) };
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// `curl -s -m 5 <args>` in the namespace; stdout.
+    fn curl(&self, args: &str) -> String {
+        let out = bootlane_tests::sh_out(&format!("ip netns exec {} curl -s -m 5 {args}", self.ns));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for RawServer {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            // SAFETY: kill(2) on our own child's PID.
+            unsafe { libc::kill(c.id() as i32, libc::SIGKILL) };
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `openssl x509 -fingerprint -sha256` of a PEM file: `AB:CD:...`.
+fn openssl_fingerprint(pem: &Path) -> String {
+    let out = sh(&format!(
+        "openssl x509 -in {} -noout -fingerprint -sha256",
+        pem.display()
+    ));
+    out.trim().rsplit('=').next().expect("fingerprint").to_string()
+}
+
+/// A test CA in `dir/<name>-ca.pem` and a leaf for `bootlane.test` signed by it in
+/// `dir/<name>-cert.pem` (leaf then CA) and `dir/<name>-key.pem`, made with openssl.
+fn openssl_ca_and_leaf(dir: &Path, name: &str) {
+    let d = dir.display();
+    sh(&format!(
+        "cd {d} && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
+         -subj '/CN=Test CA {name}' -keyout {name}-ca.key -out {name}-ca.pem 2>/dev/null && \
+         openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj '/CN=bootlane.test' \
+         -keyout {name}-key.pem -out {name}.csr 2>/dev/null && \
+         printf 'subjectAltName=DNS:bootlane.test\\nbasicConstraints=CA:FALSE\\nextendedKeyUsage=serverAuth\\n' > {name}.ext && \
+         openssl x509 -req -in {name}.csr -CA {name}-ca.pem -CAkey {name}-ca.key -CAcreateserial -days 10 \
+         -extfile {name}.ext -out {name}-leaf.pem 2>/dev/null && cat {name}-leaf.pem {name}-ca.pem > {name}-cert.pem"
+    ));
+}
+
+/// Waits until `f` holds, panicking with `what` after `timeout`.
+fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let end = Instant::now() + timeout;
+    while !f() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+const RESOLVE: &str = "--resolve bootlane.test:8443:127.0.0.1";
+/// More than the server's file-watch period (5 s).
+const RELOAD_WAIT: Duration = Duration::from_secs(6);
+
+#[test]
+fn https_self_signed_certificate_is_made_kept_and_shown() {
+    let ns = NetNs::new("hss");
+    let url = "https://bootlane.test:8443/api/v1/status";
+    let toml = "[api]\nlisten = \"127.0.0.1:8443\"\ntls = \"self-signed\"\ntls_names = [\"bootlane.test\"]\n";
+    let mut s = RawServer::start(&ns, toml, &format!("-k {RESOLVE}"), url);
+    let cert = s.dir.join("tls/cert.pem");
+    let key = s.dir.join("tls/key.pem");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&key).expect("key file").permissions().mode() & 0o777,
+        0o600
+    );
+    // curl verifies the chain and the name against the stored certificate.
+    let body = s.curl(&format!("--cacert {} {RESOLVE} {url}", cert.display()));
+    let v: serde_json::Value =
+        serde_json::from_str(&body).unwrap_or_else(|_| panic!("status over verified HTTPS: {body:?}"));
+    let fp = openssl_fingerprint(&cert);
+    assert_eq!(v["data"]["tls"]["fingerprint_sha256"], fp.as_str(), "{v}");
+    assert_eq!(v["data"]["tls"]["source"], "self-signed", "{v}");
+    assert!(s.log_text().contains(&fp), "the fingerprint is logged");
+    // HSTS, and a Secure session cookie at login.
+    let headers = s
+        .curl(&format!(
+            "--cacert {} {RESOLVE} -D - -o /dev/null -H 'Content-Type: application/json' \
+         --data-binary '{{\"username\":\"admin\",\"password\":\"{ADMIN_PASSWORD}\"}}' \
+         https://bootlane.test:8443/api/v1/auth/login",
+            cert.display()
+        ))
+        .to_ascii_lowercase();
+    assert!(
+        headers.contains("strict-transport-security: max-age=31536000"),
+        "{headers}"
+    );
+    let cookie = headers
+        .lines()
+        .find(|l| l.starts_with("set-cookie: bootlane_session="))
+        .unwrap_or_else(|| panic!("no session cookie: {headers}"));
+    assert!(cookie.contains("; secure"), "{cookie}");
+    // Plain HTTP on the TLS port gets no HTTP answer.
+    let plain = s.curl("-o /dev/null -w '%{http_code}' http://127.0.0.1:8443/api/v1/status");
+    assert_eq!(plain, "000", "plain HTTP answered on the TLS port");
+    // A restart keeps the certificate.
+    s.stop();
+    s.spawn(&format!("--cacert {} {RESOLVE}", cert.display()), url);
+    assert_eq!(openssl_fingerprint(&cert), fp);
+}
+
+#[test]
+fn https_files_reload_on_sighup_and_on_change() {
+    let ns = NetNs::new("hsf");
+    let work = tempfile::tempdir().expect("tmp");
+    let w = work.path();
+    openssl_ca_and_leaf(w, "one");
+    openssl_ca_and_leaf(w, "two");
+    let (cert, key) = (w.join("live-cert.pem"), w.join("live-key.pem"));
+    // Replaces the live files the way certbot-like tools do: write, then rename. With
+    // `frozen`, the new files first get a fixed size and modification time (NUL padding
+    // after the PEM blocks is ignored), the same every time.
+    let install_as = |name: &str, frozen: bool| {
+        let freeze = if frozen {
+            "truncate -s 8192 c.tmp && truncate -s 4096 k.tmp && touch -d @1600000000 c.tmp k.tmp &&"
+        } else {
+            ""
+        };
+        sh(&format!(
+            "cd {d} && cp {name}-cert.pem c.tmp && cp {name}-key.pem k.tmp && {freeze} mv k.tmp {k} && mv c.tmp {c}",
+            d = w.display(),
+            c = cert.display(),
+            k = key.display()
+        ));
+    };
+    let install = |name: &str| install_as(name, false);
+    install("one");
+    let url = "https://bootlane.test:8443/api/v1/status";
+    let ca = |name: &str| format!("--cacert {}/{name}-ca.pem {RESOLVE}", w.display());
+    let toml = format!(
+        "[api]\nlisten = \"127.0.0.1:8443\"\ntls = \"files\"\ntls_cert_file = \"{}\"\ntls_key_file = \"{}\"\n",
+        cert.display(),
+        key.display()
+    );
+    let s = RawServer::start(&ns, &toml, &ca("one"), url);
+    let code = |s: &RawServer, name: &str| s.curl(&format!("{} -o /dev/null -w '%{{http_code}}' {url}", ca(name)));
+    assert_eq!(
+        code(&s, "two"),
+        "000",
+        "a chain from CA one does not verify against CA two"
+    );
+    let status = |s: &RawServer| -> serde_json::Value {
+        serde_json::from_str(&s.curl(&format!("-k {RESOLVE} {url}"))).expect("status JSON")
+    };
+    assert_eq!(
+        status(&s)["data"]["tls"]["fingerprint_sha256"],
+        openssl_fingerprint(&w.join("one-leaf.pem")).as_str()
+    );
+
+    // SIGHUP reloads. Frozen files look unchanged to the file watch, so only the
+    // signal can reload them.
+    install_as("one", true);
+    std::thread::sleep(RELOAD_WAIT);
+    install_as("two", true);
+    std::thread::sleep(RELOAD_WAIT);
+    assert_eq!(
+        code(&s, "one"),
+        "200",
+        "the watch reloaded files whose size and time did not change"
+    );
+    s.signal(libc::SIGHUP);
+    wait_for("CA two's chain after SIGHUP", Duration::from_secs(3), || {
+        code(&s, "two") == "200"
+    });
+    assert_eq!(code(&s, "one"), "000");
+
+    // Without a signal, the watch notices a change within its 5 s period.
+    install("one");
+    wait_for("CA one's chain from the file watch", Duration::from_secs(8), || {
+        code(&s, "one") == "200"
+    });
+
+    // A broken key: the certificate in force stays, the log says why.
+    std::fs::write(&key, "not a key").expect("write");
+    s.signal(libc::SIGHUP);
+    wait_for("the refused reload in the log", Duration::from_secs(8), || {
+        s.log_text().contains("TLS certificate not reloaded")
+    });
+    assert_eq!(code(&s, "one"), "200", "the previous certificate stays in force");
 }
