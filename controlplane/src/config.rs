@@ -263,6 +263,13 @@ pub struct ApiConfig {
     /// also bounds the TLS handshake. Default 10; 1-3600. A request being answered
     /// (including a long download or an event stream) is not affected.
     pub header_read_timeout_secs: u64,
+    /// The boot listener (`ip:port`, plain HTTP): `/boot/...` and the machine routes
+    /// (answer files, install reports, baseline bundles and reports) move there, and
+    /// `listen` keeps the REST API and the web UI; each refuses the other's routes with
+    /// 404. DHCP options, iPXE scripts and generated boot menus point at this port.
+    /// Default: unset, one listener (`listen`) serving everything. Set it when `listen`
+    /// speaks TLS: firmware and stock iPXE cannot check a private CA.
+    pub boot_listen: Option<SocketAddr>,
     /// HTTPS on `listen` (see [`TlsMode`]). Default `off`.
     pub tls: TlsMode,
     /// `tls = "files"`: the PEM certificate chain (leaf first). Reloaded on SIGHUP and
@@ -306,6 +313,7 @@ impl Default for ApiConfig {
             max_connections: 1024,
             max_connections_per_client: 64,
             header_read_timeout_secs: 10,
+            boot_listen: None,
             tls: TlsMode::Off,
             tls_cert_file: None,
             tls_key_file: None,
@@ -316,6 +324,12 @@ impl Default for ApiConfig {
 }
 
 impl ApiConfig {
+    /// The address boot clients are sent to (DHCP boot file URLs, iPXE scripts, boot
+    /// menus): `boot_listen`, else `listen`.
+    pub fn boot_addr(&self) -> SocketAddr {
+        self.boot_listen.unwrap_or(self.listen)
+    }
+
     /// Checks the connection limits and timeouts.
     ///
     /// # Errors
@@ -336,6 +350,19 @@ impl ApiConfig {
                 "[api] header_read_timeout_secs must be 1-3600, not {}",
                 self.header_read_timeout_secs
             );
+        }
+        if let Some(b) = self.boot_listen {
+            if b.port() == 0 {
+                anyhow::bail!("[api] boot_listen needs a port 1-65535");
+            }
+            if b.port() == self.listen.port()
+                && (b.ip() == self.listen.ip() || b.ip().is_unspecified() || self.listen.ip().is_unspecified())
+            {
+                anyhow::bail!(
+                    "[api] boot_listen ({b}) overlaps listen ({}): use another port, or leave boot_listen unset for one listener",
+                    self.listen
+                );
+            }
         }
         if self.tls == TlsMode::Files && (self.tls_cert_file.is_none() || self.tls_key_file.is_none()) {
             anyhow::bail!("[api] tls = \"files\" needs tls_cert_file and tls_key_file");
@@ -683,5 +710,33 @@ mod tests {
         c.bmc.settle_secs = 30;
         let p = c.problems();
         assert!(p.iter().any(|e| e.to_string().contains("[bmc] settle_secs")), "{p:?}");
+    }
+
+    #[test]
+    fn api_boot_listen_and_tls_keys_are_checked() {
+        let ok: Config =
+            toml::from_str("[api]\nlisten = \"0.0.0.0:8443\"\nboot_listen = \"0.0.0.0:8080\"\ntls = \"self-signed\"\n")
+                .expect("parses");
+        assert!(ok.problems().is_empty(), "{:?}", ok.problems());
+        assert_eq!(ok.api.boot_addr().port(), 8080);
+        for (text, want) in [
+            (
+                "listen = \"0.0.0.0:8080\"\nboot_listen = \"127.0.0.1:8080\"",
+                "overlaps",
+            ),
+            ("tls = \"files\"", "tls_cert_file"),
+            ("tls = \"acme\"\ntls_names = [\"10.0.0.1\"]", "DNS name"),
+            ("max_connections_per_client = 2000", "max_connections_per_client"),
+            ("header_read_timeout_secs = 0", "header_read_timeout_secs"),
+        ] {
+            let c: Config = toml::from_str(&format!("[api]\n{text}\n")).expect("parses");
+            let p = c
+                .problems()
+                .iter()
+                .map(|e| format!("{e:#}"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            assert!(p.contains(want), "{text}: {p}");
+        }
     }
 }

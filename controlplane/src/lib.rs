@@ -174,17 +174,33 @@ pub async fn run(
     if !copied.is_empty() {
         tracing::info!(?copied, "ARM64 GRUB and shim copied into the boot directory");
     }
+    let tls = web_server_tls(&config, &token).context("preparing HTTPS ([api] tls)")?;
+    // The management listener (API and UI; everything when not split) and the boot
+    // listener (`[api] boot_listen`: /boot and the machine routes, plain HTTP).
     let listener = tokio::net::TcpListener::bind(config.api.listen)
         .await
         .with_context(|| format!("binding the API on {}", config.api.listen))?;
+    let boot_listener = match config.api.boot_listen {
+        Some(b) => Some(
+            tokio::net::TcpListener::bind(b)
+                .await
+                .with_context(|| format!("binding the boot listener on {b}"))?,
+        ),
+        None => None,
+    };
     let supervisor = state.supervisor.clone();
     supervisor.start_auto().await;
     // Type=notify (issue 15): ready once the API is bound and every auto-start service started.
     systemd::notify_ready(&supervisor.list());
     systemd::stopping_on_cancel(token.clone());
     tracing::info!(addr = %config.api.listen, "REST API listening on /api/v1");
-    let tls = web_server_tls(&config, &token).context("preparing HTTPS ([api] tls)")?;
-    let mut app = api::router(state);
+    let (mut app, boot_app) = match boot_listener {
+        Some(_) => {
+            let r = api::routers(state);
+            (r.management, Some(r.boot))
+        }
+        None => (api::router(state), None),
+    };
     if let Some(store) = &tls {
         let info = store.info();
         tracing::info!(
@@ -204,37 +220,39 @@ pub async fn run(
     // One set of caps over every HTTP listener (see `web_server`).
     let tracker =
         web_server::limits::ConnTracker::new(config.api.max_connections, config.api.max_connections_per_client);
+    let header_read_timeout = std::time::Duration::from_secs(config.api.header_read_timeout_secs);
+    let mut servers = Vec::new();
     let opts = web_server::ListenerOptions {
         name: "api",
-        header_read_timeout: std::time::Duration::from_secs(config.api.header_read_timeout_secs),
+        header_read_timeout,
         tls: tls.as_ref().map(|s| s.acceptor()).transpose()?,
     };
-    // `0.0.0.0:port` also listens on `[::]:port`: iPXE scripts, boot files and the API
-    // over IPv6 (issue 12).
-    let v6 = match net::ipv6_twin(config.api.listen) {
-        Some(a) => {
-            match net::bind_v6only(a, socket2::Type::STREAM).and_then(|s| tokio::net::TcpListener::from_std(s.into())) {
-                Ok(l) => {
-                    tracing::info!(addr = %a, "REST API listening over IPv6");
-                    Some(tokio::spawn(web_server::serve(
-                        l,
-                        app.clone(),
-                        tracker.clone(),
-                        opts.clone(),
-                        token.clone(),
-                    )))
-                }
-                Err(e) => {
-                    tracing::warn!("API: not listening on {a}: {e}");
-                    None
-                }
-            }
-        }
-        None => None,
-    };
-    web_server::serve(listener, app, tracker, opts, token.clone()).await;
-    if let Some(v6) = v6 {
-        let _ = v6.await;
+    servers.extend(serve_twin(config.api.listen, &app, &tracker, &opts, &token));
+    servers.push(tokio::spawn(web_server::serve(
+        listener,
+        app,
+        tracker.clone(),
+        opts,
+        token.clone(),
+    )));
+    if let (Some(l), Some(boot_app), Some(addr)) = (boot_listener, boot_app, config.api.boot_listen) {
+        tracing::info!(%addr, "HTTP boot listening on /boot (plain HTTP)");
+        let opts = web_server::ListenerOptions {
+            name: "boot",
+            header_read_timeout,
+            tls: None,
+        };
+        servers.extend(serve_twin(addr, &boot_app, &tracker, &opts, &token));
+        servers.push(tokio::spawn(web_server::serve(
+            l,
+            boot_app,
+            tracker.clone(),
+            opts,
+            token.clone(),
+        )));
+    }
+    for s in servers {
+        let _ = s.await;
     }
     supervisor.stop_all().await;
     store.flush().await.ok();
@@ -264,4 +282,32 @@ fn web_server_tls(
         }
         config::TlsMode::Acme => anyhow::bail!("[api] tls = \"acme\" is not available in this build"),
     })
+}
+
+/// `0.0.0.0:port` also listens on `[::]:port` (iPXE scripts, boot files and the API over
+/// IPv6, issue 12): the serving task of that twin, if `addr` has one and it binds.
+fn serve_twin(
+    addr: std::net::SocketAddr,
+    app: &axum::Router,
+    tracker: &Arc<web_server::limits::ConnTracker>,
+    opts: &web_server::ListenerOptions,
+    token: &CancellationToken,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let a = net::ipv6_twin(addr)?;
+    match net::bind_v6only(a, socket2::Type::STREAM).and_then(|s| tokio::net::TcpListener::from_std(s.into())) {
+        Ok(l) => {
+            tracing::info!(addr = %a, listener = opts.name, "HTTP listening over IPv6");
+            Some(tokio::spawn(web_server::serve(
+                l,
+                app.clone(),
+                tracker.clone(),
+                opts.clone(),
+                token.clone(),
+            )))
+        }
+        Err(e) => {
+            tracing::warn!(listener = opts.name, "HTTP: not listening on {a}: {e}");
+            None
+        }
+    }
 }

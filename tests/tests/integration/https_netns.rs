@@ -17,6 +17,9 @@
 //! - `https_files_reload_on_sighup_and_on_change`: `[api] tls = "files"` with a chain
 //!   signed by an openssl test CA; replaced by one from a second CA and SIGHUP, then back
 //!   without a signal (the file watch); a broken key file keeps the certificate in force.
+//! - `https_split_listeners_each_refuse_the_others_routes`: the API and UI over HTTPS on
+//!   8443, `/boot` and the machine routes over plain HTTP on `[api] boot_listen` 8080;
+//!   each answers 404 to the other's routes, and the iPXE script points at port 8080.
 //!
 //! Namespaces and processes are removed by `Drop` whatever happens.
 
@@ -467,4 +470,58 @@ fn https_files_reload_on_sighup_and_on_change() {
         s.log_text().contains("TLS certificate not reloaded")
     });
     assert_eq!(code(&s, "one"), "200", "the previous certificate stays in force");
+}
+
+/// `curl` status code and body (`-w` appended after a newline).
+fn code_and_body(s: &RawServer, args: &str) -> (String, String) {
+    let out = s.curl(&format!("{args} -w '\n%{{http_code}}'"));
+    let (body, code) = out.rsplit_once('\n').unwrap_or(("", "000"));
+    (code.to_string(), body.to_string())
+}
+
+#[test]
+fn https_split_listeners_each_refuse_the_others_routes() {
+    let ns = NetNs::new("hsp");
+    let toml = "[api]\nlisten = \"127.0.0.1:8443\"\nboot_listen = \"127.0.0.1:8080\"\ntls = \"self-signed\"\ntls_names = [\"bootlane.test\"]\n";
+    let mgmt = "https://bootlane.test:8443";
+    let s = RawServer::start(&ns, toml, &format!("-k {RESOLVE}"), &format!("{mgmt}/api/v1/status"));
+    let tls = format!("--cacert {} {RESOLVE}", s.dir.join("tls/cert.pem").display());
+    let boot = "http://127.0.0.1:8080";
+    let mac = "52:54:00:12:34:56";
+
+    // The management listener: API and UI, over verified TLS; no boot routes.
+    assert_eq!(code_and_body(&s, &format!("{tls} {mgmt}/api/v1/status")).0, "200");
+    assert_eq!(code_and_body(&s, &format!("{tls} {mgmt}/")).0, "200", "the web UI");
+    let (c, b) = code_and_body(&s, &format!("{tls} '{mgmt}/boot/ipxe?mac={mac}'"));
+    assert_eq!(c, "404", "/boot on the management listener: {b}");
+    let (c, b) = code_and_body(&s, &format!("{tls} {mgmt}/api/v1/netboot/task/by-mac/{mac}"));
+    assert!(
+        c == "404" && b.contains("no endpoint"),
+        "a machine route on the management listener: {c} {b}"
+    );
+
+    // The boot listener: plain HTTP, /boot and the machine routes; no API, no UI.
+    let (c, script) = code_and_body(&s, &format!("'{boot}/boot/ipxe?mac={mac}'"));
+    assert_eq!(c, "200", "{script}");
+    assert!(script.starts_with("#!ipxe"), "{script}");
+    assert!(
+        !script.contains(":8443"),
+        "the iPXE script points at the boot listener:\n{script}"
+    );
+    let (c, b) = code_and_body(&s, &format!("{boot}/api/v1/netboot/task/by-mac/{mac}"));
+    assert!(
+        !b.contains("no endpoint"),
+        "the machine route is served on the boot listener: {c} {b}"
+    );
+    for path in ["/api/v1/status", "/api/v1/hosts", "/api/v1/openapi.json"] {
+        let (c, b) = code_and_body(&s, &format!("{boot}{path}"));
+        assert_eq!(c, "404", "{path} on the boot listener: {b}");
+    }
+    let (c, _) = code_and_body(&s, &format!("{boot}/"));
+    assert_eq!(c, "404", "the web UI is not on the boot listener");
+    // No HSTS over plain HTTP.
+    let headers = s
+        .curl(&format!("-D - -o /dev/null '{boot}/boot/ipxe?mac={mac}'"))
+        .to_ascii_lowercase();
+    assert!(!headers.contains("strict-transport-security"), "{headers}");
 }
