@@ -88,6 +88,12 @@ check /usr/sbin/rpc.mountd nfs-kernel-server
 check mount.nfs4 nfs-common
 # Answer templates (issue 10): xmllint judges rendered AutoYaST and autounattend files.
 check xmllint libxml2-utils
+# HTTPS and listeners: openssl makes the test CAs and checks fingerprints, prlimit runs the
+# server under the unit's descriptor limit, pebble is the ACME server (RFC 8555) the
+# certificate tests ask.
+check openssl openssl
+check prlimit util-linux
+check pebble pebble
 
 if ((${#need_pkgs[@]})); then
   mapfile -t uniq < <(printf '%s\n' "${need_pkgs[@]}" | sort -u)
