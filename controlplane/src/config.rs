@@ -286,6 +286,15 @@ pub struct ApiConfig {
     /// (RFC 6797). Default 31536000 (one year); 0 sends no header. HSTS covers the whole
     /// host name in browsers, whatever the port.
     pub hsts_max_age_secs: u64,
+    /// `tls = "acme"`: the ACME server's directory URL (RFC 8555 §7.1.1), e.g. Let's
+    /// Encrypt's `https://acme-v02.api.letsencrypt.org/directory`. Needs `boot_listen`,
+    /// where the HTTP-01 challenges are answered (port 80 for a public CA).
+    pub acme_directory_url: Option<String>,
+    /// `tls = "acme"`: contact URIs for the account (`mailto:...`). Default: none.
+    pub acme_contact: Vec<String>,
+    /// `tls = "acme"`: a PEM root certificate to trust for the ACME server's own HTTPS (a
+    /// private or test CA); default: the usual public roots.
+    pub acme_ca_file: Option<PathBuf>,
 }
 
 /// `[api] tls`: whether and how `[api] listen` speaks HTTPS.
@@ -319,6 +328,9 @@ impl Default for ApiConfig {
             tls_key_file: None,
             tls_names: Vec::new(),
             hsts_max_age_secs: 365 * 24 * 3600,
+            acme_directory_url: None,
+            acme_contact: Vec::new(),
+            acme_ca_file: None,
         }
     }
 }
@@ -369,6 +381,11 @@ impl ApiConfig {
         }
         if self.tls == TlsMode::Acme && !self.tls_names.iter().any(|n| n.parse::<std::net::IpAddr>().is_err()) {
             anyhow::bail!("[api] tls = \"acme\" needs at least one DNS name in tls_names");
+        }
+        if self.tls == TlsMode::Acme && (self.acme_directory_url.is_none() || self.boot_listen.is_none()) {
+            anyhow::bail!(
+                "[api] tls = \"acme\" needs acme_directory_url and boot_listen (where the http-01 challenges are answered)"
+            );
         }
         Ok(())
     }

@@ -174,7 +174,7 @@ pub async fn run(
     if !copied.is_empty() {
         tracing::info!(?copied, "ARM64 GRUB and shim copied into the boot directory");
     }
-    let tls = web_server_tls(&config, &token).context("preparing HTTPS ([api] tls)")?;
+    let (tls, acme_challenges) = web_server_tls(&config, &token).context("preparing HTTPS ([api] tls)")?;
     // The management listener (API and UI; everything when not split) and the boot
     // listener (`[api] boot_listen`: /boot and the machine routes, plain HTTP).
     let listener = tokio::net::TcpListener::bind(config.api.listen)
@@ -235,6 +235,10 @@ pub async fn run(
         opts,
         token.clone(),
     )));
+    let boot_app = match (boot_app, acme_challenges) {
+        (Some(b), Some(c)) => Some(b.merge(web_server::acme::challenge_router(c))),
+        (b, _) => b,
+    };
     if let (Some(l), Some(boot_app), Some(addr)) = (boot_listener, boot_app, config.api.boot_listen) {
         tracing::info!(%addr, "HTTP boot listening on /boot (plain HTTP)");
         let opts = web_server::ListenerOptions {
@@ -260,28 +264,61 @@ pub async fn run(
     Ok(())
 }
 
-/// The certificate store of `[api] tls` (`None` when off), with its reloader started.
+/// The certificate store of `[api] tls` (`None` when off), with its reloader or ACME
+/// renewal started; for ACME also the pending HTTP-01 challenges the boot listener answers.
+#[allow(
+    clippy::type_complexity,
+    reason = "the store and the ACME challenges, both optional; named in the doc"
+)]
 fn web_server_tls(
     config: &config::Config,
     token: &CancellationToken,
-) -> anyhow::Result<Option<Arc<web_server::tls::CertStore>>> {
-    use web_server::tls;
-    Ok(match config.api.tls {
-        config::TlsMode::Off => None,
-        config::TlsMode::SelfSigned => Some(tls::CertStore::new(tls::self_signed(
-            &config.data_dir.join("tls"),
-            &config.tls_names(),
-        )?)),
-        config::TlsMode::Files => {
-            let (Some(cert), Some(key)) = (&config.api.tls_cert_file, &config.api.tls_key_file) else {
-                anyhow::bail!("[api] tls = \"files\" needs tls_cert_file and tls_key_file");
-            };
-            let store = tls::CertStore::new(tls::load_files(cert, key, "files")?);
-            tls::spawn_file_reloader(store.clone(), cert.clone(), key.clone(), token.clone());
-            Some(store)
-        }
-        config::TlsMode::Acme => anyhow::bail!("[api] tls = \"acme\" is not available in this build"),
-    })
+) -> anyhow::Result<(
+    Option<Arc<web_server::tls::CertStore>>,
+    Option<Arc<web_server::acme::Challenges>>,
+)> {
+    use web_server::{acme, tls};
+    if config.api.tls == config::TlsMode::Acme {
+        let settings = acme::AcmeSettings {
+            directory_url: config
+                .api
+                .acme_directory_url
+                .clone()
+                .context("[api] acme_directory_url")?,
+            contact: config.api.acme_contact.clone(),
+            ca_file: config.api.acme_ca_file.clone(),
+            names: config.tls_names(),
+            dir: config.data_dir.join("tls/acme"),
+        };
+        // A stored ACME certificate, else a self-signed one until the first is issued.
+        let first = match settings.stored() {
+            Some(l) => l,
+            None => tls::self_signed(&config.data_dir.join("tls"), &config.tls_names())?,
+        };
+        let store = tls::CertStore::new(first);
+        let challenges = Arc::new(acme::Challenges::default());
+        acme::spawn_renewal(store.clone(), settings, challenges.clone(), token.clone());
+        return Ok((Some(store), Some(challenges)));
+    }
+    Ok((
+        match config.api.tls {
+            config::TlsMode::Off => None,
+            config::TlsMode::SelfSigned => Some(tls::CertStore::new(tls::self_signed(
+                &config.data_dir.join("tls"),
+                &config.tls_names(),
+            )?)),
+            config::TlsMode::Files => {
+                let (Some(cert), Some(key)) = (&config.api.tls_cert_file, &config.api.tls_key_file) else {
+                    anyhow::bail!("[api] tls = \"files\" needs tls_cert_file and tls_key_file");
+                };
+                let store = tls::CertStore::new(tls::load_files(cert, key, "files")?);
+                tls::spawn_file_reloader(store.clone(), cert.clone(), key.clone(), token.clone());
+                Some(store)
+            }
+            config::TlsMode::Acme => unreachable!("handled above"),
+        },
+        None,
+    ))
 }
 
 /// `0.0.0.0:port` also listens on `[::]:port` (iPXE scripts, boot files and the API over

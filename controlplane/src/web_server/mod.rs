@@ -24,6 +24,7 @@
 //! Holds no global state; the tracker is created by the caller and shared between
 //! listeners.
 
+pub mod acme;
 pub mod limits;
 pub mod tls;
 

@@ -20,6 +20,11 @@
 //! - `https_split_listeners_each_refuse_the_others_routes`: the API and UI over HTTPS on
 //!   8443, `/boot` and the machine routes over plain HTTP on `[api] boot_listen` 8080;
 //!   each answers 404 to the other's routes, and the iPXE script points at port 8080.
+//! - `https_acme_certificate_from_pebble_is_verified_and_renewed`: Debian's pebble (the
+//!   ACME test server, RFC 8555) issues the management certificate after validating
+//!   HTTP-01 on the boot listener; curl verifies the chain against pebble's root
+//!   (`/roots/0`); the boot listener still serves `/boot/ipxe` over plain HTTP; a
+//!   60-second certificate is renewed once a third of its lifetime remains.
 //!
 //! Namespaces and processes are removed by `Drop` whatever happens.
 
@@ -319,13 +324,18 @@ fn openssl_fingerprint(pem: &Path) -> String {
 /// A test CA in `dir/<name>-ca.pem` and a leaf for `bootlane.test` signed by it in
 /// `dir/<name>-cert.pem` (leaf then CA) and `dir/<name>-key.pem`, made with openssl.
 fn openssl_ca_and_leaf(dir: &Path, name: &str) {
+    openssl_ca_and_leaf_for(dir, name, "DNS:bootlane.test");
+}
+
+/// As [`openssl_ca_and_leaf`], for the subject alternative names `san`.
+fn openssl_ca_and_leaf_for(dir: &Path, name: &str, san: &str) {
     let d = dir.display();
     sh(&format!(
         "cd {d} && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
          -subj '/CN=Test CA {name}' -keyout {name}-ca.key -out {name}-ca.pem 2>/dev/null && \
          openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj '/CN=bootlane.test' \
          -keyout {name}-key.pem -out {name}.csr 2>/dev/null && \
-         printf 'subjectAltName=DNS:bootlane.test\\nbasicConstraints=CA:FALSE\\nextendedKeyUsage=serverAuth\\n' > {name}.ext && \
+         printf 'subjectAltName={san}\\nbasicConstraints=CA:FALSE\\nextendedKeyUsage=serverAuth\\n' > {name}.ext && \
          openssl x509 -req -in {name}.csr -CA {name}-ca.pem -CAkey {name}-ca.key -CAcreateserial -days 10 \
          -extfile {name}.ext -out {name}-leaf.pem 2>/dev/null && cat {name}-leaf.pem {name}-ca.pem > {name}-cert.pem"
     ));
@@ -524,4 +534,139 @@ fn https_split_listeners_each_refuse_the_others_routes() {
         .curl(&format!("-D - -o /dev/null '{boot}/boot/ipxe?mac={mac}'"))
         .to_ascii_lowercase();
     assert!(!headers.contains("strict-transport-security"), "{headers}");
+}
+
+/// `/etc/netns/<ns>/hosts`, which `ip netns exec` mounts over `/etc/hosts` (so pebble
+/// resolves the ordered name to the server); removed on drop.
+struct NsHosts(std::path::PathBuf);
+
+impl NsHosts {
+    fn new(ns: &NetNs, text: &str) -> Self {
+        let dir = Path::new("/etc/netns").join(&ns.name);
+        std::fs::create_dir_all(&dir).expect("/etc/netns/<ns>");
+        std::fs::write(dir.join("hosts"), text).expect("hosts");
+        Self(dir)
+    }
+}
+
+impl Drop for NsHosts {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn https_acme_certificate_from_pebble_is_verified_and_renewed() {
+    let ns = NetNs::new("hac");
+    let _hosts = NsHosts::new(&ns, "127.0.0.1 localhost bootlane.test\n::1 localhost\n");
+    let work = tempfile::tempdir().expect("tmp");
+    let w = work.path();
+    // Pebble's own HTTPS certificate, from a test CA of ours (Debian's package ships none).
+    openssl_ca_and_leaf_for(w, "pebble", "DNS:localhost,IP:127.0.0.1");
+    let pebble_cfg = w.join("pebble.json");
+    std::fs::write(
+        &pebble_cfg,
+        serde_json::json!({"pebble": {
+            "listenAddress": "127.0.0.1:14000",
+            "managementListenAddress": "127.0.0.1:15000",
+            "certificate": w.join("pebble-leaf.pem"),
+            "privateKey": w.join("pebble-key.pem"),
+            "httpPort": 8080,
+            "tlsPort": 5001,
+            "ocspResponderURL": "",
+            "externalAccountBindingRequired": false,
+            "certificateValidityPeriod": 60
+        }})
+        .to_string(),
+    )
+    .expect("pebble config");
+    let pebble = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns.name,
+            "env",
+            "PEBBLE_VA_NOSLEEP=1",
+            "PEBBLE_WFE_NONCEREJECT=0",
+        ])
+        .arg("pebble")
+        .arg("-config")
+        .arg(&pebble_cfg)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(w.join("pebble.log")).expect("pebble log"))
+        .spawn()
+        .expect("spawn pebble (Debian package pebble)");
+    let _pebble = bootlane_tests::Proc(pebble);
+    let pebble_ca = w.join("pebble-ca.pem");
+    let curl_ns = |args: &str| {
+        let out = bootlane_tests::sh_out(&format!("ip netns exec {} curl -s -m 5 {args}", ns.name));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    wait_for("pebble's directory", Duration::from_secs(15), || {
+        curl_ns(&format!(
+            "--cacert {} -o /dev/null -w '%{{http_code}}' https://localhost:14000/dir",
+            pebble_ca.display()
+        )) == "200"
+    });
+
+    let toml = format!(
+        "[api]\nlisten = \"127.0.0.1:8443\"\nboot_listen = \"127.0.0.1:8080\"\ntls = \"acme\"\n\
+         tls_names = [\"bootlane.test\"]\nacme_directory_url = \"https://localhost:14000/dir\"\n\
+         acme_ca_file = \"{}\"\n",
+        pebble_ca.display()
+    );
+    let s = RawServer::start(
+        &ns,
+        &toml,
+        &format!("-k {RESOLVE}"),
+        "https://bootlane.test:8443/api/v1/status",
+    );
+    // Pebble's root for the certificates it issues (a new one every pebble start).
+    let root = w.join("pebble-root.pem");
+    curl_ns(&format!(
+        "--cacert {} -o {} https://localhost:15000/roots/0",
+        pebble_ca.display(),
+        root.display()
+    ));
+    assert!(
+        std::fs::read_to_string(&root)
+            .unwrap_or_default()
+            .contains("BEGIN CERTIFICATE"),
+        "pebble's root"
+    );
+    let verified = format!(
+        "--cacert {} {RESOLVE} https://bootlane.test:8443/api/v1/status",
+        root.display()
+    );
+    let status = || -> serde_json::Value { serde_json::from_str(&s.curl(&verified)).unwrap_or_default() };
+    wait_for(
+        "a certificate from pebble that curl verifies",
+        Duration::from_secs(30),
+        || status()["data"]["tls"]["source"] == "acme",
+    );
+    let first = status()["data"]["tls"].clone();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(s.dir.join("tls/acme/key.pem"))
+            .expect("key")
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+    // The boot listener still serves the iPXE script over plain HTTP.
+    let (c, script) = code_and_body(&s, "'http://127.0.0.1:8080/boot/ipxe?mac=52:54:00:12:34:56'");
+    assert!(c == "200" && script.starts_with("#!ipxe"), "{c} {script}");
+
+    // Renewal: the 60 s certificate is replaced once less than 20 s remain.
+    wait_for("the renewed certificate", Duration::from_secs(75), || {
+        let now = status()["data"]["tls"].clone();
+        now["source"] == "acme" && now["fingerprint_sha256"] != first["fingerprint_sha256"]
+    });
+    let second = status()["data"]["tls"].clone();
+    assert_ne!(second["not_after"], first["not_after"], "{first} {second}");
+    assert!(
+        s.log_text().matches("ordering an ACME certificate").count() >= 2,
+        "issued, then renewed"
+    );
 }
