@@ -13,7 +13,8 @@
 //!   curl verifies the chain against the stored certificate, whose SHA-256 fingerprint
 //!   (as `openssl x509 -fingerprint` prints it) is the one in `GET /api/v1/status` and in
 //!   the log; the key file is mode 0600; HSTS is sent, the session cookie is `Secure`;
-//!   plain HTTP on the port gets no answer; a restart keeps the same certificate.
+//!   plain HTTP on the port gets no answer; `bootlane status` shows the fingerprint over
+//!   HTTPS; a restart keeps the same certificate.
 //! - `https_files_reload_on_sighup_and_on_change`: `[api] tls = "files"` with a chain
 //!   signed by an openssl test CA; replaced by one from a second CA and SIGHUP, then back
 //!   without a signal (the file watch); a broken key file keeps the certificate in force.
@@ -358,7 +359,8 @@ const RELOAD_WAIT: Duration = Duration::from_secs(6);
 fn https_self_signed_certificate_is_made_kept_and_shown() {
     let ns = NetNs::new("hss");
     let url = "https://bootlane.test:8443/api/v1/status";
-    let toml = "[api]\nlisten = \"127.0.0.1:8443\"\ntls = \"self-signed\"\ntls_names = [\"bootlane.test\"]\n";
+    let toml =
+        "[api]\nlisten = \"127.0.0.1:8443\"\ntls = \"self-signed\"\ntls_names = [\"bootlane.test\", \"localhost\"]\n";
     let mut s = RawServer::start(&ns, toml, &format!("-k {RESOLVE}"), url);
     let cert = s.dir.join("tls/cert.pem");
     let key = s.dir.join("tls/key.pem");
@@ -396,6 +398,21 @@ fn https_self_signed_certificate_is_made_kept_and_shown() {
     // Plain HTTP on the TLS port gets no HTTP answer.
     let plain = s.curl("-o /dev/null -w '%{http_code}' http://127.0.0.1:8443/api/v1/status");
     assert_eq!(plain, "000", "plain HTTP answered on the TLS port");
+    // `bootlane status` asks over HTTPS (https://localhost:8443 from the config) and
+    // shows the fingerprint; it trusts the certificate named by BOOTLANE_CACERT.
+    let out = bootlane_tests::sh_out(&format!(
+        "ip netns exec {} env BOOTLANE_CACERT={} {} status --config {}",
+        ns.name,
+        cert.display(),
+        bootlane_tests::bootlane_bin().display(),
+        s.config.display()
+    ));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains(&fp) && text.contains("https://localhost:8443"),
+        "bootlane status: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // A restart keeps the certificate.
     s.stop();
     s.spawn(&format!("--cacert {} {RESOLVE}", cert.display()), url);
