@@ -81,6 +81,8 @@ data_dir = "$WORK/data"
 log = "warn"
 [api]
 listen = "127.0.0.1:8080"
+# The whole fleet comes from one address: lift the per-client connection cap (default 64).
+max_connections_per_client = 1024
 [dns]
 enabled = false
 [dns.xdp]

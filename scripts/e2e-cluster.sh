@@ -96,6 +96,11 @@ local_domain = "lab.test"
 mode = "generic"
 interfaces = ["vn"]
 
+# The propagation check polls node B every few milliseconds from one address: response
+# rate limiting would rightly cut it off.
+[dns.rrl]
+enabled = false
+
 [store]
 backend = "postgres"
 url = "$DB_URL"

@@ -92,6 +92,12 @@ check mount.nfs4 nfs-common
 check xmllint libxml2-utils
 # The audit log's syslog copy: scripts/e2e-audit.sh checks it against a real rsyslogd.
 check rsyslogd rsyslog
+# HTTPS and listeners: openssl makes the test CAs and checks fingerprints, prlimit runs the
+# server under the unit's descriptor limit, pebble is the ACME server (RFC 8555) the
+# certificate tests ask.
+check openssl openssl
+check prlimit util-linux
+check pebble pebble
 
 if ((${#need_pkgs[@]})); then
   mapfile -t uniq < <(printf '%s\n' "${need_pkgs[@]}" | sort -u)

@@ -119,7 +119,7 @@ pub async fn build(
         Arc::new(
             DhcpUnit::new(
                 dhcp.clone(),
-                config.api.listen.port(),
+                config.api.boot_addr().port(),
                 settings.http_base_cell(),
                 Arc::new(move || domain_src.settings().local_domain),
                 token.clone(),
@@ -134,14 +134,14 @@ pub async fn build(
                 .with_generated(Arc::new(crate::boot::generated::BootConfigFiles {
                     catalog: catalog.clone(),
                     http_base: settings.http_base_cell(),
-                    http_port: config.api.listen.port(),
+                    http_port: config.api.boot_addr().port(),
                     events: events.clone(),
                 })),
         ),
         Arc::new(HttpBootUnit {
             serving: boot_serving.clone(),
-            listen: std::iter::once(config.api.listen)
-                .chain(crate::net::ipv6_twin(config.api.listen))
+            listen: std::iter::once(config.api.boot_addr())
+                .chain(crate::net::ipv6_twin(config.api.boot_addr()))
                 .map(|a| a.to_string())
                 .collect(),
         }),

@@ -640,9 +640,10 @@ pub fn audit(args: &AuditArgs) -> ExitCode {
 /// Arguments of `bootlane status`.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// Base URL of the running server's API (plain `http://` only). Default: from
-    /// `--config`'s `[api] listen` (an unspecified address becomes loopback), else
-    /// `http://127.0.0.1:8080`.
+    /// Base URL of the running server's API (`http://` or `https://`; for a private or
+    /// self-signed certificate set `BOOTLANE_CACERT` to its PEM root, e.g.
+    /// `<data_dir>/tls/cert.pem`). Default: from `--config`'s `[api] listen` (an
+    /// unspecified address becomes loopback), else `http://127.0.0.1:8080`.
     #[arg(long, env = "BOOTLANE_API")]
     pub api: Option<String>,
     /// Configuration file to take `[api] listen` from when `--api` is not given.
@@ -690,18 +691,32 @@ pub(crate) async fn http_request(
 ) -> anyhow::Result<(hyper::StatusCode, hyper::HeaderMap, hyper::body::Bytes)> {
     use http_body_util::BodyExt;
     let uri: hyper::Uri = api.parse().with_context(|| format!("{api:?} is not a URL"))?;
-    if uri.scheme_str() != Some("http") {
-        bail!("--api {api:?} must start with http:// (https is not supported by this command)");
-    }
+    let https = match uri.scheme_str() {
+        Some("http") => false,
+        Some("https") => true,
+        _ => bail!("--api {api:?} must start with http:// or https://"),
+    };
     let host = uri.host().context("the --api URL has no host")?.to_string();
-    let port = uri.port_u16().unwrap_or(80);
+    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
     let fetch = async {
-        let host_port = format!("{}:{port}", host.trim_start_matches('[').trim_end_matches(']'));
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let host_port = format!("{bare}:{port}");
         let tcp = tokio::net::TcpStream::connect(&host_port)
             .await
             .with_context(|| format!("cannot connect to {host_port}"))?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp)).await?;
-        tokio::spawn(conn);
+        let mut sender = if https {
+            let tls = tls_connector()?
+                .connect(rustls::pki_types::ServerName::try_from(bare.to_owned())?, tcp)
+                .await
+                .with_context(|| format!("TLS with {host_port} (set BOOTLANE_CACERT to a PEM root for a private or self-signed certificate)"))?;
+            let (sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls)).await?;
+            tokio::spawn(conn);
+            sender
+        } else {
+            let (sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp)).await?;
+            tokio::spawn(conn);
+            sender
+        };
         let mut req = hyper::Request::builder()
             .method(method)
             .uri(path)
@@ -721,6 +736,33 @@ pub(crate) async fn http_request(
         .map_err(|_| anyhow::anyhow!("no answer within {} s", timeout.as_secs()))
         .and_then(|r| r)
         .with_context(|| format!("server at {api} unreachable"))
+}
+
+/// The TLS client of [`http_request`] for `https://` URLs: the usual public roots plus
+/// every certificate in the PEM file named by `BOOTLANE_CACERT` (e.g. the self-signed
+/// `<data_dir>/tls/cert.pem`, or a private CA).
+///
+/// # Errors
+/// An unreadable or certificate-less `BOOTLANE_CACERT` file.
+fn tls_connector() -> anyhow::Result<tokio_rustls::TlsConnector> {
+    use rustls::pki_types::{pem::PemObject, CertificateDer};
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(path) = std::env::var_os("BOOTLANE_CACERT") {
+        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&path)
+            .and_then(|i| i.collect::<Result<_, _>>())
+            .map_err(|e| anyhow::anyhow!("BOOTLANE_CACERT {}: {e}", Path::new(&path).display()))?;
+        anyhow::ensure!(!certs.is_empty(), "BOOTLANE_CACERT holds no certificate");
+        for c in certs {
+            roots.add(c)?;
+        }
+    }
+    let cfg =
+        rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+    Ok(tokio_rustls::TlsConnector::from(std::sync::Arc::new(cfg)))
 }
 
 /// Renders a status `data` object compactly: the version and uptime line, the DNS and XDP
@@ -782,10 +824,15 @@ pub(crate) fn api_url(api: Option<&str>, config: Option<&Path>) -> anyhow::Resul
     if let Some(a) = api {
         return Ok(a.to_string());
     }
-    let mut listen = match config {
-        Some(c) => Config::from_file(c)?.api.listen,
-        None => Config::default().api.listen,
+    let api_cfg = match config {
+        Some(c) => Config::from_file(c)?.api,
+        None => Config::default().api,
     };
+    let mut listen = api_cfg.listen;
+    // Over TLS the certificate names `localhost` (self-signed default), not 127.0.0.1.
+    if api_cfg.tls != crate::config::TlsMode::Off && (listen.ip().is_unspecified() || listen.ip().is_loopback()) {
+        return Ok(format!("https://localhost:{}", listen.port()));
+    }
     if listen.ip().is_unspecified() {
         listen.set_ip(match listen {
             std::net::SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),

@@ -254,6 +254,71 @@ pub struct ApiConfig {
     pub max_body_bytes: usize,
     /// Per-request timeout in seconds (408 above). Default 30.
     pub request_timeout_secs: u64,
+    /// Most HTTP connections open at once over all listeners (API, UI and HTTP boot,
+    /// IPv4 and IPv6). A connection beyond it is closed as soon as it is accepted and
+    /// counted in `bootlane_http_connections_refused_total{reason="total"}`. Default
+    /// 1024; 1-65536. The systemd unit's `LimitNOFILE` is sized for the default.
+    pub max_connections: usize,
+    /// Most HTTP connections open at once from one client address (IPv4-mapped IPv6
+    /// addresses count as their IPv4 address). Beyond it a new connection from that
+    /// address is closed at once (`reason="per_client"`), so one host cannot take every
+    /// slot. Default 64; 1 up to `max_connections`. Lower it only if no NAT gateway puts
+    /// many machines behind one address.
+    pub max_connections_per_client: usize,
+    /// Seconds a client has to send a whole request header, counted from the moment the
+    /// connection is accepted (or the TLS handshake is done) and, on a keep-alive
+    /// connection, from the end of the previous response. So it is also the keep-alive idle
+    /// timeout: an HTTP/1.1 connection that sends nothing for this long is closed. It
+    /// also bounds the TLS handshake. Default 10; 1-3600. A request being answered
+    /// (including a long download or an event stream) is not affected.
+    pub header_read_timeout_secs: u64,
+    /// The boot listener (`ip:port`, plain HTTP): `/boot/...` and the machine routes
+    /// (answer files, install reports, baseline bundles and reports) move there, and
+    /// `listen` keeps the REST API and the web UI; each refuses the other's routes with
+    /// 404. DHCP options, iPXE scripts and generated boot menus point at this port.
+    /// Default: unset, one listener (`listen`) serving everything. Set it when `listen`
+    /// speaks TLS: firmware and stock iPXE cannot check a private CA.
+    pub boot_listen: Option<SocketAddr>,
+    /// HTTPS on `listen` (see [`TlsMode`]). Default `off`.
+    pub tls: TlsMode,
+    /// `tls = "files"`: the PEM certificate chain (leaf first). Reloaded on SIGHUP and
+    /// when the file changes.
+    pub tls_cert_file: Option<PathBuf>,
+    /// `tls = "files"`: the PEM private key (PKCS#8, PKCS#1 or SEC1) of `tls_cert_file`.
+    pub tls_key_file: Option<PathBuf>,
+    /// DNS names (or IP addresses) the certificate is for: the subject alternative names
+    /// of a self-signed certificate and the identifiers an ACME certificate is ordered
+    /// for. Default: empty, meaning `[server] node_name` (the host name) and `localhost`
+    /// for `self-signed`; `acme` needs at least one DNS name here.
+    pub tls_names: Vec<String>,
+    /// `Strict-Transport-Security: max-age=<this>` on every answer of a TLS listener
+    /// (RFC 6797). Default 31536000 (one year); 0 sends no header. HSTS covers the whole
+    /// host name in browsers, whatever the port.
+    pub hsts_max_age_secs: u64,
+    /// `tls = "acme"`: the ACME server's directory URL (RFC 8555 §7.1.1), e.g. Let's
+    /// Encrypt's `https://acme-v02.api.letsencrypt.org/directory`. Needs `boot_listen`,
+    /// where the HTTP-01 challenges are answered (port 80 for a public CA).
+    pub acme_directory_url: Option<String>,
+    /// `tls = "acme"`: contact URIs for the account (`mailto:...`). Default: none.
+    pub acme_contact: Vec<String>,
+    /// `tls = "acme"`: a PEM root certificate to trust for the ACME server's own HTTPS (a
+    /// private or test CA); default: the usual public roots.
+    pub acme_ca_file: Option<PathBuf>,
+}
+
+/// `[api] tls`: whether and how `[api] listen` speaks HTTPS.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TlsMode {
+    /// Plain HTTP (the default: a lab on one port).
+    #[default]
+    Off,
+    /// A self-signed certificate made at first start and kept in `<data_dir>/tls/`.
+    SelfSigned,
+    /// `tls_cert_file` and `tls_key_file`.
+    Files,
+    /// A certificate from an ACME server (RFC 8555).
+    Acme,
 }
 
 impl Default for ApiConfig {
@@ -263,11 +328,94 @@ impl Default for ApiConfig {
             session_ttl_secs: 12 * 3600,
             max_body_bytes: 1 << 20,
             request_timeout_secs: 30,
+            max_connections: 1024,
+            max_connections_per_client: 64,
+            header_read_timeout_secs: 10,
+            boot_listen: None,
+            tls: TlsMode::Off,
+            tls_cert_file: None,
+            tls_key_file: None,
+            tls_names: Vec::new(),
+            hsts_max_age_secs: 365 * 24 * 3600,
+            acme_directory_url: None,
+            acme_contact: Vec::new(),
+            acme_ca_file: None,
         }
     }
 }
 
+impl ApiConfig {
+    /// The address boot clients are sent to (DHCP boot file URLs, iPXE scripts, boot
+    /// menus): `boot_listen`, else `listen`.
+    pub fn boot_addr(&self) -> SocketAddr {
+        self.boot_listen.unwrap_or(self.listen)
+    }
+
+    /// Checks the connection limits and timeouts.
+    ///
+    /// # Errors
+    /// The first key out of range, named with its allowed range.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if !(1..=65_536).contains(&self.max_connections) {
+            anyhow::bail!("[api] max_connections must be 1-65536, not {}", self.max_connections);
+        }
+        if !(1..=self.max_connections).contains(&self.max_connections_per_client) {
+            anyhow::bail!(
+                "[api] max_connections_per_client must be 1 up to max_connections ({}), not {}",
+                self.max_connections,
+                self.max_connections_per_client
+            );
+        }
+        if !(1..=3600).contains(&self.header_read_timeout_secs) {
+            anyhow::bail!(
+                "[api] header_read_timeout_secs must be 1-3600, not {}",
+                self.header_read_timeout_secs
+            );
+        }
+        if let Some(b) = self.boot_listen {
+            if b.port() == 0 {
+                anyhow::bail!("[api] boot_listen needs a port 1-65535");
+            }
+            if b.port() == self.listen.port()
+                && (b.ip() == self.listen.ip() || b.ip().is_unspecified() || self.listen.ip().is_unspecified())
+            {
+                anyhow::bail!(
+                    "[api] boot_listen ({b}) overlaps listen ({}): use another port, or leave boot_listen unset for one listener",
+                    self.listen
+                );
+            }
+        }
+        if self.tls == TlsMode::Files && (self.tls_cert_file.is_none() || self.tls_key_file.is_none()) {
+            anyhow::bail!("[api] tls = \"files\" needs tls_cert_file and tls_key_file");
+        }
+        if self.tls == TlsMode::Acme && !self.tls_names.iter().any(|n| n.parse::<std::net::IpAddr>().is_err()) {
+            anyhow::bail!("[api] tls = \"acme\" needs at least one DNS name in tls_names");
+        }
+        if self.tls == TlsMode::Acme && (self.acme_directory_url.is_none() || self.boot_listen.is_none()) {
+            anyhow::bail!(
+                "[api] tls = \"acme\" needs acme_directory_url and boot_listen (where the http-01 challenges are answered)"
+            );
+        }
+        Ok(())
+    }
+}
+
 impl Config {
+    /// The names a self-signed or ACME certificate is for: `[api] tls_names`, or when
+    /// empty this node's name (`[server] node_name`, else the host name) and `localhost`.
+    pub fn tls_names(&self) -> Vec<String> {
+        if self.api.tls_names.is_empty() {
+            let node = self.server.node_name();
+            let mut v = vec![node];
+            if v[0] != "localhost" {
+                v.push("localhost".into());
+            }
+            v
+        } else {
+            self.api.tls_names.clone()
+        }
+    }
+
     /// Reads the file named by `args.config` (if any), applies the command-line
     /// overrides and validates the result.
     ///
@@ -365,6 +513,9 @@ impl Config {
         }
         if self.api.session_ttl_secs == 0 {
             out.push(anyhow::anyhow!("[api] session_ttl_secs must be > 0"));
+        }
+        if let Err(e) = self.api.validate() {
+            out.push(e);
         }
         for r in [
             self.dns.validate(),
@@ -586,5 +737,33 @@ mod tests {
         c.bmc.settle_secs = 30;
         let p = c.problems();
         assert!(p.iter().any(|e| e.to_string().contains("[bmc] settle_secs")), "{p:?}");
+    }
+
+    #[test]
+    fn api_boot_listen_and_tls_keys_are_checked() {
+        let ok: Config =
+            toml::from_str("[api]\nlisten = \"0.0.0.0:8443\"\nboot_listen = \"0.0.0.0:8080\"\ntls = \"self-signed\"\n")
+                .expect("parses");
+        assert!(ok.problems().is_empty(), "{:?}", ok.problems());
+        assert_eq!(ok.api.boot_addr().port(), 8080);
+        for (text, want) in [
+            (
+                "listen = \"0.0.0.0:8080\"\nboot_listen = \"127.0.0.1:8080\"",
+                "overlaps",
+            ),
+            ("tls = \"files\"", "tls_cert_file"),
+            ("tls = \"acme\"\ntls_names = [\"10.0.0.1\"]", "DNS name"),
+            ("max_connections_per_client = 2000", "max_connections_per_client"),
+            ("header_read_timeout_secs = 0", "header_read_timeout_secs"),
+        ] {
+            let c: Config = toml::from_str(&format!("[api]\n{text}\n")).expect("parses");
+            let p = c
+                .problems()
+                .iter()
+                .map(|e| format!("{e:#}"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            assert!(p.contains(want), "{text}: {p}");
+        }
     }
 }

@@ -40,6 +40,7 @@ pub mod swap;
 pub mod systemd;
 pub mod tftp;
 pub mod updates;
+pub mod web_server;
 pub mod wol;
 
 use std::sync::Arc;
@@ -175,51 +176,177 @@ pub async fn run(
     if !copied.is_empty() {
         tracing::info!(?copied, "ARM64 GRUB and shim copied into the boot directory");
     }
+    let (tls, acme_challenges) = web_server_tls(&config, &token).context("preparing HTTPS ([api] tls)")?;
+    // The management listener (API and UI; everything when not split) and the boot
+    // listener (`[api] boot_listen`: /boot and the machine routes, plain HTTP).
     let listener = tokio::net::TcpListener::bind(config.api.listen)
         .await
         .with_context(|| format!("binding the API on {}", config.api.listen))?;
+    let boot_listener = match config.api.boot_listen {
+        Some(b) => Some(
+            tokio::net::TcpListener::bind(b)
+                .await
+                .with_context(|| format!("binding the boot listener on {b}"))?,
+        ),
+        None => None,
+    };
     let supervisor = state.supervisor.clone();
     supervisor.start_auto().await;
     // Type=notify (issue 15): ready once the API is bound and every auto-start service started.
     systemd::notify_ready(&supervisor.list());
     systemd::stopping_on_cancel(token.clone());
     tracing::info!(addr = %config.api.listen, "REST API listening on /api/v1");
-    let app = api::router(state);
-    // `0.0.0.0:port` also listens on `[::]:port`: iPXE scripts, boot files and the API
-    // over IPv6 (issue 12).
-    let v6 = match net::ipv6_twin(config.api.listen) {
-        Some(a) => {
-            match net::bind_v6only(a, socket2::Type::STREAM).and_then(|s| tokio::net::TcpListener::from_std(s.into())) {
-                Ok(l) => {
-                    tracing::info!(addr = %a, "REST API listening over IPv6");
-                    let serve = axum::serve(
-                        l,
-                        app.clone()
-                            .into_make_service_with_connect_info::<std::net::SocketAddr>(),
-                    )
-                    .with_graceful_shutdown(token.clone().cancelled_owned());
-                    Some(tokio::spawn(async move { serve.await }))
-                }
-                Err(e) => {
-                    tracing::warn!("API: not listening on {a}: {e}");
-                    None
-                }
-            }
+    let (mut app, boot_app) = match boot_listener {
+        Some(_) => {
+            let r = api::routers(state);
+            (r.management, Some(r.boot))
         }
-        None => None,
+        None => (api::router(state), None),
     };
-    axum::serve(
+    if let Some(store) = &tls {
+        let info = store.info();
+        tracing::info!(
+            source = %info.source,
+            fingerprint_sha256 = %info.fingerprint_sha256,
+            not_after = %info.not_after,
+            "HTTPS on {}",
+            config.api.listen
+        );
+        let max_age = config.api.hsts_max_age_secs;
+        app = app
+            .layer(axum::middleware::from_fn(move |r, n| {
+                web_server::https_headers(max_age, r, n)
+            }))
+            .layer(axum::Extension(store.clone()));
+    }
+    // One set of caps over every HTTP listener (see `web_server`).
+    let tracker =
+        web_server::limits::ConnTracker::new(config.api.max_connections, config.api.max_connections_per_client);
+    let header_read_timeout = std::time::Duration::from_secs(config.api.header_read_timeout_secs);
+    let mut servers = Vec::new();
+    let opts = web_server::ListenerOptions {
+        name: "api",
+        header_read_timeout,
+        tls: tls.as_ref().map(|s| s.acceptor()).transpose()?,
+    };
+    servers.extend(serve_twin(config.api.listen, &app, &tracker, &opts, &token));
+    servers.push(tokio::spawn(web_server::serve(
         listener,
-        app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown(token.clone().cancelled_owned())
-    .await
-    .context("serving the API")?;
-    if let Some(v6) = v6 {
-        let _ = v6.await;
+        app,
+        tracker.clone(),
+        opts,
+        token.clone(),
+    )));
+    let boot_app = match (boot_app, acme_challenges) {
+        (Some(b), Some(c)) => Some(b.merge(web_server::acme::challenge_router(c))),
+        (b, _) => b,
+    };
+    if let (Some(l), Some(boot_app), Some(addr)) = (boot_listener, boot_app, config.api.boot_listen) {
+        tracing::info!(%addr, "HTTP boot listening on /boot (plain HTTP)");
+        let opts = web_server::ListenerOptions {
+            name: "boot",
+            header_read_timeout,
+            tls: None,
+        };
+        servers.extend(serve_twin(addr, &boot_app, &tracker, &opts, &token));
+        servers.push(tokio::spawn(web_server::serve(
+            l,
+            boot_app,
+            tracker.clone(),
+            opts,
+            token.clone(),
+        )));
+    }
+    for s in servers {
+        let _ = s.await;
     }
     supervisor.stop_all().await;
     store.flush().await.ok();
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The certificate store of `[api] tls` (`None` when off), with its reloader or ACME
+/// renewal started; for ACME also the pending HTTP-01 challenges the boot listener answers.
+#[allow(
+    clippy::type_complexity,
+    reason = "the store and the ACME challenges, both optional; named in the doc"
+)]
+fn web_server_tls(
+    config: &config::Config,
+    token: &CancellationToken,
+) -> anyhow::Result<(
+    Option<Arc<web_server::tls::CertStore>>,
+    Option<Arc<web_server::acme::Challenges>>,
+)> {
+    use web_server::{acme, tls};
+    if config.api.tls == config::TlsMode::Acme {
+        let settings = acme::AcmeSettings {
+            directory_url: config
+                .api
+                .acme_directory_url
+                .clone()
+                .context("[api] acme_directory_url")?,
+            contact: config.api.acme_contact.clone(),
+            ca_file: config.api.acme_ca_file.clone(),
+            names: config.tls_names(),
+            dir: config.data_dir.join("tls/acme"),
+        };
+        // A stored ACME certificate, else a self-signed one until the first is issued.
+        let first = match settings.stored() {
+            Some(l) => l,
+            None => tls::self_signed(&config.data_dir.join("tls"), &config.tls_names())?,
+        };
+        let store = tls::CertStore::new(first);
+        let challenges = Arc::new(acme::Challenges::default());
+        acme::spawn_renewal(store.clone(), settings, challenges.clone(), token.clone());
+        return Ok((Some(store), Some(challenges)));
+    }
+    Ok((
+        match config.api.tls {
+            config::TlsMode::Off => None,
+            config::TlsMode::SelfSigned => Some(tls::CertStore::new(tls::self_signed(
+                &config.data_dir.join("tls"),
+                &config.tls_names(),
+            )?)),
+            config::TlsMode::Files => {
+                let (Some(cert), Some(key)) = (&config.api.tls_cert_file, &config.api.tls_key_file) else {
+                    anyhow::bail!("[api] tls = \"files\" needs tls_cert_file and tls_key_file");
+                };
+                let store = tls::CertStore::new(tls::load_files(cert, key, "files")?);
+                tls::spawn_file_reloader(store.clone(), cert.clone(), key.clone(), token.clone());
+                Some(store)
+            }
+            config::TlsMode::Acme => unreachable!("handled above"),
+        },
+        None,
+    ))
+}
+
+/// `0.0.0.0:port` also listens on `[::]:port` (iPXE scripts, boot files and the API over
+/// IPv6, issue 12): the serving task of that twin, if `addr` has one and it binds.
+fn serve_twin(
+    addr: std::net::SocketAddr,
+    app: &axum::Router,
+    tracker: &Arc<web_server::limits::ConnTracker>,
+    opts: &web_server::ListenerOptions,
+    token: &CancellationToken,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let a = net::ipv6_twin(addr)?;
+    match net::bind_v6only(a, socket2::Type::STREAM).and_then(|s| tokio::net::TcpListener::from_std(s.into())) {
+        Ok(l) => {
+            tracing::info!(addr = %a, listener = opts.name, "HTTP listening over IPv6");
+            Some(tokio::spawn(web_server::serve(
+                l,
+                app.clone(),
+                tracker.clone(),
+                opts.clone(),
+                token.clone(),
+            )))
+        }
+        Err(e) => {
+            tracing::warn!(listener = opts.name, "HTTP: not listening on {a}: {e}");
+            None
+        }
+    }
 }

@@ -282,6 +282,10 @@ fn panic_envelope(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
 pub struct Resources {
     /// No authentication (login, session, status).
     pub public: OpenApiRouter<AppState>,
+    /// No session: the routes machines call while they install (answer files, progress
+    /// reports, baseline bundles and reports), each checking its own token. Served on the
+    /// boot listener when the listeners are split (see [`routers`]).
+    pub machine: OpenApiRouter<AppState>,
     /// Behind the session layer ([`auth::require_session`]).
     pub protected: OpenApiRouter<AppState>,
     /// Behind the scrape guard ([`system::require_scrape_auth`]: session, scrape token
@@ -295,7 +299,8 @@ pub fn resources() -> Resources {
     Resources {
         public: OpenApiRouter::new()
             .merge(auth::router())
-            .merge(system::public_router())
+            .merge(system::public_router()),
+        machine: OpenApiRouter::new()
             .merge(install_tasks::public_router())
             .merge(scripts::public_router()),
         protected: OpenApiRouter::new()
@@ -329,11 +334,12 @@ pub fn resources() -> Resources {
 }
 
 /// Merges the resource routers (with their guards as route layers when `state` is
-/// given), splits once into the axum router and the finished OpenAPI document
-/// ([`openapi::finalize`]).
-fn split(state: Option<&AppState>) -> (Router<AppState>, utoipa::openapi::OpenApi) {
+/// given), splits once into the axum routers (the management routes, the machine
+/// routes) and the finished OpenAPI document of both ([`openapi::finalize`]).
+fn split(state: Option<&AppState>) -> (Router<AppState>, Router<AppState>, utoipa::openapi::OpenApi) {
     let Resources {
         public,
+        machine,
         mut protected,
         mut scraped,
     } = resources();
@@ -346,31 +352,77 @@ fn split(state: Option<&AppState>) -> (Router<AppState>, utoipa::openapi::OpenAp
             system::require_scrape_auth,
         ));
     }
+    let (machine, machine_doc) = machine.split_for_parts();
     let (api, mut doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(public)
         .merge(protected)
         .merge(scraped)
         .split_for_parts();
+    doc.merge(machine_doc);
     openapi::finalize(&mut doc);
-    (api, doc)
+    (api, machine, doc)
 }
 
 /// The OpenAPI document `GET /api/v1/openapi.json` serves.
 pub fn openapi_doc() -> utoipa::openapi::OpenApi {
-    split(None).1
+    split(None).2
 }
 
-/// The whole application: `/api/v1/...` plus the envelope-producing fallbacks and layers.
+/// The application split by listener (`[api] boot_listen`), each with the
+/// envelope-producing fallbacks and layers of [`router`].
+pub struct Routers {
+    /// The management listener: `/api/v1` (but the machine routes), the OpenAPI
+    /// document and the web UI. Anything else is the UI's fallback (404 envelope under
+    /// `/api/`).
+    pub management: Router,
+    /// The boot listener: `/boot/...` and the machine routes under `/api/v1` (see
+    /// [`Resources::machine`]); anything else is a 404 envelope.
+    pub boot: Router,
+}
+
+/// The whole application on one listener: `/api/v1/...`, `/boot/...` and the web UI,
+/// with the envelope-producing fallbacks and layers.
 pub fn router(state: AppState) -> Router {
+    let (api, machine, boot) = parts(&state);
+    with_layers(
+        Router::new()
+            .merge(api)
+            .merge(machine)
+            .merge(boot)
+            .fallback(ui::fallback),
+        state,
+    )
+}
+
+/// The application split in two (see [`Routers`]); each refuses the other's routes with 404.
+pub fn routers(state: AppState) -> Routers {
+    let (api, machine, boot) = parts(&state);
+    Routers {
+        management: with_layers(Router::new().merge(api).fallback(management_fallback), state.clone()),
+        boot: with_layers(Router::new().merge(machine).merge(boot).fallback(fallback), state),
+    }
+}
+
+/// The management listener's fallback: 404 for the boot listener's paths (`/boot`,
+/// `/boot/...`), the web UI (which answers its own paths with the single-page app)
+/// for anything else.
+async fn management_fallback(req: Request) -> Response {
+    let p = req.uri().path();
+    if p == "/boot" || p.starts_with("/boot/") {
+        return fallback(req).await.into_response();
+    }
+    ui::fallback(req).await
+}
+
+/// The management API (with `/api/v1/openapi.json`), the machine routes and the boot routes.
+fn parts(state: &AppState) -> (Router<AppState>, Router<AppState>, Router<AppState>) {
     crate::metrics::install();
-    let (api, doc) = split(Some(&state));
+    let (api, machine, doc) = split(Some(state));
     let doc = Arc::new(doc);
     let api = api.route(
         "/api/v1/openapi.json",
         get(move || async move { axum::Json(doc.as_ref().clone()) }),
     );
-    let timeout = std::time::Duration::from_secs(state.config.api.request_timeout_secs);
-    let max_body = state.config.api.max_body_bytes;
     let boot = boot::router(boot::BootState {
         root: state.settings.boot_root_cell(),
         catalog: state.catalog.clone(),
@@ -383,12 +435,16 @@ pub fn router(state: AppState) -> Router {
         images: Some(state.os_images.clone()),
         tasks: Some(state.tasks.clone()),
     });
+    (api, machine, boot)
+}
+
+/// The layers every listener's router gets, around `routes` (which carry their fallback).
+fn with_layers(routes: Router<AppState>, state: AppState) -> Router {
+    let timeout = std::time::Duration::from_secs(state.config.api.request_timeout_secs);
+    let max_body = state.config.api.max_body_bytes;
     // Layer order matters: the envelope rewrite sits outside the body limit and the
     // timeout, whose own answers (413 `length limit exceeded`, bare 408) it rewrites.
-    Router::new()
-        .merge(api)
-        .merge(boot)
-        .fallback(ui::fallback)
+    routes
         .with_state(state)
         .layer(middleware::from_fn(move |req, next| {
             limits(max_body, timeout, req, next)

@@ -68,6 +68,9 @@ pub struct Status {
     pub dns_xdp_active: bool,
     /// Why the fast path is not active, if so.
     pub dns_xdp_reason: Option<String>,
+    /// The management listener's TLS certificate (`[api] tls`), its SHA-256
+    /// fingerprint and validity; `null` when the API is served over plain HTTP.
+    pub tls: Option<crate::web_server::tls::CertInfo>,
 }
 
 /// Service status (no authentication).
@@ -77,6 +80,7 @@ pub async fn status(
     State(started): State<Instant>,
     State(bus): State<Arc<crate::events::EventBus>>,
     State(store): State<Store>,
+    tls: Option<axum::Extension<Arc<crate::web_server::tls::CertStore>>>,
 ) -> Envelope<Status> {
     let xdp = dns.dataplane().status();
     Envelope::ok(Status {
@@ -89,6 +93,7 @@ pub async fn status(
         dns_running: !dns.bound().is_empty(),
         dns_xdp_active: xdp.active,
         dns_xdp_reason: xdp.reason,
+        tls: tls.map(|t| t.info()),
     })
 }
 

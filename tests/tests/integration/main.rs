@@ -91,3 +91,8 @@ mod firmware_netns;
 // perfdhcp and udhcpc against both, no address to two MACs, a record through A answered by
 // B's XDP path, kill -9 of B under load, the database stopped for 10 s.
 mod cluster_netns;
+
+// The management plane's HTTP server: an idle-connection flood from one address under the
+// unit's descriptor limit while another address is served within 1 s (caps, header-read
+// timeout, refusals counted, graceful shutdown).
+mod https_netns;
