@@ -99,4 +99,4 @@ hdr=$(curl -s -D - -o "$work/throttled.json" -H 'content-type: application/json'
 grep -q '^HTTP/1.1 429' <<<"$hdr" && grep -qi '^retry-after: [0-9]' <<<"$hdr" ||
   fail "no 429 with Retry-After after 5 failures: $hdr $(cat "$work/throttled.json")"
 echo "e2e-audit: logins: weak password refused, 429 after 5 failures: $(cat "$work/throttled.json")"
-echo "e2e-audit: ok"
+echo "[e2e-audit] PASS"

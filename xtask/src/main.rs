@@ -9,7 +9,8 @@
 //!   tests twice: on sled, then on PostgreSQL with `BOOTLANE_TEST_STORE=postgres`), the API
 //!   contract test (`scripts/contract.sh`: schemathesis against the running server's
 //!   openapi.json), the privileged integration tests (XDP `test_run`, network namespaces,
-//!   real clients) as root, then the browser tests of the UI (`node --test web/tests/`,
+//!   real clients) as root, in tiers (the QEMU boots beside the light tests, then the
+//!   timing-sensitive ones alone; see `integration_lanes`), then the browser tests of the UI (`node --test web/tests/`,
 //!   headless Chromium against a real `bootlane`).
 //! - `bench`: benchmarks against dnsmasq in the same invocation, and what SSE subscribers
 //!   cost the DNS path and API writes (`bench events`), and boot media: upload vs `cp`,
@@ -323,15 +324,84 @@ fn test(unit_only: bool, no_browser: bool, filter: Option<String>) -> Result<()>
             std::env::set_var("BOOTLANE_DEB", package(false)?);
         }
         for exe in integration_binaries()? {
-            let mut args = vec!["--test-threads=1".to_string()];
-            args.extend(filter.clone());
-            run(privileged(&exe, &args).env("BOOTLANE_BIN", &bin))?;
+            match &filter {
+                Some(f) => {
+                    run(privileged(&exe, &["--test-threads=1".to_string(), f.clone()]).env("BOOTLANE_BIN", &bin))?
+                }
+                None => integration_lanes(&exe, &bin)?,
+            }
         }
     }
     if !no_browser {
         browser_tests(&bin)?;
     }
     Ok(())
+}
+
+/// Integration tests that boot QEMU machines under software emulation: each keeps about
+/// one core busy for a minute or more, so they run in a lane of their own beside the
+/// light tests ([`integration_lanes`]).
+const QEMU_TESTS: &[&str] = &[
+    "boot_netns::",
+    "firmware_netns::",
+    "install_netns::",
+    "media_netns::",
+    "pxelinux_netns::",
+    "access_netns::whitelist_qemu",
+];
+
+/// Integration tests whose verdict rests on timing or throughput (a cost ratio, a flood
+/// cut to a rate, a latency bound, a drop rate, datagram counts under loss) or that install
+/// the package system-wide: they run one at a time after both lanes, with the machine to
+/// themselves.
+const ALONE_TESTS: &[&str] = &[
+    "xdp_program::xdp_per_packet_cost",
+    "xdp_program::xdp_map_load_100k",
+    "xdp_rrl_netns::",
+    "cluster_netns::",
+    "https_netns::",
+    "tftp_netns::",
+    "package_install::",
+];
+
+/// Runs the integration binary `exe` in tiers: the [`QEMU_TESTS`] and every other light
+/// test in two concurrent lanes (each one test at a time; every test makes its own
+/// namespaces, so the lanes do not meet), then the [`ALONE_TESTS`] on their own. Both lanes
+/// run to the end even when one fails; the first failure is reported.
+fn integration_lanes(exe: &Path, bin: &Path) -> Result<()> {
+    let one = "--test-threads=1".to_string();
+    let qemu: Vec<String> = std::iter::once(one.clone())
+        .chain(QEMU_TESTS.iter().map(|t| t.to_string()))
+        .collect();
+    let light: Vec<String> = std::iter::once(one.clone())
+        .chain(
+            QEMU_TESTS
+                .iter()
+                .chain(ALONE_TESTS)
+                .flat_map(|t| ["--skip".to_string(), t.to_string()]),
+        )
+        .collect();
+    let alone: Vec<String> = std::iter::once(one)
+        .chain(ALONE_TESTS.iter().map(|t| t.to_string()))
+        .collect();
+    let mut lanes = Vec::new();
+    for args in [&qemu, &light] {
+        let mut c = privileged(exe, args);
+        c.env("BOOTLANE_BIN", bin);
+        eprintln!("xtask: {c:?} (in parallel)");
+        lanes.push((format!("{c:?}"), c.spawn().with_context(|| format!("starting {c:?}"))?));
+    }
+    let mut failed = Vec::new();
+    for (what, mut child) in lanes {
+        let status = child.wait().with_context(|| format!("waiting for {what}"))?;
+        if !status.success() {
+            failed.push(format!("{what} failed: {status}"));
+        }
+    }
+    if !failed.is_empty() {
+        bail!("{}", failed.join("; "));
+    }
+    run(privileged(exe, &alone).env("BOOTLANE_BIN", bin))
 }
 
 /// Builds the `.deb` and returns its path: the UI, the server (`release` or debug), the man

@@ -39,6 +39,10 @@ mod netdiag_netns;
 // refused damaged file, `restore --force`, and every host, profile, record, lease and user back.
 mod backup_roundtrip;
 
+// The tamper-evident audit log: the hash chain verified by the CLI and the API, an edit
+// found, every entry copied to a real rsyslogd as RFC 5424; login limits through curl.
+mod audit_e2e;
+
 // Access control (issue 11): a blacklisted udhcpc gets no lease, TFTP and HTTP boot refuse
 // by lease; a QEMU machine not on the whitelist is recorded, then boots once whitelisted.
 mod access_netns;
