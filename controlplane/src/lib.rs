@@ -324,7 +324,7 @@ fn web_server_tls(
 }
 
 /// `0.0.0.0:port` also listens on `[::]:port` (iPXE scripts, boot files and the API over
-/// IPv6, issue 12): the serving task of that twin, if `addr` has one and it binds.
+/// IPv6): the serving task of that twin, if `addr` has one and it binds.
 fn serve_twin(
     addr: std::net::SocketAddr,
     app: &axum::Router,

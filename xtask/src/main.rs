@@ -384,16 +384,28 @@ fn integration_lanes(exe: &Path, bin: &Path) -> Result<()> {
     let alone: Vec<String> = std::iter::once(one)
         .chain(ALONE_TESTS.iter().map(|t| t.to_string()))
         .collect();
+    // Each lane writes to a file of its own, printed whole when it ends, so the two
+    // outputs do not interleave line by line.
+    let logs = target_dir().join("integration-lanes");
+    std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
     let mut lanes = Vec::new();
-    for args in [&qemu, &light] {
+    for (name, args) in [("qemu", &qemu), ("light", &light)] {
+        let path = logs.join(format!("{name}.log"));
+        let out = std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
         let mut c = privileged(exe, args);
-        c.env("BOOTLANE_BIN", bin);
-        eprintln!("xtask: {c:?} (in parallel)");
-        lanes.push((format!("{c:?}"), c.spawn().with_context(|| format!("starting {c:?}"))?));
+        c.env("BOOTLANE_BIN", bin).stdout(out.try_clone()?).stderr(out);
+        eprintln!("xtask: {c:?} (in parallel, output in {})", path.display());
+        lanes.push((
+            format!("{c:?}"),
+            path,
+            c.spawn().with_context(|| format!("starting {c:?}"))?,
+        ));
     }
     let mut failed = Vec::new();
-    for (what, mut child) in lanes {
+    for (what, path, mut child) in lanes {
         let status = child.wait().with_context(|| format!("waiting for {what}"))?;
+        eprintln!("xtask: {what} ended: {status}");
+        eprint!("{}", std::fs::read_to_string(&path).unwrap_or_default());
         if !status.success() {
             failed.push(format!("{what} failed: {status}"));
         }

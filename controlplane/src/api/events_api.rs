@@ -1,5 +1,5 @@
-//! `GET /events`, `GET /events/stream` (server-sent events), `GET /audit-logs` (issue 7
-//! §2-3) and `GET /audit-logs/verify` (the audit log's hash chain, [`crate::audit`]) over
+//! `GET /events`, `GET /events/stream` (server-sent events), `GET /audit-logs` and
+//! `GET /audit-logs/verify` (the audit log's hash chain, [`crate::audit`]) over
 //! the [`EventBus`]. Handlers take only the bus (sub-state).
 //!
 //! The stream follows axum's `examples/sse`: every event is one SSE message with `id:`
