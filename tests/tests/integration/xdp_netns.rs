@@ -13,10 +13,12 @@ use bootlane_tests::{dig, lines, veth, NetNs, Server};
 use serde_json::{json, Value};
 
 /// Our object attached (native) to `iface` inside `ns`, with empty maps: `XDP_PASS` for
-/// everything. Dropping it detaches the program.
-struct PeerPass(#[allow(dead_code)] aya::Ebpf);
+/// everything, so native `XDP_TX` on the server's veth reaches this peer (toolchain.md).
+/// Dropping it detaches the program.
+pub(crate) struct PeerPass(#[allow(dead_code)] aya::Ebpf);
 
-fn attach_peer_pass(ns: &NetNs, iface: &str) -> PeerPass {
+/// Attaches [`PeerPass`] to `iface` inside `ns`.
+pub(crate) fn attach_peer_pass(ns: &NetNs, iface: &str) -> PeerPass {
     let (ns, iface) = (ns.name.clone(), iface.to_string());
     // setns(2) affects only the calling thread: do the attach on a scratch thread.
     let ebpf = std::thread::spawn(move || {
@@ -38,7 +40,8 @@ fn attach_peer_pass(ns: &NetNs, iface: &str) -> PeerPass {
     PeerPass(ebpf)
 }
 
-fn xdp_status(s: &Server) -> Value {
+/// The DNS service's `xdp` object (`GET /services/dns`).
+pub(crate) fn xdp_status(s: &Server) -> Value {
     let (code, v) = s.api("GET", "/services/dns", None);
     assert_eq!(code, 200, "{v}");
     v["data"]["xdp"].clone()

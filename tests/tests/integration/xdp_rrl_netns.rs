@@ -7,51 +7,23 @@
 //! many were answered, dropped and slipped). Namespaces and processes are dropped by guards.
 
 use std::{
-    os::fd::AsRawFd,
     process::{Command, Stdio},
     thread::sleep,
     time::Duration,
 };
 
-use aya::programs::{Xdp, XdpMode};
 use bootlane_tests::{veth, NetNs, Server};
 use serde_json::{json, Value};
+
+use super::xdp_netns::{attach_peer_pass, xdp_status};
 
 /// Seconds the flood lasts.
 const FLOOD_SECS: u64 = 8;
 /// Queries the legitimate client sends during the flood, 10 per second.
 const LEGIT_QUERIES: usize = 60;
 
-/// Our object attached (native) to `iface` inside `ns`, with empty maps: `XDP_PASS` for
-/// everything, so native `XDP_TX` on the server's veth reaches this peer (toolchain.md).
-struct PeerPass(#[allow(dead_code)] aya::Ebpf);
-
-fn attach_peer_pass(ns: &NetNs, iface: &str) -> PeerPass {
-    let (ns, iface) = (ns.name.clone(), iface.to_string());
-    // setns(2) affects only the calling thread: do the attach on a scratch thread.
-    let ebpf = std::thread::spawn(move || {
-        let f = std::fs::File::open(format!("/var/run/netns/{ns}")).expect("netns file");
-        // SAFETY: setns on a valid namespace fd, for this thread only.
-        assert_eq!(unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) }, 0, "setns");
-        let mut ebpf = aya::Ebpf::load(bootlane::dataplane::xdp::OBJECT).expect("load object");
-        let prog: &mut Xdp = ebpf
-            .program_mut(bootlane::dataplane::xdp::PROGRAM)
-            .unwrap()
-            .try_into()
-            .unwrap();
-        prog.load().expect("load program");
-        prog.attach(&iface, XdpMode::Driver).expect("attach to the client veth");
-        ebpf
-    })
-    .join()
-    .expect("attach thread");
-    PeerPass(ebpf)
-}
-
 fn counters(s: &Server) -> Value {
-    let (code, v) = s.api("GET", "/services/dns", None);
-    assert_eq!(code, 200, "{v}");
-    v["data"]["xdp"]["counters"].clone()
+    xdp_status(s)["counters"].clone()
 }
 
 fn n(v: &Value, k: &str) -> u64 {
