@@ -133,6 +133,9 @@ async function startWith(dhcpIface, dropIface) {
       // kernel may have no nfsd, and the host's export table is not the test's to change).
       `[nfs]\nexports_file = "${join(dir, 'bootlane.exports')}"\nexportfs = "${join(dir, 'exportfs')}"\n` +
       `[updates]\nmanifest_url = "${updates.url}/manifest.json"\npublic_key = "${updates.publicKey}"\ntimeout_secs = 5\n` +
+      // The test's update source listens on 127.0.0.1, which outbound fetches refuse by
+      // default.
+      `[outbound]\nallow_loopback = true\n` +
       (dhcpIface ? DHCP_SUBNET(dhcpIface) : ''),
   );
   const logPath = join(dir, 'server.log');

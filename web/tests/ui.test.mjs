@@ -1096,9 +1096,17 @@ test('Updates: a failing source is shown; Check finds a newer signed release wit
 
   const good = Buffer.alloc(300_000, 'bootlane 99.0.0\n');
   const sha = (b) => createHash('sha256').update(b).digest('hex');
+  // Each artifact's signature covers the update statement: format, version, platform, file
+  // name and SHA-256 (README "Updates").
   const entry = (version, notes, path, bytes) => {
-    const a = { url: path.slice(1), size: bytes.length, sha256: sha(bytes), signature: src.sign(bytes) };
-    return { version, notes, artifacts: { 'linux-x86_64': a, 'linux-aarch64': a } };
+    const file = path.slice(1);
+    const art = (platform) => ({
+      url: file,
+      size: bytes.length,
+      sha256: sha(bytes),
+      signature: src.sign(Buffer.from(`bootlane-update-v1\n${version}\n${platform}\n${file}\n${sha(bytes)}\n`)),
+    });
+    return { version, notes, artifacts: { 'linux-x86_64': art('linux-x86_64'), 'linux-aarch64': art('linux-aarch64') } };
   };
   src.files.set('/bootlane-99.0.0', good);
   src.manifest({ versions: [entry('1.0.0', 'old', '/bootlane-1.0.0', good), entry('99.0.0', 'Faster boots.\nFewer bugs.', '/bootlane-99.0.0', good)] });
