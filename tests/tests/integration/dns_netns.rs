@@ -111,22 +111,7 @@ fn dns_real_clients_two_subnets_and_upstream() {
     assert!(q(&lab.c1, "late.lab.test A").contains("NXDOMAIN"));
 
     // Upstream forwarding through dnsmasq, configured live.
-    let _dnsmasq = spawn_in(
-        &lab.up,
-        &[
-            "dnsmasq",
-            "-k",
-            "--no-resolv",
-            "--no-hosts",
-            "--conf-file=/dev/null",
-            "--port=53",
-            "--listen-address=10.79.0.2",
-            "--bind-interfaces",
-            "--host-record=up.example,192.0.2.99",
-            "--pid-file=",
-        ],
-    );
-    lab.srv.sh("ip route add default via 10.79.0.2 2>/dev/null || true");
+    let _dnsmasq = upstream_dnsmasq(&lab);
     // No DHCP here, so the default `allow_recursion` (DHCP subnets, loopback) would refuse
     // the clients: they are allowed by their subnets.
     let (code, v) = s.api(
@@ -402,7 +387,8 @@ fn genreport_probes_through_xdp() {
     genreport_probes("generic");
 }
 
-/// Upstream forwarding through dnsmasq in its own namespace, for the recursion tests.
+/// Upstream forwarding through dnsmasq in its own namespace (`up.example` is 192.0.2.99),
+/// with the server's default route through it.
 fn upstream_dnsmasq(lab: &Lab) -> bootlane_tests::Proc {
     let p = spawn_in(
         &lab.up,
