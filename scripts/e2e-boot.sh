@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end test of the boot path (issue 4), run by hand as root:
 #
-#   scripts/e2e-boot.sh <path to the bootlane binary> [--no-qemu] [--uefi] [--proxy]
+#   scripts/e2e-boot.sh <path to the bootlane binary> [--no-qemu] [--uefi] [--proxy] [--tls]
 #
 # Creates two network namespaces with unique names (server and client, joined by a veth
 # pair through a bridge that also carries a tap device for QEMU), starts Bootlane in the
@@ -19,21 +19,30 @@
 # With --proxy, Bootlane runs in proxyDHCP mode next to a dnsmasq DHCP server in a third
 # namespace on the same bridge: clients get their address from dnsmasq and only the boot
 # information from Bootlane (ports 67 and 4011); plain clients are left to dnsmasq.
+# With --tls, the management plane and the boot plane listen apart: the API and the UI
+# over HTTPS on 8443 with a certificate that Bootlane orders from pebble (the ACME test
+# server, RFC 8555, started in the server namespace; HTTP-01 answered on the boot
+# listener), and /boot over plain HTTP on 8080. curl verifies the chain against pebble's
+# root for every API call, Chromium (web/tests/https-check.mjs) loads the UI over HTTPS,
+# refusing it without the root and accepting it with it, and the QEMU BIOS machine boots
+# through the plain boot listener.
 # Traffic stays inside the namespaces it creates; everything it started is stopped by
 # PID and the namespaces are deleted on exit. Exits non-zero on the first failure.
 # KEEP=1 keeps the work directory (logs, serial console, leases) after a pass.
 set -euo pipefail
 
-BIN=$(readlink -f "${1:?usage: $0 <bootlane binary> [--no-qemu] [--uefi] [--proxy]}")
+BIN=$(readlink -f "${1:?usage: $0 <bootlane binary> [--no-qemu] [--uefi] [--proxy] [--tls]}")
 shift
 QEMU=1
 UEFI=0
 PROXY=0
+TLS=0
 for a in "$@"; do
     case "$a" in
     --no-qemu) QEMU=0 ;;
     --uefi) UEFI=1 ;;
     --proxy) PROXY=1 ;;
+    --tls) TLS=1 ;;
     *) echo "unknown option $a" >&2; exit 2 ;;
     esac
 done
@@ -48,6 +57,9 @@ WORK=$(mktemp -d /tmp/bootlane-e2e.XXXXXX)
 PIDS=()
 MAC=52:54:00:77:00:42
 SERVER=10.77.0.1
+ADMIN_PASSWORD=e2e-admin-Rk4mZ8qW
+# The management plane's name in --tls mode (in the namespace's hosts file).
+MGMT_NAME=bootlane.test
 
 log() { printf '[e2e-boot] %s\n' "$*"; }
 fail() {
@@ -70,6 +82,7 @@ cleanup() {
     ip netns del "$CLI" 2>/dev/null || true
     ip netns del "$DHNS" 2>/dev/null || true
     ip netns del "$SRV" 2>/dev/null || true
+    rm -rf "/etc/netns/$SRV"
     if [[ $rc -eq 0 && -z "${KEEP:-}" ]]; then
         rm -rf "$WORK"
     else
@@ -121,7 +134,48 @@ if [[ $QEMU -eq 1 ]]; then
     in_srv ip link set tap0 up
 fi
 
-cat >"$WORK/bootlane.toml" <<EOF
+if [[ $TLS -eq 1 ]]; then
+    # `ip netns exec` puts /etc/netns/<ns>/hosts over /etc/hosts: the management name is
+    # loopback for pebble (which validates HTTP-01 there), curl and Chromium.
+    mkdir -p "/etc/netns/$SRV"
+    printf '127.0.0.1 localhost %s\n::1 localhost\n' "$MGMT_NAME" >"/etc/netns/$SRV/hosts"
+    # Pebble's own HTTPS certificate from a throwaway CA (Debian's package ships none).
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=pebble-test-ca \
+        -keyout "$WORK/pebble-ca.key" -out "$WORK/pebble-ca.pem" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
+        -keyout "$WORK/pebble.key" -out "$WORK/pebble.csr" 2>/dev/null
+    openssl x509 -req -in "$WORK/pebble.csr" -CA "$WORK/pebble-ca.pem" -CAkey "$WORK/pebble-ca.key" -days 2 \
+        -extfile <(printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n') -out "$WORK/pebble.pem" 2>/dev/null
+    cat >"$WORK/pebble.json" <<EOF
+{"pebble": {"listenAddress": "127.0.0.1:14000", "managementListenAddress": "127.0.0.1:15000",
+ "certificate": "$WORK/pebble.pem", "privateKey": "$WORK/pebble.key",
+ "httpPort": 8080, "tlsPort": 5001, "ocspResponderURL": "", "externalAccountBindingRequired": false}}
+EOF
+    in_srv env PEBBLE_VA_NOSLEEP=1 PEBBLE_WFE_NONCEREJECT=0 pebble -config "$WORK/pebble.json" >"$WORK/pebble.log" 2>&1 &
+    PIDS+=($!)
+    for _ in $(seq 1 60); do
+        in_srv curl -fs --cacert "$WORK/pebble-ca.pem" -o /dev/null https://localhost:14000/dir && break
+        sleep 0.25
+    done
+    in_srv curl -fs --cacert "$WORK/pebble-ca.pem" -o /dev/null https://localhost:14000/dir || fail "pebble did not come up"
+    cat >"$WORK/bootlane.toml" <<EOF
+data_dir = "$WORK/data"
+
+[api]
+listen = "0.0.0.0:8443"
+boot_listen = "0.0.0.0:8080"
+tls = "acme"
+tls_names = ["$MGMT_NAME"]
+acme_directory_url = "https://localhost:14000/dir"
+acme_ca_file = "$WORK/pebble-ca.pem"
+
+[dns.xdp]
+mode = "off"
+
+EOF
+    MGMT="https://$MGMT_NAME:8443"
+else
+    cat >"$WORK/bootlane.toml" <<EOF
 data_dir = "$WORK/data"
 
 [api]
@@ -131,6 +185,8 @@ listen = "0.0.0.0:8080"
 mode = "off"
 
 EOF
+    MGMT="http://127.0.0.1:8080"
+fi
 if [[ $PROXY -eq 1 ]]; then
     cat >>"$WORK/bootlane.toml" <<EOF
 [[dhcp.subnets]]
@@ -152,7 +208,7 @@ EOF
 fi
 
 log "starting Bootlane"
-ip netns exec "$SRV" env BOOTLANE_LOG="info,bootlane=debug" BOOTLANE_ADMIN_PASSWORD=e2e-admin-Rk4mZ8qW "$BIN" serve --config "$WORK/bootlane.toml" \
+ip netns exec "$SRV" env BOOTLANE_LOG="info,bootlane=debug" BOOTLANE_ADMIN_PASSWORD="$ADMIN_PASSWORD" "$BIN" serve --config "$WORK/bootlane.toml" \
     >"$WORK/bootlane.log" 2>&1 &
 PIDS+=($!)
 BL_PID=$!
@@ -162,6 +218,31 @@ for _ in $(seq 1 60); do
     sleep 0.5
 done
 in_srv curl -fs -o /dev/null "http://$SERVER:8080/boot/ipxe" || fail "Bootlane API did not come up"
+# curl's options for the management plane: with --tls, the chain is verified against the
+# root pebble issues from (a new one at every pebble start).
+MGMT_CURL=()
+if [[ $TLS -eq 1 ]]; then
+    in_srv curl -fsS --cacert "$WORK/pebble-ca.pem" -o "$WORK/acme-root.pem" https://localhost:15000/roots/0 ||
+        fail "pebble's root"
+    MGMT_CURL=(--cacert "$WORK/acme-root.pem")
+    for _ in $(seq 1 120); do
+        in_srv curl -fs "${MGMT_CURL[@]}" -o "$WORK/status.json" "$MGMT/api/v1/status" && break
+        kill -0 "$BL_PID" 2>/dev/null || fail "Bootlane exited while ordering its certificate"
+        sleep 0.25
+    done
+    in_srv curl -fsS "${MGMT_CURL[@]}" -o "$WORK/status.json" "$MGMT/api/v1/status" ||
+        fail "curl does not verify the management certificate against pebble's root"
+    grep -q '"source":"acme"' "$WORK/status.json" || fail "the certificate is not from ACME: $(cat "$WORK/status.json")"
+    # The planes refuse each other's routes.
+    [[ $(in_srv curl -s -o /dev/null -w '%{http_code}' "http://$SERVER:8080/api/v1/status") == 404 ]] ||
+        fail "the boot listener answers the API"
+    [[ $(in_srv curl -s "${MGMT_CURL[@]}" -o /dev/null -w '%{http_code}' "$MGMT/boot/ipxe") == 404 ]] ||
+        fail "the management listener answers /boot"
+    log "HTTPS ok: pebble issued the management certificate, curl verifies it; the planes are apart"
+    (cd "$(dirname "$0")/../web" && in_srv node tests/https-check.mjs "$MGMT" "$WORK/acme-root.pem" "$ADMIN_PASSWORD") \
+        >"$WORK/https-check.log" 2>&1 || { cat "$WORK/https-check.log" >&2; fail "Chromium over HTTPS"; }
+    log "$(grep -h 'https-check: PASS' "$WORK/https-check.log")"
+fi
 
 # ---- 1. DHCP with udhcpc ------------------------------------------------------------
 cat >"$WORK/udhcpc.sh" <<'EOF'
@@ -248,12 +329,12 @@ log "HTTP boot ok"
 # The BIOS machine is registered as a host with its own profile, whose default entry is a
 # custom script that prints a profile marker and reboots: the boot must reach that entry.
 api() { # api METHOD PATH [JSON] -> body; fails unless 2xx
-    in_srv curl -fsS -m 10 -b "$WORK/jar" -c "$WORK/jar" -X "$1" -H 'Content-Type: application/json' \
-        ${3:+--data-binary "$3"} "http://127.0.0.1:8080/api/v1$2"
+    in_srv curl -fsS -m 10 "${MGMT_CURL[@]}" -b "$WORK/jar" -c "$WORK/jar" -X "$1" -H 'Content-Type: application/json' \
+        ${3:+--data-binary "$3"} "$MGMT/api/v1$2"
 }
 PROFILE_MARK="Bootlane-profile: lab-custom-$ID"
 if [[ $QEMU -eq 1 ]]; then
-    api POST /auth/login '{"username":"admin","password":"e2e-admin-Rk4mZ8qW"}' >/dev/null || fail "API login"
+    api POST /auth/login "{\"username\":\"admin\",\"password\":\"$ADMIN_PASSWORD\"}" >/dev/null || fail "API login"
     PID_JSON=$(api POST /profiles "{\"name\":\"lab-custom\",\"timeout_secs\":1,\"entries\":[{\"label\":\"Custom\",\"type\":\"custom\",\"is_default\":true,\"script\":\"echo $PROFILE_MARK .\\nsleep 3\\nreboot\"}]}") ||
         fail "creating the profile"
     PROFILE_ID=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["id"])' <<<"$PID_JSON")

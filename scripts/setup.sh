@@ -98,6 +98,9 @@ check rsyslogd rsyslog
 check openssl openssl
 check prlimit util-linux
 check pebble pebble
+# ... and certutil puts pebble's root into the NSS database Chromium trusts, so the browser
+# check of the UI over HTTPS verifies the chain as a user's browser would.
+check certutil libnss3-tools
 
 if ((${#need_pkgs[@]})); then
   mapfile -t uniq < <(printf '%s\n' "${need_pkgs[@]}" | sort -u)

@@ -78,10 +78,69 @@ const NAV: [string, [string, string][]][] = [
   ],
 ];
 
+interface Status {
+  version: string;
+  node: string;
+  uptime_secs: number;
+  store_backend: string;
+  tls: { source: string; fingerprint_sha256: string; not_before: string; not_after: string } | null;
+}
+
+/** The about box: version, node, and the management certificate an operator compares
+ * with the one the browser shows (`GET /api/v1/status`, field `tls`). */
+function About(props: { onClose: () => void }) {
+  const [s, setS] = useState<Status | null>(null);
+  const [err, setErr] = useState('');
+  useEffect(() => {
+    api<Status>('GET', '/status').then(setS, (e) => setErr(String(e)));
+    const onKey = (e: KeyboardEvent) => e.key === 'Escape' && props.onClose();
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, []);
+  return (
+    <div class="about-backdrop" onClick={props.onClose}>
+      <div class="panel about" role="dialog" aria-modal="true" aria-labelledby="about-title" data-testid="about" onClick={(e) => e.stopPropagation()}>
+        <h2 id="about-title">About Bootlane</h2>
+        {err && <p class="error">{err}</p>}
+        {s && (
+          <dl>
+            <dt>Version</dt>
+            <dd>{s.version}</dd>
+            <dt>Node</dt>
+            <dd>{s.node}</dd>
+            <dt>Store</dt>
+            <dd>{s.store_backend}</dd>
+            <dt>Connection</dt>
+            {s.tls ? (
+              <>
+                <dd>HTTPS, certificate from {s.tls.source === 'self-signed' ? 'a self-signed certificate made by this server' : s.tls.source === 'acme' ? 'ACME' : 'files'}</dd>
+                <dt>Certificate SHA-256</dt>
+                <dd>
+                  <code data-testid="tls-fingerprint">{s.tls.fingerprint_sha256}</code>
+                </dd>
+                <dt>Valid until</dt>
+                <dd>{new Date(s.tls.not_after).toLocaleString()}</dd>
+              </>
+            ) : (
+              <dd>plain HTTP (no TLS on this listener)</dd>
+            )}
+          </dl>
+        )}
+        <div class="actions">
+          <button onClick={props.onClose}>
+            Close
+          </button>
+        </div>
+      </div>
+    </div>
+  );
+}
+
 function Shell(props: { user: string; onLogout: () => void }) {
   const { path, route } = useLocation();
   const [up, setUp] = useState(live.connected);
   const [open, setOpen] = useState(false);
+  const [about, setAbout] = useState(false);
   useEffect(() => {
     const off = live.onStatus(setUp);
     setUp(live.connected); // it may have connected between the first render and now
@@ -104,6 +163,7 @@ function Shell(props: { user: string; onLogout: () => void }) {
           {up ? '● live' : '○ offline'}
         </span>
         <span class="user">{props.user}</span>
+        <button onClick={() => setAbout(true)}>About</button>
         <button
           onClick={async () => {
             await api('POST', '/auth/logout').catch(() => undefined);
@@ -159,6 +219,7 @@ function Shell(props: { user: string; onLogout: () => void }) {
           <Route default component={NotFound} />
         </Router>
       </main>
+      {about && <About onClose={() => setAbout(false)} />}
     </div>
   );
 }

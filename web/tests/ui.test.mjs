@@ -81,6 +81,22 @@ test('login: a wrong password shows the server message, the right one opens the 
   await ctx.close();
 });
 
+test('About: the box names the version and node and says the listener is plain HTTP (the HTTPS case is checked by scripts/e2e-boot.sh --tls)', async () => {
+  const { ctx, page } = await newPage();
+  await page.goto(`${server.base}/`);
+  await login(page);
+  await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+  await page.getByRole('button', { name: 'About' }).click();
+  const about = page.getByTestId('about');
+  const status = await api('GET', '/status');
+  await about.getByText(status.version, { exact: true }).waitFor();
+  await about.getByText(status.node, { exact: true }).waitFor();
+  await about.getByText(/plain HTTP/).waitFor();
+  await page.keyboard.press('Escape');
+  await about.waitFor({ state: 'detached' });
+  await ctx.close();
+});
+
 test('dashboard charts: boot and DNS activity from /stats/activity, pool usage per subnet', async (t) => {
   // Activity the charts must show: iPXE scripts served and DNS queries (userspace; XDP
   // is off in the test server), then wait for the server's 10 s sampler to take them.

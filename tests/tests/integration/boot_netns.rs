@@ -10,6 +10,10 @@
 //! - QEMU machines boot to the served iPXE script and print its marker on the serial console;
 //!   the BIOS machine is registered as a host with its own profile (through the API) and
 //!   must reach that profile's custom entry.
+//! - With the planes apart (`--tls`): pebble issues the management certificate over ACME,
+//!   curl verifies it for every API call, Chromium refuses the UI without pebble's root
+//!   and loads it with it (the about box shows the served certificate's fingerprint), and
+//!   the BIOS machine boots through the plain-HTTP boot listener.
 //!
 //! The script removes everything it made (by PID and namespace name) on every exit path.
 
@@ -57,4 +61,12 @@ fn boot_uefi_firmware_pxe() {
 #[test]
 fn boot_proxy_dhcp_next_to_dnsmasq() {
     run(&["--proxy"]);
+}
+
+/// The management plane over HTTPS with an ACME certificate from pebble (curl and
+/// Chromium verify it), the boot plane on its own plain-HTTP listener, and a BIOS iPXE
+/// machine booting through the boot listener to its profile's entry.
+#[test]
+fn boot_bios_through_the_plain_boot_listener_with_the_ui_over_acme_https() {
+    run(&["--tls"]);
 }
