@@ -92,7 +92,7 @@ api() { # api <python statements using c (HTTPConnection) and H (headers)>
   ip netns exec "$SRV" python3 -c "
 import json, http.client
 c = http.client.HTTPConnection('127.0.0.1', 8080)
-c.request('POST', '/api/v1/auth/login', json.dumps({'username': 'admin', 'password': 'bench'}), {'Content-Type': 'application/json'})
+c.request('POST', '/api/v1/auth/login', json.dumps({'username': 'admin', 'password': 'bench-admin-Kq7vX2pL'}), {'Content-Type': 'application/json'})
 r = c.getresponse(); r.read()
 H = {'Content-Type': 'application/json', 'Cookie': r.getheader('Set-Cookie').split(';')[0]}
 $1"
