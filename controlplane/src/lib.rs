@@ -29,7 +29,6 @@ pub mod net;
 pub mod netboot;
 pub mod netdiag;
 pub mod nfs;
-pub mod packaging;
 pub mod scripts;
 pub mod service_error;
 pub mod settings;

@@ -3,7 +3,10 @@
 
 use std::process::ExitCode;
 
-use bootlane::config::{Cli, Command, Config};
+use bootlane::{
+    cli::{Cli, Command},
+    config::Config,
+};
 use clap::Parser;
 
 fn main() -> ExitCode {
@@ -14,11 +17,11 @@ fn main() -> ExitCode {
         Command::User(args) => return bootlane::cli::user(&args),
         Command::Status(args) => return bootlane::cli::status(&args),
         Command::Audit(args) => return bootlane::cli::audit(&args),
-        Command::Backup(args) => return bootlane::backup::backup_command(&args),
-        Command::Restore(args) => return bootlane::backup::restore_command(&args),
-        Command::Store(args) => return bootlane::store::migrate::command(&args),
-        Command::Update(args) => return bootlane::updates::install::command(&args),
-        Command::Generate(args) => return bootlane::packaging::generate(&args),
+        Command::Backup(args) => return bootlane::cli::backup::backup_command(&args),
+        Command::Restore(args) => return bootlane::cli::backup::restore_command(&args),
+        Command::Store(args) => return bootlane::cli::store::command(&args),
+        Command::Update(args) => return bootlane::cli::update::command(&args),
+        Command::Generate(args) => return bootlane::cli::packaging::generate(&args),
     };
     let config = match Config::load(&args) {
         Ok(c) => c,

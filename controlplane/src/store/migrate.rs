@@ -13,31 +13,6 @@ use sha2::{Digest, Sha256};
 
 use super::{pg, Snapshot, Store, ID_TREE};
 
-/// Arguments of `bootlane store`.
-#[derive(Debug, clap::Args)]
-pub struct StoreArgs {
-    /// What to do.
-    #[command(subcommand)]
-    pub command: StoreCommand,
-}
-
-/// `bootlane store ...` subcommands.
-#[derive(Debug, clap::Subcommand)]
-pub enum StoreCommand {
-    /// Copy every record and setting from one store into another, empty one, then verify
-    /// the copy (counts and checksums per tree). The source is only read. Stop the node
-    /// (or nodes) using either store first.
-    Migrate {
-        /// The source: `sled:<data directory>` or `postgres:<postgres:// URL>`.
-        #[arg(long)]
-        from: String,
-        /// The target, which must hold no data: `sled:<data directory>` or
-        /// `postgres:<postgres:// URL>`.
-        #[arg(long)]
-        to: String,
-    },
-}
-
 /// Where a store lives, as given on the command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {
@@ -174,16 +149,6 @@ pub async fn migrate(from: &Location, to: &Location) -> anyhow::Result<String> {
         ));
     }
     Ok(report)
-}
-
-/// Runs `bootlane store ...`. Exit 0 with the report, or 1 with the reason.
-pub fn command(args: &StoreArgs) -> std::process::ExitCode {
-    match &args.command {
-        StoreCommand::Migrate { from, to } => crate::backup::run_cli(async move {
-            let (from, to): (Location, Location) = (from.parse()?, to.parse()?);
-            migrate(&from, &to).await
-        }),
-    }
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use anyhow::Context;
 use clap::{Args, CommandFactory, ValueEnum};
 use clap_complete::Shell;
 
-use crate::config::Cli;
+use super::Cli;
 
 /// Arguments of the hidden `bootlane generate` subcommand.
 #[derive(Debug, Args)]
@@ -187,7 +187,7 @@ mod tests {
     /// cannot be forgotten).
     #[test]
     fn packaged_config_file_lists_every_key_with_its_default() {
-        let shipped = include_str!("../debian/bootlane.toml");
+        let shipped = include_str!("../../debian/bootlane.toml");
         let as_shipped: Config = toml::from_str(shipped).expect("shipped file parses as is");
         assert!(as_shipped.problems().is_empty());
         let mut uncommented = String::new();

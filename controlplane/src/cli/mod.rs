@@ -14,12 +14,110 @@ use std::{
 };
 
 use anyhow::{bail, Context};
-use clap::{Args, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
-use crate::{
-    config::{Config, ConfigCommand},
-    store::Store,
-};
+use crate::{config::Config, store::Store};
+
+pub mod backup;
+pub mod packaging;
+pub mod store;
+pub mod update;
+
+/// `bootlane` command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "bootlane",
+    version,
+    about = "All-in-one network boot (PXE) server with a built-in DNS server"
+)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the server (DNS, REST API and the other services) until SIGINT/SIGTERM.
+    Serve(crate::config::ServeArgs),
+    /// Check the configuration file, or show the effective configuration (issue 15 "Admin CLI").
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Manage the users: in the data directory while the server is stopped, else through
+    /// its API (issue 15).
+    User(UserArgs),
+    /// Ask the running server's `GET /api/v1/status` and print it (exit 1 if unreachable).
+    Status(StatusArgs),
+    /// Check the audit log: `audit verify` checks its hash chain in the data directory.
+    Audit(AuditArgs),
+    /// Write a consistent backup of the store (from the data directory when the server is
+    /// stopped, else through its API) to a file (issue 15).
+    Backup(backup::BackupArgs),
+    /// Restore a backup into a data directory while the server is stopped (issue 15).
+    Restore(backup::RestoreArgs),
+    /// Move a store between backends: `store migrate --from sled:DIR --to postgres:URL`
+    /// (issue 16).
+    Store(store::StoreArgs),
+    /// List verified update downloads, or install one over the binary (issue 13).
+    Update(update::UpdateArgs),
+    /// Write the man pages or the shell completions (used by `cargo xtask package`; hidden).
+    #[command(hide = true)]
+    Generate(packaging::GenerateArgs),
+}
+
+/// `bootlane config ...` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Load and validate a configuration file; print every problem with its key. Exit 1 on
+    /// any problem, 0 (printing "ok") otherwise.
+    Check {
+        /// Path of the TOML configuration file to check. Without it the defaults are checked.
+        #[arg(long, env = "BOOTLANE_CONFIG")]
+        config: Option<PathBuf>,
+    },
+    /// Print the effective configuration file (the file plus every default) as TOML,
+    /// secrets hidden. Settings changed later through the API live in the store and are
+    /// not shown (the API's settings endpoints show them).
+    Show {
+        /// Path of the TOML configuration file. Without it the defaults are shown.
+        #[arg(long, env = "BOOTLANE_CONFIG")]
+        config: Option<PathBuf>,
+        /// While the server runs (it holds the store): its API, asked for the settings in
+        /// force. Default: `[api] listen` of `--config`, else `http://127.0.0.1:8080`.
+        #[arg(long, env = "BOOTLANE_API")]
+        api: Option<String>,
+        /// User to log in as for that (its password is asked, or read with `--password-stdin`).
+        #[arg(long = "as", default_value = "admin")]
+        as_user: String,
+        /// Read that password as the first line of standard input. Without it and without a
+        /// terminal, the running server's settings are not asked for.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+}
+
+/// Runs `f` to completion on a current-thread runtime; prints what it returns (exit 0) or
+/// the error with its causes (exit 1). The shape of every one-shot subcommand.
+pub(crate) fn run_async<F: std::future::Future<Output = anyhow::Result<String>>>(f: F) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("bootlane: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(f) {
+        Ok(msg) => {
+            println!("{msg}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("bootlane: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
 
 /// The problems of the configuration file at `path` (the defaults when `None`), each a
 /// one-line message naming the key; empty when the file loads and validates. An
