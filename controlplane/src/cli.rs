@@ -1,5 +1,5 @@
-//! The admin subcommands of the `bootlane` binary besides `serve` (issue 15 "Admin CLI"):
-//! `config check` and `config show`, and `user list|add|passwd|delete` on the data directory while the
+//! The admin subcommands of the `bootlane` binary besides `serve`: `config check` and
+//! `config show`, and `user list|add|passwd|delete` on the data directory while the
 //! server is stopped (so a lost admin password is recoverable), and `status` (asks a
 //! running server's public `GET /api/v1/status`), and `audit verify` (checks the audit
 //! log's hash chain from the files of the data directory: it changes nothing, so it runs
