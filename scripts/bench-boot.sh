@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Boot-path benchmarks (issues 4 and 14), Bootlane against dnsmasq and ISC Kea in the same
-# invocation:
+# Boot-path benchmarks, Bootlane against dnsmasq and ISC Kea in the same invocation:
 #   DHCP: perfdhcp (full DORA) from a client namespace; ladder of offered rates 250, 500,
 #         1000, ... per second, $DHCP_SECS s per rung; a rung passes when both exchanges
 #         dropped at most 2.5 % (Kea's published method) and perfdhcp really sent at least
@@ -95,7 +94,7 @@ start_bootlane() {
   for _ in $(seq 60); do ip netns exec "$SRV" curl -fs -o /dev/null http://127.0.0.1:8080/api/v1/status && return; sleep 0.5; done
   echo "Bootlane did not start" >&2; cat "$WORK/bootlane.log" >&2; exit 1
 }
-# WITH_POSTGRES=1 (issue 16): a PostgreSQL 15 cluster in the server namespace (fsync and
+# WITH_POSTGRES=1: a PostgreSQL 15 cluster in the server namespace (fsync and
 # synchronous_commit on, as a shared store would run), and a fourth DHCP row for Bootlane
 # on it, each ladder on a fresh database.
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)

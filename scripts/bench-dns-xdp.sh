@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# XDP fast-path DNS benchmark (issue 3), called by `cargo xtask bench dns` with the path of
-# the bootlane binary. In one run, with kxdpgun (AF_XDP) as the generator from a client
+# XDP fast-path DNS benchmark, called by `cargo xtask bench dns` with the path of the
+# bootlane binary. In one run, with kxdpgun (AF_XDP) as the generator from a client
 # namespace over veth, it scores:
 #   - Bootlane, XDP fast path (native, then generic attach), with response rate limiting on
 #     (a limit the generator never reaches, so every packet pays for it), and native once
@@ -14,10 +14,10 @@
 # The XDP counters (GET /api/v1/services/dns) prove which path answered each row.
 # Traffic stays inside two namespaces this script creates; everything it starts is
 # killed by PID and the namespaces are deleted on exit.
-#   - (issue 14) the generator's ceiling: kxdpgun into an XDP_DROP program on the server
-#     veth, and a minimal XDP responder (IPv4, A/AAAA, one hash lookup, lowercased qname,
-#     XDP_TX), both from dataplane-ebpf/src/bin/bench-responders.rs, attached by the
-#     xdp-bench tool (tests/src/bin/xdp-bench.rs) and never part of the binary;
+#   - the generator's ceiling: kxdpgun into an XDP_DROP program on the server veth, and a
+#     minimal XDP responder (IPv4, A/AAAA, one hash lookup, lowercased qname, XDP_TX), both
+#     from dataplane-ebpf/src/bin/bench-responders.rs, attached by the xdp-bench tool
+#     (tests/src/bin/xdp-bench.rs) and never part of the binary;
 #   - the kernel's own per-packet cost of every XDP program (kernel.bpf_stats_enabled,
 #     run_time_ns / run_cnt from bpftool over each row's runs), XDP_DROP's as the floor;
 #   - a second table with threaded NAPI on the server veth (the responder's softirq on

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Event-stream benchmark (issue 7, "Proof"): what connected SSE subscribers cost the DNS
-# path and API writes. Same server and client set-up as bench-dns.sh (bench-dns-lib.sh);
+# Event-stream benchmark: what connected SSE subscribers cost the DNS path and API
+# writes. Same server and client set-up as bench-dns.sh (bench-dns-lib.sh);
 # each of $RUNS rounds measures, without subscribers and then with $SUBS `curl -N`
 # processes on /api/v1/events/stream:
 #   - DNS answered qps: dnsperf as in bench-dns.sh ($DURATION s; median over the rounds);

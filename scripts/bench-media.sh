@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Boot-media benchmarks (issue 9, "Proof"), each against a reference in the same run:
+# Boot-media benchmarks, each against a reference in the same run:
 #   Upload: a $SIZE_MIB MiB file of random bytes through `POST /api/v1/files/upload` and
 #           `POST /api/v1/os-images/upload` (curl -F, logged in as admin) against
 #           `cp --reflink=never` of the same file, all on the same filesystem (one temporary
@@ -17,7 +17,7 @@
 #           `[boot] rate_per_client = 0`: the per-client limiter is off, since all
 #           requests come from one address (with the default burst of 200 it would not
 #           refuse 20 either, but then the figure does not depend on it).
-#   Fleet (issue 14): $FLEET clients at once, each fetching a $FLEET_MB MB initrd (random
+#   Fleet: $FLEET clients at once, each fetching a $FLEET_MB MB initrd (random
 #           bytes) as 4 consecutive Range requests on one keep-alive connection (curl
 #           --next), from Bootlane's `GET /boot/<path>` and from nginx; every answer must be a
 #           206 of the right length and the first client's four slices must hash to the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Store benchmark (issue 16): the embedded sled store against the shared PostgreSQL store,
-# in the same invocation, on this machine.
+# Store benchmark: the embedded sled store against the shared PostgreSQL store, in the
+# same invocation, on this machine.
 #   API write latency: $WRITES sequential writes through the REST API (keep-alive, one
 #         client), alternating PUT /dns/records/{id} (a one-row update) and
 #         POST + DELETE /dns/records (a new row and its removal); p50 and p99 per

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# API contract test (issue 7 section 8): runs schemathesis against a running Bootlane's own
+# API contract test: runs schemathesis against a running Bootlane's own
 # /api/v1/openapi.json with the checks not_a_server_error, status_code_conformance,
 # content_type_conformance, response_schema_conformance and negative_data_rejection.
 #
@@ -14,7 +14,7 @@
 # and the namespace test read them with a real client instead. Needs schemathesis from scripts/setup.sh (/opt/bootlane-venv).
 # Environment: CONTRACT_EXAMPLES (cases per operation, default 50), CONTRACT_SEED;
 # CONTRACT_STORE=postgres runs the server on a throwaway PostgreSQL cluster (initdb into a
-# temporary directory, loopback port; issue 16) instead of sled.
+# temporary directory, loopback port) instead of sled.
 set -euo pipefail
 
 bin=${1:?usage: contract.sh <bootlane-binary> [st run args]}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# End-to-end test of ARM64 network boot (issue 12 "ARM64" and its Proof line "AAVMF on
-# qemu-system-aarch64 to the ARM64 kernel"), run by hand as root or by `cargo xtask test`
-# (tests/tests/integration/arm64_netns.rs):
+# End-to-end test of ARM64 network boot (AAVMF on qemu-system-aarch64 to the ARM64
+# kernel), run by hand as root or by `cargo xtask test`
+# (tests/tests/integration/firmware_netns.rs):
 #
 #   scripts/e2e-arm64.sh <path to the bootlane binary>
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# End-to-end proof of issue 13's post-install scripts: a machine (a shell in a network
-# namespace standing in for the installed system) pulls its bundle with curl, runs it, and
-# its reports appear as events and in its host's report list. Steps:
+# End-to-end test of post-install scripts: a machine (a shell in a network namespace
+# standing in for the installed system) pulls its bundle with curl, runs it, and its
+# reports appear as events and in its host's report list. Steps:
 #   1. scripts (sh, python, bash) and two baselines (the host's, and the site default that
 #      repeats one script and has a failing one before a last one) over the API;
 #   2. the machine gets a DHCP lease for its MAC, its boot script gives it the install

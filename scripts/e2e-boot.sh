@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end test of the boot path (issue 4), run by hand as root:
+# End-to-end test of the boot path, run by hand as root:
 #
 #   scripts/e2e-boot.sh <path to the bootlane binary> [--no-qemu] [--uefi] [--proxy] [--tls]
 #

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Two Bootlane nodes on one PostgreSQL (issue 16 "Proof"). A hub namespace holds the
-# bridge and a PostgreSQL cluster this script creates; nodes A and B each sit in a
-# namespace of their own on that bridge, serving the same DHCP pool (10.86.1.0-10.86.40.255
-# of 10.86.0.0/16) and the same zone; the client namespace runs the real clients.
+# Two Bootlane nodes on one PostgreSQL. A hub namespace holds the bridge and a PostgreSQL
+# cluster this script creates; nodes A and B each sit in a namespace of their own on that
+# bridge, serving the same DHCP pool (10.86.1.0-10.86.40.255 of 10.86.0.0/16) and the same
+# zone; the client namespace runs the real clients.
 #   1. perfdhcp against both nodes at once (thousands of distinct clients) while every
 #      DHCPACK on the wire is captured: no address is acknowledged to two MACs (from the
 #      capture), every acknowledged lease is in the database, each node lists the other's

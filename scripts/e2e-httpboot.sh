@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# End-to-end test of UEFI HTTP boot (issue 12 "UEFI HTTP boot" and its Proof line "OVMF
-# HTTP boot"), run by hand as root or by `cargo xtask test`
-# (tests/tests/integration/httpboot_netns.rs):
+# End-to-end test of UEFI HTTP boot (OVMF's own HTTP boot client), run by hand as root or
+# by `cargo xtask test` (tests/tests/integration/firmware_netns.rs):
 #
 #   scripts/e2e-httpboot.sh <path to the bootlane binary>
 #

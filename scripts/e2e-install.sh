@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# End-to-end test of unattended installs (issue 10 "Proof"), run by hand as root or by
-# `cargo xtask test` (tests/tests/integration/install_netns.rs):
+# End-to-end test of unattended installs, run by hand as root or by `cargo xtask test`
+# (tests/tests/integration/install_netns.rs):
 #
 #   scripts/e2e-install.sh <path to the bootlane binary>
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# End-to-end test of network boot over IPv6 (issue 12 "IPv6" and its Proof line "OVMF over
-# IPv6 only (no IPv4 address on the lab link) to its iPXE script"), run by hand as root or
-# by `cargo xtask test` (tests/tests/integration/firmware_netns.rs):
+# End-to-end test of network boot over IPv6 (OVMF over IPv6 only, with no IPv4 address on
+# the lab link, to its iPXE script), run by hand as root or by `cargo xtask test`
+# (tests/tests/integration/firmware_netns.rs):
 #
 #   scripts/e2e-ipv6.sh <path to the bootlane binary>
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end test of boot media (issue 9 "Proof"), run by hand as root or by
+# End-to-end test of boot media, run by hand as root or by
 # `cargo xtask test` (tests/tests/integration/media_netns.rs):
 #
 #   scripts/e2e-media.sh <path to the bootlane binary> --mounted|--extracted [--no-qemu]

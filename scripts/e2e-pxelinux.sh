@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# End-to-end test of PXELINUX (issue 12 "PXELINUX" and its Proof line "SeaBIOS through
-# PXELINUX to the installer kernel"), run by hand as root or by `cargo xtask test`
-# (tests/tests/integration/pxelinux_netns.rs):
+# End-to-end test of PXELINUX (SeaBIOS through PXELINUX to the installer kernel), run by
+# hand as root or by `cargo xtask test` (tests/tests/integration/pxelinux_netns.rs):
 #
 #   scripts/e2e-pxelinux.sh <path to the bootlane binary>
 #

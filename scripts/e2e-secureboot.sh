@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# End-to-end test of Secure Boot (issue 12 "Secure Boot" and its Proof line: OVMF with
-# Microsoft keys enrolled and Secure Boot enforced boots shim, GRUB and the Debian installer
-# kernel, whose log says Secure Boot is enabled; the same firmware handed plain iPXE refuses
-# it), run by hand as root or by `cargo xtask test` (tests/tests/integration/secureboot_netns.rs):
+# End-to-end test of Secure Boot (OVMF with Microsoft keys enrolled and Secure Boot
+# enforced boots shim, GRUB and the Debian installer kernel, whose log says Secure Boot is
+# enabled; the same firmware handed plain iPXE refuses it), run by hand as root or by
+# `cargo xtask test` (tests/tests/integration/firmware_netns.rs):
 #
 #   scripts/e2e-secureboot.sh <path to the bootlane binary>
 #

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The store end to end (issue 13 "Store", "Proof"): an HTTP catalog source served by
-# `python3 -m http.server` in the client namespace, Bootlane in the server namespace with
-# it configured; an item is imported from it and one from the built-in source, a tampered
-# item (changed after its index was written) is refused with nothing written, and once the
-# HTTP source stops, the built-in items still list while the source is reported (502 when
-# asked for alone). Run as root: scripts/e2e-store.sh <bootlane binary>.
+# The store end to end: an HTTP catalog source served by `python3 -m http.server` in the
+# client namespace, Bootlane in the server namespace with it configured; an item is
+# imported from it and one from the built-in source, a tampered item (changed after its
+# index was written) is refused with nothing written, and once the HTTP source stops, the
+# built-in items still list while the source is reported (502 when asked for alone). Run
+# as root: scripts/e2e-store.sh <bootlane binary>.
 set -euo pipefail
 BIN=${1:?usage: e2e-store.sh <bootlane binary>}
 HERE=$(cd "$(dirname "$0")" && pwd)

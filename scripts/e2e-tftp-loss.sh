@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# TFTP under packet loss (issue 14, "DHCP and TFTP at scale"): with 5 % of the UDP datagrams
-# dropped at random in each direction, parallel downloads by three real
-# clients must all arrive byte-exact, and the server must retransmit only on its own
-# timeout (RFC 1350; RFC 1123 §4.2.3.1: never on a duplicate ACK, or the Sorcerer's
-# Apprentice syndrome sends every later block twice):
+# TFTP under packet loss: with 5 % of the UDP datagrams dropped at random in each direction,
+# parallel downloads by three real clients must all arrive byte-exact, and the server must
+# retransmit only on its own timeout (RFC 1350; RFC 1123 §4.2.3.1: never on a duplicate ACK,
+# or the Sorcerer's Apprentice syndrome sends every later block twice):
 #   1. lock-step (RFC 1350 + blksize): curl at 512-byte blocks, tftp-hpa on a file that is
 #      an exact multiple of 512 (so the transfer ends with an empty block), atftp at 1468;
 #   2. windowed (RFC 7440): atftp with windowsize 8 and 16.

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Seed corpora for the fuzz targets (issue 14), from real clients talking to the real
-# server: Bootlane runs in a namespace (DNS on port 53 over IPv4 and IPv6, a DHCPv4 and a
-# DHCPv6 subnet, TFTP with the fuzz fixture's file), tcpdump records the client side of
-# the link while dig, kdig, udhcpc, dhclient -6, tftp-hpa and busybox tftp do their
-# usual exchanges, and the capture is cut into one seed file per datagram (or per TFTP
+# Seed corpora for the fuzz targets, from real clients talking to the real server:
+# Bootlane runs in a namespace (DNS on port 53 over IPv4 and IPv6, a DHCPv4 and a DHCPv6
+# subnet, TFTP with the fuzz fixture's file), tcpdump records the client side of the link
+# while dig, kdig, udhcpc, dhclient -6, tftp-hpa and busybox tftp do their usual
+# exchanges, and the capture is cut into one seed file per datagram (or per TFTP
 # transfer) in each target's input format (see fuzz/fuzz_targets/*.rs):
 #   dns_handler  <selector><query>         selector 0x00 (IPv4 client), 0x02 (IPv6 client)
 #   xdp          0x00 <selector><query>    and 0x01 <whole frame>, readdressed to the fixture

@@ -21,19 +21,19 @@ check dnsperf dnsperf
 check dnsmasq dnsmasq-base
 check ip iproute2
 check perfdhcp kea-admin
-# The DHCP benchmark's stronger peer (issue 14): ISC Kea's DHCPv4 server (never started as a
-# daemon here: policy-rc.d below).
+# The DHCP benchmark's stronger peer: ISC Kea's DHCPv4 server (never started as a daemon
+# here: policy-rc.d below).
 check kea-dhcp4 kea-dhcp4-server
-# The shared store (issue 16): PostgreSQL's server binaries (initdb, pg_ctl), for the
-# throwaway clusters the store tests start (the Debian package's own cluster is not used).
+# The shared store: PostgreSQL's server binaries (initdb, pg_ctl), for the throwaway
+# clusters the store tests start (the Debian package's own cluster is not used).
 check /usr/lib/postgresql/15/bin/initdb postgresql-15
 check udhcpc udhcpc
 # Update signatures (README "Updates"): the updates test signs with the real minisign CLI.
 check minisign minisign
 check dhclient isc-dhcp-client
 check tftp tftp-hpa
-# TFTP under loss (issue 14): atftp is the RFC 7440 (windowsize) client, nftables drops
-# datagrams at random (this kernel has no sch_netem).
+# TFTP under loss: atftp is the RFC 7440 (windowsize) client, nftables drops datagrams
+# at random (this kernel has no sch_netem).
 check atftp atftp
 check nft nftables
 check tcpdump tcpdump
@@ -44,7 +44,7 @@ check /usr/lib/ipxe/qemu/pxe-e1000.rom ipxe-qemu
 check /usr/share/OVMF/OVMF_CODE_4M.fd ovmf
 check /usr/lib/ipxe/undionly.kpxe ipxe
 check /usr/lib/ipxe/ipxe.efi ipxe
-# PXELINUX (issue 12): pxelinux.0 and the BIOS modules its generated menu loads.
+# PXELINUX: pxelinux.0 and the BIOS modules its generated menu loads.
 check /usr/lib/PXELINUX/pxelinux.0 pxelinux
 check /usr/lib/syslinux/modules/bios/menu.c32 syslinux-common
 check ldns-testns ldnsutils
@@ -60,35 +60,35 @@ python3 -c 'import ensurepip' >/dev/null 2>&1 || need_pkgs+=(python3-venv)
 check node nodejs
 check npm npm
 check /usr/bin/chromium chromium
-# BMC power (issue 11): ipmitool is the IPMI client Bootlane runs; the tests' counterparts
-# are OpenIPMI's ipmi_sim and sushy-emulator (below), with bcrypt htpasswd from apache2-utils.
+# BMC power: ipmitool is the IPMI client Bootlane runs; the tests' counterparts are OpenIPMI's
+# ipmi_sim and sushy-emulator (below), with bcrypt htpasswd from apache2-utils.
 check ipmitool ipmitool
 check ipmi_sim openipmi
 check htpasswd apache2-utils
-# OS images (issue 9): the tests build distro-shaped ISOs with xorriso.
+# OS images: the tests build distro-shaped ISOs with xorriso.
 check xorriso xorriso
 # ... and boot one in QEMU: the real Debian installer kernel and initrd (133 MB, once).
 check /usr/lib/debian-installer/images/12/amd64/text/debian-installer/amd64/linux debian-installer-12-netboot-amd64
-# Secure Boot (issue 12): the Microsoft-signed shim and Debian's signed GRUB (the d-i
-# netboot set above carries the signed netboot pair and kernel the tests boot), and
-# OVMF's Secure Boot build with Microsoft keys enrolled (OVMF_CODE_4M.ms.fd, in ovmf).
+# Secure Boot: the Microsoft-signed shim and Debian's signed GRUB (the d-i netboot set
+# above carries the signed netboot pair and kernel the tests boot), and OVMF's Secure
+# Boot build with Microsoft keys enrolled (OVMF_CODE_4M.ms.fd, in ovmf).
 check /usr/lib/shim/shimx64.efi.signed shim-signed
 check /usr/lib/grub/x86_64-efi-signed/grubnetx64.efi.signed grub-efi-amd64-signed
-# ARM64 (issue 12): qemu-system-aarch64 with AAVMF, and the d-i ARM64 netboot set (signed
+# ARM64: qemu-system-aarch64 with AAVMF, and the d-i ARM64 netboot set (signed
 # grubaa64.efi and shim, the ARM64 installer kernel and initrd; Debian has no
 # grub-efi-arm64-signed for amd64 hosts).
 check qemu-system-aarch64 qemu-system-arm
 check /usr/share/AAVMF/AAVMF_CODE.fd qemu-efi-aarch64
 check /usr/lib/debian-installer/images/12/arm64/text/debian-installer/arm64/grubaa64.efi debian-installer-12-netboot-arm64
-# IPv6 netboot (issue 12): radvd sends the lab link's router advertisements (managed flag).
+# IPv6 netboot: radvd sends the lab link's router advertisements (managed flag).
 check radvd radvd
-# NFS exports (issue 9 "NFS"): exportfs, rpc.nfsd and rpc.mountd for the server side
-# Bootlane drives, mount.nfs4 for the test's client namespace.
+# NFS exports: exportfs, rpc.nfsd and rpc.mountd for the server side Bootlane
+# drives, mount.nfs4 for the test's client namespace.
 check /usr/sbin/exportfs nfs-kernel-server
 check /usr/sbin/rpc.nfsd nfs-kernel-server
 check /usr/sbin/rpc.mountd nfs-kernel-server
 check mount.nfs4 nfs-common
-# Answer templates (issue 10): xmllint judges rendered AutoYaST and autounattend files.
+# Answer templates: xmllint judges rendered AutoYaST and autounattend files.
 check xmllint libxml2-utils
 # The audit log's syslog copy: scripts/e2e-audit.sh checks it against a real rsyslogd.
 check rsyslogd rsyslog
@@ -148,8 +148,8 @@ if [[ "$(cargo deb --version 2>/dev/null)" != *" $cargo_deb_version" ]]; then
   echo "setup: installing cargo-deb $cargo_deb_version"
   env -u CARGO_TARGET_DIR cargo install --locked "cargo-deb@$cargo_deb_version"
 fi
-# `cargo xtask fuzz` (issue 14): cargo-fuzz, pinned; it drives libFuzzer on the nightly
-# toolchain that is already on the machine.
+# `cargo xtask fuzz`: cargo-fuzz, pinned; it drives libFuzzer on the nightly toolchain
+# that is already on the machine.
 cargo_fuzz_version=0.13.2
 if [[ "$(cargo fuzz --version 2>/dev/null)" != *" $cargo_fuzz_version"* ]]; then
   echo "setup: installing cargo-fuzz $cargo_fuzz_version"
@@ -164,16 +164,16 @@ if [[ "$("$venv/bin/st" --version 2>/dev/null)" != *" $schemathesis_version" ]];
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "schemathesis==$schemathesis_version"
 fi
-# OS images (issue 9): the UDF-only, Windows-shaped test ISO is made with pycdlib, pinned,
-# in the same venv.
+# OS images: the UDF-only, Windows-shaped test ISO is made with pycdlib, pinned, in the
+# same venv.
 pycdlib_version=1.22.0
 if [[ "$("$venv/bin/pip" show pycdlib 2>/dev/null | sed -n 's/^Version: //p')" != "$pycdlib_version" ]]; then
   echo "setup: installing pycdlib $pycdlib_version in $venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "pycdlib==$pycdlib_version"
 fi
-# Answer templates (issue 10): ksvalidator (pykickstart) judges kickstart files, and the
-# libraries Debian's cloud-init needs to run `cloud-init schema` from the venv (below),
-# pinned, in the same venv.
+# Answer templates: ksvalidator (pykickstart) judges kickstart files, and the libraries
+# Debian's cloud-init needs to run `cloud-init schema` from the venv (below), pinned, in
+# the same venv.
 answer_pips=(pykickstart==3.78 jsonschema==4.26.0 jinja2==3.1.6 configobj==5.0.9 jsonpatch==1.47 oauthlib==4.0.1 pyyaml requests)
 if ! "$venv/bin/python3" -c 'import pykickstart, jsonschema, jinja2, configobj, jsonpatch, oauthlib, yaml, requests' >/dev/null 2>&1; then
   echo "setup: installing the answer-file validators' Python packages in $venv"
@@ -194,8 +194,8 @@ for pkg in cloud-init ignition; do
     rm -rf "$dl"
   fi
 done
-# Redfish counterpart of the BMC tests (issue 11): sushy-emulator, pinned, in its own venv
-# (its Flask/requests pins stay apart from schemathesis').
+# Redfish counterpart of the BMC tests: sushy-emulator, pinned, in its own venv (its
+# Flask/requests pins stay apart from schemathesis').
 sushy_version=2.2.0
 sushy_venv=/opt/bootlane-sushy
 if [[ "$("$sushy_venv/bin/pip" show sushy-tools 2>/dev/null | sed -n 's/^Version: //p')" != "$sushy_version" ]]; then

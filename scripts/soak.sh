@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Soak test (issue 14, "Soak"): every service of one Bootlane under steady load for N
-# minutes, with the server's resources and the clients' errors reported every minute.
+# Soak test: every service of one Bootlane under steady load for N minutes, with the
+# server's resources and the clients' errors reported every minute.
 # Load, all at once from a client namespace against the server namespace:
 #   DNS:  dnsperf at $DNS_SHARE % (default 50) of the capacity measured first (a 5 s
 #         unlimited dnsperf run against the idle server; XDP off, so the userspace path),

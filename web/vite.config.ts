@@ -1,15 +1,15 @@
-// Vite build of the Bootlane web UI (issue 8). Output goes to `dist/`, which the
-// `bootlane` binary embeds (controlplane/src/api/ui.rs). Every asset gets a content hash
-// in its name (served with a one-year immutable cache), and a `.gz` and `.br` twin is
-// written next to each text file so the server sends precompressed bytes with no
-// compression work at run time.
+// Vite build of the Bootlane web UI. Output goes to `dist/`, which the `bootlane` binary
+// embeds (controlplane/src/api/ui.rs). Every asset gets a content hash in its name
+// (served with a one-year immutable cache), and a `.gz` and `.br` twin is written next
+// to each text file so the server sends precompressed bytes with no compression work at
+// run time.
 import { defineConfig } from 'vite';
 import preact from '@preact/preset-vite';
 import { compression, defineAlgorithm } from 'vite-plugin-compression2';
 import { gzipSync } from 'node:zlib';
 import type { Plugin } from 'vite';
 
-/** Issue 8 size budget: the JS and CSS the first page load needs, gzip, under 150 KB. */
+/** Size budget: the JS and CSS the first page load needs, gzip, under 150 KB. */
 const BUDGET_BYTES = 150 * 1024;
 
 function sizeBudget(): Plugin {

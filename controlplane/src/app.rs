@@ -1,8 +1,8 @@
-//! Builds every service in one place (issue 7 §1): the event bus, DNS, users and sessions,
-//! hosts (inventory), the boot catalog, DHCP and TFTP administration, layered settings, and the supervisor
-//! with its units (`dns`, `dhcp`, `tftp`, `http-boot`), and hands them to the API as one
-//! [`AppState`]. Each service gets only its own configuration section, never the whole
-//! [`Config`]. No global state.
+//! Builds every service in one place: the event bus, DNS, users and sessions, hosts
+//! (inventory), the boot catalog, DHCP and TFTP administration, layered settings, and the
+//! supervisor with its units (`dns`, `dhcp`, `tftp`, `http-boot`), and hands them to the
+//! API as one [`AppState`]. Each service gets only its own configuration section, never
+//! the whole [`Config`]. No global state.
 
 use std::{
     sync::{atomic::AtomicBool, Arc},
@@ -130,7 +130,7 @@ pub async fn build(
         Arc::new(
             TftpUnit::new(tftp.clone(), token.clone())
                 .with_access(access.gate())
-                // Issue 12: pxelinux.cfg/... and grub/grub.cfg..., generated from the profiles.
+                // pxelinux.cfg/... and grub/grub.cfg..., generated from the profiles.
                 .with_generated(Arc::new(crate::boot::generated::BootConfigFiles {
                     catalog: catalog.clone(),
                     http_base: settings.http_base_cell(),

@@ -1,6 +1,6 @@
-//! Backups of the store (issue 15 "Admin CLI": `bootlane backup` / `bootlane restore`,
-//! and `GET /api/v1/system/backup` while the server runs). This module owns the backup
-//! file format and its checks; the consistent copy itself is [`Store::snapshot`].
+//! Backups of the store (`bootlane backup` / `bootlane restore`, and
+//! `GET /api/v1/system/backup` while the server runs). This module owns the backup file
+//! format and its checks; the consistent copy itself is [`Store::snapshot`].
 //!
 //! The file is JSON Lines, so it streams and diffs: the first line is the [`Manifest`]
 //! (file kind, backup format, store format, Bootlane version, time, per-tree record counts

@@ -1,14 +1,13 @@
-//! Following other nodes (issue 16): with the shared PostgreSQL store, a write made
-//! through another node's API reaches this node's store mirror by `LISTEN/NOTIFY`
-//! ([`crate::store::pg`]), and [`follow`] then rebuilds what this node derived from the
-//! changed trees: the DNS zone and XDP map (records), the DHCP handler (reservations,
-//! DHCP settings), the access gate (entries, mode), the Secure Boot MACs (hosts) and the
-//! DHCP lease index (leases, key by key: a lease granted through one node is renewed
-//! through any).
-//! iPXE scripts, profiles and answer files are rendered from the store per request and
-//! need nothing. [`relay_events`] carries each node's events to the others, so any node's
-//! event stream shows the whole cluster (`?node=` picks one). With sled there are no other
-//! nodes and neither does anything.
+//! Following other nodes: with the shared PostgreSQL store, a write made through another
+//! node's API reaches this node's store mirror by `LISTEN/NOTIFY` ([`crate::store::pg`]),
+//! and [`follow`] then rebuilds what this node derived from the changed trees: the DNS
+//! zone and XDP map (records), the DHCP handler (reservations, DHCP settings), the access
+//! gate (entries, mode), the Secure Boot MACs (hosts) and the DHCP lease index (leases,
+//! key by key: a lease granted through one node is renewed through any). iPXE scripts,
+//! profiles and answer files are rendered from the store per request and need nothing.
+//! [`relay_events`] carries each node's events to the others, so any node's event stream
+//! shows the whole cluster (`?node=` picks one). With sled there are no other nodes and
+//! neither does anything.
 
 use std::sync::Arc;
 
@@ -123,9 +122,8 @@ const RELAY_LINGER: std::time::Duration = std::time::Duration::from_millis(50);
 /// still in this node's stream).
 const RELAY_QUEUE: usize = 8192;
 
-/// Relays this node's events to the other nodes and takes theirs into its own stream
-/// (issue 16), until `token` is cancelled: published events go out in batches, packed
-/// into as few notifications as fit, through the shared store
+/// Relays this node's events to the other nodes and takes theirs into its own stream,
+/// until `token` is cancelled: published events go out in batches, packed into as few notifications as fit, through the shared store
 /// ([`Store::announce_events`]); events heard from nodes of another name are given to
 /// [`EventBus::ingest`], a node's own notifications are skipped unread. An event too long
 /// for one notification goes without its `data` (marked `"truncated": true`). Nothing for

@@ -65,30 +65,29 @@ pub struct Config {
     pub log: Option<String>,
     /// `[metrics]` section: who may scrape `/api/v1/metrics`.
     pub metrics: crate::metrics::MetricsConfig,
-    /// `[files]` section: limits of the file API (issue 9).
+    /// `[files]` section: limits of the file API.
     pub files: crate::media::FilesConfig,
     /// `[wol]` section: Wake-on-LAN ports, repeat, stagger, allowed interfaces.
     pub wol: crate::wol::WolConfig,
     /// `[diagnostics]` section: which targets ping and traceroute may probe.
     pub diagnostics: crate::netdiag::DiagnosticsConfig,
-    /// `[netboot]` section: the netboot catalog's cache (issue 9).
+    /// `[netboot]` section: the netboot catalog's cache.
     pub netboot: crate::netboot::NetbootConfig,
-    /// `[access]` section: the access-control mode (issue 11).
+    /// `[access]` section: the access-control mode.
     pub access: crate::access::AccessConfig,
     /// `[bmc]` section: BMC call timeouts, settle time, batch concurrency, allowed networks.
     pub bmc: crate::bmc::BmcSection,
-    /// `[nfs]` section: the exports file and `exportfs` (issue 9 "NFS").
+    /// `[nfs]` section: the exports file and `exportfs`.
     pub nfs: crate::nfs::NfsConfig,
-    /// `[install_tasks]` section: deadlines, token lifetime, the answer's source check
-    /// (issue 10).
+    /// `[install_tasks]` section: deadlines, token lifetime, the answer's source check.
     pub install_tasks: crate::install::InstallTasksConfig,
-    /// `[answers]` section: site install defaults, render fuel, answer-file validators (issue 10).
+    /// `[answers]` section: site install defaults, render fuel, answer-file validators.
     pub answers: crate::answers::config::AnswersConfig,
-    /// `[community]` section: the store's catalog sources (issue 13).
+    /// `[community]` section: the store's catalog sources.
     pub community: crate::community::CommunityConfig,
-    /// `[updates]` section: the update source, its signing key, platform and limits (issue 13).
+    /// `[updates]` section: the update source, its signing key, platform and limits.
     pub updates: crate::updates::UpdatesConfig,
-    /// `[store]` section: the embedded database's page cache (issue 14, soak).
+    /// `[store]` section: the embedded database's page cache.
     pub store: crate::store::StoreConfig,
     /// `[outbound]` section: which loopback and link-local targets outbound fetches (netboot
     /// cache, community sources, updates, Redfish) may reach; default none.
@@ -134,8 +133,8 @@ pub struct ServerConfig {
     /// The service name (a DNS label). The default local domain is `<name>.local`, and the
     /// server's own A/AAAA auto-record is `<name>.<local domain>`. Default `bootlane`.
     pub name: String,
-    /// This node's name among several Bootlane nodes sharing one site (issue 16): every
-    /// event carries it (`node`), `GET /events?node=` and the stream filter by it, and
+    /// This node's name among several Bootlane nodes sharing one site: every event
+    /// carries it (`node`), `GET /events?node=` and the stream filter by it, and
     /// `/status` reports it. A host name (RFC 952/1123: letters, digits and `-`, dots
     /// between labels, at most 253 bytes). Unset (the default): the machine's host name
     /// (see [`ServerConfig::node_name`]).
@@ -405,7 +404,7 @@ impl Config {
     /// Every validation problem, one per failing rule or section (a section's own
     /// `validate` stops at its first problem); empty when the
     /// configuration is valid. Each message names the key (`[section] key`).
-    /// Used by `bootlane config check` (issue 15).
+    /// Used by `bootlane config check`.
     pub fn problems(&self) -> Vec<anyhow::Error> {
         let mut out = Vec::new();
         if let Err(e) = crate::net::types::validate_host_label(&self.server.name) {
@@ -643,8 +642,8 @@ mod tests {
         assert!(e.contains("--log"), "{e}");
     }
 
-    /// Issue 14 (soak): `[store] cache_mb` bounds sled's page cache; 64 MiB by default,
-    /// below 8 refused with the key named.
+    /// `[store] cache_mb` bounds sled's page cache; 64 MiB by default, below 8 refused
+    /// with the key named.
     #[test]
     fn store_cache_mb_default_and_bound() {
         let c: Config = toml::from_str("").unwrap();

@@ -1,4 +1,4 @@
-//! Domain events (issue 7 §2) and the audit log derived from them (§3).
+//! Domain events and the audit log derived from them.
 //!
 //! One [`EventBus`] per process carries every notable happening as a typed [`Event`]:
 //! API writes (each service publishes its own), logins, DHCP leases, TFTP transfers,
@@ -9,9 +9,9 @@
 //! and is queued for a background writer that appends events in batches (one `fdatasync`
 //! per batch) to the store's `events` journal and copies write events into the
 //! `audit_entries` journal ([`crate::store::journal`]: append-only segment files beside the database, so
-//! memory does not grow with the history, issue 14). A slow subscriber lags (the
-//! broadcast channel drops its oldest unread events and the subscriber is told how many)
-//! but never slows a writer, the DNS path or the DHCP path.
+//! memory does not grow with the history). A slow subscriber lags (the broadcast channel
+//! drops its oldest unread events and the subscriber is told how many) but never slows a
+//! writer, the DNS path or the DHCP path.
 //!
 //! Who did it: the API's session layer runs each request inside [`with_actor`], and
 //! [`EventBus::publish`] reads that task-local [`Actor`] (user name and client address),
@@ -87,8 +87,8 @@ impl EventsConfig {
     }
 }
 
-/// One event (issue 7 §2 "Fields"). `kind` is dotted (`dns.record.created`); the README
-/// lists every kind with its `data`.
+/// One event. `kind` is dotted (`dns.record.created`); the README lists every kind with
+/// its `data`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
 pub struct Event {
     /// Monotonic id, never reused (also the SSE `id:`).
@@ -112,15 +112,15 @@ pub struct Event {
     /// Kind-specific details (for writes: `action`, `before`, `after`).
     #[schema(value_type = Value)]
     pub data: serde_json::Value,
-    /// The node that published it (`[server] node_name`, issue 16); empty for events
-    /// stored before nodes had names.
+    /// The node that published it (`[server] node_name`); empty for events stored
+    /// before nodes had names.
     #[serde(default)]
     pub node: String,
 }
 
 crate::store::entity!(Event, "events");
 
-/// An audit-log entry (issue 7 §3): a write event seen from the "who did what" side.
+/// An audit-log entry: a write event seen from the "who did what" side.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
 pub struct AuditEntry {
     /// Id: the id of the event it was derived from.
@@ -277,7 +277,7 @@ pub struct EventBus {
     /// The data directory holding the audit anchor and its key (`None` in memory).
     data_dir: Option<std::path::PathBuf>,
     dropped: AtomicU64,
-    /// Where this node's own events go to reach the other nodes (issue 16; see
+    /// Where this node's own events go to reach the other nodes (see
     /// [`EventBus::relay_to`]).
     relay: std::sync::OnceLock<mpsc::Sender<Arc<Event>>>,
 }
@@ -403,9 +403,9 @@ impl EventBus {
         ev
     }
 
-    /// Takes in an event another node published (issue 16): it gets an id of this node's
-    /// (ids are per node) and keeps its time, node, actor and data; it reaches live
-    /// subscribers and the journals like this node's own, and is not relayed again.
+    /// Takes in an event another node published: it gets an id of this node's (ids are
+    /// per node) and keeps its time, node, actor and data; it reaches live subscribers
+    /// and the journals like this node's own, and is not relayed again.
     pub fn ingest(&self, mut ev: Event) {
         let mut g = self.inner.lock().expect("event bus lock");
         ev.id = self.next_id(&g);

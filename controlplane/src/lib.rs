@@ -95,7 +95,7 @@ pub async fn run(
             Some(pg) => format!("opening the PostgreSQL store {}", store::pg::redact(&pg.url)),
             None => format!("opening the store in {}", config.data_dir.display()),
         })?;
-    // On a shared store this node's own settings trees (issue 16).
+    // On a shared store this node's own settings trees.
     let store = store
         .for_node(&config.server.node_name())
         .await
@@ -132,7 +132,7 @@ pub async fn run(
     if !copied.is_empty() {
         tracing::info!(?copied, from = %ipxe_source.display(), "iPXE binaries copied into the boot directory");
     }
-    // Issue 12: PXELINUX and its menu modules, for BIOS clients mapped to pxelinux.0.
+    // PXELINUX and its menu modules, for BIOS clients mapped to pxelinux.0.
     let pxelinux_source = config
         .boot
         .pxelinux_source
@@ -148,7 +148,7 @@ pub async fn run(
     if !copied.is_empty() {
         tracing::info!(?copied, "PXELINUX files copied into the boot directory");
     }
-    // Issue 12: the Secure Boot chain (signed shim, MokManager, signed network GRUB).
+    // The Secure Boot chain (signed shim, MokManager, signed network GRUB).
     let shim_source = config
         .boot
         .shim_source
@@ -164,7 +164,7 @@ pub async fn run(
     if !copied.is_empty() {
         tracing::info!(?copied, "Secure Boot files (shim, GRUB) copied into the boot directory");
     }
-    // Issue 12 "ARM64": Debian's signed ARM64 GRUB and shim (the d-i netboot set).
+    // Debian's signed ARM64 GRUB and shim (the d-i netboot set).
     let arm64_source = config
         .boot
         .arm64_source
@@ -191,7 +191,7 @@ pub async fn run(
     };
     let supervisor = state.supervisor.clone();
     supervisor.start_auto().await;
-    // Type=notify (issue 15): ready once the API is bound and every auto-start service started.
+    // Type=notify: ready once the API is bound and every auto-start service started.
     systemd::notify_ready(&supervisor.list());
     systemd::stopping_on_cancel(token.clone());
     tracing::info!(addr = %config.api.listen, "REST API listening on /api/v1");

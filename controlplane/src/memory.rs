@@ -1,10 +1,10 @@
 //! Gives the heap's freed memory back to the kernel. glibc's allocator keeps chunks freed
 //! by the server's many short-lived buffers (HTTP bodies, JSON documents, sled's pages,
 //! DNS batches) inside its per-thread arenas, where only the top of each arena is ever
-//! returned on its own; under steady load that showed as RSS creeping up by a few hundred
-//! KiB a minute with nothing live behind it (issue 14, soak). `malloc_trim(0)` also
-//! releases free pages in the middle of the arenas (`madvise(MADV_DONTNEED)`), so
-//! [`trim_every`] calls it on a fixed period. Other C libraries: nothing to do.
+//! returned on its own; under steady load that shows as RSS creeping up by a few hundred
+//! KiB a minute with nothing live behind it. `malloc_trim(0)` also releases free pages in
+//! the middle of the arenas (`madvise(MADV_DONTNEED)`), so [`trim_every`] calls it on a
+//! fixed period. Other C libraries: nothing to do.
 //!
 //! Global state: none.
 

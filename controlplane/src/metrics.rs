@@ -1,4 +1,4 @@
-//! Prometheus metrics (issue 7 §7): this module owns the process's metrics recorder
+//! Prometheus metrics: this module owns the process's metrics recorder
 //! (`metrics-exporter-prometheus`, installed as the `metrics` crate's global recorder),
 //! its render handle, the name of every series with its description, and the `[metrics]`
 //! config section (who may scrape `GET /api/v1/metrics`).
@@ -84,7 +84,7 @@ pub const API_BUCKETS: &[f64] = &[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.
 /// Gauge: bytes the store uses on disk.
 pub const STORE_SIZE: &str = "bootlane_store_size_bytes";
 
-// ---- DNS and XDP (names unchanged since issue 3) ----
+// ---- DNS and XDP (stable names) ----
 /// Counter `{transport}` (`udp`, `tcp`): queries received by the userspace DNS server.
 pub const DNS_QUERIES: &str = "bootlane_dns_queries_total";
 /// Counter `{outcome}`: outcomes of the userspace DNS server (`local`, `forwarded`,
@@ -103,8 +103,8 @@ pub const XDP_RRL: &str = "bootlane_dns_xdp_rrl_total";
 pub const XDP_ACTIVE: &str = "bootlane_dns_xdp_active";
 /// Gauge: entries in the XDP answer map.
 pub const XDP_MAP_ENTRIES: &str = "bootlane_dns_xdp_map_entries";
-/// Counter `{protocol, reason}`: requests refused by access control (issue 11); protocol
-/// `dhcp`, `proxydhcp`, `tftp`, `http`, `ipxe`; reason `blacklisted`, `not_whitelisted`,
+/// Counter `{protocol, reason}`: requests refused by access control; protocol `dhcp`,
+/// `proxydhcp`, `tftp`, `http`, `ipxe`; reason `blacklisted`, `not_whitelisted`,
 /// `unknown_client`.
 pub const ACCESS_REFUSED: &str = "bootlane_access_refused_total";
 

@@ -1,5 +1,5 @@
-//! Layered settings (issue 7 §6) for the groups that belong to no single service:
-//! `general` and `netboot`. The configuration file gives the defaults, stored values
+//! Layered settings for the groups that belong to no single service: `general` and
+//! `netboot`. The configuration file gives the defaults, stored values
 //! (`store.kv("settings")`, one document per group) override them, and a change is
 //! validated, stored and applied: live where possible (session lifetime, boot root for
 //! HTTP boot), through a restart of the one service that needs it (TFTP for a new boot

@@ -1,7 +1,7 @@
-//! Activity history for the dashboard charts (issue 8, "Dashboard": boot activity over
-//! time and DNS queries per second split XDP vs userspace). This module owns an
-//! in-memory ring of counter samples taken every [`SAMPLE_INTERVAL`] (24 h of them,
-//! [`CAPACITY`]) and turns it into per-interval deltas ([`Activity::history`]).
+//! Activity history for the dashboard charts (boot activity over time and
+//! DNS queries per second split XDP vs userspace). This module owns an in-memory ring
+//! of counter samples taken every [`SAMPLE_INTERVAL`] (24 h of them, [`CAPACITY`]) and
+//! turns it into per-interval deltas ([`Activity::history`]).
 //!
 //! It keeps no counters of its own: each sample reads what the services already count
 //! ([`read_counters`]): DHCP offers and acks, TFTP transfers completed and iPXE scripts

@@ -1,7 +1,7 @@
-//! Service lifecycle (issue 7 §5): one [`Supervisor`] owns every network service (DNS,
-//! DHCP, TFTP, HTTP boot, and every later one) through the small [`Service`] trait, keeps
-//! each one's state (`running`, `stopped`, `failed` with the reason, since when, where it
-//! listens), persists each one's `auto_start` flag and publishes `service.started`,
+//! Service lifecycle: one [`Supervisor`] owns every network service (DNS, DHCP, TFTP,
+//! HTTP boot, and every later one) through the small [`Service`] trait, keeps each one's
+//! state (`running`, `stopped`, `failed` with the reason, since when, where it listens),
+//! persists each one's `auto_start` flag and publishes `service.started`,
 //! `service.stopped` and `service.failed` events. Each service owns its sockets and tasks
 //! behind its own child cancellation token, so stop really stops and start/restart binds
 //! anew with the settings in effect then: restart is how a settings change that needs new

@@ -1,11 +1,11 @@
-//! The systemd readiness protocol for the packaged unit's `Type=notify` (issue 15
-//! "Package and service": ready only when every enabled service is listening).
-//! [`notify_ready`] sends `READY=1` with a `STATUS=` line naming each service's state once
-//! [`crate::run`] has bound the API and the supervisor has started every auto-start
-//! service (a service that failed to start does not hold start-up back: the server runs
-//! without it, as outside systemd, and the status line says why); [`notify_stopping`]
-//! sends `STOPPING=1` when shutdown begins. Outside systemd (`NOTIFY_SOCKET` unset) both
-//! do nothing. Protocol: sd_notify(3). Holds no global state.
+//! The systemd readiness protocol for the packaged unit's `Type=notify` (ready only when
+//! every enabled service is listening). [`notify_ready`] sends `READY=1` with a `STATUS=`
+//! line naming each service's state once [`crate::run`] has bound the API and the
+//! supervisor has started every auto-start service (a service that failed to start does
+//! not hold start-up back: the server runs without it, as outside systemd, and the status
+//! line says why); [`notify_stopping`] sends `STOPPING=1` when shutdown begins. Outside
+//! systemd (`NOTIFY_SOCKET` unset) both do nothing. Protocol: sd_notify(3). Holds no
+//! global state.
 
 use tokio_util::sync::CancellationToken;
 

@@ -1,7 +1,7 @@
-//! The XDP DNS responder (issue 3): answers standard A/AAAA queries for local names
-//! straight from the [`DNS_RECORDS`] map with `XDP_TX`, and passes everything else to the
-//! userspace DNS server unchanged (`XDP_PASS`, fail open). The ABI (map names, key and
-//! value layouts, counters) is `bootlane_common::dns`; the control plane fills the maps.
+//! The XDP DNS responder: answers standard A/AAAA queries for local names straight from
+//! the [`DNS_RECORDS`] map with `XDP_TX`, and passes everything else to the userspace DNS
+//! server unchanged (`XDP_PASS`, fail open). The ABI (map names, key and value layouts,
+//! counters) is `bootlane_common::dns`; the control plane fills the maps.
 //!
 //! Path of an answered query: Ethernet (one optional 802.1Q tag) → IPv4 without options
 //! or IPv6 without extension headers → UDP to `DnsConfig.port` and to one of the server's

@@ -1,8 +1,8 @@
-//! DHCPv4 packet parsing and the handler (issue 14): the first byte picks server or
-//! proxyDHCP mode, port 67 or 4011, and a direct or relayed source; the rest is the
-//! datagram. Whatever the handler answers must encode, decode back with dhcproto, be a
-//! BOOTREPLY for the same `xid` and `chaddr`, and offer only addresses of a configured
-//! pool or the client's own reservation (RFC 2131 §4.3).
+//! DHCPv4 packet parsing and the handler: the first byte picks server or proxyDHCP
+//! mode, port 67 or 4011, and a direct or relayed source; the rest is the datagram.
+//! Whatever the handler answers must encode, decode back with dhcproto, be a BOOTREPLY
+//! for the same `xid` and `chaddr`, and offer only addresses of a configured pool or
+//! the client's own reservation (RFC 2131 §4.3).
 #![no_main]
 
 use std::net::{Ipv4Addr, SocketAddrV4};

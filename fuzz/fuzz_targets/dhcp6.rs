@@ -1,4 +1,4 @@
-//! DHCPv6 message parsing and the handler (issue 14): the first byte picks server or
+//! DHCPv6 message parsing and the handler: the first byte picks server or
 //! information-only (proxy) mode, the rest is the datagram from a link-local client.
 //! Whatever the handler answers must decode with dhcproto, carry the request's
 //! transaction ID, and be a server message type (Advertise or Reply; RFC 8415 §7.3).

@@ -1,8 +1,7 @@
-//! The whole DNS request handler, bytes in, reply out (issue 14): the first byte picks
-//! the client address and the transport (UDP or TCP), the rest is the query. A reply
-//! must parse as a DNS message, echo the query's ID with QR set, and over UDP fit the
-//! size the client may receive (512 bytes, or its EDNS size; RFC 1035 §4.2.1, RFC 6891
-//! §6.2.5).
+//! The whole DNS request handler, bytes in, reply out: the first byte picks the client
+//! address and the transport (UDP or TCP), the rest is the query. A reply must parse
+//! as a DNS message, echo the query's ID with QR set, and over UDP fit the size the
+//! client may receive (512 bytes, or its EDNS size; RFC 1035 §4.2.1, RFC 6891 §6.2.5).
 #![no_main]
 
 use bootlane::dns::handler::{Outcome, Transport};

@@ -1,7 +1,7 @@
 //! The iPXE, GRUB and PXELINUX menu renderers and the built-in answer-file presets with
-//! hostile field values (issue 14). Values are generated freely, then put through the
-//! same validation the API applies (profile and menu rules, host names, the site
-//! settings' checks); whatever passes is rendered, and no value may add a command:
+//! hostile field values. Values are generated freely, then put through the same
+//! validation the API applies (profile and menu rules, host names, the site settings'
+//! checks); whatever passes is rendered, and no value may add a command:
 //! - iPXE: the script, split as iPXE's `exec.c` splits it, holds exactly the commands
 //!   the template makes for these entries (names and counts), options only where the
 //!   template puts them, and `${...}` only in `goto ${target}` and kernel command lines;

@@ -1,9 +1,9 @@
-//! TFTP packet parsing, option negotiation and file resolution (issue 14): any datagram
-//! is parsed; an RRQ is negotiated (RFC 2347/2348/2349/7440 bounds, one OACK entry per
-//! option, the OACK saying exactly what will be used) and resolved in a boot root holding
-//! symlinks that point out of it, which must never be served (a served path is a regular
-//! file under the root, reached without leaving it). Every parsed packet re-encodes to
-//! a packet that parses to the same value.
+//! TFTP packet parsing, option negotiation and file resolution: any datagram is parsed;
+//! an RRQ is negotiated (RFC 2347/2348/2349/7440 bounds, one OACK entry per option, the
+//! OACK saying exactly what will be used) and resolved in a boot root holding symlinks
+//! that point out of it, which must never be served (a served path is a regular file
+//! under the root, reached without leaving it). Every parsed packet re-encodes to a
+//! packet that parses to the same value.
 #![no_main]
 
 use std::{

@@ -1,4 +1,4 @@
-//! A TFTP read transfer driven by a hostile client (issue 14). The input is a list of
+//! A TFTP read transfer driven by a hostile client. The input is a list of
 //! length-prefixed client datagrams: the first must be an RRQ for the fixture file
 //! (options as the fuzzer likes), each later one is sent to the transfer's port, an
 //! empty one means "stay silent for a minute". Time is tokio's paused clock, so

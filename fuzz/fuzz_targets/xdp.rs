@@ -1,5 +1,5 @@
-//! The XDP program through `BPF_PROG_TEST_RUN` (issue 14; needs root and the program
-//! built into the binary). The first byte picks the mode:
+//! The XDP program through `BPF_PROG_TEST_RUN` (needs root and the program built
+//! into the binary). The first byte picks the mode:
 //! - even: a well-formed Ethernet/IP/UDP frame (optional 802.1Q tag, IPv4 or IPv6, a
 //!   client and server from the fixture) around the fuzzer's bytes as the DNS query;
 //! - odd: the fuzzer's bytes are the whole frame.

@@ -1,10 +1,10 @@
-//! Shared fixtures and oracles of Bootlane's fuzz targets (issue 14, "Fuzzing"): the
-//! zone, DNS handler and XDP projection the DNS targets query; DHCPv4 and DHCPv6
-//! handlers over in-memory lease tables (the unit tests' subnets); a TFTP boot root with
-//! known files and a symlink pointing out of it; and the tokenizers that model how iPXE
-//! (`exec.c`) and GRUB (its shell-like lexer) split a script into commands, which the
-//! `render` target uses to prove that no field value adds a command. Every fixture is
-//! built once per fuzzing process and shared by all iterations.
+//! Shared fixtures and oracles of Bootlane's fuzz targets: the zone, DNS handler and XDP
+//! projection the DNS targets query; DHCPv4 and DHCPv6 handlers over in-memory lease
+//! tables (the unit tests' subnets); a TFTP boot root with known files and a symlink
+//! pointing out of it; and the tokenizers that model how iPXE (`exec.c`) and GRUB (its
+//! shell-like lexer) split a script into commands, which the `render` target uses to
+//! prove that no field value adds a command. Every fixture is built once per fuzzing
+//! process and shared by all iterations.
 
 use std::{
     net::{IpAddr, Ipv4Addr},

@@ -1,7 +1,7 @@
 // The only way the UI talks to the server: JSON over `/api/v1` with the session cookie
 // (same-origin credentials). Every answer is the envelope `{success, data}` or
 // `{success: false, error}`; errors become `ApiError`. A 401 anywhere sends the user to
-// the login page with `?next=` set to where they were (issue 8, "Shape").
+// the login page with `?next=` set to where they were.
 
 export const BASE = '/api/v1';
 

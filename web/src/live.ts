@@ -4,11 +4,11 @@
 //
 // Why not `EventSource`: the server names each SSE event after its kind
 // (`event: dns.record.created`), and `EventSource` hands named events only to listeners
-// registered for that exact name; there is no wildcard, and kinds grow with every
-// issue. So this reads the stream with `fetch` and parses it per the WHATWG SSE rules,
-// which also lets a 401 lead to the login page. It keeps what `EventSource` gives: it
-// reconnects after a drop (after the server's `retry:` or 2 s) and sends the last seen
-// id as `Last-Event-ID`, so the server replays what was missed.
+// registered for that exact name; there is no wildcard, and new kinds come with new
+// features. So this reads the stream with `fetch` and parses it per the WHATWG SSE
+// rules, which also lets a 401 lead to the login page. It keeps what `EventSource`
+// gives: it reconnects after a drop (after the server's `retry:` or 2 s) and sends the
+// last seen id as `Last-Event-ID`, so the server replays what was missed.
 
 import { useEffect, useRef } from 'preact/hooks';
 import { BASE, toLogin } from './api';

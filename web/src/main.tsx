@@ -1,7 +1,7 @@
-// Entry point of the Bootlane web UI (issue 8): the shell (navigation, user, live
-// indicator), the login page, and the client-side routes. The server answers every
-// non-API path with index.html, so a deep link or a reload lands here and the router
-// picks the page.
+// Entry point of the Bootlane web UI: the shell (navigation, user, live indicator),
+// the login page, and the client-side routes. The server answers every non-API path
+// with index.html, so a deep link or a reload lands here and the router picks the
+// page.
 
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';

@@ -115,7 +115,7 @@ async function startWith(dhcpIface, dropIface) {
   const dir = mkdtempSync(join(tmpdir(), 'bootlane-ui-'));
   const [api, dns, tftp] = [await freePort(), await freePort(), await freePort()];
   const config = join(dir, 'bootlane.toml');
-  // The update source (issue 13): a local HTTP server the tests publish signed releases on.
+  // The update source: a local HTTP server the tests publish signed releases on.
   const updates = await startUpdateSource();
   writeFileSync(join(dir, 'exportfs'), `#!/bin/sh\necho "$@" >>"${join(dir, 'exportfs.log')}"\n`, { mode: 0o755 });
   writeFileSync(

@@ -1,5 +1,5 @@
-// Browser tests of the web UI (issue 8, "Proof"): headless Chromium against a real
-// bootlane. Run: `cargo xtask test` (after the Rust tests), or by hand with
+// Browser tests of the web UI: headless Chromium against a real bootlane. Run:
+// `cargo xtask test` (after the Rust tests), or by hand with
 // `cd web && npm run build && cargo build -p bootlane && node --test tests/`.
 
 import { test, before, after } from 'node:test';

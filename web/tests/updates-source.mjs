@@ -1,8 +1,8 @@
-// A real update source for the browser tests (issue 13): a static HTTP server on
-// 127.0.0.1 serving what the test puts in `files`, and a minisign key pair made with
-// node's Ed25519 so the test can publish correctly signed artifacts. The signature is
-// minisign's pre-hashed form (what `minisign -S` writes): Ed25519 over the BLAKE2b-512 of
-// the file, then a global signature over that signature and the trusted comment.
+// A real update source for the browser tests: a static HTTP server on 127.0.0.1 serving
+// what the test puts in `files`, and a minisign key pair made with node's Ed25519 so the
+// test can publish correctly signed artifacts. The signature is minisign's pre-hashed
+// form (what `minisign -S` writes): Ed25519 over the BLAKE2b-512 of the file, then a
+// global signature over that signature and the trusted comment.
 
 import { createHash, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { createServer } from 'node:http';

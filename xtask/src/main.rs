@@ -1,8 +1,8 @@
 //! `cargo xtask`: the project's two entry points and their helpers.
 //! - `setup`: idempotent machine set-up (`scripts/setup.sh`: packages, nightly rust-src,
 //!   bpf-linker). Every other command runs it first; it is quick when all is there.
-//! - `ui`: build the web UI (`web/`, issue 8): `npm ci` when `node_modules` is missing or
-//!   older than `package-lock.json`, then `npm run build` into `web/dist`, which the next
+//! - `ui`: build the web UI (`web/`): `npm ci` when `node_modules` is missing or older
+//!   than `package-lock.json`, then `npm run build` into `web/dist`, which the next
 //!   `cargo build` embeds. `cargo build` itself never runs npm.
 //! - `run`: build the UI and the server and run it (`bootlane serve`), as root.
 //! - `test`: every test — the UI build, unit and API tests of the default members (the API
@@ -15,18 +15,18 @@
 //! - `bench`: benchmarks against dnsmasq in the same invocation, and what SSE subscribers
 //!   cost the DNS path and API writes (`bench events`), and boot media: upload vs `cp`,
 //!   Range serving vs nginx (`bench media`).
-//! - `fuzz`: coverage-guided fuzzing of every parser and renderer (issue 14): cargo-fuzz
-//!   targets in `fuzz/`, seeds captured from real clients (`scripts/fuzz-seeds.sh`), each
-//!   target for `--seconds` (CI: 60).
-//! - `soak`: the soak test (issue 14): every service of the release build under steady load
-//!   for `--minutes` (default 30; `scripts/soak.sh`), RSS, descriptors, sled size and p99
+//! - `fuzz`: coverage-guided fuzzing of every parser and renderer: cargo-fuzz targets in
+//!   `fuzz/`, seeds captured from real clients (`scripts/fuzz-seeds.sh`), each target for
+//!   `--seconds` (CI: 60).
+//! - `soak`: the soak test: every service of the release build under steady load for
+//!   `--minutes` (default 30; `scripts/soak.sh`), RSS, descriptors, sled size and p99
 //!   latencies every minute, then the goals checked (flat RSS and descriptors, no errors,
 //!   no lost record or lease).
 //! - `lab`: Bootlane and a QEMU machine in a namespace, the machine's console on the terminal.
-//! - `package`: the Debian package (issue 15): the UI, the release binary (eBPF object and UI
-//!   embedded), its man pages and completions (`bootlane generate`), then cargo-deb with
-//!   `--no-build` (the metadata is in `controlplane/Cargo.toml`). `--debug` packages the
-//!   debug binary instead: `test` does that for the package test, so CI builds no release.
+//! - `package`: the Debian package: the UI, the release binary (eBPF object and UI embedded),
+//!   its man pages and completions (`bootlane generate`), then cargo-deb with `--no-build`
+//!   (the metadata is in `controlplane/Cargo.toml`). `--debug` packages the debug binary
+//!   instead: `test` does that for the package test, so CI builds no release.
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "xtask is a CLI tool")]
 
 use std::{
@@ -95,8 +95,8 @@ enum Cmd {
         #[arg(default_value = "all")]
         what: String,
     },
-    /// Fuzz every parser and renderer (issue 14) with cargo-fuzz on nightly, each target
-    /// for `--seconds`, from seeds captured off real clients (`scripts/fuzz-seeds.sh`).
+    /// Fuzz every parser and renderer with cargo-fuzz on nightly, each target for
+    /// `--seconds`, from seeds captured off real clients (`scripts/fuzz-seeds.sh`).
     Fuzz {
         /// Seconds per target.
         #[arg(long, default_value_t = 60)]
@@ -298,18 +298,18 @@ fn test(unit_only: bool, no_browser: bool, filter: Option<String>) -> Result<()>
         "--exclude",
         "dataplane-ebpf",
     ]))?;
-    // The API suite once more on the PostgreSQL store (issue 16: "the API test suite runs
-    // against both"): one throwaway cluster, a database per test.
+    // The API suite once more on the PostgreSQL store (the API tests run against both
+    // backends): one throwaway cluster, a database per test.
     run(cargo()
         .args(["test", "-p", "bootlane", "--lib", "--", "api::"])
         .env("BOOTLANE_TEST_STORE", "postgres"))?;
     let bin = build_server(false)?;
     if !unit_only {
-        // The API contract (issue 7 section 8): schemathesis against the server's own
-        // openapi.json; no privileges needed. A filter that is part of "contract" selects it.
+        // The API contract: schemathesis against the server's own openapi.json; no privileges
+        // needed. A filter that is part of "contract" selects it.
         if filter.as_deref().is_none_or(|f| "contract".contains(f)) {
             run(Command::new("bash").arg(root().join("scripts/contract.sh")).arg(&bin))?;
-            // Once more on the PostgreSQL store (issue 16), a fifth of the cases.
+            // Once more on the PostgreSQL store, a fifth of the cases.
             run(Command::new("bash")
                 .arg(root().join("scripts/contract.sh"))
                 .arg(&bin)

@@ -1,10 +1,10 @@
-//! Access control (issue 11 "Access control", spec "Access control"): which machines
-//! Bootlane serves on the wire. Three lists live in the store — the blacklist and the
-//! whitelist ([`model::AccessEntry`]: a full MAC or a MAC prefix such as the OUI
-//! `52:54:00`, with a note) and the unauthorized devices ([`model::UnauthorizedDevice`]:
-//! machines that asked while not allowed) — and one mode ([`Mode`]): `off` (serve
-//! everyone, the default), `blacklist` (refuse listed machines) or `whitelist` (serve only
-//! listed machines; the others are recorded as unauthorized).
+//! Access control (spec "Access control"): which machines Bootlane serves on the wire.
+//! Three lists live in the store — the blacklist and the whitelist
+//! ([`model::AccessEntry`]: a full MAC or a MAC prefix such as the OUI `52:54:00`, with a
+//! note) and the unauthorized devices ([`model::UnauthorizedDevice`]: machines that asked
+//! while not allowed) — and one mode ([`Mode`]): `off` (serve everyone, the default),
+//! `blacklist` (refuse listed machines) or `whitelist` (serve only listed machines; the
+//! others are recorded as unauthorized).
 //!
 //! Enforcement is one cheap call on each protocol's hot path, [`gate::AccessGate::check`],
 //! over an in-memory snapshot of the mode and both lists that [`service::AccessService`]

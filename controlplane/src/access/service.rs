@@ -155,7 +155,7 @@ impl AccessService {
     }
 
     /// Rebuilds the gate from the stored entries and mode: called when another node
-    /// changed them (issue 16; see [`crate::cluster`]).
+    /// changed them (see [`crate::cluster`]).
     ///
     /// # Errors
     /// Store errors.

@@ -1,7 +1,7 @@
-//! The `[answers]` configuration section (issue 10 "Answer templates"): the defaults of
-//! the site install settings (time zone, locale, keyboard, package mirror), the render
-//! limits, and where the answer-file validators are (the defaults are where
-//! `scripts/setup.sh` puts them). Validated here; `config.rs` only aggregates. No state.
+//! The `[answers]` configuration section: the defaults of the site install settings
+//! (time zone, locale, keyboard, package mirror), the render limits, and where the
+//! answer-file validators are (the defaults are where `scripts/setup.sh` puts them).
+//! Validated here; `config.rs` only aggregates. No state.
 
 use std::path::PathBuf;
 

@@ -1,9 +1,9 @@
-//! Answer files (issue 10 "Answer templates"): the variables an answer-file template is
-//! rendered with ([`AnswerContext`]: the host, the install task, the server as the client
-//! reaches it, the image), the formats ([`AnswerFormat`]), and the seam the install tasks
-//! render through ([`AnswerSource`]). The template resource itself (CRUD, versions,
-//! presets, validation, preview, site settings) lives in this module's submodules.
-//! Holds no global state.
+//! Answer files: the variables an answer-file template is rendered with
+//! ([`AnswerContext`]: the host, the install task, the server as the client reaches it,
+//! the image), the formats ([`AnswerFormat`]), and the seam the install tasks render
+//! through ([`AnswerSource`]). The template resource itself (CRUD, versions, presets,
+//! validation, preview, site settings) lives in this module's submodules. Holds no global
+//! state.
 
 pub mod config;
 pub mod presets;
@@ -17,8 +17,8 @@ use utoipa::ToSchema;
 
 use crate::service_error::ServiceError;
 
-/// Format of an answer file (issue 10): what the installer expects and which validator
-/// judges the rendered output.
+/// Format of an answer file: what the installer expects and which validator judges the
+/// rendered output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum AnswerFormat {
@@ -75,8 +75,8 @@ pub struct TaskVars {
     /// Where the installer reports (`/progress`, `/done`, `/failed` appended; token
     /// included as `?token=`): the report base URL.
     pub report_url: String,
-    /// The machine's post-install bundle for Unix (`bundle.sh`, issue 13; token included):
-    /// fetch it and run it with `sh` at the end of the install.
+    /// The machine's post-install bundle for Unix (`bundle.sh`; token included): fetch it
+    /// and run it with `sh` at the end of the install.
     #[serde(default)]
     pub baseline_sh_url: String,
     /// The same for Windows (`bundle.ps1`), run with PowerShell.

@@ -1,10 +1,10 @@
-//! Built-in answer-file presets (issue 10 "Answer templates"): real starting points for
-//! each format, each with its installer's native report-back hook (preseed
-//! `early_command`/`late_command`, kickstart `%pre`/`%post --erroronfail`/`%onerror`,
-//! autoinstall `reporting` webhook, `early-`/`late-`/`error-commands`, AutoYaST
-//! pre/chroot scripts, Windows `SetupComplete.cmd`, an Ignition oneshot systemd unit,
-//! cloud-init `phone_home`). The texts are files beside this module (`presets/`); the
-//! tests render each with sample values and run its format's validator. No state.
+//! Built-in answer-file presets: real starting points for each format, each with its
+//! installer's native report-back hook (preseed `early_command`/`late_command`,
+//! kickstart `%pre`/`%post --erroronfail`/`%onerror`, autoinstall `reporting` webhook,
+//! `early-`/`late-`/`error-commands`, AutoYaST pre/chroot scripts, Windows
+//! `SetupComplete.cmd`, an Ignition oneshot systemd unit, cloud-init `phone_home`). The
+//! texts are files beside this module (`presets/`); the tests render each with sample
+//! values and run its format's validator. No state.
 
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -153,7 +153,7 @@ mod tests {
                     "{}",
                     p.key
                 );
-                // The post-install bundle is pulled (issue 13): the Unix or the Windows one.
+                // The post-install bundle is pulled: the Unix or the Windows one.
                 let ctx = sample_context();
                 let bundle = if p.format == AnswerFormat::Autounattend {
                     ctx.task.baseline_ps1_url

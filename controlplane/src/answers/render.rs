@@ -1,11 +1,11 @@
-//! Rendering answer templates (issue 10 "Answer templates"): minijinja with undefined
-//! variables as errors ([`minijinja::UndefinedBehavior::Strict`]) and a fuel limit (a
-//! template cannot loop forever), no auto-escaping (answer files are not HTML), and the
-//! filters answer files need: `shell_quote` (one POSIX shell word), `xml` (XML text or
-//! attribute escaping), `tojson` (JSON, also valid YAML) and minijinja's built-ins. The
-//! variables are [`AnswerContext`] plus `site` ([`SiteVars`]). Every error carries the
-//! template line ([`Problem::line`]). The first validation step ([`check_template`]:
-//! syntax, unknown variables, a render against sample values) lives here too. No state.
+//! Rendering answer templates: minijinja with undefined variables as errors
+//! ([`minijinja::UndefinedBehavior::Strict`]) and a fuel limit (a template cannot loop
+//! forever), no auto-escaping (answer files are not HTML), and the filters answer files
+//! need: `shell_quote` (one POSIX shell word), `xml` (XML text or attribute escaping),
+//! `tojson` (JSON, also valid YAML) and minijinja's built-ins. The variables are
+//! [`AnswerContext`] plus `site` ([`SiteVars`]). Every error carries the template line
+//! ([`Problem::line`]). The first validation step ([`check_template`]: syntax, unknown
+//! variables, a render against sample values) lives here too. No state.
 
 use std::collections::BTreeSet;
 
@@ -174,7 +174,7 @@ pub fn render(source: &str, ctx: &AnswerContext, site: &SiteVars, fuel: u64) -> 
 /// Renders `source` with any serialisable `vars` under the same rules as answer files
 /// (strict undefined, `fuel` instructions, at most [`MAX_OUTPUT`] bytes, the same
 /// filters); `names` describes the variables for the undefined-value message. Post-install
-/// scripts (issue 13) render through this.
+/// scripts render through this.
 ///
 /// # Errors
 /// The first syntax or render error, with its line.

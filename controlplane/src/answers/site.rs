@@ -1,7 +1,7 @@
-//! Site install settings (issue 10 "Answer templates"): the values every answer file
-//! shares (time zone, locale, keyboard, SSH authorised keys, the root password, the
-//! package mirror), exposed to templates as `site`. The root password is accepted in
-//! plain text on write and kept only as a SHA-512 crypt (`$6$`) hash, the form Debian
+//! Site install settings: the values every answer file shares (time zone, locale,
+//! keyboard, SSH authorised keys, the root password, the package mirror), exposed to
+//! templates as `site`. The root password is accepted in plain text on write and kept
+//! only as a SHA-512 crypt (`$6$`) hash, the form Debian
 //! (`passwd/root-password-crypted`), kickstart (`rootpw --iscrypted`), AutoYaST,
 //! cloud-init and Ignition take; the plain text is never stored, answered or rendered.
 //! Pure types and checks; the service keeps the stored document.

@@ -1,8 +1,7 @@
-//! The answer-template service (issue 10 "Answer templates"): the single write path for
-//! templates and their versions (`store` tables `answer_templates` and
-//! `answer_template_versions`) and for the site install settings (`answer_settings`),
-//! validation in two steps, previews, and the [`AnswerSource`] the install tasks render
-//! through.
+//! The answer-template service: the single write path for templates and their versions
+//! (`store` tables `answer_templates` and `answer_template_versions`) and for the site
+//! install settings (`answer_settings`), validation in two steps, previews, and the
+//! [`AnswerSource`] the install tasks render through.
 //!
 //! Rules kept here: names are unique (case-insensitive; a clash is a 409); a stored
 //! template must compile and render against the sample values (400 with the line); a

@@ -1,12 +1,12 @@
-//! The second validation step (issue 10 "Answer templates"): the rendered output judged
-//! by its format's own validator: `xmllint --noout` for AutoYaST and autounattend,
-//! `cloud-init schema --annotate` (Debian's package, unpacked) for cloud-config and
-//! Ubuntu autoinstall, `ksvalidator` (pykickstart) for kickstart, `ignition-validate`
-//! for Ignition, and [`check_preseed`], a parser of our own, for preseed
-//! (`debconf-set-selections -c` exits 0 on bad lines, so it cannot judge). Validators run
-//! through [`tokio::process`] (never a shell) on a temporary file, with a time limit.
-//! A validator that is not installed (or does not finish) makes the answer
-//! [`ValidationStatus::SyntaxCheckedOnly`], never [`ValidationStatus::Valid`]. No state.
+//! The second validation step: the rendered output judged by its format's own validator:
+//! `xmllint --noout` for AutoYaST and autounattend, `cloud-init schema --annotate`
+//! (Debian's package, unpacked) for cloud-config and Ubuntu autoinstall, `ksvalidator`
+//! (pykickstart) for kickstart, `ignition-validate` for Ignition, and [`check_preseed`],
+//! a parser of our own, for preseed (`debconf-set-selections -c` exits 0 on bad lines, so
+//! it cannot judge). Validators run through [`tokio::process`] (never a shell) on a
+//! temporary file, with a time limit. A validator that is not installed (or does not
+//! finish) makes the answer [`ValidationStatus::SyntaxCheckedOnly`], never
+//! [`ValidationStatus::Valid`]. No state.
 
 use std::{path::Path, process::Stdio, time::Duration};
 

@@ -1,7 +1,7 @@
-//! Access-control routes (issue 11 "Access control", spec "Access control") over
-//! [`AccessService`]: the blacklist and the whitelist (`GET`/`POST /access/blacklist`,
-//! `DELETE /access/blacklist/{id}`, the same for `/access/whitelist`), the unauthorized
-//! devices (`GET /access/unauthorized`, `DELETE /access/unauthorized/{id}`,
+//! Access-control routes (spec "Access control") over [`AccessService`]: the blacklist and
+//! the whitelist (`GET`/`POST /access/blacklist`, `DELETE /access/blacklist/{id}`, the
+//! same for `/access/whitelist`), the unauthorized devices (`GET /access/unauthorized`,
+//! `DELETE /access/unauthorized/{id}`,
 //! `POST /access/unauthorized/add-to-whitelist|add-to-blacklist`), and the mode
 //! (`GET`/`PUT /access/mode`: `off`, `blacklist` or `whitelist`; the mode is a resource of
 //! its own rather than a key of `/settings` because it belongs to this module and is

@@ -1,7 +1,7 @@
-//! `/netboot/answer-templates` (issue 10 "Answer templates"; spec "Endpoints") and the
-//! site install settings `/netboot/answer-settings`: thin handlers over
-//! [`AnswerTemplates`], which keeps the name rule, the versions, rendering and both
-//! validation steps. Everything here is behind the session.
+//! `/netboot/answer-templates` (spec "Endpoints") and the site install settings
+//! `/netboot/answer-settings`: thin handlers over [`AnswerTemplates`], which keeps the
+//! name rule, the versions, rendering and both validation steps. Everything here is
+//! behind the session.
 #![allow(
     unused_qualifications,
     reason = "utoipa::path re-emits the Query extractor type with its full path"

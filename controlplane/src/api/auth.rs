@@ -1,8 +1,8 @@
-//! Authentication (spec "Authentication"; issue 2): users with argon2id password hashes,
-//! sessions kept in the store (they survive restarts) behind the `bootlane_session`
-//! cookie, login throttling per client address, and the middleware that guards every
-//! protected route. The first start creates `admin` with `BOOTLANE_ADMIN_PASSWORD` or a
-//! generated password written to `<data_dir>/initial-admin-password` (mode 0600).
+//! Authentication (spec "Authentication"): users with argon2id password hashes, sessions
+//! kept in the store (they survive restarts) behind the `bootlane_session` cookie, login
+//! throttling per client address, and the middleware that guards every protected route.
+//! The first start creates `admin` with `BOOTLANE_ADMIN_PASSWORD` or a generated
+//! password written to `<data_dir>/initial-admin-password` (mode 0600).
 //!
 //! A failed login publishes `auth.login_failed` with the user name cut to
 //! [`MAX_LOGGED_USERNAME`] bytes, at most [`FAILED_EVENT_BURST`] at once and one per

@@ -1,4 +1,4 @@
-//! BMC routes (issue 11 "BMC", spec "BMC") over [`BmcService`]: `/bmc/configs` CRUD and
+//! BMC routes (spec "BMC") over [`BmcService`]: `/bmc/configs` CRUD and
 //! `POST /bmc/configs/import` (CSV), `POST /bmc/probe`, `POST /bmc/{id}/refresh`,
 //! `GET /bmc/{id}/status`, `POST /bmc/{id}/power-on|power-off|restart`,
 //! `POST /bmc/{id}/boot-device`, `POST /bmc/batch/power-on|power-off|restart|status`, and

@@ -1,5 +1,5 @@
-//! HTTP boot (issue 4), mounted outside `/api/v1` and outside the session layer because
-//! booting machines have no login:
+//! HTTP boot, mounted outside `/api/v1` and outside the session layer because booting
+//! machines have no login:
 //!
 //! - `GET /boot/ipxe?mac=<mac>`: the iPXE script for that machine (`text/plain`, starts
 //!   with `#!ipxe`): the menu of the registered host's profile, else of the default
@@ -11,10 +11,10 @@
 //!   ([`crate::boot::resolve_in_root`]): 404 when missing, 403 when the path leaves the
 //!   root. `pxelinux.cfg/01-<mac>`, `pxelinux.cfg/default`, `grub/grub.cfg` and
 //!   `grub/grub.cfg-<mac>` missing from the root are the PXELINUX and GRUB configurations
-//!   generated from the profiles (issue 12, [`crate::boot::generated`]), as TFTP serves them.
+//!   generated from the profiles ([`crate::boot::generated`]), as TFTP serves them.
 //!
-//! Access control (issue 11, [`crate::access`]): while the mode is not `off`, the script
-//! route judges the client by its `mac` (else by its address's DHCP lease) and answers a
+//! Access control ([`crate::access`]): while the mode is not `off`, the script route
+//! judges the client by its `mac` (else by its address's DHCP lease) and answers a
 //! refused machine, still `200 text/plain` so that iPXE runs it, a short script that says
 //! it is not authorised and `exit`s to the firmware (which goes on to the local disk);
 //! a file route judges the client by its address's lease and answers a refused one 403.
@@ -69,17 +69,17 @@ pub struct BootState {
     /// Per-client-address rate limit of every boot route (`None`: unlimited); see
     /// [`rate_limiter`].
     pub limiter: Option<Arc<ClientLimiter>>,
-    /// Access control (issue 11): who may fetch scripts and files.
+    /// Access control: who may fetch scripts and files.
     pub access: Arc<AccessGate>,
-    /// The netboot catalog's cache behind `/boot/netboot/...` (issue 9); `None`: those
-    /// paths are plain files of the boot root.
+    /// The netboot catalog's cache behind `/boot/netboot/...`; `None`: those paths are
+    /// plain files of the boot root.
     pub netboot: Option<Arc<crate::netboot::NetbootService>>,
-    /// OS images (issue 9): `/boot/images/<id>/<path>` of a mounted image is read from
-    /// inside its ISO; `None`, or an image not mounted: plain files of the boot root (the
-    /// extracted tree).
+    /// OS images: `/boot/images/<id>/<path>` of a mounted image is read from inside its
+    /// ISO; `None`, or an image not mounted: plain files of the boot root (the extracted
+    /// tree).
     pub images: Option<Arc<crate::media::images::OsImageService>>,
-    /// Install tasks (issue 10): a machine with a task gets the task's script (the loop
-    /// guard); `None`: profiles only.
+    /// Install tasks: a machine with a task gets the task's script (the loop guard);
+    /// `None`: profiles only.
     pub tasks: Option<Arc<crate::install::service::TaskService>>,
 }
 
@@ -614,8 +614,8 @@ pub fn uefi_content_type(file: &std::path::Path) -> Option<&'static str> {
 
 /// `pxelinux.cfg/01-<mac>`, `pxelinux.cfg/default`, `grub/grub.cfg` or
 /// `grub/grub.cfg-<mac>` missing from the boot root: the configuration generated from the
-/// profiles ([`crate::boot::generated`], issue 12), as TFTP serves it; `None` when no file
-/// of that name is generated (a 404).
+/// profiles ([`crate::boot::generated`]), as TFTP serves it; `None` when no file of that
+/// name is generated (a 404).
 async fn generated_cfg(
     st: &BootState,
     path: &str,
@@ -679,7 +679,7 @@ mod tests {
     }
 
     /// One client over its rate gets a 429 with `Retry-After`; another address is not
-    /// affected (issue 7 review: public routes publish an event per request).
+    /// affected (public routes publish an event per request).
     #[tokio::test]
     async fn boot_routes_are_rate_limited_per_client() {
         let catalog = BootCatalog::temporary().await;
@@ -759,8 +759,8 @@ mod tests {
         assert_eq!(s, StatusCode::FORBIDDEN);
     }
 
-    /// Issue 7 §7: scripts and files are counted by kind and status, file bytes by
-    /// status. The recorder is shared by every test in the binary: before/after values.
+    /// Scripts and files are counted by kind and status, file bytes by status. The
+    /// recorder is shared by every test in the binary: before/after values.
     #[tokio::test]
     async fn requests_and_bytes_are_counted() {
         use crate::metrics::{install, render, test_support::value};

@@ -1,8 +1,8 @@
-//! The bootloader API (issue 9 "Bootloaders"): `GET /bootloader/files` (every file the
-//! DHCP architecture map can hand out, analysed), `GET /bootloader/check` (every entry
-//! points at an existing file of the right kind for its architecture; the wrong ones with
-//! the fix) and `POST /bootloader/check-file` (one file under the boot root). The work is
-//! done by [`Bootloaders`] (taken as sub-state). All routes need a session; none writes.
+//! The bootloader API: `GET /bootloader/files` (every file the DHCP architecture map can
+//! hand out, analysed), `GET /bootloader/check` (every entry points at an existing file
+//! of the right kind for its architecture; the wrong ones with the fix) and
+//! `POST /bootloader/check-file` (one file under the boot root). The work is done by
+//! [`Bootloaders`] (taken as sub-state). All routes need a session; none writes.
 
 use std::sync::Arc;
 

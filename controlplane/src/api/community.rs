@@ -1,7 +1,6 @@
-//! `/store` (issue 13 "Store (community catalog)"): thin handlers over
-//! [`CommunityService`]: the catalog listing with its sources' status, one item with its
-//! content, and the two imports (from a source, and an uploaded bundle). Everything here
-//! is behind the session.
+//! `/store`: thin handlers over [`CommunityService`]: the catalog listing with its
+//! sources' status, one item with its content, and the two imports (from a source, and
+//! an uploaded bundle). Everything here is behind the session.
 #![allow(
     unused_qualifications,
     reason = "utoipa::path re-emits the Query extractor type with its full path"

@@ -1,8 +1,7 @@
-//! DHCP and TFTP administration (issue 4 "DHCP" API bullets, "TFTP"): `/leases`,
-//! `/leases6` (DHCPv6, issue 12),
-//! `/dhcp/reservations`, `/services/dhcp`, `/services/archmap` and `/services/tftp`.
-//! Thin handlers over [`DhcpControl`], which applies
-//! every change to the running DHCP handler before answering.
+//! DHCP and TFTP administration: `/leases`, `/leases6` (DHCPv6), `/dhcp/reservations`,
+//! `/services/dhcp`, `/services/archmap` and `/services/tftp`. Thin handlers over
+//! [`DhcpControl`], which applies every change to the running DHCP handler before
+//! answering.
 #![allow(
     unused_qualifications,
     reason = "utoipa::path re-emits the Query extractor type with its full path"
@@ -177,7 +176,7 @@ pub struct Lease6List {
     pub paging: PageInfo,
 }
 
-/// List DHCPv6 leases (issue 12 "IPv6"), in id order. `q` searches DUID, address and MAC.
+/// List DHCPv6 leases, in id order. `q` searches DUID, address and MAC.
 #[utoipa::path(get, path = "/api/v1/leases6", tag = "dhcp", params(ListQuery, Lease6Filter),
     responses((status = 200, body = Lease6List), (status = 400, description = "Bad filter or paging"), (status = 401)))]
 pub async fn list_leases6(

@@ -1,8 +1,7 @@
 //! Extractors and the success envelope: [`ApiJson`] turns every JSON body rejection into
 //! the error envelope (with a message saying what to fix), [`Envelope`] wraps successes as
 //! `{"success": true, "data": ...}`, [`ApiPath`] makes bad path parameters a 400 and
-//! [`ApiQuery`] does the same for query strings (issue 7 section 8: every rejection carries
-//! the envelope).
+//! [`ApiQuery`] does the same for query strings (every rejection carries the envelope).
 
 use axum::{
     extract::{

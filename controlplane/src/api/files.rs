@@ -1,5 +1,5 @@
-//! The file API (issue 9 "Files"): `GET /files?path=` (list a directory of the boot
-//! root), `GET /files/root` (its path and space), `POST /files/upload` (multipart,
+//! The file API: `GET /files?path=` (list a directory of the boot root),
+//! `GET /files/root` (its path and space), `POST /files/upload` (multipart,
 //! streamed to disk chunk by chunk) and `DELETE /files?path=`. The work is done by
 //! [`FileService`] (taken as sub-state); paths are checked by
 //! [`crate::media::paths::resolve`]. All routes need a session.

@@ -1,8 +1,6 @@
-//! `/hosts` (issue 4 "Hosts and profiles"): CRUD over
-//! [`HostService`] hosts and
-//! `GET /hosts/{id}/boot-config`, the iPXE script the host would get now (the same code
-//! path as `GET /boot/ipxe?mac=`), or with `?format=pxelinux` its PXELINUX configuration
-//! (issue 12). The BMC password is write-only.
+//! `/hosts`: CRUD over [`HostService`] hosts and `GET /hosts/{id}/boot-config`, the iPXE
+//! script the host would get now (the same code path as `GET /boot/ipxe?mac=`), or with
+//! `?format=pxelinux` its PXELINUX configuration. The BMC password is write-only.
 #![allow(
     unused_qualifications,
     reason = "utoipa::path re-emits the Query extractor type with its full path"
@@ -123,7 +121,7 @@ pub struct BootConfigQuery {
     pub format: Option<BootConfigFormat>,
 }
 
-/// A boot configuration format (issue 12).
+/// A boot configuration format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum BootConfigFormat {

@@ -1,5 +1,5 @@
-//! Install task routes (issue 10 "Install tasks") over [`TaskService`]. Behind the
-//! session: `GET/POST /netboot/tasks`, `GET/PUT/DELETE /netboot/tasks/{id}`,
+//! Install task routes over [`TaskService`]. Behind the session:
+//! `GET/POST /netboot/tasks`, `GET/PUT/DELETE /netboot/tasks/{id}`,
 //! `POST /netboot/tasks/{id}/cancel` and `/retry`. Public (booting machines, no login,
 //! rate-limited per address, tokens checked by the service): `GET
 //! /netboot/task/by-mac/{mac}`, `GET /netboot/answer/{task_id}?token=` (the rendered

@@ -1,8 +1,8 @@
-//! The list contract every list endpoint shares (issue 7 §1, house style item 16): the
-//! query half is [`ListQuery`] (`page` from 1, `size` 1-1000 default 100, `q` a
-//! case-insensitive free-text filter), the answer half is [`PageInfo`] (`total`, `page`,
-//! `size`) flattened next to the endpoint's own items field (`records`, `hosts`,
-//! `leases`, ...), and [`ListQuery::paginate`] pages any iterator in a stable order.
+//! The list contract every list endpoint shares (house style item 16): the query half is
+//! [`ListQuery`] (`page` from 1, `size` 1-1000 default 100, `q` a case-insensitive
+//! free-text filter), the answer half is [`PageInfo`] (`total`, `page`, `size`)
+//! flattened next to the endpoint's own items field (`records`, `hosts`, `leases`, ...),
+//! and [`ListQuery::paginate`] pages any iterator in a stable order.
 //!
 //! Conventions for a list endpoint: take `ApiQuery<ListQuery>` plus, if it has them, a
 //! second `ApiQuery` of its field filters (`type`, `subnet`, `mac`, ...); say in its

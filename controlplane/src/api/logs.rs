@@ -1,4 +1,4 @@
-//! The log endpoints (issue 7 §4): the log files (`GET /logs/files`, `GET /logs/disk-usage`,
+//! The log endpoints: the log files (`GET /logs/files`, `GET /logs/disk-usage`,
 //! `POST /logs/cleanup`), the live stream of structured log lines (`GET /logs/stream`,
 //! server-sent events) and the logging settings (`GET`/`PUT /settings/logging`, applied
 //! live). Handlers take the [`LogControl`] as sub-state; all routes need a session.

@@ -5,8 +5,8 @@
 //! routes under `/boot`, see [`boot`]) sit outside the session layer; everything else is
 //! inside it.
 //!
-//! **Adding a resource** (issue 7 section 1): its API module has
-//! `pub fn router() -> OpenApiRouter<AppState>` built with utoipa-axum
+//! **Adding a resource**: its API module has `pub fn router() -> OpenApiRouter<AppState>`
+//! built with utoipa-axum
 //! (`OpenApiRouter::new().routes(routes!(list, create)).routes(routes!(get_one, update))`),
 //! each handler keeps its `#[utoipa::path]` (full `/api/v1/...` path, `{name}` parameters
 //! declared in `params`, payload types only: the envelope, error answers and security are
@@ -137,9 +137,9 @@ pub struct AppState {
     pub logs: Arc<crate::logging::LogControl>,
     /// Sampled activity history for the dashboard charts (handlers take it as sub-state).
     pub activity: Arc<crate::stats::Activity>,
-    /// The boot root's files (issue 9 "Files").
+    /// The boot root's files.
     pub files: Arc<crate::media::files::FileService>,
-    /// Bootloader analysis over the arch map (issue 9 "Bootloaders").
+    /// Bootloader analysis over the arch map.
     pub bootloaders: Arc<crate::media::bootloader::Bootloaders>,
     /// Wake-on-LAN: wakes, history, schedules.
     pub wol: Arc<crate::wol::service::WolService>,
@@ -147,25 +147,25 @@ pub struct AppState {
     pub netdiag: Arc<crate::netdiag::NetDiag>,
     /// Access control: mode, lists, unauthorized devices, and the gate the protocols call.
     pub access: Arc<crate::access::service::AccessService>,
-    /// BMC configs and power (issue 11 "BMC").
+    /// BMC configs and power.
     pub bmc: Arc<crate::bmc::service::BmcService>,
-    /// User accounts (issue 15).
+    /// User accounts.
     pub users: Arc<users::Users>,
-    /// The netboot catalog, overlays and cache (issue 9).
+    /// The netboot catalog, overlays and cache.
     pub netboot: Arc<crate::netboot::NetbootService>,
-    /// OS images (issue 9 "OS images"; sub-state impl in `os_images.rs`).
+    /// OS images (sub-state impl in `os_images.rs`).
     pub os_images: Arc<crate::media::images::OsImageService>,
-    /// NFS exports of the boot root (issue 9 "NFS").
+    /// NFS exports of the boot root.
     pub nfs: Arc<crate::nfs::service::NfsService>,
-    /// Install tasks (issue 10).
+    /// Install tasks.
     pub tasks: Arc<crate::install::service::TaskService>,
-    /// Answer templates and site install settings (issue 10; sub-state impl in `answer_templates.rs`).
+    /// Answer templates and site install settings (sub-state impl in `answer_templates.rs`).
     pub answers: Arc<crate::answers::templates::AnswerTemplates>,
-    /// Post-install scripts, baselines and their reports (issue 13).
+    /// Post-install scripts, baselines and their reports.
     pub scripts: Arc<crate::scripts::service::ScriptService>,
-    /// The community catalog (issue 13 "Store"; sub-state impl in `community.rs`).
+    /// The community catalog (sub-state impl in `community.rs`).
     pub community: Arc<crate::community::service::CommunityService>,
-    /// Update check and verified downloads (issue 13; sub-state impl in `updates.rs`).
+    /// Update check and verified downloads (sub-state impl in `updates.rs`).
     pub updates: Arc<crate::updates::service::UpdateService>,
 }
 
@@ -181,7 +181,7 @@ macro_rules! sub_state {
     )*};
 }
 
-// Sub-state (house style item 16, issue 7 §1): a handler names the one service it uses,
+// Sub-state (house style item 16): a handler names the one service it uses,
 // `State(dns): State<Arc<DnsService>>` (several `State` extractors when it needs two),
 // never the whole `AppState`. Middleware that needs several (the session guard) keeps it.
 // `Arc<LogControl>` is in `logs.rs`.

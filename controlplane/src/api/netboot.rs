@@ -1,8 +1,8 @@
-//! Netboot catalog routes (issue 9 "Netboot catalog, overlays, cache") over
-//! [`NetbootService`]: `GET /netboot/groups`, `GET /netboot/catalog` (filter by `group`,
-//! `arch`, `q`), `GET /netboot/catalog/{distro}` (every version and architecture resolved
-//! with the overlay, each file with its `/boot/netboot/...` path, upstream URL and whether
-//! the cache holds it), `GET /netboot/check-files`, the overlays (`GET /netboot/overlays`,
+//! Netboot catalog routes over [`NetbootService`]: `GET /netboot/groups`,
+//! `GET /netboot/catalog` (filter by `group`, `arch`, `q`),
+//! `GET /netboot/catalog/{distro}` (every version and architecture resolved with the
+//! overlay, each file with its `/boot/netboot/...` path, upstream URL and whether the
+//! cache holds it), `GET /netboot/check-files`, the overlays (`GET /netboot/overlays`,
 //! `GET|PUT|DELETE /netboot/overlays/{distro}`), `POST /profiles/from-netboot` and
 //! `GET /netboot/cache-stats`. The files themselves are served on the boot route
 //! `GET /boot/netboot/<distro>/<version>/<arch>/<file>` (see [`super::boot`]).

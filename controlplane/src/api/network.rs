@@ -1,11 +1,11 @@
-//! Network diagnostics routes (spec "Network diagnostics", issue 11) over
-//! [`NetDiag`]: `POST /network/ping` and `POST /network/traceroute` answer the whole run
-//! in the envelope; `POST /network/ping/stream` and `POST /network/traceroute/stream`
-//! answer `text/event-stream` with one `reply` (ping) or `hop` (traceroute) event per line
-//! as it happens, ending with one `summary` event (the same JSON as the plain answer's
-//! summary). Bounds: at most 20 echo requests, 30 hops and 3 probes per hop; one run per
-//! user at a time (409 while the previous one lasts). `GET /network/interfaces` lives
-//! with the other interface listing in `settings_api.rs`.
+//! Network diagnostics routes (spec "Network diagnostics") over [`NetDiag`]:
+//! `POST /network/ping` and `POST /network/traceroute` answer the whole run in the
+//! envelope; `POST /network/ping/stream` and `POST /network/traceroute/stream` answer
+//! `text/event-stream` with one `reply` (ping) or `hop` (traceroute) event per line as it
+//! happens, ending with one `summary` event (the same JSON as the plain answer's summary).
+//! Bounds: at most 20 echo requests, 30 hops and 3 probes per hop; one run per user at a
+//! time (409 while the previous one lasts). `GET /network/interfaces` lives with the other
+//! interface listing in `settings_api.rs`.
 
 use std::{convert::Infallible, sync::Arc, time::Duration};
 

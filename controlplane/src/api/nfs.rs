@@ -1,6 +1,6 @@
-//! NFS routes (issue 9 "NFS"; spec "Service settings") over [`NfsService`]:
-//! `GET/PUT /services/nfs` (the exports and the system side; a PUT is written to the
-//! exports file and loaded with `exportfs -ra`), `POST /services/nfs/validate-path` and
+//! NFS routes (spec "Service settings") over [`NfsService`]: `GET/PUT /services/nfs`
+//! (the exports and the system side; a PUT is written to the exports file and loaded
+//! with `exportfs -ra`), `POST /services/nfs/validate-path` and
 //! `GET /services/nfs/browse-path` (choosing a directory of the boot root to export).
 //! The static `nfs/...` segments take precedence over `/services/{name}/{action}`.
 #![allow(

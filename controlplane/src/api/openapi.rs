@@ -1,7 +1,7 @@
-//! The finishing pass over the merged OpenAPI document (issue 7 section 8, "An API contract
-//! a generator can trust"): the `#[utoipa::path]` annotations describe each handler's
-//! payload; this module makes the document say what the server actually sends, in one
-//! place, so no annotation has to repeat it:
+//! The finishing pass over the merged OpenAPI document (an API contract a generator can
+//! trust): the `#[utoipa::path]` annotations describe each handler's payload; this module
+//! makes the document say what the server actually sends, in one place, so no annotation
+//! has to repeat it:
 //! - every 2xx `application/json` answer is wrapped in the success envelope
 //!   `{"success": true, "data": <payload>}` ([`super::extract::Envelope`]);
 //! - every operation lists the error answers its layers can produce, each with the

@@ -1,6 +1,6 @@
-//! OS image routes (issue 9 "OS images") over [`OsImageService`]: `GET /os-images` (the
-//! list contract), `POST /os-images/upload` (multipart, streamed to disk, answered at once
-//! with the image `uploaded` while inspection runs in the background), and
+//! OS image routes over [`OsImageService`]: `GET /os-images` (the list contract),
+//! `POST /os-images/upload` (multipart, streamed to disk, answered at once with the image
+//! `uploaded` while inspection runs in the background), and
 //! `GET/PUT/DELETE /os-images/{id}`. The upload route is in
 //! [`super::files::UNLIMITED_ROUTES`] (no JSON body limit, no request timeout): it is
 //! bounded by `[files] max_upload_bytes` and the free space. All routes need a session.

@@ -1,8 +1,6 @@
-//! `/profiles` with their script versions, and `/services/ipxe-script` (issue 4 "Hosts
-//! and profiles", "HTTP boot and the iPXE script"): thin handlers over
-//! [`BootCatalog`], which keeps the default-profile
-//! rule, validates menus and stores a script version on every change of a profile's
-//! generated script.
+//! `/profiles` with their script versions, and `/services/ipxe-script`: thin handlers
+//! over [`BootCatalog`], which keeps the default-profile rule, validates menus and
+//! stores a script version on every change of a profile's generated script.
 #![allow(
     unused_qualifications,
     reason = "utoipa::path re-emits the Query extractor type with its full path"
@@ -247,7 +245,7 @@ pub struct ProfilePreview {
     pub text: String,
     /// Per entry, whether it can run under Secure Boot (shim, then signed GRUB): kernels
     /// and chain-loaded binaries in the boot directory must carry an Authenticode
-    /// signature; iPXE entries never can; URLs cannot be checked (issue 12).
+    /// signature; iPXE entries never can; URLs cannot be checked.
     pub secure_boot: Vec<crate::boot::grub::SecureBootFinding>,
 }
 

@@ -1,7 +1,7 @@
-//! `/scripts`, `/baselines` and the machines' post-install routes (issue 13 "Scripts and
-//! baselines"; spec "Baselines", "Scripts"): thin handlers over [`ScriptService`], which
-//! keeps the names, versions, use checks and the resolution of a machine's baselines.
-//! Behind the session: script CRUD with `versions`, `diff` and `rollback`; baseline CRUD,
+//! `/scripts`, `/baselines` and the machines' post-install routes (spec "Baselines",
+//! "Scripts"): thin handlers over [`ScriptService`], which keeps the names, versions, use
+//! checks and the resolution of a machine's baselines. Behind the session: script CRUD
+//! with `versions`, `diff` and `rollback`; baseline CRUD,
 //! `GET/PUT /baselines/{id}/scripts`, `GET /baselines/assigned?mac=`, and
 //! `GET /hosts/{id}/script-reports`. Public (machines, no login; the install task's token,
 //! checked by [`TaskService::authorize_pull`], every refusal the same 403; rate-limited

@@ -1,4 +1,4 @@
-//! Service lifecycle routes (issue 7 §5, spec "Service lifecycle"): `GET /services`,
+//! Service lifecycle routes (spec "Service lifecycle"): `GET /services`,
 //! `POST /services/{name}/{action}` (`start`, `stop`, `restart`),
 //! `POST /services/batch/{action}` and `PUT /services/{name}/auto-start`, over the
 //! [`Supervisor`] (sub-state). Unknown names and actions are 400s listing the valid ones.

@@ -1,4 +1,4 @@
-//! Settings routes (issue 7 §6, spec "Settings"): `GET/PUT /settings` (the whole tree),
+//! Settings routes (spec "Settings"): `GET/PUT /settings` (the whole tree),
 //! `/settings/general`, `/settings/netboot`, `/settings/interfaces`, and the interface
 //! listings `GET /interfaces` and `GET /network/interfaces`. Every PUT accepts any subset
 //! of its group; unknown keys and bad values are 400s naming the key; the answer says

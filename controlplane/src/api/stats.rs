@@ -1,6 +1,6 @@
-//! `GET /stats/activity` and `GET /stats/pools`: what the dashboard charts (issue 8,
-//! "Dashboard"). Activity comes from the sampled ring of [`crate::stats::Activity`]
-//! (sub-state); pool usage from the live DHCP administration.
+//! `GET /stats/activity` and `GET /stats/pools`: what the dashboard charts. Activity
+//! comes from the sampled ring of [`crate::stats::Activity`] (sub-state); pool usage
+//! from the live DHCP administration.
 #![allow(
     unused_qualifications,
     reason = "utoipa::path re-emits the Query extractor type with its full path"

@@ -54,9 +54,9 @@ pub struct Status {
     pub version: String,
     /// Seconds since start.
     pub uptime_secs: u64,
-    /// This node's name (`[server] node_name`, issue 16).
+    /// This node's name (`[server] node_name`).
     pub node: String,
-    /// The store's backend: `sled` or `postgres` (`[store] backend`, issue 16).
+    /// The store's backend: `sled` or `postgres` (`[store] backend`).
     pub store_backend: String,
     /// False while a PostgreSQL store's connection is lost (the node answers from its
     /// last state; the reason is in the log). Always
@@ -123,10 +123,10 @@ pub async fn metrics(
     )
 }
 
-/// Guards `/metrics` (issue 7 §7: a Prometheus server scrapes with a static config):
-/// passes when `[metrics] public` is true, when `Authorization: Bearer` carries the
-/// configured `[metrics] bearer_token` (compared in constant time), or when the request
-/// has a live session (cookie or session bearer); otherwise 401 in the envelope.
+/// Guards `/metrics` (a Prometheus server scrapes with a static config): passes when
+/// `[metrics] public` is true, when `Authorization: Bearer` carries the configured
+/// `[metrics] bearer_token` (compared in constant time), or when the request has a live
+/// session (cookie or session bearer); otherwise 401 in the envelope.
 pub async fn require_scrape_auth(State(s): State<AppState>, req: Request, next: Next) -> Response {
     let cfg = &s.config.metrics;
     if cfg.public {
@@ -169,11 +169,11 @@ pub fn public_router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(status))
 }
 
-/// A consistent backup of the whole store, taken while the server runs (issue 15; the
-/// file format is in [`crate::backup`]): JSON Lines, a manifest line with per-tree counts
-/// and a SHA-256, then one line per record. Writes wait while it is taken. It holds
-/// password hashes and sessions: keep it like the data directory. `bootlane restore`
-/// restores it with the server stopped. Publishes `system.backup.created`.
+/// A consistent backup of the whole store, taken while the server runs (the file format
+/// is in [`crate::backup`]): JSON Lines, a manifest line with per-tree counts and a
+/// SHA-256, then one line per record. Writes wait while it is taken. It holds password
+/// hashes and sessions: keep it like the data directory. `bootlane restore` restores it
+/// with the server stopped. Publishes `system.backup.created`.
 #[utoipa::path(get, path = "/api/v1/system/backup", tag = "system",
     responses((status = 200, content_type = "application/x-ndjson", body = String,
         description = "The backup file (Content-Disposition: attachment)"), (status = 401)))]

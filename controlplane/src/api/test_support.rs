@@ -29,9 +29,9 @@ pub(crate) async fn state(config: Config) -> (AppState, Arc<FakeTable>) {
 }
 
 /// The store a test runs on: a temporary sled store, or with `BOOTLANE_TEST_STORE=postgres`
-/// (issue 16: "the API test suite runs against both"; `cargo xtask test` runs it both ways)
-/// a new database on one throwaway PostgreSQL cluster shared by the test process, stopped
-/// and removed when the process exits.
+/// (the API tests run against both backends: `cargo xtask test` runs them both ways) a new
+/// database on one throwaway PostgreSQL cluster shared by the test process, stopped and
+/// removed when the process exits.
 pub(crate) async fn test_store() -> Store {
     if std::env::var("BOOTLANE_TEST_STORE").as_deref() != Ok("postgres") {
         return Store::temporary();
@@ -105,9 +105,9 @@ pub(crate) async fn state_on(mut config: Config, store: Store) -> (AppState, Arc
     (state, fake)
 }
 
-/// The router-test client (house style level b; issue 7 §1: one test-support module
-/// for router tests): the whole application as the server builds it, driven with
-/// `oneshot` (no sockets), with the session cookie of [`T::login`] and an optional `Host`.
+/// The router-test client (house style level b; one test-support module for router tests):
+/// the whole application as the server builds it, driven with `oneshot` (no sockets), with
+/// the session cookie of [`T::login`] and an optional `Host`.
 pub(crate) struct T {
     /// The application ([`super::router`]).
     pub(crate) app: Router,

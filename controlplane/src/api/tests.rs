@@ -33,7 +33,7 @@ async fn protected_routes_need_a_session() {
     assert_eq!(s, StatusCode::UNAUTHORIZED, "{v}");
 }
 
-/// Every event carries the node that published it (`[server] node_name`, issue 16);
+/// Every event carries the node that published it (`[server] node_name`);
 /// `GET /events?node=` keeps one node's, `/status` names the node, and a node name that
 /// is not a host name is refused at start.
 #[tokio::test]
@@ -320,7 +320,7 @@ fn scrape(token: &str) -> Request<Body> {
         .unwrap()
 }
 
-/// Issue 7 §7: `/metrics` takes a session, the configured scrape token, or nothing when
+/// `/metrics` takes a session, the configured scrape token, or nothing when
 /// `public = true`; anything else is a 401 in the envelope.
 #[tokio::test]
 async fn metrics_scrape_with_session_token_or_public() {
@@ -362,9 +362,9 @@ async fn metrics_scrape_with_session_token_or_public() {
         .starts_with("text/plain; version=0.0.4"));
 }
 
-/// Issue 7 §7: API requests are counted by matched route template and status, with a
-/// latency histogram; unknown paths are one `unmatched` label, never the raw path; the
-/// DNS, XDP and store series keep their names.
+/// API requests are counted by matched route template and status, with a latency
+/// histogram; unknown paths are one `unmatched` label, never the raw path; the DNS,
+/// XDP and store series keep their names.
 #[tokio::test]
 async fn api_requests_are_counted_by_route_and_status() {
     use crate::metrics::test_support::value;

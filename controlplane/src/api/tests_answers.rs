@@ -1,7 +1,7 @@
-//! Router tests of the answer templates (issue 10 "Answer templates"): CRUD with the
-//! name clash, versions and rollback, validation without storing, preview for a host or
-//! the sample values, the site settings (the root password never answered in plain
-//! text), and 400s naming the field.
+//! Router tests of the answer templates: CRUD with the name clash, versions and
+//! rollback, validation without storing, preview for a host or the sample values, the
+//! site settings (the root password never answered in plain text), and 400s naming the
+//! field.
 
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};

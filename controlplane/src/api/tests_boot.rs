@@ -1060,7 +1060,7 @@ async fn leases_list_stats_delete_prune() {
         (&v["data"][1]["mode"], &v["data"][1]["size"]),
         (&json!("proxy"), &json!(0))
     );
-    // Issue 7 §7: the same numbers as per-subnet gauges, computed at scrape time.
+    // The same numbers as per-subnet gauges, computed at scrape time.
     let v = t.expect(Method::GET, "/api/v1/metrics", None, StatusCode::OK, "").await;
     let text = v.as_str().unwrap();
     for (series, want) in [
@@ -1279,8 +1279,8 @@ async fn dhcp_and_tftp_settings() {
         120,
         "a refused change leaves the live settings alone"
     );
-    // Socket changes no longer need the file and a process restart (issue 7 §5): they are
-    // stored, and the supervisor restarts DHCP when it runs (here it does not).
+    // Socket changes need neither the file nor a process restart: they are stored, and
+    // the supervisor restarts DHCP when it runs (here it does not).
     let v = t
         .expect(
             Method::PUT,

@@ -1,6 +1,6 @@
-//! Two nodes on one shared PostgreSQL store (issue 16): a change made through one node's
-//! API reaches the other node's services (zone and XDP projection, Secure Boot MACs,
-//! access gate) by `LISTEN/NOTIFY`, without polling.
+//! Two nodes on one shared PostgreSQL store: a change made through one node's API
+//! reaches the other node's services (zone and XDP projection, Secure Boot MACs, access
+//! gate) by `LISTEN/NOTIFY`, without polling.
 
 use std::time::{Duration, Instant};
 

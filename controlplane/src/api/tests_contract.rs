@@ -1,6 +1,6 @@
-//! The OpenAPI contract (issue 7 section 8) at router level: the generated document walked
-//! operation by operation (envelopes, error answers, path parameters, security), the session
-//! layer checked against the document's security marks, real answers checked against the
+//! The OpenAPI contract at router level: the generated document walked operation by
+//! operation (envelopes, error answers, path parameters, security), the session layer
+//! checked against the document's security marks, real answers checked against the
 //! document's schemas, and every layer's rejection checked for the envelope.
 
 use std::collections::BTreeSet;
@@ -536,9 +536,9 @@ fn property_names(doc: &Value, schema: &Value, out: &mut BTreeSet<String>) {
     );
 }
 
-/// Issue 7 §1, one list contract: every list operation declares `page` (from 1), `size`
-/// (1-1000) and `q` (from [`super::list::ListQuery`]) and answers its items under its
-/// own key beside `total`, `page` and `size` (from [`super::list::PageInfo`]).
+/// One list contract: every list operation declares `page` (from 1), `size` (1-1000)
+/// and `q` (from [`super::list::ListQuery`]) and answers its items under its own key
+/// beside `total`, `page` and `size` (from [`super::list::PageInfo`]).
 #[test]
 fn every_list_shares_the_list_contract() {
     let doc = doc();
@@ -564,7 +564,7 @@ fn every_list_shares_the_list_contract() {
                 .clone()
         };
         if path != "/api/v1/events" {
-            // The events list (lead's module) has its own query type; its paging is shared.
+            // The events list has its own query type; its paging is shared.
             assert_eq!(param("page")["schema"]["minimum"], 1, "{path}");
             assert_eq!(param("size")["schema"]["minimum"], 1, "{path}");
             assert_eq!(param("size")["schema"]["maximum"], 1000, "{path}");

@@ -1,7 +1,7 @@
-//! Router tests of the install task routes (issue 10): the admin routes behind the
-//! session, the public ones without it (the one refusal in the envelope, by-mac saying
-//! only the action, reports with an unknown kind), and the answer served through the
-//! real template service for a machine whose lease is held by the requesting address.
+//! Router tests of the install task routes: the admin routes behind the session, the
+//! public ones without it (the one refusal in the envelope, by-mac saying only the
+//! action, reports with an unknown kind), and the answer served through the real
+//! template service for a machine whose lease is held by the requesting address.
 
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};

@@ -1,6 +1,6 @@
-//! Router tests of the file and bootloader APIs (issue 9 "Files", "Bootloaders"), with the
-//! shared client of [`super::test_support`]. States with another config or a simulated full disk
-//! replace the client's router (`T::app`).
+//! Router tests of the file and bootloader APIs, with the shared client of
+//! [`super::test_support`]. States with another config or a simulated full disk replace
+//! the client's router (`T::app`).
 
 use std::{path::PathBuf, sync::Arc};
 

@@ -1,7 +1,7 @@
-//! Router tests of the NFS routes (issue 9 "NFS") with the shared client of
-//! [`super::test_support`]. `exportfs` is a shell script that records its arguments (and
-//! prints a kernel table for `-v`, or fails, as a test needs); the exports file lives in
-//! a temporary directory, so nothing on the machine changes.
+//! Router tests of the NFS routes with the shared client of [`super::test_support`].
+//! `exportfs` is a shell script that records its arguments (and prints a kernel table
+//! for `-v`, or fails, as a test needs); the exports file lives in a temporary
+//! directory, so nothing on the machine changes.
 
 use std::{
     os::unix::fs::PermissionsExt,

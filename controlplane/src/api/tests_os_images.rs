@@ -1,7 +1,7 @@
-//! Router tests of the OS image API (issue 9 "OS images"): a Debian-netinst-shaped ISO
-//! (built with xorriso by [`crate::media::iso::tests::debian_iso`]; skipped with a message
-//! when xorriso is missing) uploaded through `POST /os-images/upload`, polled until
-//! `ready` with its kernel and initrd, with its progress events; list, edit, delete.
+//! Router tests of the OS image API: a Debian-netinst-shaped ISO (built with xorriso by
+//! [`crate::media::iso::tests::debian_iso`]; skipped with a message when xorriso is
+//! missing) uploaded through `POST /os-images/upload`, polled until `ready` with its
+//! kernel and initrd, with its progress events; list, edit, delete.
 
 use axum::{
     body::Body,

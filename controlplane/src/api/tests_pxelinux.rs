@@ -1,6 +1,6 @@
-//! API tests (house style level b) for PXELINUX (issue 12): `pxelinux.cfg/01-<mac>` and
-//! `default` generated over `GET /boot/...`, and the `boot-config?format=` preview. The
-//! rendering rules themselves are unit-tested in [`crate::boot::pxelinux`].
+//! API tests (house style level b) for PXELINUX: `pxelinux.cfg/01-<mac>` and `default`
+//! generated over `GET /boot/...`, and the `boot-config?format=` preview. The rendering
+//! rules themselves are unit-tested in [`crate::boot::pxelinux`].
 
 use axum::http::{Method, StatusCode};
 use serde_json::json;
@@ -86,8 +86,8 @@ async fn boot_config_formats() {
         "{cfg}"
     );
 
-    // GRUB (issue 12 "Secure Boot"): the same menu as GRUB commands; the https chain
-    // entry is left out (GRUB has no TLS).
+    // GRUB: the same menu as GRUB commands; the https chain entry is left out (GRUB
+    // has no TLS).
     let (s, _, v) = t.call(Method::GET, &format!("{path}?format=grub"), None).await;
     assert_eq!(s, StatusCode::OK, "{v}");
     let grub = v.as_str().unwrap();
@@ -184,9 +184,9 @@ async fn generated_files_over_http() {
     assert_eq!(v.as_str().unwrap_or_default(), "DEFAULT mine\n", "{v}");
 }
 
-/// GRUB (issue 12 "Secure Boot"): `grub/grub.cfg` sends every machine to its own
-/// `grub.cfg-<mac>`, which is its host's profile (exactly the `format=grub` preview), or the
-/// default profile for an unregistered MAC; each file served is a `boot.grub.served` event.
+/// GRUB: `grub/grub.cfg` sends every machine to its own `grub.cfg-<mac>`, which is its
+/// host's profile (exactly the `format=grub` preview), or the default profile for an
+/// unregistered MAC; each file served is a `boot.grub.served` event.
 #[tokio::test]
 async fn grub_files_over_http() {
     let t = setup().await;

@@ -1,8 +1,8 @@
-//! Router tests of `/scripts`, `/baselines` and the machines' pull and report routes
-//! (issue 13): CRUD with named 400s and 409s, the session requirement, assignment through
-//! hosts and profiles, and the public side: one refusal for a wrong token and an unknown
-//! task that says nothing, the JSON and the bundles for the right token, reports in the
-//! host's list and as events.
+//! Router tests of `/scripts`, `/baselines` and the machines' pull and report routes:
+//! CRUD with named 400s and 409s, the session requirement, assignment through hosts and
+//! profiles, and the public side: one refusal for a wrong token and an unknown task that
+//! says nothing, the JSON and the bundles for the right token, reports in the host's list
+//! and as events.
 
 use axum::{
     body::Body,

@@ -1,6 +1,6 @@
-//! Router tests of `/store` (issue 13 "Store (community catalog)"): the built-in
-//! catalog, filters, details, imports with clash/rename/overwrite, the sha256 check
-//! (nothing written on a mismatch), local bundles, and failing and working HTTP sources.
+//! Router tests of `/store`: the built-in catalog, filters, details, imports with
+//! clash/rename/overwrite, the sha256 check (nothing written on a mismatch), local
+//! bundles, and failing and working HTTP sources.
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
-//! Router tests of the update routes (issue 13 "Version check and download") with the
-//! shared client of [`super::test_support`]. The update source is a real HTTP server on
-//! `127.0.0.1:0` (axum) serving a manifest and artifacts signed in the test with a
-//! generated minisign key; the data directory is temporary.
+//! Router tests of the update routes with the shared client of [`super::test_support`].
+//! The update source is a real HTTP server on `127.0.0.1:0` (axum) serving a manifest
+//! and artifacts signed in the test with a generated minisign key; the data directory
+//! is temporary.
 
 use std::{path::Path, time::Duration};
 

@@ -1,5 +1,5 @@
-//! The web UI (issue 8, "Shape"): serves the single-page app built from `web/` (Vite,
-//! output in `web/dist`) at `/`, embedded into the binary with `rust-embed`.
+//! The web UI: serves the single-page app built from `web/` (Vite, output in
+//! `web/dist`) at `/`, embedded into the binary with `rust-embed`.
 //!
 //! - Files are looked up by path; any other path without a file extension is a
 //!   client-side route and gets `index.html`, so deep links and reloads work.

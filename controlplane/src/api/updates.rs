@@ -1,6 +1,6 @@
-//! Version check and download (issue 13): `POST /version/check` asks the configured update
-//! source, `POST /version/download` starts a verified background download (202, followed
-//! with `GET /version/download` or the `update.download.*` events), `GET /version/downloads`
+//! Version check and download: `POST /version/check` asks the configured update source,
+//! `POST /version/download` starts a verified background download (202, followed with
+//! `GET /version/download` or the `update.download.*` events), `GET /version/downloads`
 //! lists what is stored. The HTTP face of [`crate::updates::service::UpdateService`].
 
 use std::sync::Arc;

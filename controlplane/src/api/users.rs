@@ -1,6 +1,6 @@
-//! User accounts (issue 15 "Admin CLI": `bootlane user ...` works on the data directory
-//! with the server stopped, or through the API while it runs). This module owns the
-//! store-level operations both paths use ([`list_users`], [`add_user`], [`set_password`],
+//! User accounts (`bootlane user ...` works on the data directory with the server
+//! stopped, or through the API while it runs). This module owns the store-level
+//! operations both paths use ([`list_users`], [`add_user`], [`set_password`],
 //! [`delete_user`]: argon2id hashes in the `users` tree, a password change or a deletion
 //! ends that user's sessions, the last user cannot be deleted) and the routes over them:
 //! `GET /users`, `POST /users`, `PUT /users/{username}/password`,

@@ -1,10 +1,10 @@
-//! Wake-on-LAN routes (issue 11 "Wake-on-LAN") over [`WolService`]:
-//! `POST /hosts/{id}/wake`, `POST /hosts/batch/wake`, the history (`GET /wol/history`,
-//! `GET /wol/history/{key}` by MAC, `DELETE /wol/history/{key}` by id,
-//! `DELETE /wol/history`), `GET /wol/interfaces`, and the schedules
-//! (`POST /wol/schedule`, `GET /wol/schedules`, `DELETE /wol/schedule/{id}`).
-//! The history and schedule paths share `{key}` because the router cannot give one path
-//! two parameter names: it is a MAC for GET and a record id for DELETE.
+//! Wake-on-LAN routes over [`WolService`]: `POST /hosts/{id}/wake`,
+//! `POST /hosts/batch/wake`, the history (`GET /wol/history`, `GET /wol/history/{key}`
+//! by MAC, `DELETE /wol/history/{key}` by id, `DELETE /wol/history`),
+//! `GET /wol/interfaces`, and the schedules (`POST /wol/schedule`,
+//! `GET /wol/schedules`, `DELETE /wol/schedule/{id}`). The history and schedule paths
+//! share `{key}` because the router cannot give one path two parameter names: it is a
+//! MAC for GET and a record id for DELETE.
 #![allow(
     unused_qualifications,
     reason = "utoipa::path re-emits the Query extractor type with its full path"

@@ -1,4 +1,4 @@
-//! IPMI 2.0 over LAN through Debian's `ipmitool` (issue 11 "BMC"): every call is one
+//! IPMI 2.0 over LAN through Debian's `ipmitool`: every call is one
 //! `ipmitool -I lanplus -C <suite> -H <host> -p <port> -U <user> -E -v -N <secs> -R 1 ...`
 //! run. The password goes through the `IPMI_PASSWORD` environment variable (`-E`), never on
 //! the command line (where `ps` shows it); the run is killed when it overruns

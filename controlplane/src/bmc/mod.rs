@@ -1,10 +1,10 @@
-//! BMC power (issue 11 "BMC"): BMC configs ([`model`]) with their passwords sealed at rest
-//! ([`secret`]), the protocol clients behind one trait ([`client`]: IPMI through Debian's
-//! `ipmitool` in [`ipmi`], Redfish over HTTPS in [`redfish`]), and the service that is the
-//! single write path for configs and the single path for every power and boot-device
-//! action ([`service`]): resolve the config (or a host's own `bmc_*` fields), check the
-//! address against `[bmc] allowed_networks`, drive the BMC, poll the power state to a
-//! deadline, record the last status, publish `bmc.*` events.
+//! BMC power: BMC configs ([`model`]) with their passwords sealed at rest ([`secret`]),
+//! the protocol clients behind one trait ([`client`]: IPMI through Debian's `ipmitool` in
+//! [`ipmi`], Redfish over HTTPS in [`redfish`]), and the service that is the single write
+//! path for configs and the single path for every power and boot-device action
+//! ([`service`]): resolve the config (or a host's own `bmc_*` fields), check the address
+//! against `[bmc] allowed_networks`, drive the BMC, poll the power state to a deadline,
+//! record the last status, publish `bmc.*` events.
 //!
 //! This module owns the `[bmc]` configuration section ([`BmcSection`], validated here;
 //! `config.rs` only aggregates). It holds no global state: the service is built once in

@@ -1,4 +1,4 @@
-//! The BMC config resource (issue 11 "BMC"): as stored ([`BmcConfig`], password sealed by
+//! The BMC config resource: as stored ([`BmcConfig`], password sealed by
 //! [`super::secret`]), as the API shows it ([`BmcView`]: `has_password`, never the
 //! password), the merge input of create, update and the CSV import ([`BmcInput`]) and its
 //! validation ([`BmcConfig::apply`]); the values a BMC reports ([`PowerState`],

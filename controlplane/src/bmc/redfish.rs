@@ -1,13 +1,13 @@
-//! DMTF Redfish over HTTP(S) with `reqwest` (issue 11 "BMC"): Basic authentication on every
-//! request (no session service needed), the system at `/redfish/v1/Systems/<id>` or the
-//! first member of the collection, `ComputerSystem.Reset` with the reset type checked
-//! against the BMC's `ResetType@Redfish.AllowableValues` when it lists them, and the boot
-//! override as a `PATCH` of `Boot.BootSourceOverrideTarget/Enabled/Mode` sent with
-//! `If-Match: <ETag>` when the BMC offers one (retried once on 412 with a fresh ETag).
-//! Error answers are read for the Redfish `error.message` / `@Message.ExtendedInfo`
-//! text. A client is built per call (the TLS switch and timeout are per BMC) by
-//! [`outbound::client_builder`] with the target's `[outbound]` rules; redirects are not
-//! followed, so checking the base URL once covers every request of the call. No state.
+//! DMTF Redfish over HTTP(S) with `reqwest`: Basic authentication on every request (no
+//! session service needed), the system at `/redfish/v1/Systems/<id>` or the first member of
+//! the collection, `ComputerSystem.Reset` with the reset type checked against the BMC's
+//! `ResetType@Redfish.AllowableValues` when it lists them, and the boot override as a
+//! `PATCH` of `Boot.BootSourceOverrideTarget/Enabled/Mode` sent with `If-Match: <ETag>`
+//! when the BMC offers one (retried once on 412 with a fresh ETag). Error answers are read
+//! for the Redfish `error.message` / `@Message.ExtendedInfo` text. A client is built per
+//! call (the TLS switch and timeout are per BMC) by [`outbound::client_builder`] with the
+//! target's `[outbound]` rules; redirects are not followed, so checking the base URL once
+//! covers every request of the call. No state.
 
 use std::time::Duration;
 

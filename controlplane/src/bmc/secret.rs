@@ -1,9 +1,9 @@
-//! BMC passwords at rest (issue 11 "BMC": "stored encrypted with a key kept in the data
-//! directory (mode 0600)"): XChaCha20-Poly1305 (RustCrypto `chacha20poly1305`) with a
-//! random 32-byte key in `<data_dir>/bmc.key`, created on first use with mode 0600 (and
-//! put back to 0600 when found looser). Each sealed value is `v1:` + hex(24-byte random
-//! nonce ‖ ciphertext ‖ tag); the associated data names the purpose, so a sealed BMC
-//! password cannot be passed off as anything else. Losing the key file loses the stored
+//! BMC passwords at rest (stored encrypted with a key kept in the data directory, mode
+//! 0600): XChaCha20-Poly1305 (RustCrypto `chacha20poly1305`) with a random 32-byte key
+//! in `<data_dir>/bmc.key`, created on first use with mode 0600 (and put back to 0600
+//! when found looser). Each sealed value is `v1:` + hex(24-byte random nonce ‖
+//! ciphertext ‖ tag); the associated data names the purpose, so a sealed BMC password
+//! cannot be passed off as anything else. Losing the key file loses the stored
 //! passwords (they must be entered again), nothing else.
 //!
 //! State: the key, in memory, for the life of the service.

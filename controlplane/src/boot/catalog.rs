@@ -1,8 +1,7 @@
-//! Boot profiles, profile script versions and the iPXE script template (issue 4
-//! "Hosts and profiles", "HTTP boot and the iPXE script"): the single write path for
-//! all three, and the per-MAC script choice used by both `GET /boot/ipxe?mac=` and
-//! `GET /hosts/{id}/boot-config`. Hosts themselves are [`crate::inventory`]'s; the
-//! catalog reads them through [`HostService`].
+//! Boot profiles, profile script versions and the iPXE script template: the single
+//! write path for all three, and the per-MAC script choice used by both
+//! `GET /boot/ipxe?mac=` and `GET /hosts/{id}/boot-config`. Hosts themselves are
+//! [`crate::inventory`]'s; the catalog reads them through [`HostService`].
 //!
 //! Rules kept here (not in the handlers):
 //! - Exactly one profile is the default: seeded on first start ("Default", one entry
@@ -120,8 +119,8 @@ pub struct Profile {
     pub timeout_secs: u32,
     /// Menu entries (1-50).
     pub entries: Vec<MenuEntry>,
-    /// The profile's baseline (issue 13): post-install scripts for its machines, after
-    /// each host's own; `null`: none.
+    /// The profile's baseline: post-install scripts for its machines, after each
+    /// host's own; `null`: none.
     #[serde(default)]
     pub baseline_id: Option<u64>,
     /// Creation time, RFC 3339.

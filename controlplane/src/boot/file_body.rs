@@ -3,9 +3,10 @@
 //! one `preadv2(RWF_NOWAIT)` straight into the buffer handed to hyper, served on the
 //! worker when the page cache holds it, and only otherwise read on tokio's blocking pool.
 //! A fleet of machines fetching the same initrd therefore costs one copy into the
-//! socket per byte, with no hand-off to another thread (issue 14, "HTTP boot": 200
-//! parallel Range downloads against nginx). tower-http's `ServeFile` still answers the
-//! headers (Range, conditional requests, 416); its body is replaced by this one.
+//! socket per byte, with no hand-off to another thread (the fleet round of
+//! `scripts/bench-media.sh`: 200 parallel Range downloads, against nginx). tower-http's
+//! `ServeFile` still answers the headers (Range, conditional requests, 416); its body is
+//! replaced by this one.
 
 use std::{
     fs::File,

@@ -1,5 +1,5 @@
-//! Boot-loader configuration files made from the profiles on every request (issue 12):
-//! PXELINUX's `pxelinux.cfg/...` ([`super::pxelinux`]) and GRUB's `grub/grub.cfg...`
+//! Boot-loader configuration files made from the profiles on every request: PXELINUX's
+//! `pxelinux.cfg/...` ([`super::pxelinux`]) and GRUB's `grub/grub.cfg...`
 //! ([`super::grub`]). One dispatch ([`generate`]) serves both to TFTP
 //! ([`BootConfigFiles`], a [`crate::tftp::handler::GeneratedFiles`]) and to
 //! `GET /boot/...`, asked only for names the boot directory does not hold (a file on disk

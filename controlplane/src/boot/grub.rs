@@ -1,6 +1,6 @@
-//! GRUB configuration generated from boot profiles (issue 12 "Secure Boot"), for UEFI
-//! machines that boot the Microsoft-signed shim and Debian's signed network GRUB
-//! (`shimx64.efi` → `grubx64.efi`, copied into the boot root by [`super::populate_secure_boot`]).
+//! GRUB configuration generated from boot profiles, for UEFI machines that boot the
+//! Microsoft-signed shim and Debian's signed network GRUB (`shimx64.efi` →
+//! `grubx64.efi`, copied into the boot root by [`super::populate_secure_boot`]).
 //!
 //! Debian's signed network GRUB (`grubnetx64.efi.signed`) has the built-in prefix
 //! `(tftp,<next-server>)/grub` and asks for `grub/grub.cfg` only (measured under OVMF with

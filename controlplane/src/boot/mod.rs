@@ -10,9 +10,9 @@
 //! - [`populate_pxelinux`] copies Debian's `pxelinux.0` and the BIOS modules its menu needs
 //!   ([`PXELINUX_FILES`], [`SYSLINUX_MODULES`]) the same way.
 //! - [`populate_secure_boot`] copies the Microsoft-signed shim and Debian's signed network
-//!   GRUB ([`SECURE_BOOT_FILES`]) under the names shim and GRUB look for (issue 12).
+//!   GRUB ([`SECURE_BOOT_FILES`]) under the names shim and GRUB look for.
 //! - [`pxelinux`] generates `pxelinux.cfg/...` and [`grub`] `grub/grub.cfg...` from the
-//!   profiles; [`generated`] serves both to TFTP and HTTP (issue 12).
+//!   profiles; [`generated`] serves both to TFTP and HTTP.
 //! - [`catalog`] holds profiles, script versions and the iPXE script template
 //!   (rendered with minijinja from [`DEFAULT_SCRIPT`] or a replacement).
 //!
@@ -44,16 +44,16 @@ pub struct BootConfig {
     /// Where the iPXE binaries copied into the root at start come from. Default
     /// `/usr/lib/ipxe` (Debian's `ipxe` package). Files already in the root are kept.
     pub ipxe_source: Option<PathBuf>,
-    /// Where `pxelinux.0` is copied into the root from at start (issue 12 "PXELINUX").
-    /// Default `/usr/lib/PXELINUX` (Debian's `pxelinux` package). Files already in the
-    /// root are kept.
+    /// Where `pxelinux.0` is copied into the root from at start. Default
+    /// `/usr/lib/PXELINUX` (Debian's `pxelinux` package). Files already in the root
+    /// are kept.
     pub pxelinux_source: Option<PathBuf>,
     /// Where the BIOS syslinux modules PXELINUX loads ([`SYSLINUX_MODULES`]) come from.
     /// Default `/usr/lib/syslinux/modules/bios` (Debian's `syslinux-common`).
     pub syslinux_modules: Option<PathBuf>,
     /// Where the Microsoft-signed shim (`shimx64.efi.signed`, `mmx64.efi.signed`) copied
-    /// into the root at start comes from (issue 12 "Secure Boot"). Default `/usr/lib/shim`
-    /// (Debian's `shim-signed`).
+    /// into the root at start comes from. Default `/usr/lib/shim` (Debian's
+    /// `shim-signed`).
     pub shim_source: Option<PathBuf>,
     /// Where Debian's signed network GRUB (`grubnetx64.efi.signed`, copied as
     /// `grubx64.efi`) comes from. Default `/usr/lib/grub/x86_64-efi-signed` (Debian's

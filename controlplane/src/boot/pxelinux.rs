@@ -1,5 +1,5 @@
-//! PXELINUX configuration generated from boot profiles (issue 12 "PXELINUX"), for BIOS
-//! machines that boot `pxelinux.0` (Debian's `pxelinux`/`syslinux-common`) instead of iPXE.
+//! PXELINUX configuration generated from boot profiles, for BIOS machines that boot
+//! `pxelinux.0` (Debian's `pxelinux`/`syslinux-common`) instead of iPXE.
 //!
 //! PXELINUX asks its TFTP server, in order, for `pxelinux.cfg/<uuid>`,
 //! `pxelinux.cfg/01-<mac with dashes>`, eight shrinking hex-IP prefixes

@@ -1,11 +1,13 @@
-//! The admin subcommands of the `bootlane` binary besides `serve` (issue 15 "Admin CLI"):
-//! `config check` and `config show`, and `user list|add|passwd|delete` on the data directory while the
-//! server is stopped (so a lost admin password is recoverable), and `status` (asks a
-//! running server's public `GET /api/v1/status`), and `audit verify` (checks the audit
-//! log's hash chain from the files of the data directory: it changes nothing, so it runs
-//! with the server running or stopped, and needs only read access). Each subcommand is a function returning what it prints and its exit
-//! status, so it is tested without spawning the binary; `main.rs` only dispatches.
-//! Holds no global state.
+//! The `bootlane` command line ([`Cli`]) and its subcommands besides `serve`: `config
+//! check` and `config show`; `user list|add|passwd|delete` on the data directory while the
+//! server is stopped (so a lost admin password is recoverable), else through its API;
+//! `status` (asks a running server's public `GET /api/v1/status`); `audit verify` (checks
+//! the audit log's hash chain from the files of the data directory: it changes nothing,
+//! so it runs with the server running or stopped, and needs only read access); and, in
+//! the submodules, `backup`/`restore`, `store migrate`, `update` and the hidden
+//! `generate`. Each subcommand is a function returning what it prints and its exit
+//! status, so it is tested without spawning the binary; `main.rs` only dispatches. The
+//! modules below the command line never import it. Holds no global state.
 
 use std::{
     io::BufRead,
@@ -41,25 +43,24 @@ pub struct Cli {
 pub enum Command {
     /// Run the server (DNS, REST API and the other services) until SIGINT/SIGTERM.
     Serve(crate::config::ServeArgs),
-    /// Check the configuration file, or show the effective configuration (issue 15 "Admin CLI").
+    /// Check the configuration file, or show the effective configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
     /// Manage the users: in the data directory while the server is stopped, else through
-    /// its API (issue 15).
+    /// its API.
     User(UserArgs),
     /// Ask the running server's `GET /api/v1/status` and print it (exit 1 if unreachable).
     Status(StatusArgs),
     /// Check the audit log: `audit verify` checks its hash chain in the data directory.
     Audit(AuditArgs),
     /// Write a consistent backup of the store (from the data directory when the server is
-    /// stopped, else through its API) to a file (issue 15).
+    /// stopped, else through its API) to a file.
     Backup(backup::BackupArgs),
-    /// Restore a backup into a data directory while the server is stopped (issue 15).
+    /// Restore a backup into a data directory while the server is stopped.
     Restore(backup::RestoreArgs),
-    /// Move a store between backends: `store migrate --from sled:DIR --to postgres:URL`
-    /// (issue 16).
+    /// Move a store between backends: `store migrate --from sled:DIR --to postgres:URL`.
     Store(store::StoreArgs),
-    /// List verified update downloads, or install one over the binary (issue 13).
+    /// List verified update downloads, or install one over the binary.
     Update(update::UpdateArgs),
     /// Write the man pages or the shell completions (used by `cargo xtask package`; hidden).
     #[command(hide = true)]

@@ -1,12 +1,12 @@
 //! What the Debian package ships besides the binary, generated from the binary's own clap
-//! definitions so it can never drift from `--help` (issue 15 "Package and service" and
-//! "`clap_mangen` generates the man page and `clap_complete` the completions at package
-//! time"): the hidden `bootlane generate man|completions --out DIR` subcommand, run by
-//! `cargo xtask package`. Man pages: `bootlane.1` and one page per visible subcommand
-//! (`bootlane-serve.1`, `bootlane-config-check.1`, ...); completions: bash (`bootlane.bash`),
-//! zsh (`_bootlane`) and fish (`bootlane.fish`). The default configuration file of the
-//! package (`controlplane/debian/bootlane.toml`) is hand-written with an explanation per
-//! key; a unit test here keeps it equal to the defaults. Holds no global state.
+//! definitions so it can never drift from `--help` (`clap_mangen` generates the man pages
+//! and `clap_complete` the completions at package time): the hidden
+//! `bootlane generate man|completions --out DIR` subcommand, run by `cargo xtask package`.
+//! Man pages: `bootlane.1` and one page per visible subcommand (`bootlane-serve.1`,
+//! `bootlane-config-check.1`, ...); completions: bash (`bootlane.bash`), zsh (`_bootlane`)
+//! and fish (`bootlane.fish`). The default configuration file of the package
+//! (`controlplane/debian/bootlane.toml`) is hand-written with an explanation per key; a unit
+//! test here keeps it equal to the defaults. Holds no global state.
 
 use std::{
     path::{Path, PathBuf},

@@ -1,5 +1,5 @@
-//! The catalog's on-disk and on-the-wire format (issue 13 "Store"), shared by every
-//! source and by local bundles:
+//! The catalog's on-disk and on-the-wire format, shared by every source and by
+//! local bundles:
 //!
 //! - a source holds `index.json`, `{"format": 1, "items": [<entry>...]}`, where an entry
 //!   is an item's metadata (`type`, `id`, `name`, `version`, `description`, `author`,

@@ -1,7 +1,7 @@
-//! The community catalog ("store", issue 13 "Store (community catalog)"): items other
-//! sites can share (answer templates, boot profiles, netboot overlays, post-install
-//! scripts, baselines with their scripts) listed from *sources* and installed into this
-//! server's own resources through their services.
+//! The community catalog ("store"): items other sites can share (answer templates, boot
+//! profiles, netboot overlays, post-install scripts, baselines with their scripts)
+//! listed from *sources* and installed into this server's own resources through their
+//! services.
 //!
 //! - [`mod@format`]: the source layout (`index.json`, `items/<type>/<id>.json`), the item
 //!   shapes per type, and the sha256 of an item's content (canonical JSON).

@@ -1,8 +1,8 @@
-//! The store service (issue 13 "Store (community catalog)"): lists the items of every
-//! source, answers one item with its content, and imports items into this server's
-//! resources through their own services (answer templates, boot profiles, netboot
-//! overlays, scripts, baselines with their scripts), so every rule of those
-//! resources (validation, versions, events) applies to imported items too.
+//! The store service: lists the items of every source, answers one item with its
+//! content, and imports items into this server's resources through their own services
+//! (answer templates, boot profiles, netboot overlays, scripts, baselines with their
+//! scripts), so every rule of those resources (validation, versions, events) applies
+//! to imported items too.
 //!
 //! Import rules kept here: the item's content hash is checked against the item's own
 //! `sha256` and the index's before anything is written; the installed name is the

@@ -1,5 +1,5 @@
-//! Catalog sources (issue 13 "Store"): the built-in set (`controlplane/catalog/`,
-//! embedded in the binary, or `[community] dir` in its place) and HTTP sources
+//! Catalog sources: the built-in set (`controlplane/catalog/`, embedded in the
+//! binary, or `[community] dir` in its place) and HTTP sources
 //! (`[[community.sources]]`). Every source reads the same layout ([`super::format`]):
 //! `index.json` and `items/<type>/<id>.json`.
 //!

@@ -1,6 +1,6 @@
-//! `[dns.xdp]`, the data plane's own configuration section (issue 7 §1: each service owns
-//! its section; `config.rs` only aggregates). Lives with the data plane, below DNS, so the
-//! data plane imports nothing from the layers above it. No state.
+//! `[dns.xdp]`, the data plane's own configuration section (each service owns its section;
+//! `config.rs` only aggregates). Lives with the data plane, below DNS, so the data plane
+//! imports nothing from the layers above it. No state.
 
 use serde::{Deserialize, Serialize};
 

@@ -144,8 +144,8 @@ pub trait DnsTable: Send + Sync {
     /// `0.0.0.0`/`::` meaning every interface of that family) or on the configured
     /// interfaces, detaching from interfaces no longer wanted; answers where it is
     /// attached afterwards. Called when the DNS service starts and when its listen
-    /// addresses or the host's interfaces change (issue 7 section 5). The default (no
-    /// fast path) attaches nothing and answers an empty list.
+    /// addresses or the host's interfaces change. The default (no fast path) attaches
+    /// nothing and answers an empty list.
     ///
     /// # Errors
     /// Why nothing could be attached (userspace answers everything meanwhile).

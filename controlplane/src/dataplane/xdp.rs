@@ -5,9 +5,9 @@
 //!
 //! Global state: the loaded [`Ebpf`] (program, links, maps) lives inside [`XdpTable`]
 //! for the life of the process; dropping it detaches the program and frees the maps.
-//! The attachments follow the DNS service (issue 7 section 5): [`DnsTable::detach`] when
-//! it stops, [`DnsTable::attach`] when it starts or its listen addresses change (new
-//! interfaces are attached, interfaces no longer wanted detached); the maps stay loaded.
+//! The attachments follow the DNS service: [`DnsTable::detach`] when it stops,
+//! [`DnsTable::attach`] when it starts or its listen addresses change (new interfaces
+//! are attached, interfaces no longer wanted detached); the maps stay loaded.
 
 use std::{
     collections::{HashMap as StdHashMap, HashSet},
@@ -567,10 +567,10 @@ mod tests {
         (key, ans)
     }
 
-    /// Issue 14: the kernel's config carries the server addresses inline (sorted, no
-    /// duplicates) up to `INLINE_SERVER_ADDRS`, the map flag beyond, and the scope flag
-    /// exactly when an entry is scoped; the caller's flags (RA) are kept and stale
-    /// derived flags cleared.
+    /// The kernel's config carries the server addresses inline (sorted, no duplicates)
+    /// up to `INLINE_SERVER_ADDRS`, the map flag beyond, and the scope flag exactly
+    /// when an entry is scoped; the caller's flags (RA) are kept and stale derived
+    /// flags cleared.
     #[test]
     fn kernel_config_inlines_addresses_and_sets_the_flags() {
         let v4 = |s: &str| -> IpAddr { s.parse().unwrap() };

@@ -1,5 +1,5 @@
 //! `[dhcp]` configuration: IPv4 subnets with their mode, pool, options and reservations,
-//! IPv6 subnets (`[[dhcp.subnets6]]`, DHCPv6 for network boot, issue 12), and the
+//! IPv6 subnets (`[[dhcp.subnets6]]`, DHCPv6 for network boot), and the
 //! client-architecture map (RFC 4578 option 93 / RFC 5970 option 61 code to boot file).
 //! Validated by [`DhcpConfig::validate`] before anything starts. Holds no global state.
 
@@ -81,15 +81,15 @@ pub struct SubnetConfig {
     /// `[[dhcp.subnets.reservations]]`: fixed addresses; they always win over the pool.
     #[serde(default)]
     pub reservations: Vec<Reservation>,
-    /// Secure Boot for every x86-64 UEFI client of this subnet (issue 12): architecture 7
-    /// and 9 clients are handed the signed shim ([`crate::boot::SHIM_FILE`]), which loads
-    /// signed GRUB and its generated menu, instead of iPXE. Hosts can ask for it one by one
-    /// with their `secure_boot` flag. Default false.
+    /// Secure Boot for every x86-64 UEFI client of this subnet: architecture 7 and 9
+    /// clients are handed the signed shim ([`crate::boot::SHIM_FILE`]), which loads signed
+    /// GRUB and its generated menu, instead of iPXE. Hosts can ask for it one by one with
+    /// their `secure_boot` flag. Default false.
     #[serde(default)]
     pub secure_boot: bool,
 }
 
-/// `[[dhcp.subnets6]]`: one IPv6 link (issue 12 "IPv6").
+/// `[[dhcp.subnets6]]`: one IPv6 link.
 ///
 /// `server` mode assigns IA_NA addresses from `range_start..=range_end` (leases persisted
 /// beside the IPv4 ones) and hands boot clients their boot-file URL (option 59);
@@ -150,8 +150,8 @@ fn default_lease_time() -> u32 {
 /// The built-in architecture map (RFC 4578 §2.1 and the IANA "Processor Architecture
 /// Types" registry): 0 BIOS → `undionly.kpxe`; 6 EFI IA32 → `ipxe32.efi`; 7 and 9 EFI
 /// x86-64 → `ipxe.efi`; 10 EFI ARM32 → `ipxe-arm32.efi`; 11 EFI ARM64 → `grubaa64.efi`
-/// (Debian's signed ARM64 GRUB with menus generated per MAC, issue 12: Debian ships no
-/// ARM64 iPXE); 16 x86-64 UEFI HTTP boot → `ipxe.efi` over HTTP.
+/// (Debian's signed ARM64 GRUB with menus generated per MAC: Debian ships no ARM64
+/// iPXE); 16 x86-64 UEFI HTTP boot → `ipxe.efi` over HTTP.
 pub fn default_arch_map() -> BTreeMap<u16, String> {
     [
         (0, "undionly.kpxe"),

@@ -1,5 +1,5 @@
-//! Live DHCP administration (issue 4 "DHCP" API bullets): the one place the API changes
-//! what the running DHCP handler uses, without a restart.
+//! Live DHCP administration: the one place the API changes what the running DHCP
+//! handler uses, without a restart.
 //!
 //! - Reservations stored in the store (`/dhcp/reservations`) are added to the
 //!   configuration file's reservations of their subnet.
@@ -98,7 +98,7 @@ pub struct ReservationInput {
 
 /// Stored per-subnet overrides over the file's `[[dhcp.subnets]]`. `mode`, `interface`
 /// and `server_address` need new sockets: changing them restarts the DHCP service
-/// through the supervisor (issue 7 §5); the others apply live.
+/// through the supervisor; the others apply live.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 struct SubnetOverride {
     range_start: Option<Ipv4Addr>,
@@ -493,7 +493,7 @@ impl DhcpControl {
     }
 
     /// Pushes the stored reservations and settings into the running handler: called
-    /// when another node changed them (issue 16; see [`crate::cluster`]).
+    /// when another node changed them (see [`crate::cluster`]).
     ///
     /// # Errors
     /// Store errors.
@@ -501,8 +501,8 @@ impl DhcpControl {
         self.apply()
     }
 
-    /// Applies other nodes' lease writes (issue 16): the leases with these ids, or all of
-    /// them when `ids` is `None` (the announcements overflowed).
+    /// Applies other nodes' lease writes: the leases with these ids, or all of them when
+    /// `ids` is `None` (the announcements overflowed).
     ///
     /// # Errors
     /// Store errors reading the mirror.

@@ -66,8 +66,8 @@ pub trait DhcpHandler: Send + Sync + 'static {
     fn handle(&self, req: DhcpRequest, ctx: RecvContext) -> impl Future<Output = Option<DhcpReply>> + Send;
 
     /// Makes the lease writes of the requests handled so far durable; called by the
-    /// receive loop once per batch, before any of its replies is sent (group commit,
-    /// issue 14). Says which of the batch's acknowledgements may be sent.
+    /// receive loop once per batch, before any of its replies is sent (group commit).
+    /// Says which of the batch's acknowledgements may be sent.
     fn commit(&self) -> impl Future<Output = Committed> + Send {
         async { Committed::All }
     }
@@ -81,7 +81,7 @@ pub enum Committed {
     /// No DHCPACK: storing the leases failed, so none may be acknowledged.
     NoAcks,
     /// Every reply but the DHCPACKs of these `(client MAC, yiaddr)`: their addresses were
-    /// leased to other clients by another node first (issue 16).
+    /// leased to other clients by another node first.
     AllBut(Vec<(MacAddr, Ipv4Addr)>),
 }
 
@@ -222,7 +222,7 @@ pub struct BootHandler {
     secure_boot: Option<SecureBootHosts>,
 }
 
-/// The MACs of hosts whose `secure_boot` flag is set (issue 12), kept by
+/// The MACs of hosts whose `secure_boot` flag is set, kept by
 /// [`crate::inventory::service::HostService`] and read per request: their x86-64 UEFI
 /// boots get the signed shim instead of iPXE.
 pub type SecureBootHosts = Arc<RwLock<std::collections::HashSet<MacAddr>>>;
@@ -297,7 +297,7 @@ impl BootHandler {
         }
     }
 
-    /// Enforces access control through `gate` (issue 11): a refused client gets no answer.
+    /// Enforces access control through `gate`: a refused client gets no answer.
     pub fn with_access(mut self, gate: Arc<crate::access::gate::AccessGate>) -> Self {
         self.access = Some(gate);
         self
@@ -349,7 +349,7 @@ impl BootHandler {
         true
     }
 
-    /// Hands the signed shim to the x86-64 UEFI boots of the hosts in `hosts` (issue 12).
+    /// Hands the signed shim to the x86-64 UEFI boots of the hosts in `hosts`.
     pub fn with_secure_boot(mut self, hosts: SecureBootHosts) -> Self {
         self.secure_boot = Some(hosts);
         self
@@ -361,7 +361,7 @@ impl BootHandler {
         self
     }
 
-    /// Publishes `dhcp.lease.granted|renewed|released|declined` on `events` (issue 7 §2).
+    /// Publishes `dhcp.lease.granted|renewed|released|declined` on `events`.
     pub fn with_events(mut self, events: Arc<crate::events::EventBus>) -> Self {
         self.events = Some(events);
         self
@@ -454,8 +454,8 @@ impl BootHandler {
         if !class.is_boot_client() {
             return false;
         }
-        // Issue 12: a Secure Boot client (its subnet's or its host's flag) that is not
-        // already running iPXE gets the signed shim, which loads signed GRUB.
+        // A Secure Boot client (its subnet's or its host's flag) that is not already
+        // running iPXE gets the signed shim, which loads signed GRUB.
         let wants_sb = subnet.cfg.secure_boot
             || self
                 .secure_boot
@@ -464,8 +464,8 @@ impl BootHandler {
         let shim = (wants_sb && !class.ipxe && !class.http)
             .then(|| secure_boot_file(class.arch.unwrap_or(0)))
             .flatten();
-        // Issue 12: where the arch map names a PXELINUX loader for this architecture, iPXE
-        // clients (an iPXE option ROM, as QEMU's) get it too rather than the iPXE script:
+        // Where the arch map names a PXELINUX loader for this architecture, iPXE clients
+        // (an iPXE option ROM, as QEMU's) get it too rather than the iPXE script:
         // the site chose PXELINUX for these machines.
         let arch_file = self.arch_map().get(&class.arch.unwrap_or(0)).cloned();
         let pxelinux = arch_file.as_deref().is_some_and(is_pxelinux_loader);
@@ -619,9 +619,9 @@ impl BootHandler {
             return Some(ip);
         }
         let (a, b) = (u32::from(s.cfg.range_start?), u32::from(s.cfg.range_end?));
-        // A never-used address first, resuming where the last search stopped (issue 14: a
-        // scan from the pool's start per DISCOVER made a /16 flood quadratic); then any
-        // free one, which only happens once the pool has no fresh address left.
+        // A never-used address first, resuming where the last search stopped (a scan from
+        // the pool's start per DISCOVER would make a /16 flood quadratic); then any free
+        // one, which only happens once the pool has no fresh address left.
         if let Some(ip) = db.fresh_address(&s.key, a, b, ok) {
             return Some(ip);
         }
@@ -635,7 +635,7 @@ impl BootHandler {
             MessageType::Discover => {
                 let mut db = self.leases.lock().await;
                 if !db.store_reachable() {
-                    // Degraded (issue 16): only a client's own active lease is offered;
+                    // Degraded: only a client's own active lease is offered;
                     // a new allocation could collide with another node's.
                     let held = db.by_mac(&s.key, mac).filter(|l| l.active(now) && s.allowed(l.ip, mac));
                     let Some(ip) = held.map(|l| l.ip) else {
@@ -800,11 +800,11 @@ impl BootHandler {
         Some(DhcpReply { msg: r, dest })
     }
 
-    /// The DHCPACK of a node that cannot reach the shared store (issue 16): a client
-    /// renewing the lease this node knows it holds gets it for the time the stored lease
-    /// still runs (nothing to write, so nothing can collide: RFC 2131 §4.3.2 lets the
-    /// server choose the lease time); any other request goes unanswered (not NAKed: the
-    /// database may well hold that lease).
+    /// The DHCPACK of a node that cannot reach the shared store: a client renewing the
+    /// lease this node knows it holds gets it for the time the stored lease still runs
+    /// (nothing to write, so nothing can collide: RFC 2131 §4.3.2 lets the server choose
+    /// the lease time); any other request goes unanswered (not NAKed: the database may
+    /// well hold that lease).
     #[allow(clippy::too_many_arguments)]
     fn degraded_ack(
         &self,

@@ -4,31 +4,31 @@
 //! never hands out an address that is still leased (the peer lost its leases on restart).
 //! Offers are held in memory only (RFC 2131 §4.3.1 lets a server reserve an offered
 //! address; a restart simply forgets them), indexed both ways so holding and dropping one
-//! costs the same with 50,000 outstanding as with one (issue 14).
+//! costs the same with 50,000 outstanding as with one.
 //!
-//! Group commit (issue 14): with [`LeaseDb::set_group_commit`] on, the leases
-//! [`LeaseDb::bind`] writes are visible in the index at once but queued for the store;
-//! [`LeaseDb::commit`], which the DHCP receive loop calls once per batch of requests
-//! before it sends any of that batch's replies, stores the queue as one atomic batch and
-//! flushes it: every acknowledged lease is on disk, at one store batch and one `fsync`
-//! per receive batch instead of a transaction and an `fsync` per lease (sled rolls and
-//! writes its log buffer for every transaction: on a /16 flood that was two
-//! `sync_file_range` calls per lease). The flush runs without the lease lock
-//! ([`LeaseDb::begin_commit`]), so other sockets and the API are not held up by the disk.
-//! Every other write (releases, declines, the API's deletes) stores the queue first, in
-//! order, and is then flushed at once as before.
+//! Group commit: with [`LeaseDb::set_group_commit`] on, the leases [`LeaseDb::bind`]
+//! writes are visible in the index at once but queued for the store; [`LeaseDb::commit`],
+//! which the DHCP receive loop calls once per batch of requests before it sends any of
+//! that batch's replies, stores the queue as one atomic batch and flushes it: every
+//! acknowledged lease is on disk, at one store batch and one `fsync` per receive batch
+//! instead of a transaction and an `fsync` per lease (sled rolls and writes its log
+//! buffer for every transaction: on a /16 flood that is two `sync_file_range` calls per
+//! lease). The flush runs without the lease lock ([`LeaseDb::begin_commit`]), so other
+//! sockets and the API are not held up by the disk. Every other write (releases,
+//! declines, the API's deletes) stores the queue first, in order, and is then flushed at
+//! once as before.
 //!
-//! Several nodes, one pool (issue 16): a lease's id is its address
-//! ([`lease_id`]), so the store holds at most one lease per address, and every lease
-//! write is checked against the row the store holds at that moment
-//! ([`crate::store::Table::apply_guarded`], or a transaction's read): an address leased
-//! to another client, active, is never overwritten. With the shared PostgreSQL store that
-//! check runs in the database under its write lock, so two nodes answering one pool can
-//! both offer an address but only one can acknowledge it; the loser's DHCPACK is withheld
-//! ([`LeaseDb::take_refused`]) and the client, retrying, is refused. Nodes follow each
-//! other's lease writes ([`LeaseDb::follow`]), so a lease granted through one node is
-//! renewed through any. The search for a fresh address starts at a point derived from the
-//! node's name ([`LeaseDb::set_spread`]), so nodes rarely offer the same address at all.
+//! Several nodes, one pool: a lease's id is its address ([`lease_id`]), so the store
+//! holds at most one lease per address, and every lease write is checked against the row
+//! the store holds at that moment ([`crate::store::Table::apply_guarded`], or a
+//! transaction's read): an address leased to another client, active, is never
+//! overwritten. With the shared PostgreSQL store that check runs in the database under
+//! its write lock, so two nodes answering one pool can both offer an address but only one
+//! can acknowledge it; the loser's DHCPACK is withheld ([`LeaseDb::take_refused`]) and
+//! the client, retrying, is refused. Nodes follow each other's lease writes
+//! ([`LeaseDb::follow`]), so a lease granted through one node is renewed through any. The
+//! search for a fresh address starts at a point derived from the node's name
+//! ([`LeaseDb::set_spread`]), so nodes rarely offer the same address at all.
 //!
 //! Global state: none; the handler owns one [`LeaseDb`] behind a mutex.
 
@@ -179,7 +179,7 @@ impl LeaseDb {
     }
 
     /// The DHCPACKs to withhold after [`LeaseDb::begin_commit`]: `(MAC, address)` of each
-    /// lease the store refused because another client holds the address (issue 16).
+    /// lease the store refused because another client holds the address.
     pub fn take_refused(&mut self) -> Vec<(MacAddr, Ipv4Addr)> {
         std::mem::take(&mut self.refused)
     }
@@ -269,8 +269,8 @@ impl LeaseDb {
     }
 
     /// Applies other nodes' writes to the leases with these ids (from the store's mirror,
-    /// which already holds them; issue 16). An address with a write of this node's still
-    /// queued is skipped: that write's check decides it at the next commit.
+    /// which already holds them). An address with a write of this node's still queued is
+    /// skipped: that write's check decides it at the next commit.
     ///
     /// # Errors
     /// Store or codec errors reading the mirror.

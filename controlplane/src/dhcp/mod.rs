@@ -1,13 +1,13 @@
-//! The DHCP server (issue 4): per-subnet `server` mode (RFC 2131 leases with
-//! reservations, persisted in the store), `proxy` mode (PXE proxyDHCP on 67 and 4011)
-//! and `off`; PXE boot options chosen by client architecture (RFC 4578) with the iPXE
-//! chain-load loop broken by handing iPXE its script URL.
+//! The DHCP server: per-subnet `server` mode (RFC 2131 leases with reservations,
+//! persisted in the store), `proxy` mode (PXE proxyDHCP on 67 and 4011) and `off`;
+//! PXE boot options chosen by client architecture (RFC 4578) with the iPXE chain-load
+//! loop broken by handing iPXE its script URL.
 //!
 //! Layout: [`config`] (the `[dhcp]` section), [`packet`] (wire format and client
 //! classification), [`handler`] (pure request → reply logic), [`leases`] (the lease
 //! table), [`server`] (sockets and receive loops), [`v6`] (DHCPv6 on the
-//! `[[dhcp.subnets6]]` links, issue 12). [`DhcpService::start`] ties them together for
-//! `run()`. Nothing starts when no subnet is active (the default).
+//! `[[dhcp.subnets6]]` links). [`DhcpService::start`] ties them together for `run()`.
+//! Nothing starts when no subnet is active (the default).
 
 pub mod config;
 pub mod control;
@@ -127,7 +127,7 @@ impl DhcpService {
             }
             (Some(h), loops, listen)
         };
-        // Group commit (issue 14): DHCPACK lease writes are flushed once per receive batch.
+        // Group commit: DHCPACK lease writes are flushed once per receive batch.
         control.leases().lock().await.set_group_commit(true);
         let expiry = tokio::spawn(watch_expiry(control.clone(), token.clone()));
         let mut server = Server::new(handler.clone(), token);

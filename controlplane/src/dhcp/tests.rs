@@ -715,9 +715,9 @@ async fn decline_from_another_client_is_ignored() {
     assert_eq!(o.msg.yiaddr(), victim);
 }
 
-/// Issue 7 §7: a DORA exchange, a NAK and a RELEASE show up in the rendered metrics with
-/// their type and outcome labels. The recorder is shared by every test in the binary, so
-/// the test compares before/after values.
+/// A DORA exchange, a NAK and a RELEASE show up in the rendered metrics with their type
+/// and outcome labels. The recorder is shared by every test in the binary, so the test
+/// compares before/after values.
 #[tokio::test]
 async fn exchanges_are_counted_by_type_and_outcome() {
     use crate::metrics::{install, render, test_support::value};
@@ -764,9 +764,8 @@ async fn exchanges_are_counted_by_type_and_outcome() {
     }
 }
 
-/// `/settings/netboot` `http_base_url` (issue 7 section 6): a configured base URL names the
-/// iPXE script URL from the next answer on, and clearing it goes back to the server
-/// address and API port.
+/// `/settings/netboot` `http_base_url`: a configured base URL names the iPXE script URL
+/// from the next answer on, and clearing it goes back to the server address and API port.
 #[tokio::test]
 async fn ipxe_script_url_follows_the_http_base_url() {
     let base: crate::dhcp::handler::HttpBaseUrl = std::sync::Arc::default();
@@ -784,9 +783,9 @@ async fn ipxe_script_url_follows_the_http_base_url() {
     assert_eq!(file(&offer).as_deref(), Some(IPXE_URL));
 }
 
-/// Issue 11 "Access control": a refused client gets no answer at all, in server and proxy
-/// mode; its refusal is queued with option 93 and option 60; the mode and lists apply to
-/// the very next packet; a plain client in a proxy subnet is never judged.
+/// A refused client gets no answer at all, in server and proxy mode; its refusal is
+/// queued with option 93 and option 60; the mode and lists apply to the very next packet;
+/// a plain client in a proxy subnet is never judged.
 #[tokio::test]
 async fn access_control_silences_refused_clients() {
     use crate::access::{gate::test_gate, model::Protocol, Mode};
@@ -845,9 +844,9 @@ async fn access_control_silences_refused_clients() {
     assert!(rx.try_recv().is_err());
 }
 
-/// Issue 12: `[dhcp.arch_map] "0" = "pxelinux.0"` boots BIOS clients through PXELINUX,
-/// iPXE option ROMs included (they would otherwise get the iPXE script); UEFI clients keep
-/// iPXE, and the default map keeps iPXE for everyone.
+/// `[dhcp.arch_map] "0" = "pxelinux.0"` boots BIOS clients through PXELINUX, iPXE option
+/// ROMs included (they would otherwise get the iPXE script); UEFI clients keep iPXE, and
+/// the default map keeps iPXE for everyone.
 #[tokio::test]
 async fn pxelinux_in_the_arch_map_is_given_to_bios_ipxe_clients_too() {
     let h = handler(SubnetMode::Server);
@@ -1095,8 +1094,8 @@ async fn no_ack_leaves_the_loop_when_the_commit_fails() {
     }
 }
 
-/// Issue 16: two nodes on one PostgreSQL store race for one address; the database's
-/// check lets exactly one acknowledge it, and the loser's index learns the winner.
+/// Two nodes on one PostgreSQL store race for one address; the database's check
+/// lets exactly one acknowledge it, and the loser's index learns the winner.
 #[tokio::test]
 async fn two_nodes_never_lease_one_address_twice() {
     use super::leases::{lease_id, now_secs, Lease};
@@ -1168,8 +1167,8 @@ async fn two_nodes_never_lease_one_address_twice() {
     assert_eq!(da.by_mac("10.77.0.0/24", MacAddr(MAC_A)).unwrap().ip, ip);
 }
 
-/// Issue 16: a node that lost the shared store renews the leases it holds without a
-/// write (for the time they still run) and allocates nothing new; it resumes by itself.
+/// A node that lost the shared store renews the leases it holds without a write (for
+/// the time they still run) and allocates nothing new; it resumes by itself.
 #[tokio::test]
 async fn without_the_store_held_leases_renew_and_new_ones_wait() {
     let (store, cluster) = crate::store::tests::pg_store().await;
@@ -1251,9 +1250,9 @@ async fn old_lease_rows_are_rekeyed_and_refused_acks_withheld() {
     assert!(c.allows(&offer) && Committed::NoAcks.allows(&offer) && !Committed::NoAcks.allows(&ack_a));
 }
 
-/// Issue 16, DHCPv6: two nodes on one PostgreSQL store; an address another node leased
-/// to another IA is refused, the same IA renews through the other node, and the first
-/// node follows.
+/// DHCPv6: two nodes on one PostgreSQL store; an address another node leased to another
+/// IA is refused, the same IA renews through the other node, and the first node
+/// follows.
 #[tokio::test]
 async fn two_nodes_never_lease_one_v6_address_twice() {
     use super::leases::now_secs;

@@ -1,5 +1,5 @@
-//! `[dns]`, the DNS service's own configuration section (issue 7 §1: each service owns its
-//! section and its checks; `config.rs` only aggregates). No state.
+//! `[dns]`, the DNS service's own configuration section (each service owns its section and
+//! its checks; `config.rs` only aggregates). No state.
 
 use std::net::IpAddr;
 

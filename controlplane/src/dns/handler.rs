@@ -2,19 +2,18 @@
 //! query's bytes and the client address go in, bytes to send (or a forwarding job, or
 //! nothing) come out. Wire format by hickory-proto.
 //!
-//! Rules (issue 2, "The DNS server"): responses to responses and runts are dropped
-//! (RFC 1035 §4.1.1); undecodable queries or QDCOUNT != 1 get FORMERR; opcodes other than
-//! QUERY get NOTIMP with a bare header
-//! (`not_implemented`: no RD, AA, RA, AD or CD, no question); EDNS versions above 0 get
-//! BADVERS (RFC 6891 §6.1.3); a malformed
-//! COOKIE option gets FORMERR (RFC 7873 §5.2.2, [`malformed_cookie`]); AXFR over UDP gets
-//! FORMERR and IXFR over UDP NOTIMP (RFC 5936 §4.2, [`transfer_over_udp`]); local data is
-//! answered authoritatively (AA, RD copied, RA when forwarding is configured, no AD/CD);
-//! EDNS answers carry an OPT with [`EDNS_UDP_SIZE`] and the DO bit copied (RFC 3225 §3);
-//! answers larger than the client's limit (512, or its EDNS size; 65535 on TCP) are sent
-//! with TC and no records (RFC 2181 §9); non-local names go upstream, or get REFUSED when
-//! no upstream is configured. The XDP program builds exactly the same bytes for the
-//! A/AAAA answers it gives (see `common::dns`).
+//! Rules: responses to responses and runts are dropped (RFC 1035 §4.1.1); undecodable
+//! queries or QDCOUNT != 1 get FORMERR; opcodes other than QUERY get NOTIMP with a bare
+//! header (`not_implemented`: no RD, AA, RA, AD or CD, no question); EDNS versions above
+//! 0 get BADVERS (RFC 6891 §6.1.3); a malformed COOKIE option gets FORMERR (RFC 7873
+//! §5.2.2, [`malformed_cookie`]); AXFR over UDP gets FORMERR and IXFR over UDP NOTIMP
+//! (RFC 5936 §4.2, [`transfer_over_udp`]); local data is answered authoritatively (AA, RD
+//! copied, RA when forwarding is configured, no AD/CD); EDNS answers carry an OPT with
+//! [`EDNS_UDP_SIZE`] and the DO bit copied (RFC 3225 §3); answers larger than the
+//! client's limit (512, or its EDNS size; 65535 on TCP) are sent with TC and no records
+//! (RFC 2181 §9); non-local names go upstream, or get REFUSED when no upstream is
+//! configured. The XDP program builds exactly the same bytes for the A/AAAA answers it
+//! gives (see `common::dns`).
 
 use std::{
     collections::HashMap,

@@ -20,9 +20,9 @@ pub fn parse_domain(s: &str) -> Result<Name, NameError> {
     Ok(name)
 }
 
-/// Turns a record name into an absolute name under `origin` (spec "DNS record", issue 2):
-/// `@` is the apex; a name ending in `.` or already inside `origin` is absolute; any other
-/// name is relative to `origin` (`host1` → `host1.<origin>`).
+/// Turns a record name into an absolute name under `origin` (spec "DNS record"): `@` is
+/// the apex; a name ending in `.` or already inside `origin` is absolute; any other name
+/// is relative to `origin` (`host1` → `host1.<origin>`).
 ///
 /// # Errors
 /// [`NameError`] when the result is not a valid name.

@@ -1,8 +1,8 @@
-//! The DNS record resource (spec "DNS record"; issue 2 "DNS records API"): the stored
-//! shape [`DnsRecord`], the API input [`RecordInput`], and validation that turns one into
-//! the other. Names are stored lowercased as the user wrote them (relative names stay
-//! relative, so a change of local domain moves them along); `fqdn` is computed on output.
-//! Pure data and functions, no state.
+//! The DNS record resource (spec "DNS record"): the stored shape [`DnsRecord`], the API
+//! input [`RecordInput`], and validation that turns one into the other. Names are stored
+//! lowercased as the user wrote them (relative names stay relative, so a change of local
+//! domain moves them along); `fqdn` is computed on output. Pure data and functions, no
+//! state.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -173,7 +173,7 @@ fn invalid(msg: impl Into<String>) -> Invalid {
 /// `now` becomes `updated_at` (and `created_at` for new records).
 ///
 /// # Errors
-/// [`Invalid`] naming the field and the rule (issue 2, "Validation per type").
+/// [`Invalid`] naming the field and the rule.
 pub fn validate(
     input: &RecordInput,
     base: Option<&DnsRecord>,

@@ -3,12 +3,12 @@
 //! port through `SO_REUSEPORT` (one per core), each served by a thread of its own that
 //! sleeps in `recvmmsg` and moves queries and answers in batches of up to 32
 //! (`recvmmsg`/`sendmmsg`, [`mmsg`]): no event loop between socket and handler, so a
-//! query costs no epoll round and no hand-over between runtime threads (issue 14).
-//! Forwarded queries continue on the tokio runtime. TCP follows RFC 7766
-//! (length-prefixed messages, several per connection, idle timeout). Sockets are bound by
-//! [`bind`] before anything is torn down, so a live rebind that fails leaves the old
-//! sockets serving. Every task and thread stops when its cancellation token fires (a UDP
-//! thread is woken by `shutdown(SHUT_RD)` on its socket).
+//! query costs no epoll round and no hand-over between runtime threads. Forwarded queries
+//! continue on the tokio runtime. TCP follows RFC 7766 (length-prefixed messages, several
+//! per connection, idle timeout). Sockets are bound by [`bind`] before anything is torn
+//! down, so a live rebind that fails leaves the old sockets serving. Every task and
+//! thread stops when its cancellation token fires (a UDP thread is woken by
+//! `shutdown(SHUT_RD)` on its socket).
 
 use std::{
     io,

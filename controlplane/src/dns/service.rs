@@ -1,6 +1,6 @@
 //! The DNS service: owns the DNS settings and the record table, keeps the zone snapshot,
 //! the sockets and the XDP projection in step with them. This is the single write path
-//! of issue 2/3: API handler → store (flushed) → zone rebuild → BPF map update, all
+//! of DNS records: API handler → store (flushed) → zone rebuild → BPF map update, all
 //! before the API answers, serialised by one async mutex so concurrent writes cannot
 //! interleave their projections. Global state: the running sockets' cancellation token.
 
@@ -36,7 +36,7 @@ use crate::{
     store::{Kv, Store, StoreError, Table},
 };
 
-/// Stored DNS settings (spec "DNS settings"; issue 2 "DNS settings API").
+/// Stored DNS settings (spec "DNS settings").
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
 pub struct DnsSettings {
     /// Whether the DNS server runs.
@@ -84,8 +84,8 @@ pub struct DnsSettingsPatch {
     pub rrl: Option<serde_json::Value>,
 }
 
-/// What the DNS service needs from the configuration (issue 7 §1: a service never sees
-/// the whole `Config`): `[dns]`, the server's name and the effective local domain.
+/// What the DNS service needs from the configuration (a service never sees the whole
+/// `Config`): `[dns]`, the server's name and the effective local domain.
 #[derive(Debug, Clone)]
 pub struct DnsServiceConfig {
     /// `[dns]`.
@@ -265,10 +265,10 @@ impl DnsService {
         self.sync_xdp(&self.settings().listen);
     }
 
-    /// Makes the XDP attachments follow the service (issue 7 section 5): attached where
-    /// it listens while it serves (new interfaces attached, old ones detached), detached
-    /// when it is stopped. Publishes `dataplane.xdp.attached`, `dataplane.xdp.detached`
-    /// or `dataplane.xdp.failed` when the set of interfaces changes or an attach fails.
+    /// Makes the XDP attachments follow the service: attached where it listens while it
+    /// serves (new interfaces attached, old ones detached), detached when it is stopped.
+    /// Publishes `dataplane.xdp.attached`, `dataplane.xdp.detached` or
+    /// `dataplane.xdp.failed` when the set of interfaces changes or an attach fails.
     fn sync_xdp(&self, listen: &[IpAddr]) {
         let before = self.dataplane.status();
         if before.mode == "off" {
@@ -396,7 +396,7 @@ impl DnsService {
     }
 
     /// Rebuilds the zone and the XDP map from the stored records: called when another
-    /// node changed them (issue 16; see [`crate::cluster`]).
+    /// node changed them (see [`crate::cluster`]).
     ///
     /// # Errors
     /// A stored local domain that no longer parses; store errors.
@@ -449,9 +449,9 @@ impl DnsService {
 
     /// Creates, updates or removes the auto-records (`@` and the server's name, A and —
     /// when the server has a global IPv6 address — AAAA; spec "Built-in DNS server" item 4).
-    /// Each has a fixed id ([`auto_record_id`]), so nodes sharing one store (issue 16)
-    /// write the same four rows rather than one set each; the value is the writing node's
-    /// address, for display: every node answers them with its own address per scope.
+    /// Each has a fixed id ([`auto_record_id`]), so nodes sharing one store write the same
+    /// four rows rather than one set each; the value is the writing node's address, for
+    /// display: every node answers them with its own address per scope.
     async fn ensure_auto_records(&self) -> Result<(), ServiceError> {
         let ifaddrs = self.ifaddrs.lock().expect("ifaddrs lock").clone();
         let primary = |v4: bool| {
@@ -882,8 +882,8 @@ fn server_addrs(s: &DnsSettings, ifaddrs: &[IfAddr]) -> Vec<IpAddr> {
 /// sequence will reach.
 const AUTO_ID_BASE: u64 = (1 << 53) - 16;
 
-/// The fixed id of an auto-record (issue 16: one row per record whichever node writes
-/// it): `@` A, `@` AAAA, the server's name A, its AAAA. `None` for other types.
+/// The fixed id of an auto-record (one row per record whichever node writes it): `@` A,
+/// `@` AAAA, the server's name A, its AAAA. `None` for other types.
 pub fn auto_record_id(apex: bool, kind: RecordKind) -> Option<u64> {
     let k = match kind {
         RecordKind::A => 0,

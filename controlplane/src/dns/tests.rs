@@ -1,5 +1,5 @@
-//! Handler tests from raw query bytes (house style level a): every answer shape of
-//! issue 2's "The DNS server" section, checked by decoding the reply with hickory-proto.
+//! Handler tests from raw query bytes (house style level a): every answer shape the DNS
+//! server gives, checked by decoding the reply with hickory-proto.
 
 use std::{net::IpAddr, sync::Arc};
 
@@ -467,9 +467,9 @@ fn cookie_query(len: usize) -> Vec<u8> {
     q.to_vec().unwrap()
 }
 
-/// Issue 7 §9, RFC 7873 §5.2.2: a COOKIE option of a length other than 8 or 16-40 is
-/// FORMERR; well-formed ones are ignored (answered normally). Asked twice each, so the
-/// answer cache can neither serve a malformed query nor be poisoned by one.
+/// RFC 7873 §5.2.2: a COOKIE option of a length other than 8 or 16-40 is FORMERR;
+/// well-formed ones are ignored (answered normally). Asked twice each, so the answer
+/// cache can neither serve a malformed query nor be poisoned by one.
 #[test]
 fn malformed_cookie_is_formerr() {
     let h = handler();
@@ -499,9 +499,9 @@ fn malformed_cookie_is_formerr() {
     assert_eq!(r.response_code, ResponseCode::FormErr);
 }
 
-/// Issue 7 §9, RFC 5936 §4.2: AXFR over UDP is FORMERR (as BIND answers); IXFR, which
-/// RFC 1995 allows over UDP, is NOTIMP (Bootlane serves no transfers). Over TCP neither
-/// rule applies.
+/// RFC 5936 §4.2: AXFR over UDP is FORMERR (as BIND answers); IXFR, which RFC 1995
+/// allows over UDP, is NOTIMP (Bootlane serves no transfers). Over TCP neither rule
+/// applies.
 #[test]
 fn zone_transfers_over_udp() {
     let h = handler();
@@ -539,8 +539,8 @@ fn zone_transfers_over_udp() {
     assert_ne!(r.response_code, ResponseCode::FormErr);
 }
 
-/// Fuzzing regression (`dns_handler`): a NOTIFY with 259 questions got a NOTIMP echoing
-/// them all, 1710 bytes over UDP to a client without EDNS. Every UDP answer fits 512
+/// Fuzzing regression (`dns_handler`): a NOTIFY with 259 questions must not get a NOTIMP
+/// echoing them all (1710 bytes over UDP to a client without EDNS). Every UDP answer fits 512
 /// bytes (or the client's EDNS size): the questions are dropped when nothing else can go.
 #[test]
 fn regression_fuzz_udp_answer_never_exceeds_the_client_limit() {

@@ -1,10 +1,9 @@
-//! Install tasks (issue 10 "Install tasks"): a machine installing itself from an answer
-//! file. A task binds a machine (a host or a bare MAC), what it boots (an OS image or a
-//! profile's `linux` entry), an answer template and options, and moves through
-//! [`TaskState`] as the installer fetches its answer and reports back on the public routes
-//! (`/api/v1/netboot/answer/{id}`, `/api/v1/netboot/report/{id}/{token}/{kind}`). The
-//! iPXE script of a machine with a task follows it (the loop guard,
-//! [`service::TaskService::boot_script`]).
+//! Install tasks: a machine installing itself from an answer file. A task binds a machine
+//! (a host or a bare MAC), what it boots (an OS image or a profile's `linux` entry), an
+//! answer template and options, and moves through [`TaskState`] as the installer fetches
+//! its answer and reports back on the public routes (`/api/v1/netboot/answer/{id}`,
+//! `/api/v1/netboot/report/{id}/{token}/{kind}`). The iPXE script of a machine with a task
+//! follows it (the loop guard, [`service::TaskService::boot_script`]).
 //!
 //! This module owns the `[install_tasks]` configuration section ([`InstallTasksConfig`])
 //! and the task model; [`service`] is the single path for every change. No global state.
@@ -75,7 +74,7 @@ impl InstallTasksConfig {
     }
 }
 
-/// State of an install task (issue 10).
+/// State of an install task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TaskState {

@@ -672,7 +672,7 @@ impl TaskService {
         )
     }
 
-    /// The post-install pull URL of `t` (issue 13) with `suffix` (`""` for the JSON,
+    /// The post-install pull URL of `t` with `suffix` (`""` for the JSON,
     /// `/bundle.sh`, `/bundle.ps1`, `/report`), token included.
     pub fn baseline_url(base: &str, t: &InstallTask, suffix: &str) -> String {
         format!("{base}/api/v1/netboot/baseline/{}{suffix}?token={}", t.id, t.token)
@@ -924,9 +924,9 @@ impl TaskService {
         })
     }
 
-    /// The loop guard (issue 10): the iPXE script of `mac` while it has a task, or
-    /// `None` (the normal profile). `pending`/`installing`: the installer with the
-    /// answer URL on its command line (only to the address holding the MAC's lease when
+    /// The loop guard: the iPXE script of `mac` while it has a task, or `None` (the
+    /// normal profile). `pending`/`installing`: the installer with the answer URL on its
+    /// command line (only to the address holding the MAC's lease when
     /// `answer_lease_check` is on; others get a script that says so); `installed`/`done`:
     /// the local disk; `failed`: nothing is installed until the task is retried.
     ///

@@ -1,7 +1,7 @@
-//! The host model (issue 4 "Hosts and profiles"): a host as stored ([`Host`]), as the API
-//! shows it ([`HostView`], no BMC password), the merge input of create and update
-//! ([`HostInput`]) and its validation ([`Host::apply`]). Host names follow the shared
-//! host-name rule ([`crate::net::types::validate_host_label`]), MACs the shared
+//! The host model: a host as stored ([`Host`]), as the API shows it ([`HostView`], no BMC
+//! password), the merge input of create and update ([`HostInput`]) and its validation
+//! ([`Host::apply`]). Host names follow the shared host-name rule
+//! ([`crate::net::types::validate_host_label`]), MACs the shared
 //! [`MacAddr`](crate::net::types::MacAddr) form. Pure values, no state; uniqueness and
 //! storage are [`super::service::HostService`]'s.
 
@@ -30,14 +30,15 @@ pub struct Host {
     pub ip: Option<IpAddr>,
     /// The profile whose menu the host boots; `None`: the default profile.
     pub profile_id: Option<u64>,
-    /// The host's own baseline (issue 13), applied before its profile's and the default.
+    /// The host's own baseline, applied before its profile's and the default.
     #[serde(default)]
     pub baseline_id: Option<u64>,
-    /// Boot through the Secure Boot chain (issue 12): the host's x86-64 UEFI boots get
-    /// the signed shim, then signed GRUB with its generated menu, instead of iPXE.
+    /// Boot through the Secure Boot chain: the host's x86-64 UEFI boots get the signed
+    /// shim, then signed GRUB with its generated menu, instead of iPXE.
     #[serde(default)]
     pub secure_boot: bool,
-    /// BMC address (kept for a later issue).
+    /// BMC address, used for power actions when no BMC config names this host: `host`,
+    /// `host:port`, `ipmi://host[:port]`, `redfish://`, `https://` or `http://host[:port]`.
     pub bmc_addr: Option<String>,
     /// BMC user name.
     pub bmc_user: Option<String>,

@@ -24,9 +24,9 @@ type Result<T, E = ServiceError> = std::result::Result<T, E>;
 /// Answers whether a boot profile with this id exists (checked when a host names one).
 pub type ProfileExists = Arc<dyn Fn(u64) -> Result<bool> + Send + Sync>;
 
-/// Seals a host's BMC password before it is stored (issue 11 "BMC": passwords stored
-/// encrypted with the data directory's key). Implemented by the BMC module's key box and
-/// handed in by the wiring, so inventory does not depend on it.
+/// Seals a host's BMC password before it is stored (passwords are stored encrypted with
+/// the data directory's key). Implemented by the BMC module's key box and handed in by
+/// the wiring, so inventory does not depend on it.
 pub trait PasswordSealer: Send + Sync {
     /// The stored form of `plain`.
     fn seal(&self, plain: &str) -> String;
@@ -72,7 +72,7 @@ impl HostService {
     }
 
     /// Re-reads what the DHCP handler takes from hosts (the Secure Boot MACs): called
-    /// when another node changed hosts (issue 16; see [`crate::cluster`]).
+    /// when another node changed hosts (see [`crate::cluster`]).
     ///
     /// # Errors
     /// Store errors.

@@ -1,6 +1,6 @@
 //! The log files on disk: their naming pattern, the rolling writer that `tracing` writes
-//! through (a time period plus a size cap), and listing and clean-up of the log directory
-//! (issue 7 §4). Owns no global state: the writer's policy and the name of the file being
+//! through (a time period plus a size cap), and listing and clean-up of the log directory.
+//! Owns no global state: the writer's policy and the name of the file being
 //! written are shared with [`LogControl`](super::LogControl) through `Arc<Mutex<_>>`.
 //!
 //! File names (times in UTC): `bootlane.<YYYY-MM-DD>.log` (daily rotation),

@@ -1,5 +1,5 @@
-//! Logging (issue 7 §4): owns the `[logging]` config section, the global tracing
-//! subscriber and everything the log endpoints need, gathered in one [`LogControl`].
+//! Logging: owns the `[logging]` config section, the global tracing subscriber and
+//! everything the log endpoints need, gathered in one [`LogControl`].
 //!
 //! tracing writes to stderr and, through tracing-appender's non-blocking writer thread, to
 //! rotating files in the log directory (`<data_dir>/logs` unless `[logging] dir`; naming

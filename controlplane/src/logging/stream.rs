@@ -1,9 +1,8 @@
-//! Structured log lines for `GET /logs/stream` (issue 7 §4): a tracing [`Layer`] that turns
-//! each event that passed the level filter into a [`LogLine`] (time, level, target,
-//! message, fields) and sends it on a `tokio::sync::broadcast` channel. Sending never
-//! blocks: a subscriber that falls behind loses the oldest lines and is told how many
-//! (`RecvError::Lagged`). With no subscriber the layer does no work beyond one atomic read.
-//! Owns no global state.
+//! Structured log lines for `GET /logs/stream`: a tracing [`Layer`] that turns each event
+//! that passed the level filter into a [`LogLine`] (time, level, target, message, fields)
+//! and sends it on a `tokio::sync::broadcast` channel. Sending never blocks: a subscriber
+//! that falls behind loses the oldest lines and is told how many (`RecvError::Lagged`).
+//! With no subscriber the layer does no work beyond one atomic read. Owns no global state.
 
 use std::sync::Arc;
 

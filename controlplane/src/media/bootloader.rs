@@ -1,5 +1,5 @@
-//! Bootloader files (issue 9 "Bootloaders"): what the DHCP architecture map hands out and
-//! whether each entry points at the right kind of file.
+//! Bootloader files: what the DHCP architecture map hands out and whether each entry
+//! points at the right kind of file.
 //!
 //! - [`analyze`] reads one file: size, SHA-256, kind ([`BootKind`]: a BIOS PXE/UNDI
 //!   image by its extension `.kpxe`/`.kkpxe`/`.pxe`/`.0` and a plausible size, or an EFI
@@ -71,7 +71,7 @@ pub struct BootFileInfo {
     /// for compressed images such as `undionly.kpxe`.
     pub ipxe_version: Option<String>,
     /// For a PE image: whether it carries an Authenticode signature ([`authenticode`]),
-    /// which Secure Boot needs (issue 12); `null` for other files.
+    /// which Secure Boot needs; `null` for other files.
     pub authenticode_signed: Option<bool>,
     /// Why the file does not look like what its name says (e.g. a `.kpxe` of 2 MiB).
     pub problems: Vec<String>,

@@ -1,10 +1,10 @@
-//! Detection of what an OS image is (issue 9 "OS images", "Detection"): distro family,
-//! version, architecture, kernel and initrd paths, default kernel arguments and boot
-//! method, from the list of paths inside the image and a few small files read from it
-//! ([`WANTED_FILES`]: `.disk/info`, `.treeinfo`, `media.1/products`, ...). A pure function
-//! ([`detect`]) with no I/O, so every family is tested on a tree shaped like it, without
-//! ISOs. Paths are matched case-insensitively (a plain ISO 9660 tree without Rock Ridge
-//! or Joliet has upper-case names) and answered with the image's own spelling.
+//! Detection of what an OS image is: distro family, version, architecture, kernel and
+//! initrd paths, default kernel arguments and boot method, from the list of paths inside
+//! the image and a few small files read from it ([`WANTED_FILES`]: `.disk/info`,
+//! `.treeinfo`, `media.1/products`, ...). A pure function ([`detect`]) with no I/O, so
+//! every family is tested on a tree shaped like it, without ISOs. Paths are matched
+//! case-insensitively (a plain ISO 9660 tree without Rock Ridge or Joliet has upper-case
+//! names) and answered with the image's own spelling.
 //!
 //! Families: Debian (`install.<arch>/vmlinuz` + `initrd.gz`), Ubuntu and other casper
 //! images (`casper/vmlinuz` + `initrd`), RHEL/Fedora/Rocky/Alma/CentOS

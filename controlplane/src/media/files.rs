@@ -1,9 +1,9 @@
-//! The files of the boot root (issue 9 "Files"): listing a directory, the root's space,
-//! streamed uploads and deletes. [`FileService`] is the single write path: every path goes
-//! through [`resolve`], every upload is written to a temporary file in the target
-//! directory and renamed into place only when complete (a cut-off upload, an error or a
-//! dropped request leaves nothing: [`Upload`] removes its temporary file when dropped
-//! unfinished), and every write publishes an event (`file.uploaded`, `file.deleted`).
+//! The files of the boot root: listing a directory, the root's space, streamed uploads and
+//! deletes. [`FileService`] is the single write path: every path goes through [`resolve`],
+//! every upload is written to a temporary file in the target directory and renamed into
+//! place only when complete (a cut-off upload, an error or a dropped request leaves
+//! nothing: [`Upload`] removes its temporary file when dropped unfinished), and every
+//! write publishes an event (`file.uploaded`, `file.deleted`).
 //!
 //! Limits: `[files] max_upload_bytes` (413) and the free space of the root's volume,
 //! checked before writing (against the announced length) and every

@@ -1,6 +1,6 @@
-//! OS images (issue 9 "OS images"): ISOs uploaded into `<boot root>/images/<id>.iso`, kept
-//! as [`OsImage`] records in the store (tree `os_images`), and inspected in the
-//! background ([`super::iso::read_image`], then [`super::detect::detect`]).
+//! OS images: ISOs uploaded into `<boot root>/images/<id>.iso`, kept as [`OsImage`]
+//! records in the store (tree `os_images`), and inspected in the background
+//! ([`super::iso::read_image`], then [`super::detect::detect`]).
 //!
 //! Upload: [`OsImageService::begin_upload`] creates the record (`uploading`) and streams
 //! through the file service's [`super::files::Upload`] (temporary file + rename, size
@@ -44,8 +44,7 @@ pub const MAX_NAME: usize = 255;
 /// Longest `description`, in bytes.
 pub const MAX_DESCRIPTION: usize = 4096;
 
-/// State of an image (issue 9: `uploading` → `uploaded` → `inspecting` → `ready` |
-/// `failed`).
+/// State of an image (`uploading` → `uploaded` → `inspecting` → `ready` | `failed`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ImageState {

@@ -1,9 +1,8 @@
-//! Reading an ISO image's file trees for inspection (issue 9 "OS images": ISO 9660 with
-//! Joliet and Rock Ridge, and UDF, whose tree Windows images hide everything in). Both
-//! trees are read with the `isomage` crate (`iso9660::parse_iso9660`,
-//! `udf::parse_udf`) and merged, and the small files detection wants
-//! ([`super::detect::WANTED_FILES`]) are read from them, giving a
-//! [`super::detect::DetectInput`].
+//! Reading an ISO image's file trees for inspection (ISO 9660 with Joliet and Rock
+//! Ridge, and UDF, whose tree Windows images hide everything in). Both trees are read
+//! with the `isomage` crate (`iso9660::parse_iso9660`, `udf::parse_udf`) and merged,
+//! and the small files detection wants ([`super::detect::WANTED_FILES`]) are read from
+//! them, giving a [`super::detect::DetectInput`].
 //!
 //! `isomage` has no limits of its own (a directory pointing at itself recurses without
 //! end, a directory extent's length is allocated as is), so [`read_image`] guards it:

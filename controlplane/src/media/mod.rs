@@ -1,12 +1,12 @@
-//! Boot media (issue 9, sections "Files" and "Bootloaders"): the files of the boot root
-//! as an API resource ([`files`]: list, root space, streamed upload, delete), the one
-//! function that turns a client-supplied path into a path under the boot root
-//! ([`paths::resolve`]), and the analysis of the boot files the DHCP architecture map
-//! hands out ([`bootloader`]: kind, PE machine type, iPXE version, right file per
-//! architecture), and OS images ([`images`]: uploaded ISOs, read by [`iso`], recognised
-//! by [`detect`]). Owns the `[files]` config section ([`FilesConfig`]); errors are the
-//! service layer's [`crate::service_error::ServiceError`]. Holds no global state: the boot root is read through the
-//! settings' shared cell on every request, so a live change of `boot_root` applies at once.
+//! Boot media: the files of the boot root as an API resource ([`files`]: list, root space,
+//! streamed upload, delete), the one function that turns a client-supplied path into a path
+//! under the boot root ([`paths::resolve`]), and the analysis of the boot files the DHCP
+//! architecture map hands out ([`bootloader`]: kind, PE machine type, iPXE version, right
+//! file per architecture), and OS images ([`images`]: uploaded ISOs, read by [`iso`],
+//! recognised by [`detect`]). Owns the `[files]` config section ([`FilesConfig`]); errors
+//! are the service layer's [`crate::service_error::ServiceError`]. Holds no global state:
+//! the boot root is read through the settings' shared cell on every request, so a live
+//! change of `boot_root` applies at once.
 
 pub mod bootloader;
 pub mod detect;

@@ -1,6 +1,6 @@
-//! Path safety of the file API (issue 9 "Files": nothing leaves the boot root): [`resolve`]
-//! is the one place a client-supplied path becomes a path on disk. Every endpoint that takes
-//! a path (`/files`, `/files/upload`, `/bootloader/check-file`) goes through it.
+//! Path safety of the file API (nothing leaves the boot root): [`resolve`] is the one place
+//! a client-supplied path becomes a path on disk. Every endpoint that takes a path
+//! (`/files`, `/files/upload`, `/bootloader/check-file`) goes through it.
 //!
 //! Rules, each refusal a [`PathError::Invalid`] (400) naming the problem:
 //! - paths are relative to the boot root, `/`-separated, already decoded (query values and

@@ -1,11 +1,10 @@
 //! Batched UDP I/O on a blocking [`UdpSocket`]: `recvmmsg(2)` and `sendmmsg(2)` (through
 //! the `nix` crate) move up to [`BATCH`] datagrams per system call, where
-//! `recv_from`/`send_to` move one. Used by the userspace DNS server's UDP threads (issue
-//! 14, "batching with recvmmsg/sendmmsg"), whose queries and answers are small and arrive
-//! in bursts under load: a receive sleeps in the kernel until the first datagram
-//! (`MSG_WAITFORONE`) and then takes whatever else is queued, so at low load a batch is one
-//! datagram and costs what a `recv_from` did, and no event loop sits between the socket
-//! and the thread.
+//! `recv_from`/`send_to` move one. Used by the userspace DNS server's UDP threads, whose
+//! queries and answers are small and arrive in bursts under load: a receive sleeps in the
+//! kernel until the first datagram (`MSG_WAITFORONE`) and then takes whatever else is
+//! queued, so at low load a batch is one datagram and costs what a `recv_from` costs, and no
+//! event loop sits between the socket and the thread.
 
 use std::{
     io::{self, IoSlice, IoSliceMut},

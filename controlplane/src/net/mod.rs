@@ -64,8 +64,7 @@ pub fn interface_addrs() -> Vec<IfAddr> {
 }
 
 /// The IPv6 twin of a wildcard IPv4 listen address: `0.0.0.0:port` also listens on
-/// `[::]:port` (issue 12 "TFTP and HTTP over IPv6"); any other address is taken as
-/// written and has no twin.
+/// `[::]:port`; any other address is taken as written and has no twin.
 pub fn ipv6_twin(addr: std::net::SocketAddr) -> Option<std::net::SocketAddr> {
     (addr.ip() == IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED))
         .then(|| std::net::SocketAddr::new(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED), addr.port()))

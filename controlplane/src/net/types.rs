@@ -1,7 +1,7 @@
-//! Networking value types and syntax rules shared by every resource (house style item 16,
-//! issue 7 §1): the one MAC address type and the one set of name rules. DHCP, DNS, the
-//! boot catalog, inventory, config and settings all validate through here, so a rule
-//! changes in one place. Pure values and functions, no state.
+//! Networking value types and syntax rules shared by every resource (house style item
+//! 16): the one MAC address type and the one set of name rules. DHCP, DNS, the boot
+//! catalog, inventory, config and settings all validate through here, so a rule changes
+//! in one place. Pure values and functions, no state.
 //!
 //! # Name rules (one function per meaning)
 //! - A **host name** ([`validate_host_label`], [`validate_hostname`]) follows RFC 952 as

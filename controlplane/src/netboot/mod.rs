@@ -1,14 +1,14 @@
-//! The netboot catalog (issue 9 "Netboot catalog, overlays, cache"): a built-in list of
-//! netbootable distributions ([`catalog.json`](self), embedded; versions, architectures,
-//! upstream kernel/initrd URLs with a `{mirror}` placeholder, kernel arguments), the
-//! site's overlays on it (another mirror, extra kernel arguments, extra initrds; stored in
-//! the `netboot_overlays` tree), and the cache that serves catalog files to booting
-//! machines: `GET /boot/netboot/<distro>/<version>/<arch>/<file>` answers the cached copy
-//! under `<boot root>/netboot-cache/`, fetching it from upstream on a miss (bounded
-//! timeouts), and evicts the least recently used files over `[netboot] cache_max_bytes`.
-//! Profiles made from the catalog point at those paths, so the first boot fills the cache
-//! and later boots never leave the lab. Without internet the catalog still lists, a miss
-//! answers 502 within the timeout, and `check-files` says what is missing.
+//! The netboot catalog: a built-in list of netbootable distributions
+//! ([`catalog.json`](self), embedded; versions, architectures, upstream kernel/initrd URLs
+//! with a `{mirror}` placeholder, kernel arguments), the site's overlays on it (another
+//! mirror, extra kernel arguments, extra initrds; stored in the `netboot_overlays` tree),
+//! and the cache that serves catalog files to booting machines:
+//! `GET /boot/netboot/<distro>/<version>/<arch>/<file>` answers the cached copy under
+//! `<boot root>/netboot-cache/`, fetching it from upstream on a miss (bounded timeouts),
+//! and evicts the least recently used files over `[netboot] cache_max_bytes`. Profiles
+//! made from the catalog point at those paths, so the first boot fills the cache and later
+//! boots never leave the lab. Without internet the catalog still lists, a miss answers 502
+//! within the timeout, and `check-files` says what is missing.
 
 use std::{
     collections::BTreeMap,

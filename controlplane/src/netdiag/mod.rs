@@ -1,12 +1,12 @@
-//! Network diagnostics (spec "Network diagnostics", issue 11): ICMP echo (ping) and
-//! traceroute run from the server, so an operator sees what the server sees of a machine
-//! it cannot reach. This module owns the request bounds and their validation
-//! ([`PingRequest`], [`TracerouteRequest`]), target resolution (an address or a name; a
-//! target that is not a unicast address is refused), the one-run-per-user rule
-//! ([`NetDiag::begin`]), the per-reply and per-hop lines both the plain and the streamed
-//! endpoints produce, and the summaries computed from them. The probing itself is behind
-//! [`Prober`]: [`ping::run`] (the `surge-ping` crate) and [`trace::run`] (the
-//! `trippy-core` crate) on the wire, a fake in router tests.
+//! Network diagnostics (spec "Network diagnostics"): ICMP echo (ping) and traceroute run
+//! from the server, so an operator sees what the server sees of a machine it cannot
+//! reach. This module owns the request bounds and their validation ([`PingRequest`],
+//! [`TracerouteRequest`]), target resolution (an address or a name; a target that is not
+//! a unicast address is refused), the one-run-per-user rule ([`NetDiag::begin`]), the
+//! per-reply and per-hop lines both the plain and the streamed endpoints produce, and
+//! the summaries computed from them. The probing itself is behind [`Prober`]:
+//! [`ping::run`] (the `surge-ping` crate) and [`trace::run`] (the `trippy-core` crate)
+//! on the wire, a fake in router tests.
 //!
 //! No state survives a run: nothing is stored, nothing is published on the event bus
 //! (diagnostics change nothing). Both need `CAP_NET_RAW` (raw ICMP sockets); without it
@@ -29,9 +29,9 @@ use utoipa::ToSchema;
 
 use crate::service_error::ServiceError;
 
-/// Most echo requests one ping run may send (issue 11: "at most 20 probes").
+/// Most echo requests one ping run may send (at most 20 probes).
 pub const MAX_PING_COUNT: u32 = 20;
-/// Most hops a traceroute may probe (issue 11: "30 hops").
+/// Most hops a traceroute may probe.
 pub const MAX_HOPS: u8 = 30;
 /// Most probes per hop of a traceroute (each is one round over all hops).
 pub const MAX_QUERIES: u8 = 3;
@@ -312,7 +312,7 @@ impl NetDiag {
     ///
     /// # Errors
     /// [`ServiceError::Conflict`] when `user` already has a ping or traceroute running
-    /// (issue 11: one run per user at a time).
+    /// (one run per user at a time).
     pub fn begin(&self, user: &str) -> Result<RunGuard, ServiceError> {
         let mut a = self
             .active

@@ -1,7 +1,7 @@
 //! The NFS settings model and its rules, the exports(5) rendering, and the parser of
-//! `exportfs -v` (issue 9 "NFS"). Pure functions over the file system (paths are resolved
-//! through [`crate::media::paths::resolve`], the one place a client path becomes a path
-//! on disk); no state.
+//! `exportfs -v`. Pure functions over the file system (paths are resolved through
+//! [`crate::media::paths::resolve`], the one place a client path becomes a path on disk);
+//! no state.
 //!
 //! Rules of an export (each refusal a [`ServiceError::Invalid`] naming the key, e.g.
 //! `exports[1].clients[0]`):

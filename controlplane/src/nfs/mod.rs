@@ -1,9 +1,9 @@
-//! NFS exports of the boot root (issue 9 "NFS"; spec "Service settings",
-//! `/services/nfs`): distributions booted with an NFS root (casper `netboot=nfs`, Debian
-//! live `netboot=nfs`, dracut `root=nfs:`) mount an extracted image tree from the
-//! kernel NFS server (Debian `nfs-kernel-server`). Bootlane does not serve NFS itself:
-//! it writes one exports(5) file (`[nfs] exports_file`, in `/etc/exports.d/` by default)
-//! and runs `exportfs -ra`, which loads every exports file into the kernel.
+//! NFS exports of the boot root (spec "Service settings", `/services/nfs`):
+//! distributions booted with an NFS root (casper `netboot=nfs`, Debian live
+//! `netboot=nfs`, dracut `root=nfs:`) mount an extracted image tree from the kernel NFS
+//! server (Debian `nfs-kernel-server`). Bootlane does not serve NFS itself: it writes
+//! one exports(5) file (`[nfs] exports_file`, in `/etc/exports.d/` by default) and runs
+//! `exportfs -ra`, which loads every exports file into the kernel.
 //!
 //! The model, its validation (paths under the boot root only, client networks, a
 //! whitelist of export options) and the exports-file rendering are in [`exports`]; the

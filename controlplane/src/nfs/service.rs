@@ -1,5 +1,5 @@
 //! The NFS service: the single write path of the NFS settings and the read side of
-//! `/services/nfs` (issue 9 "NFS").
+//! `/services/nfs`.
 //!
 //! A change is checked ([`check_settings`] against the live boot root), written
 //! (enabled: the rendered exports file, through a temporary file and a rename, so

@@ -1,11 +1,11 @@
-//! Executable bundles of a machine's scripts (issue 13 "a public pull endpoint ... one
-//! executable bundle per platform"): [`shell`] writes a POSIX `sh` program for Unix
-//! machines (the `sh`, `bash` and `python` scripts), [`powershell`] a PowerShell program
-//! for Windows (the `powershell` and `cmd` scripts). Each runs its scripts in order,
-//! stops at the first failure (its exit code is the bundle's), and reports every result
-//! to the report URL (script id, exit code, duration in ms as query parameters, the last
-//! 4 KiB of the combined output as the `text/plain` body). A script that did not render
-//! becomes a step that prints why and fails. Pure text generation, no state.
+//! Executable bundles of a machine's scripts (one executable bundle per platform,
+//! behind a public pull endpoint): [`shell`] writes a POSIX `sh` program for Unix
+//! machines (the `sh`, `bash` and `python` scripts), [`powershell`] a PowerShell
+//! program for Windows (the `powershell` and `cmd` scripts). Each runs its scripts in
+//! order, stops at the first failure (its exit code is the bundle's), and reports every
+//! result to the report URL (script id, exit code, duration in ms as query parameters,
+//! the last 4 KiB of the combined output as the `text/plain` body). A script that did
+//! not render becomes a step that prints why and fails. Pure text generation, no state.
 
 use std::fmt::Write as _;
 

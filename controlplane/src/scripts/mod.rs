@@ -1,12 +1,11 @@
-//! Post-install scripts and baselines (issue 13 "Scripts and baselines"; spec
-//! "Baselines", "Scripts"): what a machine runs after its install. A [`Script`] is a
-//! versioned program of one [`ScriptType`] (a minijinja template unless `render` is off);
-//! a [`Baseline`] is an ordered list of scripts with an OS filter and variable defaults,
-//! assigned to hosts, profiles, or as the site default. A machine pulls its baselines'
-//! scripts (as JSON or as one bundle per platform, see [`bundle`]) with its install
-//! task's token and reports each result ([`ScriptReport`], the last 100 per machine).
-//! This file holds the stored shapes and inputs; [`service::ScriptService`] is the single
-//! write path.
+//! Post-install scripts and baselines (spec "Baselines", "Scripts"): what a machine runs
+//! after its install. A [`Script`] is a versioned program of one [`ScriptType`] (a
+//! minijinja template unless `render` is off); a [`Baseline`] is an ordered list of
+//! scripts with an OS filter and variable defaults, assigned to hosts, profiles, or as
+//! the site default. A machine pulls its baselines' scripts (as JSON or as one bundle per
+//! platform, see [`bundle`]) with its install task's token and reports each result
+//! ([`ScriptReport`], the last 100 per machine). This file holds the stored shapes and
+//! inputs; [`service::ScriptService`] is the single write path.
 
 pub mod bundle;
 pub mod service;
@@ -24,7 +23,7 @@ pub const MAX_REPORT_OUTPUT: usize = 4096;
 /// Reports kept per machine (the oldest are dropped).
 pub const MAX_REPORTS_PER_HOST: usize = 100;
 
-/// The interpreter a script is written for (issue 13).
+/// The interpreter a script is written for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ScriptType {

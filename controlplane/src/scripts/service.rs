@@ -1,7 +1,7 @@
-//! The script and baseline service (issue 13 "Scripts and baselines"): the single write
-//! path for scripts and their versions (`scripts`, `script_versions`), baselines
-//! (`baselines`) and the machines' reports (`script_reports`), and the resolution of which
-//! baselines and scripts apply to a machine ([`ScriptService::assignment`]).
+//! The script and baseline service: the single write path for scripts and their versions
+//! (`scripts`, `script_versions`), baselines (`baselines`) and the machines' reports
+//! (`script_reports`), and the resolution of which baselines and scripts apply to a
+//! machine ([`ScriptService::assignment`]).
 //!
 //! Rules kept here: names are unique per kind (case-insensitive; 409); a stored script
 //! that renders must compile (400 with the line); a version is stored on creation and on

@@ -1,9 +1,9 @@
 //! Append-only journals: the store's home for histories that only grow at one end and are
 //! trimmed at the other (the event history and the audit log, spec "Events" and "Audit
 //! log"). They live beside the database, not in it: a history of 100,000 events in sled
-//! kept its pages in memory and every retention pass churned the tree, so the server's RSS
-//! grew with the history (issue 14, soak). A journal's memory is a few numbers per segment,
-//! whatever the history's length.
+//! would keep its pages in memory and every retention pass would churn the tree, so the
+//! server's RSS would grow with the history. A journal's memory is a few numbers per
+//! segment, whatever the history's length.
 //!
 //! Layout: a directory of segment files `<first id, 20 digits>.jsonl`, each a run of
 //! serde-JSON lines in ascending id order, closed at about [`SEGMENT_BYTES`]. An append
@@ -430,8 +430,8 @@ impl<T: Entity> Journal<T> {
         let before = self.len();
         let (segments, mut floor) = self.segments();
         // A pass that retires nothing decodes one line: this runs every minute, and
-        // decoding whole segments each time left the allocator's arenas fragmented (RSS
-        // crept up in steps, issue 14 soak). Ids alone are read where counting is needed.
+        // decoding whole segments each time would leave the allocator's arenas fragmented
+        // (RSS creeping up in steps). Ids alone are read where counting is needed.
         // By count: the (len - count)-th visible value from the oldest becomes the floor.
         if before > count {
             let mut skip = before - count;

@@ -1,6 +1,6 @@
-//! `bootlane store migrate` (issue 16): copies a stopped node's store into a shared
-//! PostgreSQL database (or back into a sled data directory) and verifies the copy by
-//! per-tree counts and SHA-256 checksums over every `(key, value)` pair.
+//! `bootlane store migrate`: copies a stopped node's store into a shared PostgreSQL
+//! database (or back into a sled data directory) and verifies the copy by per-tree
+//! counts and SHA-256 checksums over every `(key, value)` pair.
 //!
 //! The event history and audit log are per-node journals (`<data_dir>/journal/`), not
 //! store trees, and are not copied: a node keeps its own when it moves to PostgreSQL

@@ -2,7 +2,7 @@
 //! projection of it). All sled access goes through this module's typed tables:
 //! values are serde-JSON encoded, ids are `u64` keys in big-endian (so iteration is in
 //! id order), and every acknowledged write is flushed to disk before the caller answers
-//! (without the flush sled loses acknowledged writes on `kill -9`; see issue 2).
+//! (without the flush sled loses acknowledged writes on `kill -9`).
 //!
 //! Writes that touch several records (a profile and its script versions, say) go through
 //! [`Store::transaction`]: a closure over a [`Tx`] whose reads and writes commit together
@@ -61,10 +61,10 @@ pub enum StoreError {
     },
 }
 
-/// The store format this build writes and reads (issue 15: "a store format version
-/// written in the data directory, checked at start"). Format 1: sled trees of serde-JSON
-/// values, `u64` big-endian ids (the layout since the first release). A change of layout
-/// bumps it and adds a migration step (run by [`Store::open`]).
+/// The store format this build writes and reads (a store format version written in the
+/// data directory, checked at start). Format 1: sled trees of serde-JSON values, `u64`
+/// big-endian ids (the layout since the first release). A change of layout bumps it and
+/// adds a migration step (run by [`Store::open`]).
 pub const FORMAT_VERSION: u32 = 1;
 
 /// The file in the data directory holding the store format (one decimal number).
@@ -213,11 +213,11 @@ pub struct Store {
     _temp: Option<Arc<TempDirGuard>>,
 }
 
-/// Settings trees that belong to one machine (issue 16: "settings can be global or per
-/// node"): the general group, DNS and logging settings (`settings`: listen addresses,
-/// ports, the server's name, log files), which services run (`services`), the DHCP
-/// subnets and interfaces served (`dhcp_settings`), the TFTP boot root (`tftp_settings`)
-/// and NFS exports (`nfs`). On a shared store each node keeps its own copy, stored as
+/// Settings trees that belong to one machine (settings can be global or per node): the
+/// general group, DNS and logging settings (`settings`: listen addresses, ports, the
+/// server's name, log files), which services run (`services`), the DHCP subnets and
+/// interfaces served (`dhcp_settings`), the TFTP boot root (`tftp_settings`) and NFS
+/// exports (`nfs`). On a shared store each node keeps its own copy, stored as
 /// `<tree>@<node>`; everything else (records, hosts, profiles, reservations, leases,
 /// access lists, boot and answer settings, catalog overlays) is shared by all nodes.
 pub const NODE_TREES: &[&str] = &["settings", "services", "dhcp_settings", "tftp_settings", "nfs"];
@@ -338,12 +338,12 @@ impl Drop for TempDirGuard {
     }
 }
 
-/// `[store]`: the embedded database (issue 14, soak).
+/// `[store]`: the embedded database.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreConfig {
     /// `"sled"` (the embedded default: one node, data in `data_dir`) or `"postgres"` (a
-    /// database shared by several nodes; issue 16).
+    /// database shared by several nodes).
     pub backend: String,
     /// Most memory sled's page cache may hold, in MiB (sled's own default is 1024): a
     /// guard against sled's default, pages beyond it are read from disk. Default 64; at
@@ -630,7 +630,7 @@ impl Store {
         self.journals.parent().unwrap_or(&self.journals)
     }
 
-    /// This store as node `node` sees it (issue 16): on a shared store, [`Store::kv`] of a
+    /// This store as node `node` sees it: on a shared store, [`Store::kv`] of a
     /// [`NODE_TREES`] name is then this node's own tree. A node whose own tree is still
     /// empty starts from the shared one's rows (settings moved in by `bootlane store
     /// migrate`, or written before nodes had their own). Nothing changes for sled.
@@ -1114,8 +1114,8 @@ impl<T: Entity> Table<T> {
     /// Applies `writes` in order as one atomic batch (all or none; a later write to an id
     /// wins over an earlier one), without flushing: the caller makes them durable with
     /// [`Table::flush`]. One batch costs the store one log reservation, where a
-    /// transaction per value costs one each (the DHCP group commit, issue 14); with
-    /// PostgreSQL it is one transaction, committed on return.
+    /// transaction per value costs one each (the DHCP group commit); with PostgreSQL it
+    /// is one transaction, committed on return.
     ///
     /// # Errors
     /// Store or codec errors; then nothing of the batch is stored.
@@ -1128,9 +1128,9 @@ impl<T: Entity> Table<T> {
     /// `keep(current, new)` accepts the value the store holds under its id now: with
     /// PostgreSQL that is the database's value, checked under its write lock, so a value
     /// another node wrote first is never overwritten unless `keep` allows it (the DHCP
-    /// leases' uniqueness on the address, issue 16). Returns the refused puts: their ids
-    /// and the current values. With sled the check reads the local tree; callers
-    /// serialise their own writes (the lease lock).
+    /// leases' uniqueness on the address). Returns the refused puts: their ids and the
+    /// current values. With sled the check reads the local tree; callers serialise their
+    /// own writes (the lease lock).
     ///
     /// # Errors
     /// Store or codec errors; then nothing of the batch is stored.
@@ -1698,8 +1698,8 @@ pub(crate) mod tests {
         assert!(e.contains("not a valid PostgreSQL URL") && !e.contains("secret"), "{e}");
     }
 
-    /// Issue 16: a node's settings trees are its own on a shared store, starting from the
-    /// shared rows; other trees stay shared. sled is unchanged.
+    /// A node's settings trees are its own on a shared store, starting from the shared
+    /// rows; other trees stay shared. sled is unchanged.
     #[tokio::test]
     async fn node_settings_are_per_node_and_start_from_the_shared_ones() {
         let (s, cluster) = pg_store().await;
@@ -1751,8 +1751,8 @@ pub(crate) mod tests {
 
     /// Two nodes on one database: a write through one is in the other's mirror (and
     /// announced as a remote change) within 100 ms at the 99th percentile over 100
-    /// changes (issue 16), ids never collide, and a write by one node is seen by the
-    /// other's transactions.
+    /// changes, ids never collide, and a write by one node is seen by the other's
+    /// transactions.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn two_nodes_see_each_others_writes_within_100_ms() {
         let (a, cluster) = pg_store().await;

@@ -1,6 +1,6 @@
-//! The PostgreSQL backend of the store (issue 16): several Bootlane nodes share one
-//! database, and each keeps an in-memory mirror of every tree, so reads stay synchronous
-//! and local exactly as with sled while writes go to PostgreSQL.
+//! The PostgreSQL backend of the store: several Bootlane nodes share one database, and
+//! each keeps an in-memory mirror of every tree, so reads stay synchronous and local
+//! exactly as with sled while writes go to PostgreSQL.
 //!
 //! - **Layout** (schema version [`SCHEMA_VERSION`]): one table `bootlane_kv (tree, key,
 //!   value, rev)` holding the same trees, keys and serde-JSON values as sled, a removed key
@@ -571,8 +571,8 @@ impl Pg {
 
     /// Writes `writes` to `tree` in one database transaction, except each write whose key's
     /// current value in the database `keep(key, current)` refuses (a value another node
-    /// stored meanwhile: the DHCP leases' uniqueness check, issue 16). Removals
-    /// (`None`) are always written. Returns the refused keys with their current values.
+    /// stored meanwhile: the DHCP leases' uniqueness check). Removals (`None`) are always
+    /// written. Returns the refused keys with their current values.
     ///
     /// # Errors
     /// [`StoreError::Backend`] when the database fails or is unreachable (then nothing is
@@ -968,12 +968,11 @@ mod tests {
     }
 }
 
-/// Throwaway PostgreSQL clusters for tests (issue 16: "PostgreSQL started by the test as
-/// a throwaway cluster"): `initdb` into a temporary directory, a server on a free
-/// loopback port with its socket in that directory, stopped and removed on drop. As root
-/// the server runs as the `postgres` user (PostgreSQL refuses root). Compiled only for
-/// tests: it starts server processes and calls `geteuid` (`unsafe`), neither of which
-/// belongs in the shipped binary.
+/// Throwaway PostgreSQL clusters for tests: `initdb` into a temporary directory, a
+/// server on a free loopback port with its socket in that directory, stopped and removed
+/// on drop. As root the server runs as the `postgres` user (PostgreSQL refuses root).
+/// Compiled only for tests: it starts server processes and calls `geteuid` (`unsafe`),
+/// neither of which belongs in the shipped binary.
 #[cfg(test)]
 pub mod throwaway {
     use std::{

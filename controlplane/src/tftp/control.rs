@@ -1,10 +1,10 @@
-//! Live TFTP settings for `GET/PUT /services/tftp` (issue 4, issue 7 §5-6): every `[tftp]`
-//! key can be overridden through the API and the overrides are stored. The retransmission
-//! timeout and the retry count are written into the running server's limits (new
-//! transfers use them); `enabled`, `port`, `listen`, `root` and `max_transfers` need a new
-//! socket or server: [`TftpControl::set`] says so and the caller restarts the TFTP service
-//! through the supervisor. State: the stored overrides (cached) and the running server's
-//! limits while it runs.
+//! Live TFTP settings for `GET/PUT /services/tftp`: every `[tftp]` key can be overridden
+//! through the API and the overrides are stored. The retransmission timeout and the retry
+//! count are written into the running server's limits (new transfers use them); `enabled`,
+//! `port`, `listen`, `root` and `max_transfers` need a new socket or server:
+//! [`TftpControl::set`] says so and the caller restarts the TFTP service through the
+//! supervisor. State: the stored overrides (cached) and the running server's limits while
+//! it runs.
 
 use std::{
     net::IpAddr,

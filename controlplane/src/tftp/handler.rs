@@ -73,8 +73,8 @@ pub trait TftpHandler: Send + Sync + 'static {
     }
 }
 
-/// Files made per request rather than read from the root (issue 12: the PXELINUX
-/// configurations). Asked only for names the root does not have.
+/// Files made per request rather than read from the root (the PXELINUX configurations).
+/// Asked only for names the root does not have.
 pub trait GeneratedFiles: Send + Sync + 'static {
     /// The bytes of `path` (the client's name for it) for the client at `peer`, or
     /// `None` when there is no such generated file ("file not found").

@@ -1,5 +1,5 @@
-//! The TFTP server (issue 4): read-only RFC 1350 with blksize (RFC 2348), tsize and
-//! timeout (RFC 2349) and windowsize (RFC 7440), rooted at the boot directory.
+//! The TFTP server: read-only RFC 1350 with blksize (RFC 2348), tsize and timeout
+//! (RFC 2349) and windowsize (RFC 7440), rooted at the boot directory.
 //!
 //! Implemented here rather than with the `async-tftp` crate: that crate runs on
 //! async-std/smol rather than tokio, has no windowsize (RFC 7440) support, and would
@@ -114,7 +114,7 @@ impl TftpService {
     }
 
     /// [`TftpService::start`] answering names missing from `root` from `generated`
-    /// (the PXELINUX configurations, issue 12).
+    /// (the PXELINUX configurations).
     ///
     /// # Errors
     /// As [`TftpService::start`].
@@ -141,7 +141,7 @@ impl TftpService {
             .with_access(access);
         let addr = server.register_socket(sock)?;
         tracing::info!(%addr, root = %root.display(), "TFTP serving");
-        // `0.0.0.0` also serves IPv6 clients (issue 12), on the same port.
+        // `0.0.0.0` also serves IPv6 clients, on the same port.
         let mut also = None;
         if let Some(v6) = crate::net::ipv6_twin(addr) {
             match crate::net::bind_v6only(v6, socket2::Type::DGRAM) {
@@ -175,7 +175,7 @@ pub struct TftpUnit {
 }
 
 impl TftpUnit {
-    /// Answers names missing from the root from `generated` (issue 12: the PXELINUX
+    /// Answers names missing from the root from `generated` (the PXELINUX
     /// configurations generated from the profiles).
     pub fn with_generated(mut self, generated: Arc<dyn handler::GeneratedFiles>) -> Self {
         self.generated = Some(generated);

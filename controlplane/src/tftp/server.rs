@@ -199,14 +199,14 @@ impl Drop for Slot {
 }
 
 impl<H: TftpHandler> Server<H> {
-    /// Enforces access control through `gate` (issue 11): a read request from a refused
-    /// client (known by its lease) gets ERROR 2, access violation (RFC 1350 §5).
+    /// Enforces access control through `gate`: a read request from a refused client
+    /// (known by its lease) gets ERROR 2, access violation (RFC 1350 §5).
     pub fn with_access(mut self, gate: Arc<crate::access::gate::AccessGate>) -> Self {
         self.access = Some(gate);
         self
     }
 
-    /// Publishes `tftp.transfer.completed|aborted|failed` on `events` (issue 7 §2).
+    /// Publishes `tftp.transfer.completed|aborted|failed` on `events`.
     pub fn with_events(mut self, events: Arc<crate::events::EventBus>) -> Self {
         self.events = Some(events);
         self

@@ -330,9 +330,9 @@ async fn regression_fuzz_stray_ack_before_oack_is_acknowledged() {
     assert!(matches!(&p, Packet::Data(1, d) if d.len() == 700), "{p:?}");
 }
 
-/// Issue 7 §7: a completed transfer and a refused one show up in the rendered metrics.
-/// The recorder is shared by every test in the binary, so the test compares
-/// before/after values.
+/// A completed transfer and a refused one show up in the rendered metrics. The
+/// recorder is shared by every test in the binary, so the test compares before/after
+/// values.
 #[tokio::test]
 async fn transfers_are_counted() {
     use crate::metrics::{install, render, test_support::value};
@@ -379,9 +379,9 @@ async fn transfers_are_counted() {
     assert!(text.contains("# TYPE bootlane_tftp_active_transfers gauge"), "{text}");
 }
 
-/// Issue 11 "Access control": a read request from a refused client (known by the address
-/// its DHCP request named) gets ERROR 2 (access violation); an allowed one is served;
-/// an unknown address is refused in whitelist mode, a blacklisted one in blacklist mode.
+/// A read request from a refused client (known by the address its DHCP request named)
+/// gets ERROR 2 (access violation); an allowed one is served; an unknown address is
+/// refused in whitelist mode, a blacklisted one in blacklist mode.
 #[tokio::test]
 async fn access_control_refuses_by_the_clients_address() {
     use crate::access::{gate::test_gate, Mode};
@@ -426,9 +426,9 @@ async fn access_control_refuses_by_the_clients_address() {
     server2.shutdown().await;
 }
 
-/// Issue 12: names the root lacks are asked of the generated-files source (with the
-/// client's address), served from memory with options like any file; a file on disk wins;
-/// a name the source does not make is "file not found".
+/// Names the root lacks are asked of the generated-files source (with the client's
+/// address), served from memory with options like any file; a file on disk wins; a name
+/// the source does not make is "file not found".
 #[tokio::test]
 async fn generated_files() {
     struct Gen;

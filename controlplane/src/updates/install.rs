@@ -1,12 +1,11 @@
-//! `bootlane update list|install` (issue 13 "Version check and download"): what the server
-//! downloaded and verified under `<data_dir>/updates/`, and installing one of them over the
-//! binary. Installing reads the stored artifact once, checking its size, SHA-256 and
-//! minisign signature (over the update statement of its version, platform, file name and
-//! SHA-256, see [`manifest`]) against the key of the configuration file (never one stored beside
-//! the artifact) while copying it next to the target, and renames the copy over the target
-//! only when every check passed: the binary is replaced whole or not at all. The running
-//! server keeps running the old code until it is restarted (`systemctl restart bootlane`).
-//! No state.
+//! `bootlane update list|install`: what the server downloaded and verified under
+//! `<data_dir>/updates/`, and installing one of them over the binary. Installing reads the
+//! stored artifact once, checking its size, SHA-256 and minisign signature (over the update
+//! statement of its version, platform, file name and SHA-256, see [`manifest`]) against the
+//! key of the configuration file (never one stored beside the artifact) while copying it
+//! next to the target, and renames the copy over the target only when every check passed:
+//! the binary is replaced whole or not at all. The running server keeps running the old
+//! code until it is restarted (`systemctl restart bootlane`). No state.
 
 use std::{
     io::{Read, Write},

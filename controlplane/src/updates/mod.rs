@@ -1,8 +1,8 @@
-//! Verified updates (issue 13 "Version check and download"): the update source's JSON
-//! manifest and its checks ([`manifest`]), the service that asks the source, downloads an
-//! artifact in the background with progress events and keeps it only once its SHA-256 and
-//! minisign signature are verified ([`service`]), and the `bootlane update` subcommand
-//! that re-verifies a stored artifact and installs it over the binary ([`install`]).
+//! Verified updates: the update source's JSON manifest and its checks ([`manifest`]), the
+//! service that asks the source, downloads an artifact in the background with progress
+//! events and keeps it only once its SHA-256 and minisign signature are verified
+//! ([`service`]), and the `bootlane update` subcommand that re-verifies a stored artifact
+//! and installs it over the binary ([`install`]).
 //!
 //! This module owns the `[updates]` configuration section ([`UpdatesConfig`], validated
 //! here; `config.rs` only aggregates) and the `<data_dir>/updates/` directory. Nothing here

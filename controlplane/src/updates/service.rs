@@ -1,6 +1,6 @@
-//! The update service (issue 13 "Version check and download"): asks the configured update
-//! source ([`UpdateService::check`]), downloads one artifact at a time in the background
-//! ([`UpdateService::download`]) and lists what is stored ([`UpdateService::stored`]).
+//! The update service: asks the configured update source ([`UpdateService::check`]),
+//! downloads one artifact at a time in the background ([`UpdateService::download`]) and
+//! lists what is stored ([`UpdateService::stored`]).
 //!
 //! A download streams into a temporary file under `<data_dir>/updates/` while its SHA-256
 //! is computed, publishing `update.download.progress` every

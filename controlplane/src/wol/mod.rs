@@ -1,8 +1,8 @@
-//! Wake-on-LAN (issue 11 "Wake-on-LAN"): the magic packet ([`packet`]), sending it as a
-//! UDP broadcast out of chosen interfaces ([`sender`]), the bounded wake history
-//! ([`history`]), cron schedules with a time zone ([`schedules`]) and the service that is
-//! the single path for all of it ([`service`]): resolve the host, pick the interfaces,
-//! send, record, publish `wol.sent`.
+//! Wake-on-LAN: the magic packet ([`packet`]), sending it as a UDP broadcast out of
+//! chosen interfaces ([`sender`]), the bounded wake history ([`history`]), cron schedules
+//! with a time zone ([`schedules`]) and the service that is the single path for all of it
+//! ([`service`]): resolve the host, pick the interfaces, send, record, publish
+//! `wol.sent`.
 //!
 //! This module owns the `[wol]` configuration section ([`WolConfig`], validated here;
 //! `config.rs` only aggregates). It holds no global state: the service is built once in

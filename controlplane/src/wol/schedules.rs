@@ -1,7 +1,7 @@
-//! Wake schedules (issue 11 "Schedules"): a cron expression (crate `croner`: five fields,
-//! or six with seconds first) evaluated in an IANA time zone (crate `jiff`, with its
-//! bundled time-zone database so the answer does not depend on the machine's tzdata),
-//! targets (host ids and/or MACs), an enabled flag, and what happened last.
+//! Wake schedules: a cron expression (crate `croner`: five fields, or six with seconds
+//! first) evaluated in an IANA time zone (crate `jiff`, with its bundled time-zone
+//! database so the answer does not depend on the machine's tzdata), targets (host ids
+//! and/or MACs), an enabled flag, and what happened last.
 //!
 //! When a schedule is due is decided by one pure function, [`due`], over an injectable
 //! clock's "now": a slot fires when it is later than the last slot handled (stored in the

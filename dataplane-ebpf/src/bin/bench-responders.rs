@@ -1,19 +1,19 @@
-//! Reference XDP programs for `cargo xtask bench dns` only (issue 14, "XDP fast path"):
-//! never embedded in the `bootlane` binary (controlplane/build.rs embeds only the
-//! `dataplane-ebpf` object; this one is built beside it and loaded by the `xdp-bench`
-//! tool of the `tests` crate).
+//! Reference XDP programs for `cargo xtask bench dns` only: never embedded in the
+//! `bootlane` binary (controlplane/build.rs embeds only the `dataplane-ebpf` object;
+//! this one is built beside it and loaded by the `xdp-bench` tool of the `tests`
+//! crate).
 //!
 //! - `xdp_drop_floor`: `XDP_DROP` for every frame. The generator's ceiling (what kxdpgun
 //!   can send through the veth) and the per-packet floor of any XDP program (the
 //!   kernel's `run_time_ns / run_cnt` for a program that does nothing).
-//! - `minimal_responder`: the least a DNS responder must do, the issue's table's second
-//!   row: Ethernet without VLAN, IPv4 without options, UDP to the configured port, one
-//!   question, the qname lowercased into the same [`DnsKey`] the Bootlane program uses,
-//!   one hash lookup in a map of the same [`DnsAnswer`] values, the answers written after
-//!   the question (no EDNS: an OPT in the query is cut off), addresses and ports swapped,
-//!   the IPv4 header checksum recomputed and the UDP checksum set to 0 (allowed for IPv4,
-//!   RFC 768), `XDP_TX`. No scopes, no server-address check, no IPv6, no VLAN, no
-//!   counters: the yardstick Bootlane's per-packet cost is compared against.
+//! - `minimal_responder`: the least a DNS responder must do: Ethernet without VLAN, IPv4
+//!   without options, UDP to the configured port, one question, the qname lowercased into
+//!   the same [`DnsKey`] the Bootlane program uses, one hash lookup in a map of the same
+//!   [`DnsAnswer`] values, the answers written after the question (no EDNS: an OPT in the
+//!   query is cut off), addresses and ports swapped, the IPv4 header checksum recomputed
+//!   and the UDP checksum set to 0 (allowed for IPv4, RFC 768), `XDP_TX`. No scopes, no
+//!   server-address check, no IPv6, no VLAN, no counters: the yardstick Bootlane's
+//!   per-packet cost is compared against.
 #![cfg_attr(target_arch = "bpf", no_std)]
 #![cfg_attr(target_arch = "bpf", no_main)]
 

@@ -1,5 +1,5 @@
-//! `xdp-bench`: the benchmark's handle on the XDP programs it compares (issue 14, "XDP
-//! fast path"), run by `scripts/bench-dns-xdp.sh` as root.
+//! `xdp-bench`: the benchmark's handle on the XDP programs it compares, run by
+//! `scripts/bench-dns-xdp.sh` as root.
 //!
 //! - `xdp-bench attach <object> <drop|minimal> <iface> <native|generic> [port] [names]`
 //!   loads `xdp_drop_floor` or `minimal_responder` from the bench object

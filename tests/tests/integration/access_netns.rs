@@ -1,6 +1,6 @@
-//! Access control end to end (issue 11 "Proof", Access): the real `bootlane` binary in a
-//! server namespace with a bridge `br0` (10.77.0.1/24, one DHCP subnet in server mode)
-//! joined by a veth pair to a client namespace and, for QEMU, by a tap device.
+//! Access control end to end: the real `bootlane` binary in a server namespace with a
+//! bridge `br0` (10.77.0.1/24, one DHCP subnet in server mode) joined by a veth pair to a
+//! client namespace and, for QEMU, by a tap device.
 //!
 //! `blacklist_udhcpc_tftp_and_http`, in order:
 //! 1. the mode is switched from `off` to `blacklist` through the API and the client's MAC

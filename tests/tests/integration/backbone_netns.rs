@@ -1,8 +1,8 @@
-//! The operations backbone end to end (issue 7, "Proof"): the real `bootlane` binary in a
-//! server namespace with two veth links to two client namespaces, real clients only —
-//! `curl -N` on `/events/stream`, `udhcpc` for leases, `curl tftp://` for a boot file.
+//! The operations backbone end to end: the real `bootlane` binary in a server namespace
+//! with two veth links to two client namespaces, real clients only — `curl -N` on
+//! `/events/stream`, `udhcpc` for leases, `curl tftp://` for a boot file.
 //!
-//! One test walks the issue's list in order, failing on the first miss:
+//! One test walks this list in order, failing on the first miss:
 //! 1. a DNS record created through the API, a DHCP lease and a TFTP download arrive on the
 //!    event stream as `dns.record.created`, `dhcp.lease.granted`, `tftp.transfer.completed`,
 //!    in that order and with increasing ids;
@@ -171,7 +171,7 @@ fn events_stream_resume_service_stop_start_and_live_interface_move() {
         created < granted && granted < completed,
         "order: record {created}, lease {granted}, transfer {completed}"
     );
-    // The fields the issue asks for, on each.
+    // The fields every event must carry, on each.
     let c = &all[created].data;
     assert_eq!(c["actor"], "admin", "{c}");
     assert_eq!(c["data"]["action"], "create", "{c}");

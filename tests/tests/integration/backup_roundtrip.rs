@@ -1,5 +1,5 @@
-//! Backup and restore end to end (issue 15 "Admin CLI"): the real `bootlane` binary in a
-//! server namespace with a DHCP subnet on a veth to a client namespace.
+//! Backup and restore end to end: the real `bootlane` binary in a server namespace with
+//! a DHCP subnet on a veth to a client namespace.
 //!
 //! 1. State is made through real clients: a host, a profile and a DNS record through the
 //!    API, a lease through `udhcpc`, and a user with `bootlane user add` while the server

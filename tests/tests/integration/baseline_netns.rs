@@ -1,10 +1,10 @@
-//! Post-install scripts end to end (issue 13, "Proof"): `scripts/e2e-baseline.sh` creates
-//! scripts (sh, python, bash) and two baselines over the API, gives a machine in a client
-//! namespace a DHCP lease, takes its install task's token from its boot script, checks that
-//! a wrong token, an unknown task and a forged report get the same 403, then has the
-//! machine pull `bundle.sh` with curl and run it: the scripts run in order and once, the
-//! bundle stops at the failing one with its exit code, and the three reports are in the
-//! host's report list and the event log. About 5 seconds.
+//! Post-install scripts end to end: `scripts/e2e-baseline.sh` creates scripts (sh, python,
+//! bash) and two baselines over the API, gives a machine in a client namespace a DHCP
+//! lease, takes its install task's token from its boot script, checks that a wrong token,
+//! an unknown task and a forged report get the same 403, then has the machine pull
+//! `bundle.sh` with curl and run it: the scripts run in order and once, the bundle stops at
+//! the failing one with its exit code, and the three reports are in the host's report list
+//! and the event log. About 5 seconds.
 
 use bootlane_tests::run_e2e;
 

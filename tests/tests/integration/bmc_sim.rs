@@ -1,6 +1,6 @@
-//! BMC power end to end (issue 11 "Proof", IPMI and Redfish): the real `bootlane` binary and
-//! two real BMC counterparts, all on the loopback of a namespace this test creates (so
-//! their fixed ports are free and nothing leaves the machine):
+//! BMC power end to end (IPMI and Redfish): the real `bootlane` binary and two real BMC
+//! counterparts, all on the loopback of a namespace this test creates (so their fixed ports
+//! are free and nothing leaves the machine):
 //! - OpenIPMI's `ipmi_sim` (recipe in `shared/notes/test-doubles.md`) with a chassis-control
 //!   hook script that keeps the power and boot device in files and appends every `set` to a
 //!   log this test reads;

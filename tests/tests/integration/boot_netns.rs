@@ -1,7 +1,7 @@
-//! The boot path end to end (issue 4, "Proof"): real clients and real firmware against the
-//! real binary in network namespaces. Each test runs `scripts/e2e-boot.sh`, which builds
-//! the namespaces (a bridge with a tap for QEMU), starts Bootlane with one DHCP subnet and
-//! checks, failing on the first miss:
+//! The boot path end to end: real clients and real firmware against the real binary in
+//! network namespaces. Each test runs `scripts/e2e-boot.sh`, which builds the namespaces
+//! (a bridge with a tap for QEMU), starts Bootlane with one DHCP subnet and checks,
+//! failing on the first miss:
 //! - udhcpc gets a lease with mask, router, DNS, domain, lease time and server id; a PXE
 //!   BIOS client gets `undionly.kpxe` with next-server, arch 7 gets `ipxe.efi`, a client
 //!   with user class `iPXE` gets the script URL;

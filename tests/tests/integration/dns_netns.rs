@@ -1,7 +1,7 @@
-//! The userspace DNS server end to end (issue 2, "Proof"): the real `bootlane` binary in a
-//! server namespace, real clients (`dig`, `kdig`) in two client namespaces on different
-//! subnets, and dnsmasq in a third namespace as the upstream. XDP is off here so every
-//! answer is the userspace path's; the fast path has its own tests.
+//! The userspace DNS server end to end: the real `bootlane` binary in a server namespace,
+//! real clients (`dig`, `kdig`) in two client namespaces on different subnets, and dnsmasq
+//! in a third namespace as the upstream. XDP is off here so every answer is the userspace
+//! path's; the fast path has its own tests.
 
 use bootlane_tests::{dig, lines, spawn_in, veth, NetNs, Server};
 use serde_json::json;

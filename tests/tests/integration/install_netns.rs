@@ -1,7 +1,7 @@
-//! Unattended installs end to end (issue 10, "Proof"): `scripts/e2e-install.sh` puts the
-//! real Debian installer's kernel and initrd in the boot root through the file API, makes
-//! an answer template from the Debian preset, registers a QEMU BIOS machine as a host with
-//! an install task, checks that 1,000 answer requests with random tokens are all refused or
+//! Unattended installs end to end: `scripts/e2e-install.sh` puts the real Debian
+//! installer's kernel and initrd in the boot root through the file API, makes an answer
+//! template from the Debian preset, registers a QEMU BIOS machine as a host with an install
+//! task, checks that 1,000 answer requests with random tokens are all refused or
 //! rate-limited with one identical refusal, boots the machine: the installer fetches its
 //! preseed (the task becomes `installing`) and its early command reports progress (an
 //! event); then a `done` report makes the task `installed` and a second boot of the same

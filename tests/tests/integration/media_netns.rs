@@ -1,6 +1,6 @@
-//! Boot media end to end (issue 9, "Proof"): each test runs `scripts/e2e-media.sh`, which
-//! builds a Debian-netinst-shaped ISO with xorriso from the real Debian installer kernel
-//! and initrd, and in network namespaces: exercises the file API with curl (upload, list,
+//! Boot media end to end: each test runs `scripts/e2e-media.sh`, which builds a
+//! Debian-netinst-shaped ISO with xorriso from the real Debian installer kernel and
+//! initrd, and in network namespaces: exercises the file API with curl (upload, list,
 //! serve whole and by Range, hostile paths, delete), uploads the ISO with `curl -F`
 //! watching its progress events on the event stream, waits for `ready` with the detected
 //! kernel and initrd, makes a profile from the image, registers a QEMU BIOS machine with

@@ -1,7 +1,7 @@
-//! Network diagnostics end to end (issue 11 "Proof", diagnostics): the real `bootlane`
-//! binary in a server namespace, a router namespace forwarding between 10.93.0.0/24 (the
-//! server's link) and 10.94.0.0/24, and a target namespace at 10.94.0.2 behind it. All
-//! probes are real ICMP from the server's raw sockets.
+//! Network diagnostics end to end: the real `bootlane` binary in a server namespace, a
+//! router namespace forwarding between 10.93.0.0/24 (the server's link) and 10.94.0.0/24,
+//! and a target namespace at 10.94.0.2 behind it. All probes are real ICMP from the
+//! server's raw sockets.
 //!
 //! One test, in order:
 //! 1. `POST /network/ping` to the router: three replies from 10.93.0.2 with TTL 64, 0 % loss;

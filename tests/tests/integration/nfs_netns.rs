@@ -1,8 +1,7 @@
-//! NFS exports end to end (issue 9 "NFS"): the real `bootlane` binary in a server
-//! namespace (10.97.0.1/24) exports a directory of its boot root through
-//! `PUT /services/nfs`; a client namespace (10.97.0.2/24) mounts it over NFSv4
-//! (`mount -t nfs4`) and reads a file; the export is then disabled and the same mount
-//! must fail.
+//! NFS exports end to end: the real `bootlane` binary in a server namespace
+//! (10.97.0.1/24) exports a directory of its boot root through `PUT /services/nfs`; a
+//! client namespace (10.97.0.2/24) mounts it over NFSv4 (`mount -t nfs4`) and reads a
+//! file; the export is then disabled and the same mount must fail.
 //!
 //! The kernel NFS server runs in the server namespace, not on the host: nfsd is per
 //! network namespace, so `rpc.nfsd` and `rpc.mountd` are started inside it (each with

@@ -1,6 +1,6 @@
-//! The Debian package (issue 15 "Package and service"), installed into a scratch root and
-//! run the way its unit runs it. The package is `BOOTLANE_DEB`, else the newest `.deb` in
-//! `<target>/debian/dev/` or `<target>/debian/` (`cargo xtask test` builds it first with
+//! The Debian package, installed into a scratch root and run the way its unit runs it. The
+//! package is `BOOTLANE_DEB`, else the newest `.deb` in `<target>/debian/dev/` or
+//! `<target>/debian/` (`cargo xtask test` builds it first with
 //! `cargo xtask package --debug`). Steps: the control data (Depends on `ipxe`, the
 //! conffile, the maintainer scripts parse); `dpkg -x` into a scratch root and every file
 //! in place (binary, conffile, unit, sysusers.d, man pages, completions); the `bootlane`

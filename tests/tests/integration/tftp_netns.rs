@@ -1,10 +1,10 @@
-//! TFTP under packet loss (issue 14, "DHCP and TFTP at scale"): `scripts/e2e-tftp-loss.sh`
-//! drops 5 % of the UDP datagrams at random in each direction between two namespaces
-//! (nftables `numgen random`: this kernel has no `sch_netem`) while curl, tftp-hpa and
-//! atftp download at once, lock-step (RFC 1350, blksize) and windowed (RFC 7440). Every
-//! file must arrive byte-exact, and the datagrams the server sent must stay within what
-//! the loss explains (1.35x the blocks lock-step, 2.5x windowed): retransmitting on a
-//! duplicate ACK (the Sorcerer's Apprentice syndrome) would double them.
+//! TFTP under packet loss: `scripts/e2e-tftp-loss.sh` drops 5 % of the UDP datagrams at
+//! random in each direction between two namespaces (nftables `numgen random`: this kernel
+//! has no `sch_netem`) while curl, tftp-hpa and atftp download at once, lock-step (RFC
+//! 1350, blksize) and windowed (RFC 7440). Every file must arrive byte-exact, and the
+//! datagrams the server sent must stay within what the loss explains (1.35x the blocks
+//! lock-step, 2.5x windowed): retransmitting on a duplicate ACK (the Sorcerer's Apprentice
+//! syndrome) would double them.
 
 use bootlane_tests::run_e2e;
 

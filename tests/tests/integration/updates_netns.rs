@@ -1,9 +1,9 @@
-//! Verified updates end to end (issue 13 "Version check and download", "Proof"): the real
-//! `bootlane` binary in a server namespace asks an update source in a second namespace,
-//! across a veth link: `python3 -m http.server` serving a manifest and artifacts whose
-//! update statements are signed by the real `minisign` CLI with a freshly generated key,
-//! with the very commands of the README section "Updates" (another key, for the refused
-//! case, comes from the `minisign` crate).
+//! Verified updates end to end: the real `bootlane` binary in a server namespace asks an
+//! update source in a second namespace, across a veth link: `python3 -m http.server`
+//! serving a manifest and artifacts whose update statements are signed by the real
+//! `minisign` CLI with a freshly generated key, with the very commands of the README
+//! section "Updates" (another key, for the refused case, comes from the `minisign`
+//! crate).
 //!
 //! The manifest lists four versions: `99.0.0` (good), `98.0.0` whose artifact was
 //! tampered with after signing (wrong SHA-256), `97.0.0` signed with another key and

@@ -1,9 +1,9 @@
-//! Wake-on-LAN end to end (issue 11 "Proof", WOL): the real `bootlane` binary in a server
-//! namespace with two veth links, one to a capture namespace (10.91.0.0/24) and one to a
-//! second namespace (10.92.0.0/24). In the capture namespace, UDP sockets bound to the
-//! subnet-directed broadcast `10.91.0.255:9`, the limited broadcast `255.255.255.255:9`
-//! and `0.0.0.0:7` (the server sends to ports 9 and 7) record every datagram with its
-//! source and arrival time; the other namespace listens on `0.0.0.0:9`.
+//! Wake-on-LAN end to end: the real `bootlane` binary in a server namespace with two veth
+//! links, one to a capture namespace (10.91.0.0/24) and one to a second namespace
+//! (10.92.0.0/24). In the capture namespace, UDP sockets bound to the subnet-directed
+//! broadcast `10.91.0.255:9`, the limited broadcast `255.255.255.255:9` and `0.0.0.0:7`
+//! (the server sends to ports 9 and 7) record every datagram with its source and arrival
+//! time; the other namespace listens on `0.0.0.0:9`.
 //!
 //! One test, in order:
 //! 1. `POST /hosts/{id}/wake` for a host on 10.91.0.0/24: both broadcast forms arrive on

@@ -1,10 +1,10 @@
-//! Differential test of the fast path against the userspace server (issue 3): for a
-//! generated query set (A/AAAA, IPv4 and IPv6 transport, with and without EDNS, DO and a
-//! cookie, mixed case, RD on/off, multi-record RRsets, subnet-scoped records, the
-//! server's auto-records from two subnets, CNAMEs and misses), every answer the XDP
-//! program gives must equal byte for byte what `bootlane::dns::handler::DnsHandler`
-//! returns for the same query and client, and every query the projection covers must be
-//! answered by XDP (not silently passed).
+//! Differential test of the fast path against the userspace server: for a generated
+//! query set (A/AAAA, IPv4 and IPv6 transport, with and without EDNS, DO and a cookie,
+//! mixed case, RD on/off, multi-record RRsets, subnet-scoped records, the server's
+//! auto-records from two subnets, CNAMEs and misses), every answer the XDP program gives
+//! must equal byte for byte what `bootlane::dns::handler::DnsHandler` returns for the
+//! same query and client, and every query the projection covers must be answered by XDP
+//! (not silently passed).
 
 use std::{net::IpAddr, sync::Arc};
 

@@ -1,10 +1,10 @@
-//! The fast path end to end (issue 3, "Proof"): the real `bootlane serve` in a server
-//! namespace with `[dns.xdp] mode = "generic"` and `"native"`, records created through
-//! the API, `dig`/`kdig` from a client namespace over veth (IPv4 and IPv6), and the XDP
-//! counters from `GET /services/dns` proving the kernel answered. For native mode the
-//! client's veth gets an XDP program too (our object with empty maps, which passes
-//! everything), because native `XDP_TX` on veth only reaches a peer that runs XDP
-//! (toolchain.md). Namespaces, the server and the helper program are dropped by guards.
+//! The fast path end to end: the real `bootlane serve` in a server namespace with
+//! `[dns.xdp] mode = "generic"` and `"native"`, records created through the API,
+//! `dig`/`kdig` from a client namespace over veth (IPv4 and IPv6), and the XDP counters
+//! from `GET /services/dns` proving the kernel answered. For native mode the client's
+//! veth gets an XDP program too (our object with empty maps, which passes everything),
+//! because native `XDP_TX` on veth only reaches a peer that runs XDP (toolchain.md).
+//! Namespaces, the server and the helper program are dropped by guards.
 
 use std::{os::fd::AsRawFd, thread::sleep, time::Duration};
 
@@ -163,8 +163,8 @@ fn run(mode: &str) {
     let text = m.as_str().map(String::from).unwrap_or_else(|| m.to_string());
     assert!(text.contains("answered"), "metrics mention XDP counters: {text}");
 
-    // Stop really stops (issue 7 section 5): the program leaves the interface (the
-    // kernel's own view, `ip link`), nothing answers; start attaches it again.
+    // Stop really stops: the program leaves the interface (the kernel's own view,
+    // `ip link`), nothing answers; start attaches it again.
     let (code, v) = s.api("POST", "/services/dns/stop", None);
     assert_eq!((code, v["data"]["state"].as_str()), (200, Some("stopped")), "{v}");
     let st = xdp_status(&s);

@@ -2,7 +2,7 @@
 //! `common::dns`, and `BPF_PROG_TEST_RUN` on crafted Ethernet/IPv4/IPv6/802.1Q frames
 //! gives `XDP_TX` with a valid, decodable answer for every supported shape and `XDP_PASS`
 //! with the frame untouched for everything else, each counted under the right reason.
-//! Also measures how long 100,000 records take to load into the map (issue 3: < 2 s).
+//! Also measures how long 100,000 records take to load into the map (it must stay under 2 s).
 
 use std::{
     net::{IpAddr, Ipv4Addr, Ipv6Addr},
@@ -335,10 +335,10 @@ fn option(code: u16, len: usize) -> Vec<u8> {
     o
 }
 
-/// Issue 7 §9 (RFC 7873 §5.2.2): a query whose COOKIE option is malformed is left to
-/// userspace (which answers FORMERR) and never answered NOERROR in the kernel; a
-/// well-formed cookie, next to padding, is still answered by the fast path, and any other
-/// option goes to userspace.
+/// RFC 7873 §5.2.2: a query whose COOKIE option is malformed is left to userspace (which
+/// answers FORMERR) and never answered NOERROR in the kernel; a well-formed cookie, next
+/// to padding, is still answered by the fast path, and any other option goes to
+/// userspace.
 #[test]
 fn r7_xdp_passes_malformed_cookies() {
     let t = crate::xdp_frames::loaded(&projection());
@@ -381,11 +381,11 @@ fn r7_xdp_passes_malformed_cookies() {
     }
 }
 
-/// Issue 14: the server's addresses live inline in `DNS_CONFIG` up to
-/// `INLINE_SERVER_ADDRS`; with more, the program checks the `DNS_SERVER_ADDRS` map
-/// (`CFG_FLAG_SERVER_MAP`). Both answer exactly the server's addresses. Without any
-/// scoped entry (`CFG_FLAG_SCOPED` off) a client inside a scope prefix gets the global
-/// answer without the LPM lookup; with one, its scoped answer.
+/// The server's addresses live inline in `DNS_CONFIG` up to `INLINE_SERVER_ADDRS`;
+/// with more, the program checks the `DNS_SERVER_ADDRS` map (`CFG_FLAG_SERVER_MAP`).
+/// Both answer exactly the server's addresses. Without any scoped entry
+/// (`CFG_FLAG_SCOPED` off) a client inside a scope prefix gets the global answer
+/// without the LPM lookup; with one, its scoped answer.
 #[test]
 fn server_addresses_inline_and_in_the_map_and_the_scope_flag() {
     let c = v4("10.77.0.2");

@@ -1,8 +1,8 @@
-// Access control (issue 11): the mode enforced on the wire (`off`, `blacklist`,
-// `whitelist`; `GET/PUT /access/mode`), the whitelist and the blacklist (MAC or OUI
-// prefix with a note; add, delete), and the unauthorized devices (machines refused in
-// whitelist mode; select some and move them to a list, or delete their records). Live on
-// `access.*` events, so a refused machine appears without a reload.
+// Access control: the mode enforced on the wire (`off`, `blacklist`, `whitelist`;
+// `GET/PUT /access/mode`), the whitelist and the blacklist (MAC or OUI prefix with a
+// note; add, delete), and the unauthorized devices (machines refused in whitelist mode;
+// select some and move them to a list, or delete their records). Live on `access.*`
+// events, so a refused machine appears without a reload.
 
 import { useState } from 'preact/hooks';
 import { api, qs } from '../api';

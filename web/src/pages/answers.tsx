@@ -1,8 +1,8 @@
-// Answer templates (issue 10): the list, a new template from a built-in preset, the editor
-// (format, content) with Validate (both steps, problems with their line) and Preview (the
-// text an installer would get, for a host or with sample values), versions with rollback,
-// and the site settings every install uses (time zone, locale, keyboard, SSH keys, root
-// password stored only as a SHA-512 crypt hash, package mirror).
+// Answer templates: the list, a new template from a built-in preset, the editor (format,
+// content) with Validate (both steps, problems with their line) and Preview (the text an
+// installer would get, for a host or with sample values), versions with rollback, and the
+// site settings every install uses (time zone, locale, keyboard, SSH keys, root password
+// stored only as a SHA-512 crypt hash, package mirror).
 
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api';

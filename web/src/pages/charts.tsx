@@ -1,8 +1,8 @@
-// The dashboard's activity charts (issue 8, "Dashboard"): boot activity (DHCP offers and
-// acks, TFTP transfers, iPXE scripts served) and DNS queries per second split XDP vs
-// userspace, from `GET /api/v1/stats/activity` (per-interval counts, sampled every 10 s
-// by the server), refreshed every 10 s. Drawn with uPlot (about 20 KB gzip); the
-// dashboard loads this module lazily, so uPlot is not part of the initial bundle.
+// The dashboard's activity charts: boot activity (DHCP offers and acks, TFTP transfers,
+// iPXE scripts served) and DNS queries per second split XDP vs userspace, from
+// `GET /api/v1/stats/activity` (per-interval counts, sampled every 10 s by the server),
+// refreshed every 10 s. Drawn with uPlot (about 20 KB gzip); the dashboard loads this
+// module lazily, so uPlot is not part of the initial bundle.
 
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';

@@ -1,6 +1,6 @@
-// DHCP (issues 4 and 5): leases (filters by MAC, state and subnet, pool stats, delete,
-// prune), DHCPv6 leases (issue 12: by DUID and IA, delete) and reservations (create/delete). Live on `dhcp.*` events. The DHCP, TFTP and
-// arch map settings are in `dhcpsettings.tsx`.
+// DHCP: leases (filters by MAC, state and subnet, pool stats, delete, prune), DHCPv6
+// leases (by DUID and IA, delete) and reservations (create/delete). Live on `dhcp.*`
+// events. The DHCP, TFTP and arch map settings are in `dhcpsettings.tsx`.
 
 import { useState } from 'preact/hooks';
 import { api, qs } from '../api';

@@ -1,5 +1,5 @@
-// Service Config > DHCP (`/services/dhcp`) and > TFTP (`/services/tftp`) as forms (issue
-// 8 "Pages": arch map, TFTP and DHCP settings): one form per configured subnet
+// Service Config > DHCP (`/services/dhcp`) and > TFTP (`/services/tftp`) as forms (arch
+// map, TFTP and DHCP settings): one form per configured subnet
 // (`PUT /services/dhcp` with `DhcpSettingsPatch`), the TFTP settings (`TftpPatch`), and
 // the architecture map as rows of code -> boot file (`PUT /services/archmap` replaces the
 // whole map; reset from `GET /services/archmap/defaults`). Changes that restart a service
@@ -114,7 +114,7 @@ function SubnetForm(props: { s: SubnetView; i: number; running: boolean; ifaces?
   );
 }
 
-/** One `[[dhcp.subnets6]]` link (DHCPv6, issue 12): `PUT /services/dhcp` with `subnets6`. */
+/** One `[[dhcp.subnets6]]` link (DHCPv6): `PUT /services/dhcp` with `subnets6`. */
 function Subnet6Form(props: { s: Subnet6View; i: number; running: boolean; ifaces?: string[]; saved: () => void }) {
   const s = props.s;
   return (

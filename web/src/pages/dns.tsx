@@ -1,7 +1,7 @@
-// DNS (issue 2): the records table (search, type filter, server-side paging,
-// create/edit/delete with confirmation, the API's validation text beside the field),
-// and Service Config > DNS at `/services/dns` (spec "Built-in DNS server"): settings,
-// XDP status and counters.
+// DNS: the records table (search, type filter, server-side paging, create/edit/delete
+// with confirmation, the API's validation text beside the field), and Service Config
+// > DNS at `/services/dns` (spec "Built-in DNS server"): settings, XDP status and
+// counters.
 
 import { useState } from 'preact/hooks';
 import { api, qs } from '../api';

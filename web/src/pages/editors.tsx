@@ -1,6 +1,6 @@
-// Editors of the Profiles page (issue 8, "Pages"): the menu entries as a structured
-// form (one card per entry, fields by entry type), a side-by-side view of a unified diff,
-// and the iPXE script template editor that marks the line a render error names.
+// Editors of the Profiles page: the menu entries as a structured form (one card per
+// entry, fields by entry type), a side-by-side view of a unified diff, and the iPXE
+// script template editor that marks the line a render error names.
 
 import { useRef, useState } from 'preact/hooks';
 import { api, ApiError } from '../api';

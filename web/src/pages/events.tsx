@@ -1,4 +1,4 @@
-// Events (filterable, live) and the audit log (issue 7).
+// Events (filterable, live) and the audit log.
 
 import { useState } from 'preact/hooks';
 import { qs } from '../api';

@@ -1,5 +1,5 @@
-// Hosts (issue 5): list with search and paging, create/edit/delete, and each host's
-// boot-config preview (iPXE, GRUB, PXELINUX), the Secure Boot flag (issue 12), and a
+// Hosts: list with search and paging, create/edit/delete, and each host's
+// boot-config preview (iPXE, GRUB, PXELINUX), the Secure Boot flag, and a
 // Wake-on-LAN button per host (optionally through one
 // interface of `GET /wol/interfaces`). Live on `host.*` events.
 

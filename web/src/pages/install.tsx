@@ -1,6 +1,6 @@
-// Unattended installs (issue 10): install tasks (a machine, what it boots, an answer
-// template) with their state live over `install.*` events, the last reports of a task,
-// cancel, retry and delete, and a form to create one.
+// Unattended installs: install tasks (a machine, what it boots, an answer template)
+// with their state live over `install.*` events, the last reports of a task, cancel,
+// retry and delete, and a form to create one.
 
 import { useState } from 'preact/hooks';
 import { api, qs } from '../api';

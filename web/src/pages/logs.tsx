@@ -1,5 +1,5 @@
-// Logs (issue 7): live tail of `GET /api/v1/logs/stream` (its own SSE connection, open
-// only while this page is), level filter, log files and disk usage, cleanup.
+// Logs: live tail of `GET /api/v1/logs/stream` (its own SSE connection, open only
+// while this page is), level filter, log files and disk usage, cleanup.
 
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, BASE, toLogin } from '../api';

@@ -1,4 +1,4 @@
-// Boot media (issue 9): OS images (upload with a progress bar, the state going live from
+// Boot media: OS images (upload with a progress bar, the state going live from
 // `uploading` to `ready`/`failed` over `os_image.*` events, the detected distribution,
 // kernel and initrds per image, mount/unmount, extract with its progress, "Create
 // profile", a browser of the files inside the image, delete) and the netboot catalog (distributions with

@@ -1,7 +1,7 @@
-// Network diagnostics (issue 11): ping and traceroute from the server, shown live. A run
-// POSTs to `/network/ping/stream` or `/network/traceroute/stream` and reads the
-// server-sent events as they come (`reply` / `hop` lines, then `summary`); Stop aborts
-// the request, which ends the run on the server. Below: the server's interfaces
+// Network diagnostics: ping and traceroute from the server, shown live. A run POSTs to
+// `/network/ping/stream` or `/network/traceroute/stream` and reads the server-sent
+// events as they come (`reply` / `hop` lines, then `summary`); Stop aborts the request,
+// which ends the run on the server. Below: the server's interfaces
 // (`GET /network/interfaces`).
 
 import { useRef, useState } from 'preact/hooks';

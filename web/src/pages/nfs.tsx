@@ -1,7 +1,7 @@
-// NFS exports (issue 9 "NFS"): the kernel NFS server's state as Bootlane sees it
-// (exportfs, nfsd, our exports file, the kernel's export table, problems), the exported
-// boot-root directories (path checked with validate-path before it is added, clients,
-// options, comment), enable/disable, and the result of applying them with exportfs.
+// NFS exports: the kernel NFS server's state as Bootlane sees it (exportfs, nfsd, our
+// exports file, the kernel's export table, problems), the exported boot-root
+// directories (path checked with validate-path before it is added, clients, options,
+// comment), enable/disable, and the result of applying them with exportfs.
 
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api';

@@ -1,7 +1,7 @@
-// BMC power (issue 11): every BMC config with its live power state (from the last
-// refresh or power action; `bmc.*` events reload the table), power buttons (on, on into
-// PXE, off, restart, refresh), the boot device, a form to add a BMC (the password is
-// write-only), and a CSV import whose per-row results are shown.
+// BMC power: every BMC config with its live power state (from the last refresh or power
+// action; `bmc.*` events reload the table), power buttons (on, on into PXE, off,
+// restart, refresh), the boot device, a form to add a BMC (the password is write-only),
+// and a CSV import whose per-row results are shown.
 
 import { useState } from 'preact/hooks';
 import { api, ApiError, BASE, qs, toLogin } from '../api';

@@ -1,7 +1,7 @@
-// Profiles (issue 5): list, create/delete, the menu entries as a structured form, script
-// versions with a side-by-side diff against the current script, rollback; and the iPXE
-// script template editor (render errors marked at their line); the preview of a profile as
-// iPXE, GRUB or PXELINUX with what of it cannot run under Secure Boot (issue 12).
+// Profiles: list, create/delete, the menu entries as a structured form, script versions
+// with a side-by-side diff against the current script, rollback; and the iPXE script
+// template editor (render errors marked at their line); the preview of a profile as iPXE,
+// GRUB or PXELINUX with what of it cannot run under Secure Boot.
 
 import { useState } from 'preact/hooks';
 import { api } from '../api';

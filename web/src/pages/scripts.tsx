@@ -1,9 +1,9 @@
-// Post-install scripts and baselines (issue 13). Scripts: the list, a new script, the
-// editor (type, content, the variables it expects, render on/off) with versions, a diff
-// against the current content and rollback. Baselines: the list, a new baseline, its
-// scripts in run order (add, move, remove), variables, OS filter and the default flag,
-// and "what does this machine get" (the assigned baselines and rendered scripts for a MAC,
-// with its reports when it is a registered host).
+// Post-install scripts and baselines. Scripts: the list, a new script, the editor (type,
+// content, the variables it expects, render on/off) with versions, a diff against the
+// current content and rollback. Baselines: the list, a new baseline, its scripts in run
+// order (add, move, remove), variables, OS filter and the default flag, and "what does
+// this machine get" (the assigned baselines and rendered scripts for a MAC, with its
+// reports when it is a registered host).
 
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api';

@@ -1,4 +1,4 @@
-// Services (issue 7): state of each service with start/stop/restart and auto-start.
+// Services: state of each service with start/stop/restart and auto-start.
 // The table is shared with the dashboard; it reloads on `service.*` events.
 
 import { useState } from 'preact/hooks';

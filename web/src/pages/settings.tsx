@@ -1,8 +1,8 @@
-// Settings groups (issue 7, issue 8 "Pages"): general, interfaces, netboot, logging, each
-// a form over its `GET`/`PUT /settings/<group>` pair. Also the shared pieces of every
-// settings form (Service Config > DHCP and > TFTP use them too): only the changed keys
-// are sent, numbers are checked to be whole before sending, a change that restarts a
-// service asks first, and the API's `error` text is shown beside the field it names.
+// Settings groups: general, interfaces, netboot, logging, each a form over its
+// `GET`/`PUT /settings/<group>` pair. Also the shared pieces of every settings form
+// (Service Config > DHCP and > TFTP use them too): only the changed keys are sent,
+// numbers are checked to be whole before sending, a change that restarts a service asks
+// first, and the API's `error` text is shown beside the field it names.
 
 import { useState } from 'preact/hooks';
 import { api, ApiError } from '../api';

@@ -1,6 +1,6 @@
-// The store (issue 13): the community catalog of every configured source (search, type
-// filter, how each source answered), an item's details with its content, and Import; a
-// name clash (409) offers installing under another name or replacing the existing one.
+// The store: the community catalog of every configured source (search, type filter,
+// how each source answered), an item's details with its content, and Import; a name
+// clash (409) offers installing under another name or replacing the existing one.
 // A bundle file can be imported from disk (the same checks).
 
 import { useState } from 'preact/hooks';

@@ -1,8 +1,8 @@
-// The "Updates" card of the settings page (issue 13 "Version check and download"): Check
-// asks `POST /version/check` and shows the newest version, its notes and artifact (or why
-// no check was made); Download starts `POST /version/download` and follows the job live
-// (`update.download.*` events reload `GET /version/download`); the verified downloads are
-// listed with the command that installs one. Nothing here replaces the running binary.
+// The "Updates" card of the settings page: Check asks `POST /version/check` and shows the
+// newest version, its notes and artifact (or why no check was made); Download starts
+// `POST /version/download` and follows the job live (`update.download.*` events reload
+// `GET /version/download`); the verified downloads are listed with the command that
+// installs one. Nothing here replaces the running binary.
 
 import { useState } from 'preact/hooks';
 import { api, ApiError } from '../api';

@@ -1,6 +1,6 @@
-// Users (issue 15): who can log in. List, add (the password is sent once and stored as an
-// argon2id hash), change a password (that user's sessions end: your own too, which leads
-// to the login page), delete (not the last user). Live on `user.*` events.
+// Users: who can log in. List, add (the password is sent once and stored as an argon2id
+// hash), change a password (that user's sessions end: your own too, which leads to the
+// login page), delete (not the last user). Live on `user.*` events.
 
 import { useState } from 'preact/hooks';
 import { api } from '../api';

@@ -1,7 +1,7 @@
-// Wake-on-LAN (issue 11): the interfaces a wake can broadcast on, the wake history
-// (server paging, delete one, clear all) and the wake schedules (cron in a time zone,
-// targets as host ids and MACs). Live on `wol.*` events. The per-host Wake button is on
-// the hosts page (`WakeButton` below).
+// Wake-on-LAN: the interfaces a wake can broadcast on, the wake history (server paging,
+// delete one, clear all) and the wake schedules (cron in a time zone, targets as host
+// ids and MACs). Live on `wol.*` events. The per-host Wake button is on the hosts page
+// (`WakeButton` below).
 
 import { useState } from 'preact/hooks';
 import { api, ApiError, qs } from '../api';

@@ -1,6 +1,6 @@
-//! Live DHCPv6 administration (issue 12 "IPv6": "`[dhcp]` and `/services/dhcp` grow IPv6
-//! subnets"): the IPv6 half of [`DhcpControl`](crate::dhcp::control::DhcpControl), which
-//! owns one [`Dhcp6Control`] and delegates to it.
+//! Live DHCPv6 administration (`[dhcp]` and `/services/dhcp` also hold IPv6 subnets):
+//! the IPv6 half of [`DhcpControl`](crate::dhcp::control::DhcpControl), which owns one
+//! [`Dhcp6Control`] and delegates to it.
 //!
 //! - `PUT /services/dhcp` `subnets6` entries change a `[[dhcp.subnets6]]` subnet: pool,
 //!   DNS servers and lease time apply live; `mode`, `interface` and `server_address` need
@@ -142,8 +142,8 @@ impl Dhcp6Control {
         &self.duid
     }
 
-    /// Applies other nodes' DHCPv6 lease writes (issue 16): these ids, or all leases when
-    /// `ids` is `None`.
+    /// Applies other nodes' DHCPv6 lease writes: these ids, or all leases when `ids` is
+    /// `None`.
     ///
     /// # Errors
     /// Store errors reading the mirror.

@@ -1,5 +1,5 @@
-//! DHCPv6 request → reply logic (issue 12 "IPv6"; RFC 8415 with the network-boot
-//! options of RFC 5970), free of sockets so unit tests drive it with bytes.
+//! DHCPv6 request → reply logic (RFC 8415 with the network-boot options of RFC
+//! 5970), free of sockets so unit tests drive it with bytes.
 //!
 //! - `server` subnets: Solicit → Advertise (an address set aside per IA_NA), Request →
 //!   Reply (leases bound and persisted), Renew/Rebind → Reply (extended; an IA without

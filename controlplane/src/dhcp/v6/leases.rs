@@ -1,12 +1,12 @@
-//! DHCPv6 leases (issue 12 "IPv6"): the persisted [`Lease6`] table (one row per client
-//! DUID, IAID and subnet; every write flushed, like the IPv4 leases beside it) and the
-//! in-memory index the DHCPv6 handler allocates from. [`Lease6Db::load`] rebuilds the
-//! index at start, so a restart never hands out an address that is still leased.
-//! Advertised addresses are held in memory for
-//! [`OFFER_HOLD`] (RFC 8415 §18.3.9 lets a server set aside what it advertised).
+//! DHCPv6 leases: the persisted [`Lease6`] table (one row per client DUID, IAID and
+//! subnet; every write flushed, like the IPv4 leases beside it) and the in-memory
+//! index the DHCPv6 handler allocates from. [`Lease6Db::load`] rebuilds the index at
+//! start, so a restart never hands out an address that is still leased. Advertised
+//! addresses are held in memory for [`OFFER_HOLD`] (RFC 8415 §18.3.9 lets a server set
+//! aside what it advertised).
 //!
-//! Several nodes, one pool (issue 16), as for IPv4 ([`crate::dhcp::leases`]): a lease's
-//! id is derived from its address ([`lease6_id`]), every write is checked in a store
+//! Several nodes, one pool, as for IPv4 ([`crate::dhcp::leases`]): a lease's id is
+//! derived from its address ([`lease6_id`]), every write is checked in a store
 //! transaction against the row the store holds for that id ([`may_replace6`]), so an
 //! address leased to another IA by another node is never overwritten, and nodes follow
 //! each other's lease writes ([`Lease6Db::follow`]).
@@ -276,8 +276,8 @@ impl Lease6Db {
         }
     }
 
-    /// Applies other nodes' writes to the leases with these ids (issue 16): each is read
-    /// from the store's mirror; an id whose row is gone drops the lease indexed under it.
+    /// Applies other nodes' writes to the leases with these ids: each is read from the
+    /// store's mirror; an id whose row is gone drops the lease indexed under it.
     ///
     /// # Errors
     /// Store or codec errors reading the mirror.

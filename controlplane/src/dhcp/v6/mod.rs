@@ -1,4 +1,4 @@
-//! DHCPv6 for network boot (issue 12 "IPv6"): RFC 8415 server and proxy modes on the
+//! DHCPv6 for network boot: RFC 8415 server and proxy modes on the
 //! `[[dhcp.subnets6]]` links, with the boot-file URL of RFC 5970. Started and stopped
 //! with the IPv4 DHCP service (one `dhcp` service, one set of settings).
 //!

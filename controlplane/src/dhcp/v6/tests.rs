@@ -428,7 +428,7 @@ async fn regression_fuzz_undecodable_options_are_dropped() {
     assert!(h.handle(&sol.to_vec().unwrap(), &ctx()).await.is_some());
 }
 
-/// Each node of a shared store makes its own server DUID (issue 16).
+/// Each node of a shared store makes its own server DUID.
 #[test]
 fn the_server_duid_is_not_shared_between_nodes() {
     assert!(crate::store::NODE_IDENTITY_KEYS.contains(&super::DUID_KEY));
