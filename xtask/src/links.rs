@@ -257,6 +257,25 @@ pub(crate) fn check_readme(root: &Path, readme: &Path, book: &Path) -> Result<Ve
     Ok(out)
 }
 
+/// Lines of product text that cite a tracker issue (`issue 12`, `issues 3 and 4`,
+/// `(issue #7)`): the README and the book speak about the product, not about the work that
+/// made it. Answers `(line number, line)` for each.
+pub(crate) fn issue_citations(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let lower = line.to_ascii_lowercase();
+        let cites = lower.match_indices("issue").any(|(i, _)| {
+            let rest = lower[i + "issue".len()..].trim_start_matches('s');
+            let rest = rest.trim_start().trim_start_matches('#');
+            rest.starts_with(|c: char| c.is_ascii_digit())
+        });
+        if cites {
+            out.push((n + 1, line.to_string()));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,5 +334,13 @@ mod tests {
             .collect();
         assert_eq!(broken, ["docs/src/gone.md", "docs/src/dns.md#nope"]);
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn issue_citations_are_found_and_other_uses_of_the_word_are_not() {
+        let text =
+            "DHCP (issue 4)\nSee issues 3 and 4.\nFixed in issue #12\npebble issues the certificate\nno issue here";
+        let lines: Vec<usize> = issue_citations(text).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(lines, [1, 2, 3]);
     }
 }

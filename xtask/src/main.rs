@@ -56,7 +56,7 @@ enum Cmd {
     /// Build the web UI into web/dist (npm ci when needed, then npm run build).
     Ui,
     /// Build the book (mdBook, `docs/` into `target/book`) and check every relative link and
-    /// anchor in it and in README.md.
+    /// anchor in it and in README.md, and that neither cites an issue number.
     Docs,
     /// Build the UI and the server and run it; extra arguments go to `bootlane serve`.
     Run {
@@ -199,7 +199,7 @@ fn ui() -> Result<()> {
 /// Builds the book with mdBook (`docs/` into `target/book`; `scripts/setup.sh` installs the
 /// pinned mdBook) and checks its links: every relative link and `#anchor` of the rendered
 /// pages, and every relative link of `README.md`, must resolve. Fails listing each broken
-/// link.
+/// link, and each line of the README or the book that cites an issue number.
 fn docs() -> Result<()> {
     let book = root().join("target/book");
     run(Command::new("mdbook")
@@ -210,6 +210,25 @@ fn docs() -> Result<()> {
     .context("building the book (mdbook is installed by `cargo xtask setup`)")?;
     let mut broken = links::check_book(&book)?;
     broken.extend(links::check_readme(&root(), &root().join("README.md"), &book)?);
+    // Product text speaks about the product: no tracker issue numbers in it.
+    let mut texts = vec![root().join("README.md")];
+    for e in std::fs::read_dir(root().join("docs/src")).context("listing docs/src")? {
+        let p = e?.path();
+        if p.extension().is_some_and(|x| x == "md") {
+            texts.push(p);
+        }
+    }
+    let mut cited = 0;
+    for p in &texts {
+        let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        for (n, line) in links::issue_citations(&text) {
+            eprintln!("issue number in product text: {}:{n}: {line}", p.display());
+            cited += 1;
+        }
+    }
+    if cited > 0 {
+        bail!("{cited} line(s) of README.md or docs/src cite an issue number; say what the product does instead");
+    }
     if !broken.is_empty() {
         for b in &broken {
             eprintln!("broken link: {b}");
