@@ -155,6 +155,13 @@ if [[ "$(cargo fuzz --version 2>/dev/null)" != *" $cargo_fuzz_version"* ]]; then
   echo "setup: installing cargo-fuzz $cargo_fuzz_version"
   env -u CARGO_TARGET_DIR cargo install --locked "cargo-fuzz@$cargo_fuzz_version"
 fi
+# `cargo xtask docs` (and so `cargo xtask test`): mdBook builds the book in docs/, pinned
+# (0.5.4 builds on rustc 1.95). Built in cargo's own temporary directory.
+mdbook_version=0.5.4
+if [[ "$(mdbook --version 2>/dev/null)" != "mdbook v$mdbook_version" ]]; then
+  echo "setup: installing mdbook $mdbook_version"
+  env -u CARGO_TARGET_DIR cargo install --locked mdbook --version "$mdbook_version"
+fi
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 # API contract test (scripts/contract.sh): schemathesis, pinned, in its own venv.
 schemathesis_version=4.32.5

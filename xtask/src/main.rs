@@ -5,6 +5,9 @@
 //!   than `package-lock.json`, then `npm run build` into `web/dist`, which the next
 //!   `cargo build` embeds. `cargo build` itself never runs npm.
 //! - `run`: build the UI and the server and run it (`bootlane serve`), as root.
+//! - `docs`: build the book (`mdbook build docs` into `target/book`) and check that every
+//!   relative link and `#anchor` in it, and every relative link of `README.md`, resolves
+//!   ([`links`]). `test` runs it right after the UI build.
 //! - `test`: every test — the UI build, unit and API tests of the default members (the API
 //!   tests twice: on sled, then on PostgreSQL with `BOOTLANE_TEST_STORE=postgres`), the API
 //!   contract test (`scripts/contract.sh`: schemathesis against the running server's
@@ -37,6 +40,8 @@ use std::{
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
+mod links;
+
 #[derive(Parser)]
 #[command(name = "xtask", about = "Bootlane developer tasks")]
 struct Cli {
@@ -50,6 +55,9 @@ enum Cmd {
     Setup,
     /// Build the web UI into web/dist (npm ci when needed, then npm run build).
     Ui,
+    /// Build the book (mdBook, `docs/` into `target/book`) and check every relative link and
+    /// anchor in it and in README.md, and that neither cites an issue number.
+    Docs,
     /// Build the UI and the server and run it; extra arguments go to `bootlane serve`.
     Run {
         /// Build in release mode.
@@ -188,6 +196,49 @@ fn ui() -> Result<()> {
     run(Command::new("npm").args(["run", "build"]).current_dir(&web))
 }
 
+/// Builds the book with mdBook (`docs/` into `target/book`; `scripts/setup.sh` installs the
+/// pinned mdBook) and checks its links: every relative link and `#anchor` of the rendered
+/// pages, and every relative link of `README.md`, must resolve. Fails listing each broken
+/// link, and each line of the README or the book that cites an issue number.
+fn docs() -> Result<()> {
+    let book = root().join("target/book");
+    run(Command::new("mdbook")
+        .arg("build")
+        .arg(root().join("docs"))
+        .arg("--dest-dir")
+        .arg(&book))
+    .context("building the book (mdbook is installed by `cargo xtask setup`)")?;
+    let mut broken = links::check_book(&book)?;
+    broken.extend(links::check_readme(&root(), &root().join("README.md"), &book)?);
+    // Product text speaks about the product: no tracker issue numbers in it.
+    let mut texts = vec![root().join("README.md")];
+    for e in std::fs::read_dir(root().join("docs/src")).context("listing docs/src")? {
+        let p = e?.path();
+        if p.extension().is_some_and(|x| x == "md") {
+            texts.push(p);
+        }
+    }
+    let mut cited = 0;
+    for p in &texts {
+        let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        for (n, line) in links::issue_citations(&text) {
+            eprintln!("issue number in product text: {}:{n}: {line}", p.display());
+            cited += 1;
+        }
+    }
+    if cited > 0 {
+        bail!("{cited} line(s) of README.md or docs/src cite an issue number; say what the product does instead");
+    }
+    if !broken.is_empty() {
+        for b in &broken {
+            eprintln!("broken link: {b}");
+        }
+        bail!("{} broken link(s) in the book or README.md", broken.len());
+    }
+    println!("docs: {} checked, no broken link", book.display());
+    Ok(())
+}
+
 /// The browser tests of the UI against the server binary `bin` (`web/tests/*.test.mjs`).
 fn browser_tests(bin: &Path) -> Result<()> {
     let web = root().join("web");
@@ -290,6 +341,7 @@ fn xdp_bench_tools() -> Result<(PathBuf, PathBuf)> {
 fn test(unit_only: bool, no_browser: bool, filter: Option<String>) -> Result<()> {
     setup()?;
     ui()?;
+    docs()?;
     run(cargo().args([
         "test",
         "--workspace",
@@ -628,6 +680,7 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Cmd::Setup => setup(),
         Cmd::Ui => ui(),
+        Cmd::Docs => docs(),
         Cmd::Run { release, args } => setup()
             .and_then(|_| ui())
             .and_then(|_| build_server(release))
