@@ -158,15 +158,7 @@ impl Default for ServerConfig {
     }
 }
 
-/// The machine's host name, the default `[server] node_name` (`bootlane` when it cannot be
-/// read or is not a valid host name).
-pub fn default_node_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_ascii_lowercase())
-        .filter(|h| crate::net::types::validate_hostname(h).is_ok())
-        .unwrap_or_else(|| "bootlane".into())
-}
+pub use crate::net::types::default_node_name;
 
 /// `[api]`: the REST API and web UI.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -358,7 +358,7 @@ impl EventBus {
             inner: Mutex::new(Inner {
                 ring: VecDeque::with_capacity(RING),
                 last_id,
-                node: crate::config::default_node_name(),
+                node: crate::net::types::default_node_name(),
             }),
             tx: broadcast::channel(SUBSCRIBER_QUEUE).0,
             persist,

@@ -21,6 +21,7 @@ pub mod escape;
 pub mod events;
 pub mod install;
 pub mod inventory;
+pub mod leases;
 pub mod logging;
 pub mod media;
 pub mod memory;

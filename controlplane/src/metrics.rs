@@ -30,6 +30,11 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+// ---- Logins ----
+/// Counter: failed logins not published as `auth.login_failed` events because their
+/// source network was over its event budget (or the budget table was full).
+pub const LOGIN_FAILED_EVENTS_SUPPRESSED: &str = "bootlane_auth_login_failed_events_suppressed_total";
+
 // ---- DHCP ----
 /// Counter `{type, outcome}`: DHCP messages received, by message type (`discover`,
 /// `request`, `decline`, `release`, `inform`, ...; `invalid` for undecodable datagrams)
@@ -191,7 +196,7 @@ fn describe() {
     describe_gauge!(XDP_ACTIVE, "Whether the XDP fast path is attached.");
     describe_gauge!(XDP_MAP_ENTRIES, "Entries in the XDP answer map.");
     describe_counter!(
-        crate::api::auth::LOGIN_FAILED_EVENTS_SUPPRESSED,
+        LOGIN_FAILED_EVENTS_SUPPRESSED,
         "Failed logins not published as auth.login_failed events (source network over its event budget)."
     );
     describe_counter!(

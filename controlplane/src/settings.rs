@@ -148,7 +148,7 @@ pub struct Settings {
     boot_root: Arc<RwLock<PathBuf>>,
     /// What [`crate::boot::guard::check_root`] checks a new root against.
     root_limits: (PathBuf, PathBuf, Vec<PathBuf>),
-    http_base: crate::dhcp::handler::HttpBaseUrl,
+    http_base: crate::boot::HttpBaseUrl,
     write: tokio::sync::Mutex<()>,
     events: Arc<EventBus>,
 }
@@ -220,7 +220,7 @@ impl Settings {
     }
 
     /// The shared HTTP base URL cell (DHCP and the script route read it per request).
-    pub fn http_base_cell(&self) -> crate::dhcp::handler::HttpBaseUrl {
+    pub fn http_base_cell(&self) -> crate::boot::HttpBaseUrl {
         self.http_base.clone()
     }
 

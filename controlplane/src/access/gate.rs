@@ -38,7 +38,7 @@ use super::{
     model::{AccessEntry, ListKind, MacPattern, Protocol, MIN_PREFIX},
     Mode,
 };
-use crate::{dhcp::leases::LeaseDb, net::types::MacAddr};
+use crate::{leases::LeaseDb, net::types::MacAddr};
 
 /// Capacity of the refusal queue between the hot paths and the recorder.
 pub const QUEUE: usize = 1024;
@@ -399,7 +399,7 @@ impl AccessGate {
                 // A lease in force is Bootlane's own record of who holds the address (a
                 // client cannot change it by merely asking for the address); an expired
                 // one only when nothing newer was seen.
-                if l.active(crate::dhcp::leases::now_secs()) || learned.is_none() {
+                if l.active(crate::leases::now_secs()) || learned.is_none() {
                     return crate::net::types::normalise_mac(&l.mac).ok();
                 }
             }
@@ -618,14 +618,14 @@ mod tests {
             Decision::Refuse(Reason::UnknownClient)
         );
         // A lease names the client.
-        let l = crate::dhcp::leases::Lease {
+        let l = crate::leases::Lease {
             id: 0,
             mac: "52:54:00:77:00:42".into(),
             ip,
             subnet: "10.77.0.0/24".into(),
             hostname: None,
             arch: None,
-            expires_at: crate::dhcp::leases::now_secs() + 600,
+            expires_at: crate::leases::now_secs() + 600,
             declined: false,
         };
         leases.lock().await.bind(l, mac("52:54:00:77:00:42")).await.unwrap();

@@ -92,9 +92,7 @@ pub const FAILED_EVENT_BURST: u32 = 5;
 pub const FAILED_EVENT_REFILL: Duration = Duration::from_secs(12);
 /// Most keys (addresses, networks, user names) any in-memory login map holds.
 pub const MAX_TRACKED: usize = 10_000;
-/// Counter: failed logins not published as `auth.login_failed` events because their
-/// source network was over its event budget (or the budget table was full).
-pub const LOGIN_FAILED_EVENTS_SUPPRESSED: &str = "bootlane_auth_login_failed_events_suppressed_total";
+pub use crate::metrics::LOGIN_FAILED_EVENTS_SUPPRESSED;
 
 /// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.
 pub fn cut_to_bytes(s: &str, max: usize) -> &str {

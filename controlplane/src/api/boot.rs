@@ -65,7 +65,7 @@ pub struct BootState {
     /// False while the `http-boot` service is stopped: every boot route answers 503.
     pub serving: Arc<AtomicBool>,
     /// The netboot `http_base_url` (kernel and initrd URLs in scripts), if set.
-    pub http_base: crate::dhcp::handler::HttpBaseUrl,
+    pub http_base: crate::boot::HttpBaseUrl,
     /// Per-client-address rate limit of every boot route (`None`: unlimited); see
     /// [`rate_limiter`].
     pub limiter: Option<Arc<ClientLimiter>>,

@@ -147,6 +147,11 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_key_file_marks_a_data_directory_for_the_boot_guard() {
+        assert!(crate::boot::guard::DATA_DIR_MARKERS.contains(&KEY_FILE));
+    }
+
+    #[test]
     fn key_file_is_0600_and_values_round_trip_only_with_it() {
         let dir = tempfile::tempdir().unwrap();
         let a = SecretBox::open(dir.path()).unwrap();

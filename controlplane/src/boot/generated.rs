@@ -1,7 +1,7 @@
 //! Boot-loader configuration files made from the profiles on every request: PXELINUX's
 //! `pxelinux.cfg/...` ([`super::pxelinux`]) and GRUB's `grub/grub.cfg...`
 //! ([`super::grub`]). One dispatch ([`generate`]) serves both to TFTP
-//! ([`BootConfigFiles`], a [`crate::tftp::handler::GeneratedFiles`]) and to
+//! ([`BootConfigFiles`], a [`GeneratedFiles`]) and to
 //! `GET /boot/...`, asked only for names the boot directory does not hold (a file on disk
 //! wins), and one event per file served ([`served_event`]: `boot.pxelinux.served`,
 //! `boot.grub.served`).
@@ -16,6 +16,15 @@ use crate::{
     net::types::MacAddr,
     service_error::ServiceError,
 };
+
+/// Files made per request rather than read from the boot root (the PXELINUX and GRUB
+/// configurations), served by TFTP and HTTP boot alike. Asked only for names the root
+/// does not have.
+pub trait GeneratedFiles: Send + Sync + 'static {
+    /// The bytes of `path` (the client's name for it) for the client at `peer`, or
+    /// `None` when there is no such generated file ("file not found").
+    fn generate(&self, path: &str, peer: SocketAddr) -> Option<Vec<u8>>;
+}
 
 /// The boot loader a generated file is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,7 +123,7 @@ pub struct BootConfigFiles {
     /// Hosts and profiles.
     pub catalog: Arc<BootCatalog>,
     /// `/settings/netboot` `http_base_url`, read per request.
-    pub http_base: crate::dhcp::handler::HttpBaseUrl,
+    pub http_base: crate::boot::HttpBaseUrl,
     /// The API (and HTTP boot) port.
     pub http_port: u16,
     /// Where the `served` events go.
@@ -134,7 +143,7 @@ fn local_towards(peer: SocketAddr) -> Option<std::net::IpAddr> {
     s.local_addr().ok().map(|a| a.ip())
 }
 
-impl crate::tftp::handler::GeneratedFiles for BootConfigFiles {
+impl GeneratedFiles for BootConfigFiles {
     fn generate(&self, path: &str, peer: SocketAddr) -> Option<Vec<u8>> {
         if !is_config_path(path) {
             return None;

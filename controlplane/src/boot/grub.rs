@@ -313,14 +313,14 @@ pub enum SecureBootVerdict {
 /// Per entry of `profile`, whether it can run under Secure Boot behind shim and signed
 /// GRUB: kernels and chain-loaded EFI binaries in the boot directory (`root`) must carry an
 /// Authenticode signature (PE/COFF attribute certificate table, read with
-/// [`crate::media::bootloader::authenticode`]); iPXE entries (`sanboot`, `custom`) and
+/// [`super::binary::authenticode`]); iPXE entries (`sanboot`, `custom`) and
 /// iPXE binaries cannot run at all; what the GRUB menu leaves out (HTTP(S) URLs of other
 /// servers: signed GRUB loads over TFTP only) is `blocked`; `tftp://` URLs of other servers
 /// are `unchecked` (URLs of this server's `/boot/` tree, `base_url` as in [`render`], are
 /// its files). Initrds are not signed objects (GRUB hands them to the kernel as data), but
 /// one GRUB cannot load blocks its entry.
 pub fn secure_boot_findings(profile: &Profile, root: &Path, base_url: &str) -> Vec<SecureBootFinding> {
-    use crate::media::bootloader::{authenticode, ipxe_version};
+    use super::binary::{authenticode, ipxe_version};
     let own = format!("{base_url}/boot/");
     let check = |p: &str, what: &str| -> (SecureBootVerdict, String) {
         // What the GRUB menu leaves out cannot run: the same rule as `render`.

@@ -21,12 +21,19 @@
 //!
 //! Holds no global state.
 
+pub mod binary;
 pub mod catalog;
 pub mod file_body;
 pub mod generated;
 pub mod grub;
 pub mod guard;
 pub mod pxelinux;
+
+/// The HTTP base URL clients should use (`/settings/netboot` `http_base_url`, e.g.
+/// `http://boot.lab.example:8080` or a reverse proxy's `https://...`), shared with the
+/// settings so a change applies to the next request; `None`: `http://<the subnet's server
+/// address>:<API port>`.
+pub type HttpBaseUrl = std::sync::Arc<std::sync::RwLock<Option<String>>>;
 
 use std::{
     io,

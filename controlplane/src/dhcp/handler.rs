@@ -222,10 +222,7 @@ pub struct BootHandler {
     secure_boot: Option<SecureBootHosts>,
 }
 
-/// The MACs of hosts whose `secure_boot` flag is set, kept by
-/// [`crate::inventory::service::HostService`] and read per request: their x86-64 UEFI
-/// boots get the signed shim instead of iPXE.
-pub type SecureBootHosts = Arc<RwLock<std::collections::HashSet<MacAddr>>>;
+pub use crate::inventory::SecureBootHosts;
 
 /// The Secure Boot boot file for client architecture `arch`: the signed shim for x86-64
 /// UEFI (7, 9) and for ARM64 UEFI (11, `shimaa64.efi`); `None` for the others, which keep
@@ -238,11 +235,7 @@ pub fn secure_boot_file(arch: u16) -> Option<&'static str> {
     }
 }
 
-/// The HTTP base URL clients should use (`/settings/netboot` `http_base_url`, e.g.
-/// `http://boot.lab.example:8080` or a reverse proxy's `https://...`), shared with the
-/// settings so a change applies to the next request; `None`: `http://<the subnet's server
-/// address>:<API port>`.
-pub type HttpBaseUrl = Arc<RwLock<Option<String>>>;
+pub use crate::boot::HttpBaseUrl;
 
 /// True when an arch-map file is a PXELINUX loader (`pxelinux.0` or `lpxelinux.0`, in any
 /// directory), which iPXE clients are given as well (see `add_boot`).

@@ -12,7 +12,7 @@
 pub mod config;
 pub mod control;
 pub mod handler;
-pub mod leases;
+pub use crate::leases;
 pub mod packet;
 pub mod server;
 pub mod v6;

@@ -43,7 +43,7 @@ pub struct HostService {
     baselines: Table<crate::scripts::Baseline>,
     write: tokio::sync::Mutex<()>,
     events: Arc<EventBus>,
-    secure_boot: crate::dhcp::handler::SecureBootHosts,
+    secure_boot: super::SecureBootHosts,
 }
 
 impl HostService {
@@ -67,7 +67,7 @@ impl HostService {
 
     /// The MACs of hosts with `secure_boot` set, kept current by every host write (the
     /// DHCP handler reads it per request).
-    pub fn secure_boot_hosts(&self) -> crate::dhcp::handler::SecureBootHosts {
+    pub fn secure_boot_hosts(&self) -> super::SecureBootHosts {
         self.secure_boot.clone()
     }
 

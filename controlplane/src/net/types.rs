@@ -169,6 +169,16 @@ fn validate_dotted(name: &str, label_rule: fn(&str) -> Result<(), NameError>) ->
     Ok(())
 }
 
+/// The machine's host name, the default `[server] node_name` (`bootlane` when it cannot be
+/// read or is not a valid host name, RFC 952/1123 as [`validate_hostname`] checks).
+pub fn default_node_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_ascii_lowercase())
+        .filter(|h| validate_hostname(h).is_ok())
+        .unwrap_or_else(|| "bootlane".into())
+}
+
 /// Checks a (possibly dotted) host name: every label passes [`validate_host_label`], at
 /// most 253 characters, one trailing dot allowed.
 ///

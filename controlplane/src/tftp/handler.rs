@@ -73,13 +73,7 @@ pub trait TftpHandler: Send + Sync + 'static {
     }
 }
 
-/// Files made per request rather than read from the root (the PXELINUX configurations).
-/// Asked only for names the root does not have.
-pub trait GeneratedFiles: Send + Sync + 'static {
-    /// The bytes of `path` (the client's name for it) for the client at `peer`, or
-    /// `None` when there is no such generated file ("file not found").
-    fn generate(&self, path: &str, peer: SocketAddr) -> Option<Vec<u8>>;
-}
+pub use crate::boot::generated::GeneratedFiles;
 
 /// Serves files from a root directory, read-only.
 #[derive(Clone)]

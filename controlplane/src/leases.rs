@@ -1,5 +1,7 @@
-//! Leases: the persisted [`Lease`] table (sled, one row per client MAC and subnet, every
-//! write flushed) and the in-memory index the handler allocates from. The store is the
+//! DHCPv4 leases: the persisted [`Lease`] table (one row per leased address, every
+//! acknowledged write flushed) and the in-memory index the DHCP handler allocates from.
+//! A foundation module (it needs only the store and the network types): DHCP writes it,
+//! and the access gate and install tokens read who holds an address from it. The store is the
 //! source of truth; [`LeaseDb::load`] rebuilds the index from it at start, so a restart
 //! never hands out an address that is still leased (the peer lost its leases on restart).
 //! Offers are held in memory only (RFC 2131 §4.3.1 lets a server reserve an offered
