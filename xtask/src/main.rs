@@ -40,6 +40,8 @@ use std::{
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
+#[cfg(test)]
+mod layers;
 mod links;
 
 #[derive(Parser)]
