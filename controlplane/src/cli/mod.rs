@@ -98,25 +98,31 @@ pub enum ConfigCommand {
     },
 }
 
-/// Runs `f` to completion on a current-thread runtime; prints what it returns (exit 0) or
-/// the error with its causes (exit 1). The shape of every one-shot subcommand.
-pub(crate) fn run_async<F: std::future::Future<Output = anyhow::Result<String>>>(f: F) -> ExitCode {
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("bootlane: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match rt.block_on(f) {
-        Ok(msg) => {
-            println!("{msg}");
+/// Prints a one-shot subcommand's outcome: its text on standard output (ending in a
+/// newline; nothing for an empty text), exit 0; or the error with its causes on standard
+/// error, exit 1.
+pub(crate) fn finish(res: anyhow::Result<String>) -> ExitCode {
+    match res {
+        Ok(mut text) => {
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            print!("{text}");
             ExitCode::SUCCESS
         }
         Err(e) => {
             eprintln!("bootlane: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Runs `f` to completion on a current-thread runtime and [`finish`]es with what it
+/// returns. The shape of every one-shot subcommand that talks to a server or a store.
+pub(crate) fn run_async<F: std::future::Future<Output = anyhow::Result<String>>>(f: F) -> ExitCode {
+    match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => finish(rt.block_on(f)),
+        Err(e) => finish(Err(anyhow::Error::new(e).context("cannot start the async runtime"))),
     }
 }
 
@@ -268,6 +274,8 @@ pub fn config(cmd: &ConfigCommand) -> ExitCode {
             as_user,
             password_stdin,
         } => match config_show(config.as_deref()) {
+            // The file's settings are printed before the running server's are asked for
+            // (which may prompt for a password).
             Ok(text) => {
                 print!("{text}");
                 if text.contains(RUNNING_NOTE) {
@@ -278,10 +286,7 @@ pub fn config(cmd: &ConfigCommand) -> ExitCode {
                 }
                 ExitCode::SUCCESS
             }
-            Err(e) => {
-                eprintln!("bootlane: {e:#}");
-                ExitCode::FAILURE
-            }
+            Err(e) => finish(Err(e)),
         },
         ConfigCommand::Check { config } => {
             let problems = config_problems(config.as_deref());
@@ -621,20 +626,7 @@ async fn user_inner(args: &UserArgs) -> anyhow::Result<()> {
 
 /// Runs `bootlane user ...`: exit 0, or 1 with the error on stderr.
 pub fn user(args: &UserArgs) -> ExitCode {
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("bootlane: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match rt.block_on(user_inner(args)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("bootlane: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    run_async(async { user_inner(args).await.map(|()| String::new()) })
 }
 
 /// Arguments of `bootlane audit ...`.
@@ -944,27 +936,11 @@ pub(crate) fn api_url(api: Option<&str>, config: Option<&Path>) -> anyhow::Resul
 /// Runs `bootlane status`: prints the server's status (exit 0), or why it could not be
 /// asked (exit 1).
 pub fn status(args: &StatusArgs) -> ExitCode {
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("bootlane: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let res = status_url(args).and_then(|url| {
-        let v = rt.block_on(fetch_status(&url, std::time::Duration::from_secs(args.timeout_secs)))?;
+    run_async(async {
+        let url = status_url(args)?;
+        let v = fetch_status(&url, std::time::Duration::from_secs(args.timeout_secs)).await?;
         Ok(format_status(&url, &v))
-    });
-    match res {
-        Ok(text) => {
-            print!("{text}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("bootlane: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    })
 }
 
 #[cfg(test)]

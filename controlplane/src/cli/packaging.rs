@@ -97,24 +97,12 @@ fn list(dir: &Path, keep: impl Fn(&str) -> bool) -> anyhow::Result<Vec<PathBuf>>
 
 /// `bootlane generate`: writes the files and prints one path per line; exit 1 (with the
 /// error on stderr) when writing fails.
-#[expect(clippy::print_stdout, clippy::print_stderr, reason = "a CLI subcommand")]
 pub fn generate(args: &GenerateArgs) -> ExitCode {
     let written = match args.what {
         Generated::Man => man_pages(&args.out),
         Generated::Completions => completions(&args.out),
     };
-    match written {
-        Ok(files) => {
-            for f in files {
-                println!("{}", f.display());
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("bootlane: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    super::finish(written.map(|files| files.iter().map(|f| format!("{}\n", f.display())).collect()))
 }
 
 #[cfg(test)]

@@ -72,14 +72,5 @@ pub fn command(args: &UpdateArgs) -> ExitCode {
             }
         }
     };
-    match run() {
-        Ok(s) => {
-            print!("{s}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("bootlane: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    super::finish(run())
 }
