@@ -89,6 +89,15 @@ pub struct TemplateVersion {
 
 crate::store::entity!(TemplateVersion, "answer_template_versions");
 
+impl crate::store::versions::Revision for TemplateVersion {
+    fn document(&self) -> u64 {
+        self.template_id
+    }
+    fn ordinal(&self) -> u64 {
+        u64::from(self.version)
+    }
+}
+
 /// Body of `POST /netboot/answer-templates` (name and format required, and content or a
 /// preset) and `PUT /netboot/answer-templates/{id}` (any subset; omitted fields keep
 /// their values).
@@ -509,14 +518,7 @@ impl AnswerTemplates {
     }
 
     fn versions_of(&self, id: u64) -> Result<Vec<TemplateVersion>> {
-        let mut v: Vec<TemplateVersion> = self
-            .versions
-            .list()?
-            .into_iter()
-            .filter(|v| v.template_id == id)
-            .collect();
-        v.sort_by_key(|v| std::cmp::Reverse(v.version));
-        Ok(v)
+        Ok(crate::store::versions::history(&self.versions, id)?)
     }
 
     /// The template's versions, newest first.

@@ -197,6 +197,16 @@ pub struct ScriptVersion {
 
 crate::store::entity!(ScriptVersion, "profile_script_versions");
 
+impl crate::store::versions::Revision for ScriptVersion {
+    fn document(&self) -> u64 {
+        self.profile_id
+    }
+    /// Profile script versions are known by their record id.
+    fn ordinal(&self) -> u64 {
+        self.id
+    }
+}
+
 /// `GET /profiles/{id}/script-diff/{verId}` answer.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ScriptDiff {
@@ -940,14 +950,7 @@ impl BootCatalog {
     /// # Errors
     /// Store errors.
     pub fn versions(&self, profile_id: u64) -> Result<Vec<ScriptVersion>> {
-        let mut v: Vec<ScriptVersion> = self
-            .versions
-            .list()?
-            .into_iter()
-            .filter(|v| v.profile_id == profile_id)
-            .collect();
-        v.reverse();
-        Ok(v)
+        Ok(crate::store::versions::history(&self.versions, profile_id)?)
     }
 
     /// Version `ver` of profile `profile_id`.
@@ -962,7 +965,7 @@ impl BootCatalog {
             .ok_or_else(|| ServiceError::NotFound(format!("profile {profile_id} has no script version {ver}")))
     }
 
-    /// Unified diff from version `ver` to the current script (via the `similar` crate).
+    /// Unified diff from version `ver` to the current script ([`crate::store::versions::unified_diff`]).
     ///
     /// # Errors
     /// NotFound, store errors.
@@ -970,15 +973,7 @@ impl BootCatalog {
         let v = self.version(profile_id, ver)?;
         let current = version_content(&self.profile(profile_id)?);
         let identical = current == v.content;
-        let diff = if identical {
-            String::new()
-        } else {
-            similar::TextDiff::from_lines(&v.content, &current)
-                .unified_diff()
-                .context_radius(3)
-                .header(&format!("version {ver}"), "current")
-                .to_string()
-        };
+        let diff = crate::store::versions::unified_diff(&v.content, &current, &format!("version {ver}"), "current");
         Ok(ScriptDiff {
             version_id: ver,
             identical,

@@ -144,6 +144,15 @@ pub struct ScriptRevision {
     pub created_at: OffsetDateTime,
 }
 
+impl crate::store::versions::Revision for ScriptRevision {
+    fn document(&self) -> u64 {
+        self.script_id
+    }
+    fn ordinal(&self) -> u64 {
+        u64::from(self.version)
+    }
+}
+
 crate::store::entity!(ScriptRevision, "script_versions");
 
 /// Body of `POST /scripts` (name, type and content required) and `PUT /scripts/{id}`

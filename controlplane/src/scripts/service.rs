@@ -450,14 +450,7 @@ impl ScriptService {
     }
 
     fn versions_of(&self, id: u64) -> Result<Vec<ScriptRevision>> {
-        let mut v: Vec<ScriptRevision> = self
-            .versions
-            .list()?
-            .into_iter()
-            .filter(|v| v.script_id == id)
-            .collect();
-        v.sort_by_key(|v| std::cmp::Reverse(v.version));
-        Ok(v)
+        Ok(crate::store::versions::history(&self.versions, id)?)
     }
 
     /// A script's versions, newest first.
@@ -487,14 +480,12 @@ impl ScriptService {
     pub fn diff(&self, id: u64, version: u32) -> Result<ScriptDiff> {
         let s = self.get(id)?;
         let v = self.version(id, version)?;
-        let diff = similar::TextDiff::from_lines(&v.content, &s.content)
-            .unified_diff()
-            .context_radius(3)
-            .header(
-                &format!("version {version}"),
-                &format!("version {} (current)", s.version),
-            )
-            .to_string();
+        let diff = crate::store::versions::unified_diff(
+            &v.content,
+            &s.content,
+            &format!("version {version}"),
+            &format!("version {} (current)", s.version),
+        );
         Ok(ScriptDiff {
             version,
             current: s.version,

@@ -17,6 +17,7 @@
 pub mod journal;
 pub mod migrate;
 pub mod pg;
+pub mod versions;
 
 use std::{
     collections::HashMap,
