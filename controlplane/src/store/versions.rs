@@ -22,11 +22,7 @@ pub trait Revision: Entity {
 /// # Errors
 /// Store errors.
 pub fn history<R: Revision>(table: &Table<R>, document: u64) -> Result<Vec<R>> {
-    let mut v: Vec<R> = table
-        .list()?
-        .into_iter()
-        .filter(|r| r.document() == document)
-        .collect();
+    let mut v: Vec<R> = table.list()?.into_iter().filter(|r| r.document() == document).collect();
     v.sort_by_key(|r| std::cmp::Reverse(r.ordinal()));
     Ok(v)
 }
