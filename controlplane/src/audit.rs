@@ -44,7 +44,47 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
-use crate::{events::AuditEntry, store::StoreError};
+use time::OffsetDateTime;
+
+use crate::store::StoreError;
+
+/// An audit-log entry: a write event seen from the "who did what" side.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
+pub struct AuditEntry {
+    /// Id: the id of the event it was derived from.
+    pub id: u64,
+    /// When, RFC 3339 UTC.
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub timestamp: OffsetDateTime,
+    /// Who: the user name (`system` for changes the server made itself).
+    pub user: String,
+    /// From where: the client address of the request.
+    pub remote_addr: Option<String>,
+    /// `create`, `update`, `delete` or another verb (`rollback`, `start`, `login`, ...).
+    pub action: String,
+    /// Resource kind.
+    pub resource: String,
+    /// Resource id (empty for singletons such as settings).
+    pub resource_id: String,
+    /// The event kind it came from.
+    pub kind: String,
+    /// One sentence describing the change.
+    pub summary: String,
+    /// The resource before the change (`null` for a create).
+    #[schema(value_type = Value)]
+    pub before: serde_json::Value,
+    /// The resource after the change (`null` for a delete).
+    #[schema(value_type = Value)]
+    pub after: serde_json::Value,
+    /// Hex SHA-256 of the previous entry's canonical encoding (64 zeros for the first
+    /// chained entry; see this module's documentation). Absent on entries written before the audit
+    /// log was chained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev_hash: Option<String>,
+}
+
+crate::store::entity!(AuditEntry, "audit_entries");
 
 /// `prev_hash` of the first chained entry: 64 zeros.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -503,7 +543,7 @@ mod tests {
     fn entry(id: u64, summary: &str) -> AuditEntry {
         AuditEntry {
             id,
-            timestamp: time::OffsetDateTime::now_utc(),
+            timestamp: OffsetDateTime::now_utc(),
             user: "alice".into(),
             remote_addr: Some("192.0.2.1".into()),
             action: "update".into(),
@@ -638,7 +678,7 @@ mod tests {
         let msg = String::from_utf8(buf[..n].to_vec()).unwrap();
         let parts: Vec<&str> = msg.splitn(8, ' ').collect();
         assert_eq!(parts[0], "<85>1", "{msg}");
-        assert!(time::OffsetDateTime::parse(parts[1], &time::format_description::well_known::Rfc3339).is_ok());
+        assert!(OffsetDateTime::parse(parts[1], &time::format_description::well_known::Rfc3339).is_ok());
         assert_eq!(
             &parts[2..7],
             ["node-a", "bootlane", &std::process::id().to_string(), "audit", "-"]

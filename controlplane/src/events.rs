@@ -120,43 +120,7 @@ pub struct Event {
 
 crate::store::entity!(Event, "events");
 
-/// An audit-log entry: a write event seen from the "who did what" side.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
-pub struct AuditEntry {
-    /// Id: the id of the event it was derived from.
-    pub id: u64,
-    /// When, RFC 3339 UTC.
-    #[serde(with = "time::serde::rfc3339")]
-    #[schema(value_type = String, format = DateTime)]
-    pub timestamp: OffsetDateTime,
-    /// Who: the user name (`system` for changes the server made itself).
-    pub user: String,
-    /// From where: the client address of the request.
-    pub remote_addr: Option<String>,
-    /// `create`, `update`, `delete` or another verb (`rollback`, `start`, `login`, ...).
-    pub action: String,
-    /// Resource kind.
-    pub resource: String,
-    /// Resource id (empty for singletons such as settings).
-    pub resource_id: String,
-    /// The event kind it came from.
-    pub kind: String,
-    /// One sentence describing the change.
-    pub summary: String,
-    /// The resource before the change (`null` for a create).
-    #[schema(value_type = Value)]
-    pub before: serde_json::Value,
-    /// The resource after the change (`null` for a delete).
-    #[schema(value_type = Value)]
-    pub after: serde_json::Value,
-    /// Hex SHA-256 of the previous entry's canonical encoding (64 zeros for the first
-    /// chained entry; see [`crate::audit`]). Absent on entries written before the audit
-    /// log was chained.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prev_hash: Option<String>,
-}
-
-crate::store::entity!(AuditEntry, "audit_entries");
+pub use crate::audit::AuditEntry;
 
 /// Who caused an event: set for the duration of an API request by [`with_actor`].
 #[derive(Debug, Clone, PartialEq, Eq)]

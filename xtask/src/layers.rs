@@ -29,18 +29,19 @@ pub(crate) const LAYERS: &[(&str, &[&str])] = &[
             "metrics",
             "service_error",
             "leases",
-            "cluster",
             "backup",
             "systemd",
             "web_server",
         ],
     ),
-    ("boot vocabulary", &["scripts", "inventory", "access", "boot"]),
+    ("boot vocabulary", &["inventory", "access", "boot"]),
     ("protocols", &["dataplane", "dns", "dhcp", "tftp", "stats"]),
     (
         "domains",
         &[
             "answers",
+            "scripts",
+            "cluster",
             "bmc",
             "community",
             "install",
@@ -106,10 +107,11 @@ fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The first path segment after every `crate::` in `text`, outside comments and outside
-/// a trailing `#[cfg(test)] mod tests { ... }`.
+/// The modules named after every `crate::` in `text` (the first segment, or every
+/// first-level name of a `crate::{...}` group, which may span lines), outside comments
+/// and outside a trailing `#[cfg(test)] mod tests { ... }`.
 fn imports(text: &str) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
+    let mut code = String::new();
     let mut prev_cfg_test = false;
     for line in text.lines() {
         let l = line.trim();
@@ -117,23 +119,61 @@ fn imports(text: &str) -> BTreeSet<String> {
             break;
         }
         prev_cfg_test = l == "#[cfg(test)]";
-        if l.starts_with("//") {
+        if !l.starts_with("//") {
+            code.push_str(l.split("//").next().unwrap_or_default());
+            code.push('\n');
+        }
+    }
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut out = BTreeSet::new();
+    let mut rest = code.as_str();
+    while let Some(i) = rest.find("crate::") {
+        // `bootlane_crate::x` or `$crate::` are not this crate's modules.
+        let own = !rest[..i]
+            .chars()
+            .last()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
+        let after = &rest[i + "crate::".len()..];
+        rest = after;
+        if !own {
             continue;
         }
-        let code = l.split("//").next().unwrap_or_default();
-        let mut rest = code;
-        while let Some(i) = rest.find("crate::") {
-            let after = &rest[i + "crate::".len()..];
-            let seg: String = after
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            // `bootlane_crate::x` or `$crate::` are not this crate's modules.
-            let before = rest[..i].chars().last();
-            if !seg.is_empty() && !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$') {
+        let Some(group) = after.strip_prefix('{') else {
+            let seg = ident(after);
+            if !seg.is_empty() {
                 out.insert(seg);
             }
-            rest = after;
+            continue;
+        };
+        // A group: the names that start an item at depth 1.
+        let (mut depth, mut starts) = (1usize, true);
+        let mut chars = group.char_indices().peekable();
+        while let Some((k, c)) = chars.next() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                ',' if depth == 1 => starts = true,
+                c if c.is_ascii_alphabetic() || c == '_' => {
+                    let name = ident(&group[k..]);
+                    if starts && depth == 1 {
+                        out.insert(name.clone());
+                    }
+                    starts = false;
+                    for _ in 1..name.len() {
+                        chars.next();
+                    }
+                }
+                _ => {}
+            }
         }
     }
     out
@@ -208,9 +248,10 @@ mod tests {
     #[test]
     fn imports_skip_comments_and_the_test_module() {
         let text = "use crate::net::X;\n// crate::api is named here\nlet a = crate::store::open(); // crate::cli\n\
-                    let m = bootlane::crate_x::y; $crate::z\n#[cfg(test)]\nmod tests {\n    use crate::api;\n}\n";
+                    let m = bootlane::crate_x::y; $crate::z\nuse crate::{\n    dhcp::{a, b::{c, d}},\n    dns,\n};\n\
+                    #[cfg(test)]\nmod tests {\n    use crate::api;\n}\n";
         let got: Vec<String> = imports(text).into_iter().collect();
-        assert_eq!(got, ["net", "store"]);
+        assert_eq!(got, ["dhcp", "dns", "net", "store"]);
     }
 
     #[test]

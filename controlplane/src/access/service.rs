@@ -32,8 +32,8 @@ use super::{
     AccessConfig, Mode,
 };
 use crate::{
-    dhcp::leases::LeaseDb,
     events::{EventBus, NewEvent},
+    leases::LeaseDb,
     net::types::MacAddr,
     service_error::{short_text, ServiceError},
     store::{Entity, Kv, Store, StoreError, Table},

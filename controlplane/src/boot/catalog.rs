@@ -625,7 +625,7 @@ pub struct BootCatalog {
     hosts: Arc<HostService>,
     profiles: Table<Profile>,
     versions: Table<ScriptVersion>,
-    baselines: Table<crate::scripts::Baseline>,
+    baselines: Table<crate::inventory::baseline::Baseline>,
     kv: Kv,
     config_template: Option<String>,
     stored_template: RwLock<Option<String>>,

@@ -3,6 +3,7 @@
 //! catalog use. Boot profiles and the iPXE script stay in [`crate::boot`]; a host refers
 //! to a profile only by id.
 
+pub mod baseline;
 pub mod model;
 pub mod service;
 

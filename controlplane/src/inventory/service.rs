@@ -40,7 +40,7 @@ pub struct HostService {
     hosts: Table<Host>,
     sealer: std::sync::OnceLock<Arc<dyn PasswordSealer>>,
     profile_exists: ProfileExists,
-    baselines: Table<crate::scripts::Baseline>,
+    baselines: Table<super::baseline::Baseline>,
     write: tokio::sync::Mutex<()>,
     events: Arc<EventBus>,
     secure_boot: super::SecureBootHosts,
