@@ -190,6 +190,12 @@ pub struct ApiConfig {
     /// also bounds the TLS handshake. Default 10; 1-3600. A request being answered
     /// (including a long download or an event stream) is not affected.
     pub header_read_timeout_secs: u64,
+    /// Seconds one write to a client may wait for the client to take the bytes (its
+    /// receive window to open): a client that stops reading a response (a download, an
+    /// event stream) for this long has its connection closed, so it cannot hold a
+    /// connection slot and an open file forever. A slow client that keeps reading is not
+    /// affected, whatever the size of the response. Default 60; 1-3600.
+    pub write_timeout_secs: u64,
     /// The boot listener (`ip:port`, plain HTTP): `/boot/...` and the machine routes
     /// (answer files, install reports, baseline bundles and reports) move there, and
     /// `listen` keeps the REST API and the web UI; each refuses the other's routes with
@@ -249,6 +255,7 @@ impl Default for ApiConfig {
             max_connections: 1024,
             max_connections_per_client: 64,
             header_read_timeout_secs: 10,
+            write_timeout_secs: 60,
             boot_listen: None,
             tls: TlsMode::Off,
             tls_cert_file: None,
@@ -288,6 +295,12 @@ impl ApiConfig {
             anyhow::bail!(
                 "[api] header_read_timeout_secs must be 1-3600, not {}",
                 self.header_read_timeout_secs
+            );
+        }
+        if !(1..=3600).contains(&self.write_timeout_secs) {
+            anyhow::bail!(
+                "[api] write_timeout_secs must be 1-3600, not {}",
+                self.write_timeout_secs
             );
         }
         if let Some(b) = self.boot_listen {
@@ -673,6 +686,7 @@ mod tests {
             ("tls = \"acme\"\ntls_names = [\"10.0.0.1\"]", "DNS name"),
             ("max_connections_per_client = 2000", "max_connections_per_client"),
             ("header_read_timeout_secs = 0", "header_read_timeout_secs"),
+            ("write_timeout_secs = 0", "write_timeout_secs"),
         ] {
             let c: Config = toml::from_str(&format!("[api]\n{text}\n")).expect("parses");
             let p = c

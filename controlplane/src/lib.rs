@@ -223,10 +223,12 @@ pub async fn run(
     let tracker =
         web_server::limits::ConnTracker::new(config.api.max_connections, config.api.max_connections_per_client);
     let header_read_timeout = std::time::Duration::from_secs(config.api.header_read_timeout_secs);
+    let write_timeout = std::time::Duration::from_secs(config.api.write_timeout_secs);
     let mut servers = Vec::new();
     let opts = web_server::ListenerOptions {
         name: "api",
         header_read_timeout,
+        write_timeout,
         tls: tls.as_ref().map(|s| s.acceptor()).transpose()?,
     };
     servers.extend(serve_twin(config.api.listen, &app, &tracker, &opts, &token));
@@ -246,6 +248,7 @@ pub async fn run(
         let opts = web_server::ListenerOptions {
             name: "boot",
             header_read_timeout,
+            write_timeout,
             tls: None,
         };
         servers.extend(serve_twin(addr, &boot_app, &tracker, &opts, &token));

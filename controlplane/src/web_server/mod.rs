@@ -9,6 +9,11 @@
 //!   from the accept and, on a keep-alive connection, from the end of the previous
 //!   response, so it is also the keep-alive idle timeout. Slowloris clients (a partial
 //!   header, then nothing) and idle connections are closed after it.
+//! - **Write timeout** (`[api] write_timeout_secs`, `tokio-io-timeout` under hyper and
+//!   TLS): a write that waits this long for the client to take the bytes closes the
+//!   connection, so a client that requests a large file or an event stream and stops
+//!   reading cannot hold its connection slot, task and open file forever. Each write that
+//!   progresses starts the clock again: slow readers are served.
 //! - **Accept errors** (`EMFILE`, `ENFILE`, `ENOBUFS`) pause the loop briefly instead of
 //!   spinning; per-connection errors (`ECONNABORTED`) are skipped.
 //! - **Graceful shutdown**: when the token is cancelled the listener stops accepting,
@@ -54,6 +59,8 @@ pub struct ListenerOptions {
     pub name: &'static str,
     /// `[api] header_read_timeout_secs`.
     pub header_read_timeout: Duration,
+    /// `[api] write_timeout_secs`.
+    pub write_timeout: Duration,
     /// TLS on this listener, or plain HTTP.
     pub tls: Option<tokio_rustls::TlsAcceptor>,
 }
@@ -95,6 +102,9 @@ pub async fn serve(
             }
         };
         let _ = stream.set_nodelay(true);
+        let mut stream = tokio_io_timeout::TimeoutStream::new(stream);
+        stream.set_write_timeout(Some(opts.write_timeout));
+        let stream = Box::pin(stream);
         let (router, opts, token) = (router.clone(), opts.clone(), token.clone());
         tasks.spawn(async move {
             match opts.tls.clone() {
@@ -236,5 +246,86 @@ mod tests {
             .map(|v| v.to_str().expect("ascii").to_string())
             .collect();
         assert_eq!(cookies, ["a=1; HttpOnly; Path=/; Secure", "b=2; Secure"]);
+    }
+
+    /// A client that asks for a large answer and stops reading: with the write timeout its
+    /// connection is closed (the slot is free again within a few seconds); a client that
+    /// keeps reading gets the whole answer even though it takes longer than the timeout.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_client_that_stops_reading_is_closed_and_a_slow_reader_is_served() {
+        use std::{
+            io::{Read, Write},
+            time::{Duration, Instant},
+        };
+        const BIG: usize = 64 << 20;
+        let app = Router::new().route("/big", get(|| async { vec![b'x'; BIG] }));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("address");
+        let tracker = super::limits::ConnTracker::new(16, 16);
+        let token = tokio_util::sync::CancellationToken::new();
+        let opts = super::ListenerOptions {
+            name: "test",
+            header_read_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(1),
+            tls: None,
+        };
+        let server = tokio::spawn(super::serve(listener, app, tracker.clone(), opts, token.clone()));
+        let connect = move |rcvbuf: Option<usize>| {
+            let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+            if let Some(n) = rcvbuf {
+                s.set_recv_buffer_size(n).expect("SO_RCVBUF");
+            }
+            s.connect(&addr.into()).expect("connect");
+            let mut s = std::net::TcpStream::from(s);
+            s.write_all(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n").expect("request");
+            s
+        };
+        // The stalled client: connected, asked, never reads.
+        let stalled = tokio::task::spawn_blocking(move || connect(Some(4096)))
+            .await
+            .expect("connect");
+        let t0 = Instant::now();
+        while tracker.open() != 0 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(8),
+                "the stalled connection is still open after {:?}",
+                t0.elapsed()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        drop(stalled);
+        // The slow reader: at most 256 KiB every 10 ms, far below what the server could
+        // send, so the server's writes wait, but never for a whole second at a time.
+        let got = tokio::task::spawn_blocking(move || {
+            let mut s = connect(None);
+            let (mut total, mut buf) = (0usize, vec![0u8; 256 << 10]);
+            let t0 = Instant::now();
+            loop {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => total += n,
+                }
+                if total >= BIG || t0.elapsed() > Duration::from_secs(60) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            (total, t0.elapsed())
+        })
+        .await
+        .expect("reader");
+        assert!(
+            got.0 >= BIG,
+            "the slow reader got {} of {BIG} bytes in {:?}",
+            got.0,
+            got.1
+        );
+        assert!(
+            got.1 > Duration::from_secs(1),
+            "the read outlasted the write timeout: {:?}",
+            got.1
+        );
+        token.cancel();
+        server.await.expect("server");
     }
 }
