@@ -16,7 +16,7 @@ set -euo pipefail
 BIN=$(readlink -f "${1:?usage: bench-events.sh <bootlane binary>}")
 SUBS=${SUBS:-50}
 WRITES=${WRITES:-1000}
-# The client its README table was measured with (one dnsperf thread); override to compare.
+# The client the book's figures were measured with (one dnsperf thread); override to compare.
 DNSPERF_OPTS=${DNSPERF_OPTS:--c 10 -T 1}
 . "$(dirname "$0")/bench-dns-lib.sh"
 dns_lab_up "$BIN"

@@ -28,7 +28,7 @@ check kea-dhcp4 kea-dhcp4-server
 # clusters the store tests start (the Debian package's own cluster is not used).
 check /usr/lib/postgresql/15/bin/initdb postgresql-15
 check udhcpc udhcpc
-# Update signatures (README "Updates"): the updates test signs with the real minisign CLI.
+# Update signatures (the book's "Updates" chapter): the updates test signs with the real minisign CLI.
 check minisign minisign
 check dhclient isc-dhcp-client
 check tftp tftp-hpa

@@ -30,7 +30,7 @@
 # that is still valid must be listed by GET /leases, active, with the same address.
 # Verdict: RSS and descriptor growth from minute 5 (minute 1 when N < 6) to the last
 # under $GOAL_PCT % (default 5), no error responses, no lost record or lease; exits 1 with
-# the reasons when any fails. Prints a markdown summary for the README.
+# the reasons when any fails. Prints a markdown summary for the book's performance chapter.
 # Usage: soak.sh <bootlane binary> [minutes]   (or SOAK_BIN=<binary> SOAK_MINUTES=N soak.sh)
 # Other environment variables: NAMES (1000), DNS_SHARE, PROBE_QPS (200), DHCP_CLIENTS,
 # LEASE_SECS, API_RATE, API_LIVE (100), SUBS, GOAL_PCT, SOAK_EXTRA_CONFIG (TOML appended to
@@ -607,7 +607,7 @@ def final(cookie, names):
 
 
 def verdict(goal, capacity, rate, cmd):
-    """The goals checked (exit 1 when one fails), then the README's tables."""
+    """The goals checked (exit 1 when one fails), then the performance chapter's tables."""
     rows = [json.loads(l) for l in open(f"{W}/rows.jsonl")]
     f = json.load(open(f"{W}/final.json"))
     base, last = rows[4] if len(rows) >= 6 else rows[0], rows[-1]

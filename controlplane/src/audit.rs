@@ -78,7 +78,7 @@ pub struct AuditEntry {
     #[schema(value_type = Value)]
     pub after: serde_json::Value,
     /// Hex SHA-256 of the previous entry's canonical encoding (64 zeros for the first
-    /// chained entry; see this module's documentation). Absent on entries written before the audit
+    /// chained entry; see [`crate::audit`]). Absent on entries written before the audit
     /// log was chained.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prev_hash: Option<String>,

@@ -1,7 +1,7 @@
 //! The configuration file ([`Config`]) and the command-line overrides of `bootlane serve`
 //! ([`ServeArgs`]); the command line itself is [`crate::cli::Cli`].
 //!
-//! The TOML file is optional: every key has a default (documented in the README and on
+//! The TOML file is optional: every key has a default (documented in the book's configuration reference and on
 //! each field). [`Config::load`] reads the file, applies command-line overrides and
 //! validates everything (addresses, ports, the upstream list) before any service
 //! starts, so a bad config is a clear error at start-up, never a half-running server.
@@ -60,7 +60,7 @@ pub struct Config {
     pub audit: crate::audit::AuditConfig,
     /// `[logging]` section: level, log files, rotation, retention.
     pub logging: crate::logging::LoggingConfig,
-    /// Older spelling of `[logging] level` (earlier READMEs documented it); when present
+    /// Older spelling of `[logging] level` (older configuration files use it); when present
     /// it wins over `[logging] level`. Default unset.
     pub log: Option<String>,
     /// `[metrics]` section: who may scrape `/api/v1/metrics`.

@@ -87,8 +87,8 @@ impl EventsConfig {
     }
 }
 
-/// One event. `kind` is dotted (`dns.record.created`); the README lists every kind with
-/// its `data`.
+/// One event. `kind` is dotted (`dns.record.created`); the book's events chapter lists every
+/// kind with its `data`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
 pub struct Event {
     /// Monotonic id, never reused (also the SSE `id:`).

@@ -6,7 +6,7 @@
 //! Any module may emit through the `metrics` macros (`counter!`, `gauge!`,
 //! `histogram!`) with a name constant from here: the series appears in [`render`]'s
 //! output with no other wiring. Add the constant and its `describe_*!` line in
-//! `describe()` (and the README list) so the series carries `# HELP` text; the event
+//! `describe()` (and the book's metrics reference) so the series carries `# HELP` text; the event
 //! bus (`bootlane_events_published_total`, `bootlane_event_subscribers`) and the
 //! service supervisor (`bootlane_service_up{service}`) emit this way. Emitting
 //! before [`install`] has run is a silent no-op (the `metrics` crate's default

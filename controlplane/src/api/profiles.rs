@@ -169,7 +169,7 @@ pub async fn rollback(
 /// `GET /services/ipxe-script` answer.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct IpxeScriptView {
-    /// The effective template (minijinja; variables documented in the README and on
+    /// The effective template (minijinja; variables documented in the book and on
     /// `bootlane::boot::DEFAULT_SCRIPT`).
     pub template: String,
     /// Where it comes from: `stored` (set by PUT), `config` (`[boot] ipxe_script`) or

@@ -97,7 +97,7 @@ pub async fn status(
     })
 }
 
-/// Prometheus metrics of every service (see [`crate::metrics`] and the README list).
+/// Prometheus metrics of every service (see [`crate::metrics`] and the book's metrics reference).
 /// Scrape-time values (DNS and XDP counters, leases per subnet, store size) are copied
 /// into the recorder first, then everything is rendered.
 #[utoipa::path(get, path = "/api/v1/metrics", tag = "system",

@@ -50,7 +50,7 @@ pub struct DownloadRequest {
 /// progress as `update.download.progress` events, then `update.download.completed` once its
 /// SHA-256 and minisign signature are verified and it is stored under
 /// `<data_dir>/updates/<version>/`, or `update.download.failed` naming why (nothing kept).
-/// Never replaces the running binary (`bootlane update install` does, see the README).
+/// Never replaces the running binary (`bootlane update install` does, see the book's updates chapter).
 #[utoipa::path(post, path = "/api/v1/version/download", tag = "system",
     request_body(content = Option<DownloadRequest>, description = "Optional; `{}` or no body = the newest"),
     responses((status = 202, body = DownloadJob),

@@ -77,7 +77,7 @@ pub struct ItemDetail {
     /// Metadata and source.
     #[serde(flatten)]
     pub item: CatalogItem,
-    /// The type-specific content (see the README's catalog format).
+    /// The type-specific content (see the catalog format in the book's store chapter).
     #[schema(value_type = Object)]
     pub content: serde_json::Value,
 }

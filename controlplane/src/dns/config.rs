@@ -10,7 +10,7 @@ use crate::dataplane::config::XdpConfig;
 
 /// `[dns]`: the built-in DNS server (spec "Built-in DNS server"). These values seed the
 /// stored DNS settings on the first start; afterwards `PUT /api/v1/services/dns` changes
-/// them live and the store is authoritative (see the README).
+/// them live and the store is authoritative (see the book's DNS chapter).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DnsConfig {

@@ -398,7 +398,7 @@ async fn listen<H: TftpHandler>(
 /// Lock-step TFTP gains from it too: a transfer thread that is not preempted by every
 /// client it wakes answers the ACKs that arrived meanwhile in one run (500 parallel
 /// downloads with their clients on the same two cores: 12.2-12.6 s at 5 against 15.4-16.7 s
-/// at 0, see the README's performance section).
+/// at 0, see the book's performance chapter).
 pub const TRANSFER_NICE: i32 = 5;
 
 /// The runtime that runs every TFTP transfer: one worker per core (at most 8), each at

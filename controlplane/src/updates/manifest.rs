@@ -1,4 +1,4 @@
-//! The update manifest (the format is Bootlane's own, documented in the README section
+//! The update manifest (the format is Bootlane's own, documented in the book's chapter
 //! "Updates") and the checks of an artifact against it: size, SHA-256 and the minisign
 //! signature, made with the key configured as `[updates] public_key`.
 //!
@@ -19,7 +19,7 @@
 //! rebuilds from the manifest entry would differ from the signed one. The file itself is
 //! bound through its SHA-256, checked while it streams in. The statement is signed with
 //! `minisign -S -m <statement file>` (Ed25519 over its BLAKE2b-512, minisign's default
-//! "prehashed" mode; legacy signatures are refused); the README section "Updates" gives
+//! "prehashed" mode; legacy signatures are refused); the book's "Updates" chapter gives
 //! the commands.
 //!
 //! ```json
@@ -236,7 +236,7 @@ fn signature_error(e: &minisign_verify::Error) -> String {
             "legacy (non-prehashed) minisign signatures are not accepted; sign with a current minisign".into()
         }
         e => format!(
-            "the signature does not cover this artifact's statement (version, platform, file name and sha256; README \"Updates\") ({e})"
+            "the signature does not cover this artifact's statement (version, platform, file name and sha256; see \"Updates\" in the book) ({e})"
         ),
     }
 }

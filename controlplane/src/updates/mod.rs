@@ -34,7 +34,7 @@ pub fn build_platform() -> String {
 ///
 /// ```toml
 /// [updates]
-/// manifest_url = ""          # JSON manifest (README "Updates"); default "" = no update source
+/// manifest_url = ""          # JSON manifest (the book, "Updates"); default "" = no update source
 /// public_key = ""            # minisign public key (the base64 line of the .pub file); required with manifest_url
 /// platform = "linux-x86_64"  # artifact key in the manifest; default: this build's <os>-<arch>
 /// timeout_secs = 30          # connect timeout, whole-manifest timeout and download idle timeout, 1-600
