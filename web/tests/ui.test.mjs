@@ -1114,7 +1114,7 @@ test('Updates: a failing source is shown; Check finds a newer signed release wit
   const good = Buffer.alloc(300_000, 'bootlane 99.0.0\n');
   const sha = (b) => createHash('sha256').update(b).digest('hex');
   // Each artifact's signature covers the update statement: format, version, platform, file
-  // name and SHA-256 (README "Updates").
+  // name and SHA-256 (the book's "Updates" chapter).
   const entry = (version, notes, path, bytes) => {
     const file = path.slice(1);
     const art = (platform) => ({

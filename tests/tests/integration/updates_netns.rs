@@ -1,8 +1,8 @@
 //! Verified updates end to end: the real `bootlane` binary in a server namespace asks an
 //! update source in a second namespace, across a veth link: `python3 -m http.server`
 //! serving a manifest and artifacts whose update statements are signed by the real
-//! `minisign` CLI with a freshly generated key, with the very commands of the README
-//! section "Updates" (another key, for the refused case, comes from the `minisign`
+//! `minisign` CLI with a freshly generated key, with the very commands of the book's
+//! "Updates" chapter (another key, for the refused case, comes from the `minisign`
 //! crate).
 //!
 //! The manifest lists four versions: `99.0.0` (good), `98.0.0` whose artifact was
@@ -29,7 +29,7 @@ const SOURCE: &str = "http://10.93.0.2:8765";
 
 /// Signs the update statement of `<dir>/<file>` (which must hold the announced bytes) as
 /// `version` for `platform` with the `minisign` CLI and the secret key `<dir>/key`, with the
-/// commands of the README section "Updates"; answers the `.minisig` text.
+/// commands of the book's "Updates" chapter; answers the `.minisig` text.
 fn cli_sign(dir: &Path, version: &str, platform: &str, file: &str) -> String {
     let out = std::process::Command::new("bash")
         .current_dir(dir)
