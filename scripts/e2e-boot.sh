@@ -151,7 +151,9 @@ if [[ $TLS -eq 1 ]]; then
  "certificate": "$WORK/pebble.pem", "privateKey": "$WORK/pebble.key",
  "httpPort": 8080, "tlsPort": 5001, "ocspResponderURL": "", "externalAccountBindingRequired": false}}
 EOF
-    in_srv env PEBBLE_VA_NOSLEEP=1 PEBBLE_WFE_NONCEREJECT=0 pebble -config "$WORK/pebble.json" >"$WORK/pebble.log" 2>&1 &
+    # Straight through `ip netns exec` (not the in_srv function, whose background subshell
+    # would be the PID recorded): cleanup must stop pebble itself.
+    ip netns exec "$SRV" env PEBBLE_VA_NOSLEEP=1 PEBBLE_WFE_NONCEREJECT=0 pebble -config "$WORK/pebble.json" >"$WORK/pebble.log" 2>&1 &
     PIDS+=($!)
     for _ in $(seq 1 60); do
         in_srv curl -fs --cacert "$WORK/pebble-ca.pem" -o /dev/null https://localhost:14000/dir && break
