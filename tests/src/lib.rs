@@ -195,6 +195,32 @@ pub fn run_e2e_parallel(runs: &[(&'static str, &'static str)]) {
     assert!(problems.is_empty(), "{}", problems.join("; "));
 }
 
+/// Starts `bootlane serve --config <config>` in namespace `ns` as `launch` says (binary,
+/// wrapper, extra environment), with [`ADMIN_PASSWORD`] as the first admin password,
+/// stderr appended to `log` and stdout dropped. The caller waits for it to answer.
+///
+/// # Panics
+/// When the log cannot be opened or the process cannot be spawned.
+pub fn spawn_serve(ns: &str, launch: &Launch, config: &Path, log: &Path) -> Child {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .expect("log");
+    Command::new("ip")
+        .args(["netns", "exec", ns])
+        .args(&launch.wrapper)
+        .arg(launch.bin.clone().unwrap_or_else(bootlane_bin))
+        .args(["serve", "--config"])
+        .arg(config)
+        .env("BOOTLANE_ADMIN_PASSWORD", ADMIN_PASSWORD)
+        .envs(launch.env.iter().map(|(k, v)| (k, v)))
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("spawn bootlane")
+}
+
 /// How [`Server::start_with`] runs the server: which binary (default [`bootlane_bin`]),
 /// behind which wrapper command (e.g. `setpriv --reuid ...` to drop privileges), with the
 /// data directory owned by which `(uid, gid)`, and with which extra environment.
@@ -279,24 +305,7 @@ impl Server {
 
     /// (Re)starts the process with the same config and data directory.
     pub fn spawn(&mut self) {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-            .expect("log");
-        let child = Command::new("ip")
-            .args(["netns", "exec", &self.ns])
-            .args(&self.launch.wrapper)
-            .arg(self.launch.bin.clone().unwrap_or_else(bootlane_bin))
-            .args(["serve", "--config"])
-            .arg(&self.config)
-            .env("BOOTLANE_ADMIN_PASSWORD", ADMIN_PASSWORD)
-            .envs(self.launch.env.iter().map(|(k, v)| (k, v)))
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("spawn bootlane");
-        self.child = Some(child);
+        self.child = Some(spawn_serve(&self.ns, &self.launch, &self.config, &self.log));
         let start = Instant::now();
         loop {
             let out = self.curl(&format!("-o /dev/null -w %{{http_code}} {}/status", self.base));

@@ -244,22 +244,12 @@ impl RawServer {
     }
 
     fn spawn(&mut self, curl_opts: &str, ready_url: &str) {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-            .expect("log");
-        let child = std::process::Command::new("ip")
-            .args(["netns", "exec", &self.ns])
-            .arg(bootlane_tests::bootlane_bin())
-            .args(["serve", "--config"])
-            .arg(&self.config)
-            .env("BOOTLANE_ADMIN_PASSWORD", ADMIN_PASSWORD)
-            .stdout(std::process::Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("spawn bootlane");
-        self.child = Some(child);
+        self.child = Some(bootlane_tests::spawn_serve(
+            &self.ns,
+            &Launch::default(),
+            &self.config,
+            &self.log,
+        ));
         let start = Instant::now();
         loop {
             if self.curl(&format!("{curl_opts} -o /dev/null -w '%{{http_code}}' '{ready_url}'")) == "200" {
