@@ -1,7 +1,7 @@
 //! `/netboot/answer-templates` (spec "Endpoints") and the site install settings
 //! `/netboot/answer-settings`: thin handlers over [`AnswerTemplates`], which keeps the
-//! name rule, the versions, rendering and both validation steps. Everything here is
-//! behind the session.
+//! name rule, the versions, rendering and both validation steps. Every route here
+//! needs a logged-in user.
 #![allow(
     unused_qualifications,
     reason = "utoipa::path re-emits the Query extractor type with its full path"

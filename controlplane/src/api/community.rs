@@ -1,6 +1,6 @@
 //! `/store`: thin handlers over [`CommunityService`]: the catalog listing with its
 //! sources' status, one item with its content, and the two imports (from a source, and
-//! an uploaded bundle). Everything here is behind the session.
+//! an uploaded bundle). Every route here needs a logged-in user.
 #![allow(
     unused_qualifications,
     reason = "utoipa::path re-emits the Query extractor type with its full path"

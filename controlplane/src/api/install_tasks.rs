@@ -1,4 +1,4 @@
-//! Install task routes over [`TaskService`]. Behind the session:
+//! Install task routes over [`TaskService`]. For logged-in users (behind [`super::auth::require_session`]):
 //! `GET/POST /netboot/tasks`, `GET/PUT/DELETE /netboot/tasks/{id}`,
 //! `POST /netboot/tasks/{id}/cancel` and `/retry`. Public (booting machines, no login,
 //! rate-limited per address, tokens checked by the service): `GET
@@ -302,7 +302,7 @@ async fn take_report(
     ))
 }
 
-/// The routes behind the session.
+/// The routes for logged-in users (behind the login check).
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list, create))

@@ -286,7 +286,7 @@ pub struct Resources {
     /// reports, baseline bundles and reports), each checking its own token. Served on the
     /// boot listener when the listeners are split (see [`routers`]).
     pub machine: OpenApiRouter<AppState>,
-    /// Behind the session layer ([`auth::require_session`]).
+    /// For logged-in users: behind the login check ([`auth::require_session`]).
     pub protected: OpenApiRouter<AppState>,
     /// Behind the scrape guard ([`system::require_scrape_auth`]: session, scrape token
     /// or `[metrics] public`).

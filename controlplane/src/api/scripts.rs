@@ -1,6 +1,6 @@
 //! `/scripts`, `/baselines` and the machines' post-install routes (spec "Baselines",
 //! "Scripts"): thin handlers over [`ScriptService`], which keeps the names, versions, use
-//! checks and the resolution of a machine's baselines. Behind the session: script CRUD
+//! checks and the resolution of a machine's baselines. For logged-in users: script CRUD
 //! with `versions`, `diff` and `rollback`; baseline CRUD,
 //! `GET/PUT /baselines/{id}/scripts`, `GET /baselines/assigned?mac=`, and
 //! `GET /hosts/{id}/script-reports`. Public (machines, no login; the install task's token,
@@ -514,7 +514,7 @@ pub async fn report_get(
     p.report(id, q, "").await
 }
 
-/// The routes behind the session.
+/// The routes for logged-in users (behind the login check).
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list, create))

@@ -1,4 +1,4 @@
-//! Router tests of the install task routes: the admin routes behind the session, the
+//! Router tests of the install task routes: the admin routes that need a login, the
 //! public ones without it (the one refusal in the envelope, by-mac saying only the
 //! action, reports with an unknown kind), and the answer served through the real
 //! template service for a machine whose lease is held by the requesting address.
