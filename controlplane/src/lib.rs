@@ -6,8 +6,6 @@ pub mod access;
 pub mod answers;
 pub mod api;
 pub mod app;
-pub mod audit;
-pub mod backup;
 pub mod bmc;
 pub mod boot;
 pub mod cli;
@@ -17,31 +15,23 @@ pub mod config;
 pub mod dataplane;
 pub mod dhcp;
 pub mod dns;
-pub mod escape;
-pub mod events;
 pub mod install;
 pub mod inventory;
-pub mod leases;
-pub mod logging;
 pub mod media;
-pub mod memory;
-pub mod metrics;
-pub mod net;
 pub mod netboot;
 pub mod netdiag;
 pub mod nfs;
 pub mod scripts;
-pub mod service_error;
 pub mod settings;
 pub mod stats;
-pub mod store;
-pub mod supervisor;
-pub mod swap;
-pub mod systemd;
 pub mod tftp;
 pub mod updates;
-pub mod web_server;
 pub mod wol;
+
+pub use bootlane_core::{
+    audit, backup, escape, events, leases, logging, memory, metrics, net, service_error, store, supervisor, swap,
+    systemd, web_server,
+};
 
 use std::sync::Arc;
 

@@ -51,7 +51,7 @@ pub(crate) async fn test_store() -> Store {
     });
     let db = format!("api_{}", rand::random::<u64>());
     let url = cluster.create_database(&db).await.expect("a test database");
-    crate::store::tests::pg_node(cluster, &url).await
+    crate::store::test_support::pg_node(cluster, &url).await
 }
 
 /// The directory under which [`state_on`] makes data directories: one per test process,

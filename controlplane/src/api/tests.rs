@@ -788,3 +788,43 @@ async fn netboot_base_url_and_logging_settings_events() {
     assert_eq!(v["data"]["total"], 1, "{v}");
     assert_eq!(v["data"]["events"][0]["data"]["after"]["level"], "debug", "{v}");
 }
+
+/// The backup route streams the whole store, and what it serves restores.
+#[tokio::test]
+async fn the_api_serves_a_backup_that_restores() {
+    use axum::http::{header, Method, StatusCode};
+    use http_body_util::BodyExt;
+    let mut t = setup().await;
+    t.expect(Method::GET, "/api/v1/system/backup", None, StatusCode::UNAUTHORIZED, "")
+        .await;
+    t.login().await;
+    t.expect(
+        Method::POST,
+        "/api/v1/hosts",
+        Some(serde_json::json!({"name": "api-host", "mac": "52:54:00:aa:00:01"})),
+        StatusCode::CREATED,
+        "",
+    )
+    .await;
+    let resp = t.send(t.request(Method::GET, "/api/v1/system/backup", None)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(resp.headers()[header::CONTENT_TYPE], "application/x-ndjson");
+    assert!(resp.headers()[header::CONTENT_DISPOSITION]
+        .to_str()
+        .unwrap()
+        .contains("bootlane-backup-"));
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    let dir = tempfile::tempdir().unwrap();
+    let m = crate::backup::restore(&dir.path().join("r"), &bytes).await.unwrap();
+    assert_eq!(m.trees.get("hosts"), Some(&1));
+    let restored = crate::store::Store::open(&dir.path().join("r")).unwrap();
+    assert_eq!(
+        restored
+            .table::<crate::inventory::model::Host>()
+            .unwrap()
+            .list()
+            .unwrap()[0]
+            .name,
+        "api-host"
+    );
+}

@@ -657,24 +657,6 @@ pub enum AuditCommand {
     },
 }
 
-/// Verifies the audit log in `data_dir` without changing any file.
-///
-/// # Errors
-/// No audit log in `data_dir`, or files that cannot be read.
-pub fn audit_verify(data_dir: &Path) -> anyhow::Result<crate::audit::Verification> {
-    use crate::{events::AuditEntry, store::Entity};
-    let dir = data_dir.join("journal").join(AuditEntry::TREE);
-    if !dir.is_dir() {
-        bail!(
-            "no audit log in {} (wrong --data-dir? the server creates it on first start)",
-            dir.display()
-        );
-    }
-    let journal = crate::store::journal::Journal::<AuditEntry>::open_read_only(&dir, |a: &AuditEntry| a.timestamp)
-        .with_context(|| format!("reading {}", dir.display()))?;
-    Ok(crate::audit::verify(data_dir, journal.ascending(0))?)
-}
-
 /// The human report of a verification.
 pub fn format_verification(v: &crate::audit::Verification) -> String {
     let mut out = String::new();
@@ -707,7 +689,8 @@ pub fn format_verification(v: &crate::audit::Verification) -> String {
 /// read (the reason on stderr).
 pub fn audit(args: &AuditArgs) -> ExitCode {
     let AuditCommand::Verify { json } = &args.command;
-    let res = data_dir_of(args.data_dir.as_deref(), args.config.as_deref()).and_then(|d| audit_verify(&d));
+    let res =
+        data_dir_of(args.data_dir.as_deref(), args.config.as_deref()).and_then(|d| crate::audit::verify_data_dir(&d));
     match res {
         Ok(v) => {
             if *json {

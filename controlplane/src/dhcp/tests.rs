@@ -1100,8 +1100,8 @@ async fn no_ack_leaves_the_loop_when_the_commit_fails() {
 async fn two_nodes_never_lease_one_address_twice() {
     use super::leases::{lease_id, now_secs, Lease};
     use crate::net::types::MacAddr;
-    let (a, cluster) = crate::store::tests::pg_store().await;
-    let b = crate::store::tests::pg_node(&cluster, &cluster.url("t")).await;
+    let (a, cluster) = crate::store::test_support::pg_store().await;
+    let b = crate::store::test_support::pg_node(&cluster, &cluster.url("t")).await;
     let mut da = LeaseDb::load(&a).await.unwrap();
     let mut db = LeaseDb::load(&b).await.unwrap();
     let ip = Ipv4Addr::new(10, 77, 0, 105);
@@ -1171,7 +1171,7 @@ async fn two_nodes_never_lease_one_address_twice() {
 /// the time they still run) and allocates nothing new; it resumes by itself.
 #[tokio::test]
 async fn without_the_store_held_leases_renew_and_new_ones_wait() {
-    let (store, cluster) = crate::store::tests::pg_store().await;
+    let (store, cluster) = crate::store::test_support::pg_store().await;
     let h = handler_with(vec![subnet(SubnetMode::Server)], LeaseDb::load(&store).await.unwrap());
     let held = dora(&h, MAC_A).await.msg.yiaddr();
     let mut link = store.watch_link().unwrap();
@@ -1257,8 +1257,8 @@ async fn old_lease_rows_are_rekeyed_and_refused_acks_withheld() {
 async fn two_nodes_never_lease_one_v6_address_twice() {
     use super::leases::now_secs;
     use super::v6::leases::{lease6_id, Lease6, Lease6Db};
-    let (a, cluster) = crate::store::tests::pg_store().await;
-    let b = crate::store::tests::pg_node(&cluster, &cluster.url("t")).await;
+    let (a, cluster) = crate::store::test_support::pg_store().await;
+    let b = crate::store::test_support::pg_node(&cluster, &cluster.url("t")).await;
     let mut da = Lease6Db::load(&a).await.unwrap();
     let mut db = Lease6Db::load(&b).await.unwrap();
     let ip: std::net::Ipv6Addr = "fd00:77::105".parse().unwrap();

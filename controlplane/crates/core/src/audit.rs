@@ -536,6 +536,26 @@ pub fn send_to_syslog(config: &AuditConfig, host: &str, entries: &[AuditEntry]) 
     }
 }
 
+/// Verifies the audit log in `data_dir` without changing any file.
+///
+/// # Errors
+/// No audit log in `data_dir`, or files that cannot be read.
+pub fn verify_data_dir(data_dir: &Path) -> anyhow::Result<Verification> {
+    use anyhow::{bail, Context};
+
+    use crate::{events::AuditEntry, store::Entity};
+    let dir = data_dir.join("journal").join(AuditEntry::TREE);
+    if !dir.is_dir() {
+        bail!(
+            "no audit log in {} (wrong --data-dir? the server creates it on first start)",
+            dir.display()
+        );
+    }
+    let journal = crate::store::journal::Journal::<AuditEntry>::open_read_only(&dir, |a: &AuditEntry| a.timestamp)
+        .with_context(|| format!("reading {}", dir.display()))?;
+    Ok(verify(data_dir, journal.ascending(0))?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -185,6 +185,7 @@ pub trait Entity: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
 
 /// Implements [`Entity`] for a struct whose `pub id: u64` field is its id, stored in the
 /// sled tree named `$tree`: `entity!(DnsRecord, "dns_records");`.
+#[macro_export]
 macro_rules! entity {
     ($t:ty, $tree:literal) => {
         impl $crate::store::Entity for $t {
@@ -198,7 +199,7 @@ macro_rules! entity {
         }
     };
 }
-pub(crate) use entity;
+pub use entity;
 
 /// The open database. Cheap to clone.
 #[derive(Clone)]
@@ -1460,8 +1461,42 @@ impl Kv {
     }
 }
 
+/// Stores for tests of this crate and of the crates above it (feature `test-support`).
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support {
+    use std::sync::Arc;
+
+    use super::{pg, Store};
+
+    /// A PostgreSQL store in a new database of a throwaway cluster (kept alive by the
+    /// returned guard).
+    pub async fn pg_store() -> (Store, Arc<pg::throwaway::Cluster>) {
+        let cluster = Arc::new(pg::throwaway::Cluster::start().expect("a throwaway PostgreSQL cluster"));
+        let url = cluster.create_database("t").await.expect("a database");
+        let store = pg_node(&cluster, &url).await;
+        (store, cluster)
+    }
+
+    /// Another node's store on the database at `url`.
+    pub async fn pg_node(cluster: &pg::throwaway::Cluster, url: &str) -> Store {
+        let settings = pg::PgSettings {
+            url: url.to_owned(),
+            pool_size: 2,
+            ..Default::default()
+        };
+        Store::open_postgres(
+            &cluster.dir().join(format!("node-{}", rand::random::<u32>())),
+            &settings,
+            tokio_util::sync::CancellationToken::new(),
+        )
+        .await
+        .expect("the PostgreSQL store opens")
+    }
+}
+
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
+    use super::test_support::{pg_node, pg_store};
     use serde::Deserialize;
 
     use super::*;
@@ -1479,31 +1514,6 @@ pub(crate) mod tests {
         fn set_id(&mut self, id: u64) {
             self.id = id;
         }
-    }
-
-    /// A PostgreSQL store in a new database of a throwaway cluster (kept alive by the
-    /// returned guard).
-    pub(crate) async fn pg_store() -> (Store, Arc<pg::throwaway::Cluster>) {
-        let cluster = Arc::new(pg::throwaway::Cluster::start().expect("a throwaway PostgreSQL cluster"));
-        let url = cluster.create_database("t").await.expect("a database");
-        let store = pg_node(&cluster, &url).await;
-        (store, cluster)
-    }
-
-    /// Another node's store on the database at `url`.
-    pub(crate) async fn pg_node(cluster: &pg::throwaway::Cluster, url: &str) -> Store {
-        let settings = pg::PgSettings {
-            url: url.to_owned(),
-            pool_size: 2,
-            ..Default::default()
-        };
-        Store::open_postgres(
-            &cluster.dir().join(format!("node-{}", rand::random::<u32>())),
-            &settings,
-            tokio_util::sync::CancellationToken::new(),
-        )
-        .await
-        .expect("the PostgreSQL store opens")
     }
 
     /// Runs `body` on a sled store, then on a PostgreSQL one.

@@ -275,14 +275,14 @@ impl MetricsConfig {
     }
 }
 
-#[cfg(test)]
-pub(crate) mod test_support {
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support {
     //! Reading values back from the rendered text, for tests in other modules.
 
     /// The value of the sample whose line starts with `series` (name plus exact label
     /// set as rendered, e.g. `bootlane_x_total{kind="a"}`), or 0 when absent. Tests
     /// compare before/after values because every test in the binary shares the recorder.
-    pub(crate) fn value(text: &str, series: &str) -> f64 {
+    pub fn value(text: &str, series: &str) -> f64 {
         text.lines()
             .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.trim().parse().ok())
             .unwrap_or(0.0)

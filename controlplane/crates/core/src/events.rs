@@ -853,10 +853,10 @@ mod tests {
         assert_eq!(b.found, entries[1].prev_hash);
         assert_ne!(b.expected, b.found.clone().unwrap());
         // The offline check (bootlane audit verify) reads the same files and agrees.
-        let offline = crate::cli::audit_verify(store.data_dir()).unwrap();
+        let offline = crate::audit::verify_data_dir(store.data_dir()).unwrap();
         assert_eq!(offline.first_break, v.first_break);
         std::fs::write(&file, &text).unwrap();
-        assert!(crate::cli::audit_verify(store.data_dir()).unwrap().ok());
+        assert!(crate::audit::verify_data_dir(store.data_dir()).unwrap().ok());
 
         // A restart goes on with the chain.
         drop(bus);
@@ -896,7 +896,7 @@ mod tests {
         // The offline check after a restart (retired entries reappear until the next
         // prune; they are at or below the anchor and skipped).
         drop(bus);
-        let v = crate::cli::audit_verify(store.data_dir()).unwrap();
+        let v = crate::audit::verify_data_dir(store.data_dir()).unwrap();
         assert!(v.ok(), "{v:?}");
         let bus = EventBus::open(&store, config).unwrap();
         write_event(&bus, 8);

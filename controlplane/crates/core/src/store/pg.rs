@@ -973,7 +973,7 @@ mod tests {
 /// on drop. As root the server runs as the `postgres` user (PostgreSQL refuses root).
 /// Compiled only for tests: it starts server processes and calls `geteuid` (`unsafe`),
 /// neither of which belongs in the shipped binary.
-#[cfg(test)]
+#[cfg(any(test, feature = "test-support"))]
 pub mod throwaway {
     use std::{
         path::{Path, PathBuf},
