@@ -2,12 +2,10 @@
 //! [`config::Config`] and stops them when the cancellation token fires. `main.rs` is a
 //! thin shim over it, and tests start the same code in-process.
 
-pub mod access;
 pub mod answers;
 pub mod api;
 pub mod app;
 pub mod bmc;
-pub mod boot;
 pub mod cli;
 pub mod cluster;
 pub mod community;
@@ -16,7 +14,6 @@ pub mod dataplane;
 pub mod dhcp;
 pub mod dns;
 pub mod install;
-pub mod inventory;
 pub mod media;
 pub mod netboot;
 pub mod netdiag;
@@ -32,6 +29,8 @@ pub use bootlane_core::{
     audit, backup, escape, events, leases, logging, memory, metrics, net, service_error, store, supervisor, swap,
     systemd, web_server,
 };
+
+pub use bootlane_boot::{access, boot, inventory};
 
 use std::sync::Arc;
 

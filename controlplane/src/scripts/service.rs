@@ -155,55 +155,6 @@ fn check_content(c: &str, render_it: bool) -> Result<()> {
     Ok(())
 }
 
-/// `*` matches any run of characters; everything else literally, case-insensitive.
-fn glob(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.to_lowercase().chars().collect();
-    let t: Vec<char> = text.to_lowercase().chars().collect();
-    let (mut pi, mut ti, mut star, mut mark) = (0, 0, None, 0);
-    while ti < t.len() {
-        if pi < p.len() && p[pi] != '*' && p[pi] == t[ti] {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ti;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ti = mark;
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
-}
-
-impl OsFilter {
-    /// Whether an OS of `family` and `version` passes (an unknown version passes a
-    /// version pattern of `*` only).
-    pub fn matches(&self, family: &str, version: Option<&str>) -> bool {
-        self.family.as_deref().is_none_or(|f| f.eq_ignore_ascii_case(family))
-            && self
-                .version
-                .as_deref()
-                .is_none_or(|p| version.is_some_and(|v| glob(p, v)) || p.chars().all(|c| c == '*'))
-    }
-
-    fn check(&self) -> Result<()> {
-        for (field, v) in [("os_filter.family", &self.family), ("os_filter.version", &self.version)] {
-            if let Some(v) = v {
-                if v.trim().is_empty() || v.len() > 64 || v.chars().any(char::is_control) {
-                    return Err(ServiceError::Invalid(format!(
-                        "'{field}' must be 1-64 characters (or null for any)"
-                    )));
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
 impl ScriptService {
     /// Opens the tables.
     ///

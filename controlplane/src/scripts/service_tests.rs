@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::inventory::baseline::glob;
 use crate::{
     inventory::model::HostInput,
     scripts::{bundle, BaselineInput, ScriptInput, ScriptType, ScriptVariable},

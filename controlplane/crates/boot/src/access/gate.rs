@@ -5,7 +5,7 @@
 //! full MAC, then its 5-, 4- and 3-octet prefixes). Refusals are handed to the service's
 //! recorder through a bounded queue ([`QUEUE`]; when it is full the sighting is dropped,
 //! never waited for), so the hot path never touches the store; each refusal is counted in
-//! [`crate::metrics::ACCESS_REFUSED`].
+//! [`bootlane_core::metrics::ACCESS_REFUSED`].
 //!
 //! TFTP and HTTP boot know a client by its IP address only: [`AccessGate::mac_for_ip`]
 //! answers the MAC from the DHCP lease table while the address's lease is in force, else
@@ -38,7 +38,7 @@ use super::{
     model::{AccessEntry, ListKind, MacPattern, Protocol, MIN_PREFIX},
     Mode,
 };
-use crate::{leases::LeaseDb, net::types::MacAddr};
+use bootlane_core::{leases::LeaseDb, net::types::MacAddr};
 
 /// Capacity of the refusal queue between the hot paths and the recorder.
 pub const QUEUE: usize = 1024;
@@ -329,7 +329,7 @@ impl AccessGate {
     }
 
     fn report(&self, seen: &Seen<'_>, reason: Reason) {
-        metrics::counter!(crate::metrics::ACCESS_REFUSED, "protocol" => seen.protocol.as_str(), "reason" => reason.label())
+        metrics::counter!(bootlane_core::metrics::ACCESS_REFUSED, "protocol" => seen.protocol.as_str(), "reason" => reason.label())
             .increment(1);
         let vendor_class = seen.vendor_class.map(|v| {
             let v = &v[..v.len().min(255)];
@@ -399,8 +399,8 @@ impl AccessGate {
                 // A lease in force is Bootlane's own record of who holds the address (a
                 // client cannot change it by merely asking for the address); an expired
                 // one only when nothing newer was seen.
-                if l.active(crate::leases::now_secs()) || learned.is_none() {
-                    return crate::net::types::normalise_mac(&l.mac).ok();
+                if l.active(bootlane_core::leases::now_secs()) || learned.is_none() {
+                    return bootlane_core::net::types::normalise_mac(&l.mac).ok();
                 }
             }
         }
@@ -454,8 +454,8 @@ impl RefusalLimiter {
 
 /// A gate for protocol tests: `mode` with the given blacklist and whitelist patterns, and
 /// the receiving end of its refusal queue.
-#[cfg(test)]
-pub(crate) fn test_gate(mode: Mode, black: &[&str], white: &[&str]) -> (Arc<AccessGate>, mpsc::Receiver<Sighting>) {
+#[cfg(any(test, feature = "test-support"))]
+pub fn test_gate(mode: Mode, black: &[&str], white: &[&str]) -> (Arc<AccessGate>, mpsc::Receiver<Sighting>) {
     let entries: Vec<AccessEntry> = black
         .iter()
         .map(|p| (ListKind::Blacklist, p))
@@ -480,7 +480,7 @@ pub(crate) fn test_gate(mode: Mode, black: &[&str], white: &[&str]) -> (Arc<Acce
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::types::normalise_mac;
+    use bootlane_core::net::types::normalise_mac;
     use std::net::Ipv4Addr;
 
     fn mac(s: &str) -> MacAddr {
@@ -581,7 +581,7 @@ mod tests {
         assert!(!g.enforcing());
         assert_eq!(g.check(&seen), Decision::Allow);
         g.swap(Snapshot::build(Mode::Blacklist, &lists()));
-        use crate::metrics::{install, render, test_support::value};
+        use bootlane_core::metrics::{install, render, test_support::value};
         install();
         let series = r#"bootlane_access_refused_total{protocol="dhcp",reason="blacklisted"}"#;
         let before = value(&render(), series);
@@ -618,14 +618,14 @@ mod tests {
             Decision::Refuse(Reason::UnknownClient)
         );
         // A lease names the client.
-        let l = crate::leases::Lease {
+        let l = bootlane_core::leases::Lease {
             id: 0,
             mac: "52:54:00:77:00:42".into(),
             ip,
             subnet: "10.77.0.0/24".into(),
             hostname: None,
             arch: None,
-            expires_at: crate::leases::now_secs() + 600,
+            expires_at: bootlane_core::leases::now_secs() + 600,
             declined: false,
         };
         leases.lock().await.bind(l, mac("52:54:00:77:00:42")).await.unwrap();

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
-use crate::net::types::MacAddr;
+use bootlane_core::net::types::MacAddr;
 
 /// Shortest prefix accepted, in octets (an OUI, IEEE MA-L).
 pub const MIN_PREFIX: usize = 3;
@@ -167,7 +167,7 @@ pub struct AccessEntry {
     pub created: OffsetDateTime,
 }
 
-crate::store::entity!(AccessEntry, "access_entries");
+bootlane_core::store::entity!(AccessEntry, "access_entries");
 
 impl AccessEntry {
     /// The stored pattern (`None` only for a record edited by hand into nonsense).
@@ -234,14 +234,14 @@ pub struct UnauthorizedDevice {
     pub last_protocol: Protocol,
 }
 
-crate::store::entity!(UnauthorizedDevice, "access_unauthorized");
+bootlane_core::store::entity!(UnauthorizedDevice, "access_unauthorized");
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn mac(s: &str) -> MacAddr {
-        crate::net::types::normalise_mac(s).unwrap()
+        bootlane_core::net::types::normalise_mac(s).unwrap()
     }
 
     #[test]

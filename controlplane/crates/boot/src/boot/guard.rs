@@ -34,12 +34,12 @@ pub const SYSTEM_TREES: [&str; 10] = [
 /// Files whose presence marks a directory as a Bootlane data directory: the store's
 /// format file, the generated admin password, the BMC key (`bmc.key`, created at every
 /// start; `bmc::secret` checks that its name is here).
-pub const DATA_DIR_MARKERS: [&str; 3] = [crate::store::FORMAT_FILE, "initial-admin-password", "bmc.key"];
+pub const DATA_DIR_MARKERS: [&str; 3] = [bootlane_core::store::FORMAT_FILE, "initial-admin-password", "bmc.key"];
 
 /// File names never served or written, wherever they are: the generated admin password,
 /// the store's format file, and keys.
 fn protected_name(name: &str) -> bool {
-    matches!(name, "initial-admin-password" | crate::store::FORMAT_FILE) || name.ends_with(".key")
+    matches!(name, "initial-admin-password" | bootlane_core::store::FORMAT_FILE) || name.ends_with(".key")
 }
 
 /// Whether `dir` holds one of [`DATA_DIR_MARKERS`].

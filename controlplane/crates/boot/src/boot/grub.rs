@@ -44,7 +44,7 @@ use utoipa::ToSchema;
 
 use super::catalog::{BootCatalog, EntryType, MenuEntry, Profile, BASE_URL_VAR};
 use super::generated::{Generated, Loader};
-use crate::{escape::grub_word, net::types::MacAddr, service_error::ServiceError};
+use bootlane_core::{escape::grub_word, net::types::MacAddr, service_error::ServiceError};
 
 /// The directory GRUB's prefix names, under the boot root.
 pub const GRUB_DIR: &str = "grub";
@@ -76,7 +76,7 @@ pub fn parse_cfg_path(path: &str) -> Option<CfgName> {
     let rest = name.strip_prefix("grub.cfg-")?;
     let mac = rest.strip_prefix("01-").unwrap_or(rest);
     let ok = mac.len() == 17 && (mac.split(':').count() == 6 || mac.split('-').count() == 6);
-    let mac = ok.then(|| crate::net::types::normalise_mac(mac).ok()).flatten();
+    let mac = ok.then(|| bootlane_core::net::types::normalise_mac(mac).ok()).flatten();
     Some(mac.map_or(CfgName::Other, CfgName::Mac))
 }
 

@@ -31,7 +31,7 @@ use super::{
     model::{AccessEntry, ListKind, MacPattern, UnauthorizedDevice},
     AccessConfig, Mode,
 };
-use crate::{
+use bootlane_core::{
     events::{EventBus, NewEvent},
     leases::LeaseDb,
     net::types::MacAddr,
@@ -127,7 +127,7 @@ impl AccessService {
         let mode = kv.get::<Mode>(MODE_KEY)?.unwrap_or(config.mode);
         let mut index = HashMap::new();
         for d in devices.list()? {
-            if let Ok(m) = crate::net::types::normalise_mac(&d.mac) {
+            if let Ok(m) = bootlane_core::net::types::normalise_mac(&d.mac) {
                 index.insert(m, d.id);
             }
         }
@@ -557,13 +557,11 @@ mod tests {
     use std::net::IpAddr;
 
     use super::*;
-    use crate::{
-        access::{
-            gate::{Decision, Seen},
-            model::Protocol,
-        },
-        net::types::normalise_mac,
+    use crate::access::{
+        gate::{Decision, Seen},
+        model::Protocol,
     };
+    use bootlane_core::net::types::normalise_mac;
 
     fn mac(s: &str) -> MacAddr {
         normalise_mac(s).unwrap()

@@ -10,4 +10,5 @@ pub mod service;
 /// The MACs of hosts whose `secure_boot` flag is set, kept by
 /// [`service::HostService`] and read per request by DHCP: their x86-64 UEFI boots get the
 /// signed shim instead of iPXE.
-pub type SecureBootHosts = std::sync::Arc<std::sync::RwLock<std::collections::HashSet<crate::net::types::MacAddr>>>;
+pub type SecureBootHosts =
+    std::sync::Arc<std::sync::RwLock<std::collections::HashSet<bootlane_core::net::types::MacAddr>>>;

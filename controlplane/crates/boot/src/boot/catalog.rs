@@ -27,16 +27,16 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::DEFAULT_SCRIPT;
-use crate::{
+use crate::inventory::service::{HostService, ProfileExists};
+use bootlane_core::{
     events::{EventBus, NewEvent},
-    inventory::service::{HostService, ProfileExists},
     net::types::MacAddr,
     store::{Entity, Kv, Store, Table, Tx, TxError},
 };
 
 type Result<T, E = ServiceError> = std::result::Result<T, E>;
 
-use crate::service_error::{short_text, ServiceError};
+use bootlane_core::service_error::{short_text, ServiceError};
 
 // ---------------------------------------------------------------------------------------
 // Profiles
@@ -133,7 +133,7 @@ pub struct Profile {
     pub updated_at: OffsetDateTime,
 }
 
-crate::store::entity!(Profile, "profiles");
+bootlane_core::store::entity!(Profile, "profiles");
 
 impl Profile {
     fn menu(&self) -> ProfileMenu {
@@ -161,7 +161,7 @@ pub struct ProfileInput {
     /// Menu entries (1-50).
     pub entries: Option<Vec<MenuEntry>>,
     /// An existing baseline id (400 otherwise); `null`: none.
-    #[serde(default, deserialize_with = "crate::service_error::double_option")]
+    #[serde(default, deserialize_with = "bootlane_core::service_error::double_option")]
     #[schema(value_type = Option<u64>)]
     pub baseline_id: Option<Option<u64>>,
     /// Comment stored with the script version this change creates (if it creates one).
@@ -195,9 +195,9 @@ pub struct ScriptVersion {
     pub created_at: OffsetDateTime,
 }
 
-crate::store::entity!(ScriptVersion, "profile_script_versions");
+bootlane_core::store::entity!(ScriptVersion, "profile_script_versions");
 
-impl crate::store::versions::Revision for ScriptVersion {
+impl bootlane_core::store::versions::Revision for ScriptVersion {
     fn document(&self) -> u64 {
         self.profile_id
     }
@@ -413,7 +413,7 @@ pub struct ScriptItem {
 
 /// Everything a template can use (see [`DEFAULT_SCRIPT`]). Text shown on the console
 /// (`profile`, `host`, each item's `label`) is already made safe for an iPXE line with
-/// [`crate::escape::ipxe_text`].
+/// [`bootlane_core::escape::ipxe_text`].
 #[derive(Debug, Clone, Serialize)]
 pub struct ScriptContext {
     /// Client MAC (lower-case colon form) or `unknown`.
@@ -458,7 +458,7 @@ impl ScriptContext {
             .enumerate()
             .map(|(i, e)| ScriptItem {
                 key: format!("e{}", i + 1),
-                label: crate::escape::ipxe_text(&e.label),
+                label: bootlane_core::escape::ipxe_text(&e.label),
                 kind: e.kind,
                 kernel: e.kernel.as_deref().map(|k| absolute(&base_url, k)),
                 initrds: e.initrds.iter().map(|r| absolute(&base_url, r)).collect(),
@@ -472,8 +472,8 @@ impl ScriptContext {
             mac: mac.to_string(),
             server: server.to_string(),
             base_url,
-            host: host.map(crate::escape::ipxe_text),
-            profile: crate::escape::ipxe_text(&profile.name),
+            host: host.map(bootlane_core::escape::ipxe_text),
+            profile: bootlane_core::escape::ipxe_text(&profile.name),
             timeout_ms: u64::from(profile.timeout_secs) * 1000,
             default_item: format!("e{}", default_idx + 1),
             items,
@@ -522,8 +522,8 @@ pub fn check_template(template: &str) -> Result<(), String> {
 }
 
 /// The default profile's script for `mac` and `server` with the built-in template.
-#[cfg(test)]
-pub(crate) fn sample_script(mac: &str, server: &str) -> String {
+#[cfg(any(test, feature = "test-support"))]
+pub fn sample_script(mac: &str, server: &str) -> String {
     let p = default_profile(OffsetDateTime::UNIX_EPOCH);
     render(DEFAULT_SCRIPT, &ScriptContext::new(&p, mac, server, None)).expect("built-in template renders")
 }
@@ -701,8 +701,8 @@ impl BootCatalog {
     }
 
     /// A catalog over a fresh temporary store, with its own host service (for tests).
-    #[cfg(test)]
-    pub(crate) async fn temporary() -> Arc<Self> {
+    #[cfg(any(test, feature = "test-support"))]
+    pub async fn temporary() -> Arc<Self> {
         let store = Store::temporary();
         let events = EventBus::in_memory();
         let lookup = Self::profile_lookup(&store).unwrap();
@@ -950,7 +950,7 @@ impl BootCatalog {
     /// # Errors
     /// Store errors.
     pub fn versions(&self, profile_id: u64) -> Result<Vec<ScriptVersion>> {
-        Ok(crate::store::versions::history(&self.versions, profile_id)?)
+        Ok(bootlane_core::store::versions::history(&self.versions, profile_id)?)
     }
 
     /// Version `ver` of profile `profile_id`.
@@ -965,7 +965,7 @@ impl BootCatalog {
             .ok_or_else(|| ServiceError::NotFound(format!("profile {profile_id} has no script version {ver}")))
     }
 
-    /// Unified diff from version `ver` to the current script ([`crate::store::versions::unified_diff`]).
+    /// Unified diff from version `ver` to the current script ([`bootlane_core::store::versions::unified_diff`]).
     ///
     /// # Errors
     /// NotFound, store errors.
@@ -973,7 +973,8 @@ impl BootCatalog {
         let v = self.version(profile_id, ver)?;
         let current = version_content(&self.profile(profile_id)?);
         let identical = current == v.content;
-        let diff = crate::store::versions::unified_diff(&v.content, &current, &format!("version {ver}"), "current");
+        let diff =
+            bootlane_core::store::versions::unified_diff(&v.content, &current, &format!("version {ver}"), "current");
         Ok(ScriptDiff {
             version_id: ver,
             identical,

@@ -323,12 +323,12 @@ exit
 {% endif %}{% endfor %}"#;
 
 /// Menu entries and profiles for the boot-loader renderers' unit tests.
-#[cfg(test)]
-pub(crate) mod test_menu {
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_menu {
     use super::catalog::{EntryType, MenuEntry, Profile};
 
     /// An entry of `kind` with nothing but its label set.
-    pub(crate) fn entry(label: &str, kind: EntryType) -> MenuEntry {
+    pub fn entry(label: &str, kind: EntryType) -> MenuEntry {
         MenuEntry {
             label: label.into(),
             kind,
@@ -342,7 +342,7 @@ pub(crate) mod test_menu {
     }
 
     /// Profile "lab" (id 1) with `entries` and `timeout_secs`.
-    pub(crate) fn profile(timeout_secs: u32, entries: Vec<MenuEntry>) -> Profile {
+    pub fn profile(timeout_secs: u32, entries: Vec<MenuEntry>) -> Profile {
         Profile {
             id: 1,
             name: "lab".into(),

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use time::OffsetDateTime;
 
 use super::model::{Host, HostInput, HostView};
-use crate::{
+use bootlane_core::{
     events::{EventBus, NewEvent},
     net::types::MacAddr,
     service_error::ServiceError,
@@ -352,7 +352,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(s.update(h.id, with_profile).await.unwrap().profile_id, Some(1));
-        let mac = crate::net::types::normalise_mac("52:54:00:00:00:01").unwrap();
+        let mac = bootlane_core::net::types::normalise_mac("52:54:00:00:00:01").unwrap();
         assert_eq!(s.by_mac(mac).unwrap().map(|h| h.id), Some(h.id));
         s.delete(h.id).await.unwrap();
         assert!(matches!(s.get(h.id), Err(ServiceError::NotFound(_))));

@@ -1,8 +1,8 @@
 //! The host model: a host as stored ([`Host`]), as the API shows it ([`HostView`], no BMC
 //! password), the merge input of create and update ([`HostInput`]) and its validation
 //! ([`Host::apply`]). Host names follow the shared host-name rule
-//! ([`crate::net::types::validate_host_label`]), MACs the shared
-//! [`MacAddr`](crate::net::types::MacAddr) form. Pure values, no state; uniqueness and
+//! ([`bootlane_core::net::types::validate_host_label`]), MACs the shared
+//! [`MacAddr`](bootlane_core::net::types::MacAddr) form. Pure values, no state; uniqueness and
 //! storage are [`super::service::HostService`]'s.
 
 use std::net::IpAddr;
@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
-use crate::{
+use bootlane_core::{
     net::types::{normalise_mac, validate_host_label},
     service_error::{double_option, short_text, ServiceError},
 };
@@ -54,7 +54,7 @@ pub struct Host {
     pub updated_at: OffsetDateTime,
 }
 
-crate::store::entity!(Host, "hosts");
+bootlane_core::store::entity!(Host, "hosts");
 
 /// A host as the API shows it: [`Host`] without the BMC password.
 #[derive(Debug, Clone, Serialize, ToSchema)]

@@ -11,7 +11,7 @@
 use std::{net::SocketAddr, sync::Arc};
 
 use super::catalog::BootCatalog;
-use crate::{
+use bootlane_core::{
     events::{EventBus, NewEvent},
     net::types::MacAddr,
     service_error::ServiceError,

@@ -27,7 +27,7 @@
 
 use super::catalog::{BootCatalog, EntryType, MenuEntry, Profile, BASE_URL_VAR};
 use super::generated::{Generated, Loader};
-use crate::{escape::pxelinux_text, net::types::MacAddr, service_error::ServiceError};
+use bootlane_core::{escape::pxelinux_text, net::types::MacAddr, service_error::ServiceError};
 
 /// The directory PXELINUX reads its configuration from, next to `pxelinux.0`.
 pub const CFG_DIR: &str = "pxelinux.cfg";
@@ -63,7 +63,7 @@ pub fn parse_cfg_path(path: &str) -> Option<CfgName> {
     let mac = name
         .strip_prefix("01-")
         .filter(|m| m.len() == 17 && m.split('-').count() == 6)
-        .and_then(|m| crate::net::types::normalise_mac(m).ok());
+        .and_then(|m| bootlane_core::net::types::normalise_mac(m).ok());
     Some(mac.map_or(CfgName::Other, CfgName::Mac))
 }
 
