@@ -10,9 +10,7 @@ pub mod cli;
 pub mod cluster;
 pub mod community;
 pub mod config;
-pub mod dataplane;
 pub mod dhcp;
-pub mod dns;
 pub mod install;
 pub mod media;
 pub mod netboot;
@@ -20,7 +18,6 @@ pub mod netdiag;
 pub mod nfs;
 pub mod scripts;
 pub mod settings;
-pub mod stats;
 pub mod tftp;
 pub mod updates;
 pub mod wol;
@@ -31,6 +28,8 @@ pub use bootlane_core::{
 };
 
 pub use bootlane_boot::{access, boot, inventory};
+
+pub use bootlane_dns::{dataplane, dns, stats};
 
 use std::sync::Arc;
 

@@ -329,7 +329,9 @@ fn xdp_bench_tools() -> Result<(PathBuf, PathBuf)> {
             exe = v["executable"].as_str().map(PathBuf::from);
         }
         if v["reason"] == "build-script-executed"
-            && v["package_id"].as_str().is_some_and(|id| id.contains("/controlplane#"))
+            && v["package_id"]
+                .as_str()
+                .is_some_and(|id| id.contains("/controlplane/crates/dns#"))
         {
             object = v["out_dir"].as_str().map(|d| Path::new(d).join("bench-responders"));
         }

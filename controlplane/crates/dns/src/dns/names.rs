@@ -1,11 +1,11 @@
 //! Domain-name helpers shared by the record API and the zone: parsing a DNS owner name
 //! into a hickory [`Name`] (the syntax rule itself, `_` and wildcards included, is
-//! [`crate::net::types::validate_domain_name`]) and the rule that turns a record name
+//! [`bootlane_core::net::types::validate_domain_name`]) and the rule that turns a record name
 //! into an absolute name. Pure functions, no state.
 
 use hickory_proto::rr::Name;
 
-use crate::net::types::{validate_domain_name, NameError};
+use bootlane_core::net::types::{validate_domain_name, NameError};
 
 /// Parses a dotted DNS owner name (trailing dot optional) into a lowercased, fully
 /// qualified [`Name`], after [`validate_domain_name`].

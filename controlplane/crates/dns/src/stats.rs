@@ -5,8 +5,8 @@
 //!
 //! It keeps no counters of its own: each sample reads what the services already count
 //! ([`read_counters`]): DHCP offers and acks, TFTP transfers completed and iPXE scripts
-//! served from the `metrics` recorder ([`crate::metrics::DHCP_REPLIES`],
-//! [`crate::metrics::TFTP_COMPLETED`], [`crate::metrics::IPXE_SCRIPTS`]), DNS queries of
+//! served from the `metrics` recorder ([`bootlane_core::metrics::DHCP_REPLIES`],
+//! [`bootlane_core::metrics::TFTP_COMPLETED`], [`bootlane_core::metrics::IPXE_SCRIPTS`]), DNS queries of
 //! the userspace server from its handler's atomics, and queries answered by XDP from the
 //! data plane's per-CPU counters. The history is lost on restart (Prometheus keeps the
 //! long-term series, `GET /api/v1/metrics`).
@@ -101,11 +101,11 @@ fn series_sum(text: &str, name: &str, label: Option<&str>) -> u64 {
 }
 
 /// Reads the counters of a running server: DHCP, TFTP and iPXE from the `metrics`
-/// recorder's text ([`crate::metrics::render`]), DNS from the userspace handler and the
+/// recorder's text ([`bootlane_core::metrics::render`]), DNS from the userspace handler and the
 /// XDP data plane of `dns`.
 pub fn read_counters(dns: &DnsService) -> Counters {
-    use crate::metrics::{DHCP_REPLIES, IPXE_SCRIPTS, TFTP_COMPLETED};
-    let text = crate::metrics::render();
+    use bootlane_core::metrics::{DHCP_REPLIES, IPXE_SCRIPTS, TFTP_COMPLETED};
+    let text = bootlane_core::metrics::render();
     let d = dns.handler().shared.metrics.snapshot();
     Counters {
         dhcp_offers: series_sum(&text, DHCP_REPLIES, Some("type=\"offer\"")),

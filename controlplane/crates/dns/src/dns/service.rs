@@ -28,8 +28,8 @@ use super::{
     upstream::{parse_upstreams, resolve_upstreams},
     zone::{Zone, ZoneInput},
 };
-use crate::{
-    dataplane::{DnsTable, Projection},
+use crate::dataplane::{DnsTable, Projection};
+use bootlane_core::{
     events::{EventBus, NewEvent},
     net::{interface_addrs, IfAddr},
     service_error::ServiceError,
@@ -96,11 +96,11 @@ pub struct DnsServiceConfig {
     pub local_domain: String,
 }
 
-/// The DNS service under the [`Supervisor`](crate::supervisor::Supervisor): start binds
+/// The DNS service under the [`Supervisor`](bootlane_core::supervisor::Supervisor): start binds
 /// the sockets, stop closes them and the fast path.
 pub struct DnsUnit(pub Arc<DnsService>);
 
-impl crate::supervisor::Service for DnsUnit {
+impl bootlane_core::supervisor::Service for DnsUnit {
     fn name(&self) -> &'static str {
         "dns"
     }

@@ -29,7 +29,7 @@ use super::{
     names,
     records::{txt_strings, DnsRecord, RecordKind},
 };
-use crate::net::IfAddr;
+use bootlane_core::net::IfAddr;
 
 /// TTL of the synthesized SOA and NS records, and the negative-caching TTL (RFC 2308 §5).
 pub const SOA_TTL: u32 = 300;

@@ -66,7 +66,7 @@ pub fn parse_upstreams(s: &str) -> Result<Vec<UpstreamSpec>, UpstreamError> {
                 Some((h, p)) => (h, p.parse::<u16>().map_err(|_| bad_port())?),
                 None => (entry, 53),
             };
-            if host.parse::<IpAddr>().is_err() && crate::net::types::validate_hostname(host).is_err() {
+            if host.parse::<IpAddr>().is_err() && bootlane_core::net::types::validate_hostname(host).is_err() {
                 return Err(UpstreamError {
                     entry: entry.into(),
                     why: "neither an IP address nor a host name",

@@ -15,7 +15,7 @@ use super::{
     records::{self, DnsRecord, RecordInput},
     zone::{Zone, ZoneInput},
 };
-use crate::net::IfAddr;
+use bootlane_core::net::IfAddr;
 
 fn ifaddr(iface: &str, cidr: &str) -> IfAddr {
     let net: ipnet::IpNet = cidr.parse().unwrap();

@@ -26,7 +26,7 @@ use tokio::{
 use tokio_util::sync::CancellationToken;
 
 use super::handler::{DnsHandler, Outcome, Transport};
-use crate::net::mmsg::{self, RecvBatch};
+use bootlane_core::net::mmsg::{self, RecvBatch};
 
 /// Idle timeout of a TCP connection (RFC 7766 §6.2.3 recommends seconds, not minutes).
 pub const TCP_IDLE: Duration = Duration::from_secs(10);

@@ -76,11 +76,11 @@ pub struct XdpStatus {
 
 impl XdpStatus {
     /// Copies the status and the per-CPU-summed counters into the metrics recorder
-    /// ([`crate::metrics::XDP_ANSWERED`], [`crate::metrics::XDP_PASSED`], [`crate::metrics::XDP_RRL`],
-    /// [`crate::metrics::XDP_ACTIVE`], [`crate::metrics::XDP_MAP_ENTRIES`]) at scrape
+    /// ([`bootlane_core::metrics::XDP_ANSWERED`], [`bootlane_core::metrics::XDP_PASSED`], [`bootlane_core::metrics::XDP_RRL`],
+    /// [`bootlane_core::metrics::XDP_ACTIVE`], [`bootlane_core::metrics::XDP_MAP_ENTRIES`]) at scrape
     /// time; the kernel program keeps the real counters.
     pub fn export(&self) {
-        use crate::metrics::{XDP_ACTIVE, XDP_ANSWERED, XDP_MAP_ENTRIES, XDP_PASSED, XDP_RRL};
+        use bootlane_core::metrics::{XDP_ACTIVE, XDP_ANSWERED, XDP_MAP_ENTRIES, XDP_PASSED, XDP_RRL};
         let c = self.counters;
         metrics::counter!(XDP_ANSWERED).absolute(c.answered);
         for (reason, v) in [

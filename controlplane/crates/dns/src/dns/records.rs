@@ -13,7 +13,7 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::names;
-use crate::net::types::NameError;
+use bootlane_core::net::types::NameError;
 
 /// Record types with local data (spec "Built-in DNS server", item 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema, PartialOrd, Ord)]
@@ -103,7 +103,7 @@ pub struct DnsRecord {
     pub updated_at: OffsetDateTime,
 }
 
-crate::store::entity!(DnsRecord, "dns_records");
+bootlane_core::store::entity!(DnsRecord, "dns_records");
 
 impl DnsRecord {
     /// The absolute owner name under `origin`; `None` if the stored name no longer parses

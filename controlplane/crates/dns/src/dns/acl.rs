@@ -16,7 +16,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
-use crate::net::IfAddr;
+use bootlane_core::net::IfAddr;
 
 /// The default of `[dns] allow_recursion`: the served DHCP subnets and loopback.
 pub fn default_allow_recursion() -> Vec<String> {

@@ -139,11 +139,11 @@ impl DnsMetrics {
 }
 
 impl DnsMetricsSnapshot {
-    /// Copies the counters into the metrics recorder ([`crate::metrics::DNS_QUERIES`],
-    /// [`crate::metrics::DNS_RESPONSES`]) at scrape time: the query path keeps its own
+    /// Copies the counters into the metrics recorder ([`bootlane_core::metrics::DNS_QUERIES`],
+    /// [`bootlane_core::metrics::DNS_RESPONSES`]) at scrape time: the query path keeps its own
     /// atomics and never touches the recorder.
     pub fn export(&self) {
-        use crate::metrics::{DNS_QUERIES, DNS_RESPONSES};
+        use bootlane_core::metrics::{DNS_QUERIES, DNS_RESPONSES};
         for (transport, v) in [("udp", self.queries_udp), ("tcp", self.queries_tcp)] {
             metrics::counter!(DNS_QUERIES, "transport" => transport).absolute(v);
         }

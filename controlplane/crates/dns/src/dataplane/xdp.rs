@@ -398,7 +398,7 @@ fn is_virtual(iface: &str) -> bool {
 /// their family), in kernel order, without duplicates.
 fn default_interfaces(listen: &[IpAddr]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for a in crate::net::interface_addrs() {
+    for a in bootlane_core::net::interface_addrs() {
         let wanted = listen
             .iter()
             .any(|l| *l == a.addr || (l.is_unspecified() && l.is_ipv4() == a.addr.is_ipv4()));
