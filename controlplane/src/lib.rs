@@ -10,7 +10,6 @@ pub mod cli;
 pub mod cluster;
 pub mod community;
 pub mod config;
-pub mod dhcp;
 pub mod install;
 pub mod media;
 pub mod netboot;
@@ -18,7 +17,6 @@ pub mod netdiag;
 pub mod nfs;
 pub mod scripts;
 pub mod settings;
-pub mod tftp;
 pub mod updates;
 pub mod wol;
 
@@ -30,6 +28,10 @@ pub use bootlane_core::{
 pub use bootlane_boot::{access, boot, inventory};
 
 pub use bootlane_dns::{dataplane, dns, stats};
+
+pub use bootlane_dhcp::dhcp;
+
+pub use bootlane_tftp::tftp;
 
 use std::sync::Arc;
 

@@ -12,7 +12,7 @@ use anyhow::{bail, Context};
 use ipnet::{Ipv4Net, Ipv6Net};
 use serde::{Deserialize, Serialize};
 
-use crate::net::types::{normalise_mac, MacAddr};
+use bootlane_core::net::types::{normalise_mac, MacAddr};
 
 /// `[dhcp]`: every subnet Bootlane answers for. Default: none, so a fresh Bootlane never
 /// answers DHCP on a network it was not told about.
@@ -82,7 +82,7 @@ pub struct SubnetConfig {
     #[serde(default)]
     pub reservations: Vec<Reservation>,
     /// Secure Boot for every x86-64 UEFI client of this subnet: architecture 7 and 9
-    /// clients are handed the signed shim ([`crate::boot::SHIM_FILE`]), which loads signed
+    /// clients are handed the signed shim ([`bootlane_boot::boot::SHIM_FILE`]), which loads signed
     /// GRUB and its generated menu, instead of iPXE. Hosts can ask for it one by one with
     /// their `secure_boot` flag. Default false.
     #[serde(default)]

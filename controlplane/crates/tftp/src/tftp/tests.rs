@@ -335,7 +335,7 @@ async fn regression_fuzz_stray_ack_before_oack_is_acknowledged() {
 /// values.
 #[tokio::test]
 async fn transfers_are_counted() {
-    use crate::metrics::{install, render, test_support::value};
+    use bootlane_core::metrics::{install, render, test_support::value};
     install();
     let l = lab(&[("m.bin", 1500)]).await;
     let text = render();
@@ -384,7 +384,7 @@ async fn transfers_are_counted() {
 /// refused in whitelist mode, a blacklisted one in blacklist mode.
 #[tokio::test]
 async fn access_control_refuses_by_the_clients_address() {
-    use crate::access::{gate::test_gate, Mode};
+    use bootlane_boot::access::{gate::test_gate, Mode};
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.bin"), content(700)).unwrap();
     let token = CancellationToken::new();
@@ -401,16 +401,25 @@ async fn access_control_refuses_by_the_clients_address() {
     let e = fetch(addr, "a.bin", &[]).await.unwrap_err();
     assert_eq!(e.0, errcode::ACCESS, "unknown client in whitelist mode: {e:?}");
     let lo = std::net::Ipv4Addr::LOCALHOST;
-    gate.learn(lo, crate::net::types::normalise_mac("52:54:00:77:00:43").unwrap());
+    gate.learn(
+        lo,
+        bootlane_core::net::types::normalise_mac("52:54:00:77:00:43").unwrap(),
+    );
     assert_eq!(fetch(addr, "a.bin", &[]).await.unwrap().0, content(700), "whitelisted");
-    gate.learn(lo, crate::net::types::normalise_mac("52:54:00:77:00:44").unwrap());
+    gate.learn(
+        lo,
+        bootlane_core::net::types::normalise_mac("52:54:00:77:00:44").unwrap(),
+    );
     assert_eq!(fetch(addr, "a.bin", &[]).await.unwrap_err().0, errcode::ACCESS);
     let (black, _rx) = test_gate(Mode::Blacklist, &["52:54:00:77:00:42"], &[]);
-    gate.swap(crate::access::gate::Snapshot::default());
+    gate.swap(bootlane_boot::access::gate::Snapshot::default());
     assert!(!gate.enforcing());
     assert!(fetch(addr, "a.bin", &[]).await.is_ok(), "mode off");
     // Blacklist mode: listed refused, unknown served.
-    black.learn(lo, crate::net::types::normalise_mac("52:54:00:77:00:42").unwrap());
+    black.learn(
+        lo,
+        bootlane_core::net::types::normalise_mac("52:54:00:77:00:42").unwrap(),
+    );
     let mut server2 = Server::new(
         Arc::new(FsHandler::new(dir.path().to_path_buf())),
         TftpLimits::default(),

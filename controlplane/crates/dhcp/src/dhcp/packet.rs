@@ -13,7 +13,7 @@ use dhcproto::{
     Decodable, Decoder, Encodable, Encoder,
 };
 
-use crate::net::types::MacAddr;
+use bootlane_core::net::types::MacAddr;
 
 /// Why a datagram is not a usable DHCP request.
 #[derive(Debug, thiserror::Error)]

@@ -116,7 +116,7 @@ async fn recv_loop<H: DhcpHandler>(
                 match r {
                     Ok((n, peer)) => {
                         if tx.try_send((buf[..n].to_vec(), peer)).is_err() {
-                            metrics::counter!(crate::metrics::DHCP_MESSAGES, "type" => "queued", "outcome" => "dropped")
+                            metrics::counter!(bootlane_core::metrics::DHCP_MESSAGES, "type" => "queued", "outcome" => "dropped")
                                 .increment(1);
                         }
                     }
@@ -198,7 +198,8 @@ async fn handle_one<H: DhcpHandler>(
         Ok(r) => r,
         Err(e) => {
             tracing::debug!(%src, "dropping a DHCP datagram: {e}");
-            metrics::counter!(crate::metrics::DHCP_MESSAGES, "type" => "invalid", "outcome" => "dropped").increment(1);
+            metrics::counter!(bootlane_core::metrics::DHCP_MESSAGES, "type" => "invalid", "outcome" => "dropped")
+                .increment(1);
             return None;
         }
     };

@@ -31,7 +31,7 @@ use super::{
     handler::BootHandler,
     leases::{now_secs, Lease, LeaseDb},
 };
-use crate::{
+use bootlane_core::{
     events::{EventBus, NewEvent},
     net::types::{normalise_mac, validate_host_label},
     store::{Kv, Store, Table},
@@ -39,7 +39,7 @@ use crate::{
 
 type Result<T, E = ServiceError> = std::result::Result<T, E>;
 
-use crate::service_error::{double_option, ServiceError};
+use bootlane_core::service_error::{double_option, ServiceError};
 
 /// A reservation made through the API (`/dhcp/reservations`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -67,7 +67,7 @@ pub struct StoredReservation {
     pub updated_at: OffsetDateTime,
 }
 
-crate::store::entity!(StoredReservation, "dhcp_reservations");
+bootlane_core::store::entity!(StoredReservation, "dhcp_reservations");
 
 /// Body of `POST /dhcp/reservations` (`mac` and `ip` required) and
 /// `PUT /dhcp/reservations/{id}` (any subset; omitted fields keep their values).
@@ -973,16 +973,17 @@ impl DhcpControl {
         Ok(n)
     }
 
-    /// Sets the per-subnet lease gauges ([`crate::metrics::DHCP_LEASES_ACTIVE`],
-    /// [`crate::metrics::DHCP_LEASES_FREE`]) from [`Self::stats`]; called at scrape
+    /// Sets the per-subnet lease gauges ([`bootlane_core::metrics::DHCP_LEASES_ACTIVE`],
+    /// [`bootlane_core::metrics::DHCP_LEASES_FREE`]) from [`Self::stats`]; called at scrape
     /// time, so the values are as fresh as the lease table.
     ///
     /// # Errors
     /// Store errors from [`Self::stats`].
     pub async fn export_metrics(&self) -> Result<()> {
         for st in self.stats().await? {
-            metrics::gauge!(crate::metrics::DHCP_LEASES_ACTIVE, "subnet" => st.subnet.clone()).set(st.used as f64);
-            metrics::gauge!(crate::metrics::DHCP_LEASES_FREE, "subnet" => st.subnet).set(st.free as f64);
+            metrics::gauge!(bootlane_core::metrics::DHCP_LEASES_ACTIVE, "subnet" => st.subnet.clone())
+                .set(st.used as f64);
+            metrics::gauge!(bootlane_core::metrics::DHCP_LEASES_FREE, "subnet" => st.subnet).set(st.free as f64);
         }
         Ok(())
     }

@@ -15,10 +15,8 @@ use super::{
     handler::{class_data, mac_from_duid, mac_from_eui64, Dhcp6Handler, RecvContext6, Subnet6},
     leases::Lease6Db,
 };
-use crate::{
-    dhcp::config::{default_arch_map, Subnet6Config, SubnetMode},
-    store::Store,
-};
+use crate::dhcp::config::{default_arch_map, Subnet6Config, SubnetMode};
+use bootlane_core::store::Store;
 
 const SERVER: &str = "fd00:77::1";
 const DUID: [u8; 18] = [0, 4, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16];
@@ -431,5 +429,5 @@ async fn regression_fuzz_undecodable_options_are_dropped() {
 /// Each node of a shared store makes its own server DUID.
 #[test]
 fn the_server_duid_is_not_shared_between_nodes() {
-    assert!(crate::store::NODE_IDENTITY_KEYS.contains(&super::DUID_KEY));
+    assert!(bootlane_core::store::NODE_IDENTITY_KEYS.contains(&super::DUID_KEY));
 }

@@ -34,14 +34,12 @@ use dhcproto::{
 use ipnet::Ipv6Net;
 
 use super::leases::{IaKey, Lease6, Lease6Db};
-use crate::{
-    dhcp::{
-        config::{Subnet6Config, SubnetMode},
-        handler::{secure_boot_file, HttpBaseUrl, SecureBootHosts, IPXE_SCRIPT_PATH},
-        leases::now_secs,
-    },
-    net::{types::MacAddr, IfAddr},
+use crate::dhcp::{
+    config::{Subnet6Config, SubnetMode},
+    handler::{secure_boot_file, HttpBaseUrl, SecureBootHosts, IPXE_SCRIPT_PATH},
+    leases::now_secs,
 };
+use bootlane_core::net::{types::MacAddr, IfAddr};
 
 /// How long a declined address stays out of the pool (seconds).
 const DECLINE_HOLD: u64 = 3600;
@@ -231,8 +229,8 @@ pub struct Dhcp6Handler {
     secure_boot: Option<SecureBootHosts>,
     server_duid: Vec<u8>,
     leases: Arc<tokio::sync::Mutex<Lease6Db>>,
-    events: Option<Arc<crate::events::EventBus>>,
-    access: Option<Arc<crate::access::gate::AccessGate>>,
+    events: Option<Arc<bootlane_core::events::EventBus>>,
+    access: Option<Arc<bootlane_boot::access::gate::AccessGate>>,
 }
 
 impl Dhcp6Handler {
@@ -274,13 +272,13 @@ impl Dhcp6Handler {
     }
 
     /// Publishes `dhcp6.lease.granted|renewed|released|declined` on `events`.
-    pub fn with_events(mut self, events: Arc<crate::events::EventBus>) -> Self {
+    pub fn with_events(mut self, events: Arc<bootlane_core::events::EventBus>) -> Self {
         self.events = Some(events);
         self
     }
 
     /// Enforces access control (by MAC, when the client's MAC can be told).
-    pub fn with_access(mut self, gate: Arc<crate::access::gate::AccessGate>) -> Self {
+    pub fn with_access(mut self, gate: Arc<bootlane_boot::access::gate::AccessGate>) -> Self {
         self.access = Some(gate);
         self
     }
@@ -373,7 +371,7 @@ impl Dhcp6Handler {
     /// Renew, Rebind and Information-Request. Clients whose MAC cannot be told are judged
     /// by the gate as unknown devices.
     fn admitted(&self, subnet: &Subnet6, c: &Client6, kind: MessageType, ctx: &RecvContext6) -> bool {
-        use crate::access::{gate::Seen, model::Protocol};
+        use bootlane_boot::access::{gate::Seen, model::Protocol};
         let Some(gate) = self.access.as_ref().filter(|g| g.enforcing()) else {
             return true;
         };
@@ -596,7 +594,7 @@ impl Dhcp6Handler {
                     };
                     self.lease_event(verb, &l, c);
                 }
-                Err(crate::store::StoreError::Conflict(why)) => {
+                Err(bootlane_core::store::StoreError::Conflict(why)) => {
                     // Another node leased it first; the index now shows that lease.
                     tracing::info!("DHCPv6: {why}");
                     r.opts_mut().insert(DhcpOption::IANA(no_addrs(
@@ -667,7 +665,7 @@ impl Dhcp6Handler {
         let Some(ev) = &self.events else { return };
         let who = c.mac.map_or_else(|| l.duid.clone(), |m| m.to_string());
         ev.publish(
-            crate::events::NewEvent::new(
+            bootlane_core::events::NewEvent::new(
                 format!("dhcp6.lease.{verb}"),
                 format!("DHCPv6 lease {} {verb} for {who}", l.ip),
             )
@@ -751,5 +749,5 @@ pub fn type_label(kind: MessageType) -> &'static str {
 }
 
 fn count(kind: &'static str, outcome: &'static str) {
-    metrics::counter!(crate::metrics::DHCP_MESSAGES, "type" => kind, "outcome" => outcome).increment(1);
+    metrics::counter!(bootlane_core::metrics::DHCP_MESSAGES, "type" => kind, "outcome" => outcome).increment(1);
 }

@@ -22,7 +22,7 @@ use tokio::net::UdpSocket;
 use tokio_util::sync::CancellationToken;
 
 use self::handler::{Dhcp6Handler, RecvContext6};
-use crate::store::Kv;
+use bootlane_core::store::Kv;
 
 /// DHCPv6 server/relay port (RFC 8415 §7.2).
 pub const SERVER_PORT: u16 = 547;
@@ -30,7 +30,7 @@ pub const SERVER_PORT: u16 = 547;
 pub const ALL_SERVERS: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 1, 2);
 /// Largest DHCPv6 datagram accepted.
 const MAX_DATAGRAM: usize = 4096;
-/// Also in [`crate::store::NODE_IDENTITY_KEYS`]: each node of a shared store has its own.
+/// Also in [`bootlane_core::store::NODE_IDENTITY_KEYS`]: each node of a shared store has its own.
 const DUID_KEY: &str = "server_duid6";
 
 /// Binds `[::]:port` on `interface` (`SO_BINDTODEVICE`, IPv6 only, `SO_REUSEADDR` so
@@ -46,7 +46,7 @@ pub fn bind_socket(interface: &str, port: u16) -> io::Result<std::net::UdpSocket
             format!("cannot bind DHCPv6 socket [::]:{port} on {interface}: {e}"),
         )
     };
-    let index = crate::net::ifindex(interface)
+    let index = bootlane_core::net::ifindex(interface)
         .ok_or_else(|| ctx(io::Error::new(io::ErrorKind::NotFound, "no such interface")))?;
     let s = Socket::new(Domain::IPV6, Type::DGRAM, Some(Protocol::UDP)).map_err(ctx)?;
     s.set_only_v6(true).map_err(ctx)?;
@@ -106,7 +106,7 @@ pub fn spawn_loop(
 ///
 /// # Errors
 /// Store errors.
-pub async fn server_duid(kv: &Kv) -> Result<Vec<u8>, crate::store::StoreError> {
+pub async fn server_duid(kv: &Kv) -> Result<Vec<u8>, bootlane_core::store::StoreError> {
     if let Some(d) = kv.get::<Vec<u8>>(DUID_KEY)? {
         if d.len() == 18 {
             return Ok(d);

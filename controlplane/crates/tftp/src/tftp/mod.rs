@@ -3,7 +3,7 @@
 //!
 //! Implemented here rather than with the `async-tftp` crate: that crate runs on
 //! async-std/smol rather than tokio, has no windowsize (RFC 7440) support, and would
-//! bring its own path handling where we need the shared [`crate::boot::resolve_in_root`]
+//! bring its own path handling where we need the shared [`bootlane_boot::boot::resolve_in_root`]
 //! rule. The protocol is small; the parts that need care (block-number wrap, duplicate
 //! ACKs, back-off, abandoned probes) are documented in [`server`] and unit-tested.
 //!
@@ -106,9 +106,9 @@ impl TftpService {
     pub fn start(
         cfg: &TftpConfig,
         root: PathBuf,
-        events: Arc<crate::events::EventBus>,
+        events: Arc<bootlane_core::events::EventBus>,
         token: CancellationToken,
-        access: Arc<crate::access::gate::AccessGate>,
+        access: Arc<bootlane_boot::access::gate::AccessGate>,
     ) -> anyhow::Result<Self> {
         Self::start_with(cfg, root, events, token, access, None)
     }
@@ -121,9 +121,9 @@ impl TftpService {
     pub fn start_with(
         cfg: &TftpConfig,
         root: PathBuf,
-        events: Arc<crate::events::EventBus>,
+        events: Arc<bootlane_core::events::EventBus>,
         token: CancellationToken,
-        access: Arc<crate::access::gate::AccessGate>,
+        access: Arc<bootlane_boot::access::gate::AccessGate>,
         generated: Option<Arc<dyn handler::GeneratedFiles>>,
     ) -> anyhow::Result<Self> {
         let addr = SocketAddr::new(cfg.listen, cfg.port);
@@ -143,8 +143,8 @@ impl TftpService {
         tracing::info!(%addr, root = %root.display(), "TFTP serving");
         // `0.0.0.0` also serves IPv6 clients, on the same port.
         let mut also = None;
-        if let Some(v6) = crate::net::ipv6_twin(addr) {
-            match crate::net::bind_v6only(v6, socket2::Type::DGRAM) {
+        if let Some(v6) = bootlane_core::net::ipv6_twin(addr) {
+            match bootlane_core::net::bind_v6only(v6, socket2::Type::DGRAM) {
                 Ok(s) => {
                     let a = server.register_socket(s.into())?;
                     tracing::info!(addr = %a, "TFTP serving over IPv6");
@@ -162,7 +162,7 @@ impl TftpService {
     }
 }
 
-/// The TFTP service under the [`Supervisor`](crate::supervisor::Supervisor): start binds
+/// The TFTP service under the [`Supervisor`](bootlane_core::supervisor::Supervisor): start binds
 /// the effective `listen:port` and serves the effective root (file plus stored
 /// overrides, see [`control::TftpControl`]).
 pub struct TftpUnit {
@@ -170,7 +170,7 @@ pub struct TftpUnit {
     root: CancellationToken,
     running: tokio::sync::Mutex<Option<TftpService>>,
     listen: std::sync::Mutex<Option<Vec<String>>>,
-    access: Arc<crate::access::gate::AccessGate>,
+    access: Arc<bootlane_boot::access::gate::AccessGate>,
     generated: Option<Arc<dyn handler::GeneratedFiles>>,
 }
 
@@ -183,7 +183,7 @@ impl TftpUnit {
     }
 
     /// Enforces access control through `gate` (default: a gate that allows everyone).
-    pub fn with_access(mut self, gate: Arc<crate::access::gate::AccessGate>) -> Self {
+    pub fn with_access(mut self, gate: Arc<bootlane_boot::access::gate::AccessGate>) -> Self {
         self.access = gate;
         self
     }
@@ -195,13 +195,13 @@ impl TftpUnit {
             root,
             running: tokio::sync::Mutex::new(None),
             listen: std::sync::Mutex::new(None),
-            access: crate::access::gate::AccessGate::open_to_all(),
+            access: bootlane_boot::access::gate::AccessGate::open_to_all(),
             generated: None,
         }
     }
 }
 
-impl crate::supervisor::Service for TftpUnit {
+impl bootlane_core::supervisor::Service for TftpUnit {
     fn name(&self) -> &'static str {
         "tftp"
     }

@@ -1,14 +1,14 @@
 //! The pure half of a read request: map the file name to a file under the root
-//! ([`crate::boot::resolve_in_root`]) and negotiate options (RFC 2347) — blksize
+//! ([`bootlane_boot::boot::resolve_in_root`]) and negotiate options (RFC 2347) — blksize
 //! (RFC 2348), timeout and tsize (RFC 2349), windowsize (RFC 7440). The transfer itself
 //! (sockets, timers) lives in [`super::server`]. A [`GeneratedFiles`] source (the PXELINUX
-//! configurations of [`crate::boot::pxelinux`]) answers names missing from the root with
+//! configurations of [`bootlane_boot::boot::pxelinux`]) answers names missing from the root with
 //! bytes made per request. Holds no state besides the root and that source.
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use super::packet::{errcode, Request};
-use crate::boot::{resolve_in_root, PathError};
+use bootlane_boot::boot::{resolve_in_root, PathError};
 
 /// RFC 1350 block size, used when the client does not negotiate `blksize`.
 pub const DEFAULT_BLKSIZE: usize = 512;
@@ -73,7 +73,7 @@ pub trait TftpHandler: Send + Sync + 'static {
     }
 }
 
-pub use crate::boot::generated::GeneratedFiles;
+pub use bootlane_boot::boot::generated::GeneratedFiles;
 
 /// Serves files from a root directory, read-only.
 #[derive(Clone)]

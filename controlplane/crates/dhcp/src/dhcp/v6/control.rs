@@ -24,11 +24,11 @@ use super::{
     handler::Dhcp6Handler,
     leases::{Lease6, Lease6Db},
 };
-use crate::{
-    dhcp::{
-        config::{Subnet6Config, SubnetMode},
-        leases::now_secs,
-    },
+use crate::dhcp::{
+    config::{Subnet6Config, SubnetMode},
+    leases::now_secs,
+};
+use bootlane_core::{
     service_error::ServiceError,
     store::{Kv, Store},
 };

@@ -12,7 +12,7 @@
 pub mod config;
 pub mod control;
 pub mod handler;
-pub use crate::leases;
+pub use bootlane_core::leases;
 pub mod packet;
 pub mod server;
 pub mod v6;
@@ -27,7 +27,7 @@ use self::{
     handler::{BootHandler, HttpBaseUrl, Subnet},
     server::Server,
 };
-use crate::events::NewEvent;
+use bootlane_core::events::NewEvent;
 
 /// The running DHCP service.
 pub struct DhcpService {
@@ -64,14 +64,14 @@ impl DhcpService {
         http_base: HttpBaseUrl,
         domain: DomainFn,
         token: CancellationToken,
-        access: Arc<crate::access::gate::AccessGate>,
+        access: Arc<bootlane_boot::access::gate::AccessGate>,
         secure_boot: handler::SecureBootHosts,
     ) -> anyhow::Result<Option<Self>> {
         if !control.any_active()? {
             tracing::info!("DHCP off (no [[dhcp.subnets]] or [[dhcp.subnets6]] in server or proxy mode)");
             return Ok(None);
         }
-        let ifaddrs = crate::net::interface_addrs();
+        let ifaddrs = bootlane_core::net::interface_addrs();
         let subnets = control
             .effective_subnets()?
             .iter()
@@ -214,7 +214,7 @@ async fn watch_expiry(control: Arc<DhcpControl>, token: CancellationToken) {
     }
 }
 
-/// The DHCP service under the [`Supervisor`](crate::supervisor::Supervisor): start binds
+/// The DHCP service under the [`Supervisor`](bootlane_core::supervisor::Supervisor): start binds
 /// one socket per interface of the effective subnets (file plus stored overrides), so a
 /// restart applies a changed mode, interface or server address.
 pub struct DhcpUnit {
@@ -225,13 +225,13 @@ pub struct DhcpUnit {
     root: CancellationToken,
     running: tokio::sync::Mutex<Option<DhcpService>>,
     listen: std::sync::Mutex<Option<Vec<String>>>,
-    access: Arc<crate::access::gate::AccessGate>,
+    access: Arc<bootlane_boot::access::gate::AccessGate>,
     secure_boot: handler::SecureBootHosts,
 }
 
 impl DhcpUnit {
     /// Enforces access control through `gate` (default: a gate that allows everyone).
-    pub fn with_access(mut self, gate: Arc<crate::access::gate::AccessGate>) -> Self {
+    pub fn with_access(mut self, gate: Arc<bootlane_boot::access::gate::AccessGate>) -> Self {
         self.access = gate;
         self
     }
@@ -259,13 +259,13 @@ impl DhcpUnit {
             root,
             running: tokio::sync::Mutex::new(None),
             listen: std::sync::Mutex::new(None),
-            access: crate::access::gate::AccessGate::open_to_all(),
+            access: bootlane_boot::access::gate::AccessGate::open_to_all(),
             secure_boot: handler::SecureBootHosts::default(),
         }
     }
 }
 
-impl crate::supervisor::Service for DhcpUnit {
+impl bootlane_core::supervisor::Service for DhcpUnit {
     fn name(&self) -> &'static str {
         "dhcp"
     }

@@ -15,7 +15,7 @@ use std::{
 use serde::{Deserialize, Serialize};
 
 use super::{server::TftpLimits, TftpConfig};
-use crate::{
+use bootlane_core::{
     events::{EventBus, NewEvent},
     service_error::ServiceError,
     store::{Kv, Store, StoreError},

@@ -18,7 +18,7 @@ use std::{collections::HashMap, net::Ipv6Addr};
 use serde::{Deserialize, Serialize};
 
 use crate::dhcp::leases::{now_secs, OFFER_HOLD};
-use crate::store::{Store, StoreError, Table};
+use bootlane_core::store::{Store, StoreError, Table};
 
 /// A DHCPv6 lease as stored and listed by `GET /leases6` (an RFC 8415 §4.2 binding of one
 /// address in one IA_NA).
@@ -49,7 +49,7 @@ pub struct Lease6 {
     pub declined: bool,
 }
 
-crate::store::entity!(Lease6, "dhcp6_leases");
+bootlane_core::store::entity!(Lease6, "dhcp6_leases");
 
 impl Lease6 {
     /// True while the lease (or the decline) is in force at `now`.

@@ -35,7 +35,7 @@ use super::{
     leases::{now_secs, Lease, LeaseDb},
     packet::DhcpRequest,
 };
-use crate::net::{
+use bootlane_core::net::{
     types::{normalise_mac, MacAddr},
     IfAddr,
 };
@@ -216,26 +216,26 @@ pub struct BootHandler {
     http_port: u16,
     domain: Box<dyn Fn() -> String + Send + Sync>,
     leases: Arc<tokio::sync::Mutex<LeaseDb>>,
-    events: Option<Arc<crate::events::EventBus>>,
+    events: Option<Arc<bootlane_core::events::EventBus>>,
     http_base: Option<HttpBaseUrl>,
-    access: Option<Arc<crate::access::gate::AccessGate>>,
+    access: Option<Arc<bootlane_boot::access::gate::AccessGate>>,
     secure_boot: Option<SecureBootHosts>,
 }
 
-pub use crate::inventory::SecureBootHosts;
+pub use bootlane_boot::inventory::SecureBootHosts;
 
 /// The Secure Boot boot file for client architecture `arch`: the signed shim for x86-64
 /// UEFI (7, 9) and for ARM64 UEFI (11, `shimaa64.efi`); `None` for the others, which keep
 /// the arch map's file.
 pub fn secure_boot_file(arch: u16) -> Option<&'static str> {
     match arch {
-        7 | 9 => Some(crate::boot::SHIM_FILE),
+        7 | 9 => Some(bootlane_boot::boot::SHIM_FILE),
         11 => Some("shimaa64.efi"),
         _ => None,
     }
 }
 
-pub use crate::boot::HttpBaseUrl;
+pub use bootlane_boot::boot::HttpBaseUrl;
 
 /// True when an arch-map file is a PXELINUX loader (`pxelinux.0` or `lpxelinux.0`, in any
 /// directory), which iPXE clients are given as well (see `add_boot`).
@@ -291,7 +291,7 @@ impl BootHandler {
     }
 
     /// Enforces access control through `gate`: a refused client gets no answer.
-    pub fn with_access(mut self, gate: Arc<crate::access::gate::AccessGate>) -> Self {
+    pub fn with_access(mut self, gate: Arc<bootlane_boot::access::gate::AccessGate>) -> Self {
         self.access = Some(gate);
         self
     }
@@ -301,8 +301,8 @@ impl BootHandler {
     /// INFORM that this server would answer (RELEASE and DECLINE only free state; a
     /// non-PXE client in a proxy subnet is never answered, so it is not judged or recorded).
     /// True when the request may be handled.
-    fn admitted(&self, gate: &crate::access::gate::AccessGate, req: &DhcpRequest, ctx: &RecvContext) -> bool {
-        use crate::access::{gate::Seen, model::Protocol};
+    fn admitted(&self, gate: &bootlane_boot::access::gate::AccessGate, req: &DhcpRequest, ctx: &RecvContext) -> bool {
+        use bootlane_boot::access::{gate::Seen, model::Protocol};
         let m = &req.msg;
         let relayed = !m.giaddr().is_unspecified();
         let ip = [Some(m.ciaddr()), req.requested_ip, (!relayed).then_some(*ctx.src.ip())]
@@ -355,7 +355,7 @@ impl BootHandler {
     }
 
     /// Publishes `dhcp.lease.granted|renewed|released|declined` on `events`.
-    pub fn with_events(mut self, events: Arc<crate::events::EventBus>) -> Self {
+    pub fn with_events(mut self, events: Arc<bootlane_core::events::EventBus>) -> Self {
         self.events = Some(events);
         self
     }
@@ -367,7 +367,7 @@ impl BootHandler {
                 d.extend(x);
             }
             ev.publish(
-                crate::events::NewEvent::new(
+                bootlane_core::events::NewEvent::new(
                     format!("dhcp.lease.{verb}"),
                     format!("DHCP lease {ip} {verb} for {mac}"),
                 )
@@ -759,7 +759,7 @@ impl BootHandler {
         };
         match db.bind(lease, mac).await {
             Ok(_) => {}
-            Err(crate::store::StoreError::Conflict(why)) => {
+            Err(bootlane_core::store::StoreError::Conflict(why)) => {
                 // Another node leased it first; the index now shows that lease.
                 drop(db);
                 tracing::info!(%mac, %ip, state, "DHCPNAK: {why}");
@@ -927,8 +927,8 @@ pub fn type_label(kind: MessageType) -> &'static str {
     }
 }
 
-/// Counts one handled message ([`crate::metrics::DHCP_MESSAGES`]) and its reply
-/// ([`crate::metrics::DHCP_REPLIES`]).
+/// Counts one handled message ([`bootlane_core::metrics::DHCP_MESSAGES`]) and its reply
+/// ([`bootlane_core::metrics::DHCP_REPLIES`]).
 fn count(kind: MessageType, reply: Option<&DhcpReply>) {
     let reply_kind = reply.and_then(|r| r.msg.opts().msg_type());
     let outcome = match (reply_kind, kind) {
@@ -940,8 +940,9 @@ fn count(kind: MessageType, reply: Option<&DhcpReply>) {
         (None, MessageType::Decline | MessageType::Release) => "no_reply_due",
         (None, _) => "ignored",
     };
-    metrics::counter!(crate::metrics::DHCP_MESSAGES, "type" => type_label(kind), "outcome" => outcome).increment(1);
+    metrics::counter!(bootlane_core::metrics::DHCP_MESSAGES, "type" => type_label(kind), "outcome" => outcome)
+        .increment(1);
     if let Some(k) = reply_kind {
-        metrics::counter!(crate::metrics::DHCP_REPLIES, "type" => type_label(k)).increment(1);
+        metrics::counter!(bootlane_core::metrics::DHCP_REPLIES, "type" => type_label(k)).increment(1);
     }
 }

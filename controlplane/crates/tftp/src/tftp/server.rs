@@ -28,14 +28,14 @@ use tokio::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::events::NewEvent;
+use bootlane_core::events::NewEvent;
 
 use super::{
     handler::{ReadPlan, TftpHandler},
     packet::{self, errcode, Packet},
     session::{data_into, Pending, Session, Step},
 };
-use crate::metrics::{TFTP_ACTIVE, TFTP_BYTES_SENT, TFTP_COMPLETED, TFTP_ERRORS, TFTP_FAILED, TFTP_STARTED};
+use bootlane_core::metrics::{TFTP_ACTIVE, TFTP_BYTES_SENT, TFTP_COMPLETED, TFTP_ERRORS, TFTP_FAILED, TFTP_STARTED};
 
 /// Label of a TFTP error code for [`TFTP_ERRORS`].
 fn error_kind(code: u16) -> &'static str {
@@ -121,8 +121,8 @@ pub struct Server<H> {
     token: CancellationToken,
     slots: Arc<Slots>,
     cache: Arc<FileCache>,
-    events: Option<Arc<crate::events::EventBus>>,
-    access: Option<Arc<crate::access::gate::AccessGate>>,
+    events: Option<Arc<bootlane_core::events::EventBus>>,
+    access: Option<Arc<bootlane_boot::access::gate::AccessGate>>,
 }
 
 /// Transfer slots: at most `max_transfers` in all and `max_per_client` per client address,
@@ -201,13 +201,13 @@ impl Drop for Slot {
 impl<H: TftpHandler> Server<H> {
     /// Enforces access control through `gate`: a read request from a refused client
     /// (known by its lease) gets ERROR 2, access violation (RFC 1350 §5).
-    pub fn with_access(mut self, gate: Arc<crate::access::gate::AccessGate>) -> Self {
+    pub fn with_access(mut self, gate: Arc<bootlane_boot::access::gate::AccessGate>) -> Self {
         self.access = Some(gate);
         self
     }
 
     /// Publishes `tftp.transfer.completed|aborted|failed` on `events`.
-    pub fn with_events(mut self, events: Arc<crate::events::EventBus>) -> Self {
+    pub fn with_events(mut self, events: Arc<bootlane_core::events::EventBus>) -> Self {
         self.events = Some(events);
         self
     }
@@ -276,8 +276,8 @@ async fn listen<H: TftpHandler>(
     token: CancellationToken,
     slots: Arc<Slots>,
     cache: Arc<FileCache>,
-    events: Option<Arc<crate::events::EventBus>>,
-    access: Option<Arc<crate::access::gate::AccessGate>>,
+    events: Option<Arc<bootlane_core::events::EventBus>>,
+    access: Option<Arc<bootlane_boot::access::gate::AccessGate>>,
     transfers: tokio::runtime::Handle,
 ) {
     let local_ip = sock.local_addr().map(|a| a.ip()).ok();
@@ -319,7 +319,7 @@ async fn listen<H: TftpHandler>(
             };
             if let Some(gate) = access.as_ref().filter(|g| g.enforcing()) {
                 let d = gate
-                    .check_addr(crate::access::model::Protocol::Tftp, peer.ip(), None)
+                    .check_addr(bootlane_boot::access::model::Protocol::Tftp, peer.ip(), None)
                     .await;
                 if d.refused() {
                     tracing::info!(%peer, file = %req.filename, "TFTP refused: access control");

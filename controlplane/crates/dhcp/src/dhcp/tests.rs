@@ -13,7 +13,7 @@ use super::{
     leases::LeaseDb,
     packet::{encode, DhcpRequest},
 };
-use crate::store::Store;
+use bootlane_core::store::Store;
 
 const SERVER: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
 const MAC_A: [u8; 6] = [0x52, 0x54, 0, 0x77, 0, 0x42];
@@ -720,7 +720,7 @@ async fn decline_from_another_client_is_ignored() {
 /// compares before/after values.
 #[tokio::test]
 async fn exchanges_are_counted_by_type_and_outcome() {
-    use crate::metrics::{install, render, test_support::value};
+    use bootlane_core::metrics::{install, render, test_support::value};
     install();
     let series = [
         r#"bootlane_dhcp_messages_total{type="discover",outcome="offered"}"#,
@@ -788,7 +788,7 @@ async fn ipxe_script_url_follows_the_http_base_url() {
 /// a plain client in a proxy subnet is never judged.
 #[tokio::test]
 async fn access_control_silences_refused_clients() {
-    use crate::access::{gate::test_gate, model::Protocol, Mode};
+    use bootlane_boot::access::{gate::test_gate, model::Protocol, Mode};
     let pxe = |m: &mut Message| {
         m.opts_mut().insert(DhcpOption::ClassIdentifier(
             b"PXEClient:Arch:00000:UNDI:002001".to_vec(),
@@ -828,7 +828,7 @@ async fn access_control_silences_refused_clients() {
     // The address a client asks for names it for TFTP and HTTP boot.
     assert_eq!(
         gate.mac_for_ip(Ipv4Addr::new(10, 77, 0, 105).into()).await,
-        Some(crate::net::types::MacAddr(MAC_A))
+        Some(bootlane_core::net::types::MacAddr(MAC_A))
     );
     // proxyDHCP: a refused PXE client gets no offer; a plain client is not judged.
     let (gate, mut rx) = test_gate(Mode::Whitelist, &[], &[]);
@@ -909,7 +909,7 @@ async fn fresh_addresses_resume_the_search_and_freed_ones_come_back() {
     h.leases_db()
         .lock()
         .await
-        .remove_mac(crate::net::types::normalise_mac(&first.mac).unwrap())
+        .remove_mac(bootlane_core::net::types::normalise_mac(&first.mac).unwrap())
         .await
         .unwrap();
     assert_eq!(dora(&h, mac(9999)).await.msg.yiaddr(), first.ip);
@@ -943,8 +943,8 @@ async fn fresh_addresses_resume_the_search_and_freed_ones_come_back() {
 #[test]
 fn offers_are_held_and_dropped_per_client() {
     let mut db = LeaseDb::in_memory();
-    let a = crate::net::types::MacAddr(MAC_A);
-    let b = crate::net::types::MacAddr(MAC_B);
+    let a = bootlane_core::net::types::MacAddr(MAC_A);
+    let b = bootlane_core::net::types::MacAddr(MAC_B);
     let (x, y) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
     db.hold_offer(x, a, 100);
     assert!(!db.free_for(x, b, 100));
@@ -957,7 +957,7 @@ fn offers_are_held_and_dropped_per_client() {
     db.drop_offer(a);
     assert!(db.free_for(y, b, 100));
     for i in 0..10_000u32 {
-        let m = crate::net::types::MacAddr([2, 0, 0, (i >> 16) as u8, (i >> 8) as u8, i as u8]);
+        let m = bootlane_core::net::types::MacAddr([2, 0, 0, (i >> 16) as u8, (i >> 8) as u8, i as u8]);
         db.hold_offer(Ipv4Addr::from(0x0b00_0000 + i), m, 100);
     }
     // Lapsed ones are purged as the table grows; live ones are kept.
@@ -1000,8 +1000,8 @@ async fn immediate_writes_keep_the_order_of_queued_ones() {
     let h = handler_with(vec![subnet(SubnetMode::Server)], db);
     let ip_a = dora(&h, MAC_A).await.msg.yiaddr();
     dora(&h, MAC_B).await;
-    let a = crate::net::types::MacAddr(MAC_A);
-    let b = crate::net::types::MacAddr(MAC_B);
+    let a = bootlane_core::net::types::MacAddr(MAC_A);
+    let b = bootlane_core::net::types::MacAddr(MAC_B);
     let released = h
         .leases_db()
         .lock()
@@ -1099,9 +1099,9 @@ async fn no_ack_leaves_the_loop_when_the_commit_fails() {
 #[tokio::test]
 async fn two_nodes_never_lease_one_address_twice() {
     use super::leases::{lease_id, now_secs, Lease};
-    use crate::net::types::MacAddr;
-    let (a, cluster) = crate::store::test_support::pg_store().await;
-    let b = crate::store::test_support::pg_node(&cluster, &cluster.url("t")).await;
+    use bootlane_core::net::types::MacAddr;
+    let (a, cluster) = bootlane_core::store::test_support::pg_store().await;
+    let b = bootlane_core::store::test_support::pg_node(&cluster, &cluster.url("t")).await;
     let mut da = LeaseDb::load(&a).await.unwrap();
     let mut db = LeaseDb::load(&b).await.unwrap();
     let ip = Ipv4Addr::new(10, 77, 0, 105);
@@ -1146,7 +1146,7 @@ async fn two_nodes_never_lease_one_address_twice() {
         .bind(lease(MAC_R), MacAddr(MAC_R))
         .await
         .unwrap_err();
-    assert!(matches!(e, crate::store::StoreError::Conflict(_)), "{e}");
+    assert!(matches!(e, bootlane_core::store::StoreError::Conflict(_)), "{e}");
 
     // The same client renews through the other node.
     let renewed = Lease {
@@ -1171,7 +1171,7 @@ async fn two_nodes_never_lease_one_address_twice() {
 /// the time they still run) and allocates nothing new; it resumes by itself.
 #[tokio::test]
 async fn without_the_store_held_leases_renew_and_new_ones_wait() {
-    let (store, cluster) = crate::store::test_support::pg_store().await;
+    let (store, cluster) = bootlane_core::store::test_support::pg_store().await;
     let h = handler_with(vec![subnet(SubnetMode::Server)], LeaseDb::load(&store).await.unwrap());
     let held = dora(&h, MAC_A).await.msg.yiaddr();
     let mut link = store.watch_link().unwrap();
@@ -1244,7 +1244,7 @@ async fn old_lease_rows_are_rekeyed_and_refused_acks_withheld() {
     let h = handler(SubnetMode::Server);
     let ack_a = dora(&h, MAC_A).await;
     let ack_b = dora(&h, MAC_B).await;
-    let c = Committed::AllBut(vec![(crate::net::types::MacAddr(MAC_B), ack_b.msg.yiaddr())]);
+    let c = Committed::AllBut(vec![(bootlane_core::net::types::MacAddr(MAC_B), ack_b.msg.yiaddr())]);
     assert!(c.allows(&ack_a) && !c.allows(&ack_b));
     let offer = ask(&h, req(MessageType::Discover, MAC_R, |_| {})).await.unwrap();
     assert!(c.allows(&offer) && Committed::NoAcks.allows(&offer) && !Committed::NoAcks.allows(&ack_a));
@@ -1257,8 +1257,8 @@ async fn old_lease_rows_are_rekeyed_and_refused_acks_withheld() {
 async fn two_nodes_never_lease_one_v6_address_twice() {
     use super::leases::now_secs;
     use super::v6::leases::{lease6_id, Lease6, Lease6Db};
-    let (a, cluster) = crate::store::test_support::pg_store().await;
-    let b = crate::store::test_support::pg_node(&cluster, &cluster.url("t")).await;
+    let (a, cluster) = bootlane_core::store::test_support::pg_store().await;
+    let b = bootlane_core::store::test_support::pg_node(&cluster, &cluster.url("t")).await;
     let mut da = Lease6Db::load(&a).await.unwrap();
     let mut db = Lease6Db::load(&b).await.unwrap();
     let ip: std::net::Ipv6Addr = "fd00:77::105".parse().unwrap();
@@ -1276,7 +1276,7 @@ async fn two_nodes_never_lease_one_v6_address_twice() {
     let l = da.bind(lease("0001aa", now_secs() + 3600)).await.unwrap();
     assert_eq!(l.id, lease6_id(ip));
     let e = db.bind(lease("0001bb", now_secs() + 3600)).await.unwrap_err();
-    assert!(matches!(e, crate::store::StoreError::Conflict(_)), "{e}");
+    assert!(matches!(e, bootlane_core::store::StoreError::Conflict(_)), "{e}");
     assert_eq!(
         db.all().next().unwrap().duid,
         "0001aa",
