@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Writes the built-in catalog items (controlplane/catalog/items/) from the answer-file
-presets and the scripts below; run scripts/catalog-index.py controlplane/catalog after."""
+"""Writes the built-in catalog items (controlplane/crates/install/catalog/items/) from the answer-file
+presets and the scripts below; run scripts/catalog-index.py controlplane/crates/install/catalog after."""
 import json, pathlib
-root = pathlib.Path(__file__).resolve().parent.parent / "controlplane/catalog"
+root = pathlib.Path(__file__).resolve().parent.parent / "controlplane/crates/install/catalog"
 presets = pathlib.Path(__file__).resolve().parent.parent / "controlplane/src/answers/presets"
 A = "Bootlane"
 def write(item):

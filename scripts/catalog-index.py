@@ -8,8 +8,8 @@ its `content` in canonical JSON: keys sorted, no whitespace, UTF-8, no floats, i
 This tool recomputes every item's sha256 (writing it into the item file) and rewrites
 `index.json` from the items' metadata, in a stable order.
 
-    scripts/catalog-index.py controlplane/catalog          # rewrite
-    scripts/catalog-index.py --check controlplane/catalog  # exit 1 when out of date
+    scripts/catalog-index.py controlplane/crates/install/catalog          # rewrite
+    scripts/catalog-index.py --check controlplane/crates/install/catalog  # exit 1 when out of date
 """
 import hashlib
 import json

@@ -2,23 +2,11 @@
 //! [`config::Config`] and stops them when the cancellation token fires. `main.rs` is a
 //! thin shim over it, and tests start the same code in-process.
 
-pub mod answers;
 pub mod api;
 pub mod app;
-pub mod bmc;
 pub mod cli;
 pub mod cluster;
-pub mod community;
 pub mod config;
-pub mod install;
-pub mod media;
-pub mod netboot;
-pub mod netdiag;
-pub mod nfs;
-pub mod scripts;
-pub mod settings;
-pub mod updates;
-pub mod wol;
 
 pub use bootlane_core::{
     audit, backup, escape, events, leases, logging, memory, metrics, net, service_error, store, supervisor, swap,
@@ -32,6 +20,14 @@ pub use bootlane_dns::{dataplane, dns, stats};
 pub use bootlane_dhcp::dhcp;
 
 pub use bootlane_tftp::tftp;
+
+pub use bootlane_install::{answers, community, install, netboot, scripts};
+
+pub use bootlane_media::{media, nfs, settings};
+
+pub use bootlane_machines::{bmc, netdiag, wol};
+
+pub use bootlane_updates::updates;
 
 use std::sync::Arc;
 

@@ -57,6 +57,8 @@ mod tests_contract;
 #[cfg(test)]
 mod tests_install;
 #[cfg(test)]
+mod tests_install_service;
+#[cfg(test)]
 mod tests_logs;
 #[cfg(test)]
 mod tests_media;
@@ -68,6 +70,8 @@ mod tests_os_images;
 mod tests_pxelinux;
 #[cfg(test)]
 mod tests_scripts;
+#[cfg(test)]
+mod tests_scripts_service;
 #[cfg(test)]
 mod tests_store;
 #[cfg(test)]

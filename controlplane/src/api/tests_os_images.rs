@@ -1,5 +1,5 @@
 //! Router tests of the OS image API: a Debian-netinst-shaped ISO (built with xorriso by
-//! [`crate::media::iso::tests::debian_iso`]; skipped with a message when xorriso is
+//! [`crate::media::iso::test_support::debian_iso`]; skipped with a message when xorriso is
 //! missing) uploaded through `POST /os-images/upload`, polled until `ready` with its
 //! kernel and initrd, with its progress events; list, edit, delete.
 
@@ -63,7 +63,7 @@ async fn wait_settled(t: &T, id: u64) -> Value {
 #[tokio::test]
 async fn an_uploaded_debian_iso_becomes_ready_with_its_kernel_and_initrd() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(iso) = crate::media::iso::tests::debian_iso(dir.path()) else {
+    let Some(iso) = crate::media::iso::test_support::debian_iso(dir.path()) else {
         return;
     };
     let data = std::fs::read(&iso).unwrap();
@@ -248,7 +248,7 @@ async fn a_file_that_is_not_an_iso_fails_with_a_reason_and_uploads_need_a_file_p
 #[tokio::test]
 async fn import_copies_or_moves_an_iso_from_the_import_directory_only() {
     let src = tempfile::tempdir().unwrap();
-    let Some(iso) = crate::media::iso::tests::debian_iso(src.path()) else {
+    let Some(iso) = crate::media::iso::test_support::debian_iso(src.path()) else {
         return;
     };
     let data = std::fs::read(&iso).unwrap();
@@ -341,7 +341,7 @@ async fn wait_state(t: &T, id: u64, want: &str) -> Value {
 #[tokio::test]
 async fn an_image_is_browsed_mounted_extracted_and_made_a_profile() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(iso) = crate::media::iso::tests::debian_iso(dir.path()) else {
+    let Some(iso) = crate::media::iso::test_support::debian_iso(dir.path()) else {
         return;
     };
     let data = std::fs::read(&iso).unwrap();

@@ -15,7 +15,7 @@ use sha2::Digest;
 
 use super::test_support::{setup_with, T};
 use crate::updates::manifest::{
-    tests::{keys, sign},
+    test_support::{keys, sign},
     Label,
 };
 

@@ -1,0 +1,384 @@
+//! Layered settings for the groups that belong to no single service: `general` and
+//! `netboot`. The configuration file gives the defaults, stored values
+//! (`store.kv("settings")`, one document per group) override them, and a change is
+//! validated, stored and applied: live where possible (session lifetime, boot root for
+//! HTTP boot), through a restart of the one service that needs it (TFTP for a new boot
+//! root), or at the next process start (server name, API listen address: the answer
+//! says so). The per-service groups (`/services/dns|dhcp|tftp`, `/settings/logging`)
+//! and `/settings/interfaces` delegate to their services; see `api/settings_api.rs`.
+//! State: the effective values of both groups.
+
+use std::{
+    net::SocketAddr,
+    path::PathBuf,
+    sync::{Arc, RwLock},
+};
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use bootlane_core::{
+    events::{EventBus, NewEvent},
+    service_error::ServiceError,
+    store::{Kv, Store, StoreError},
+};
+
+/// How a settings change took effect.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub struct Applied {
+    /// Keys applied at once.
+    pub live: Vec<String>,
+    /// Services restarted to apply the change.
+    pub restarted: Vec<String>,
+    /// Keys stored that apply at the next start of Bootlane.
+    pub next_start: Vec<String>,
+}
+
+/// `/settings/general`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GeneralSettings {
+    /// The server's name (a DNS label; its own A record). Applies at the next start.
+    pub server_name: String,
+    /// API and HTTP boot listen address `ip:port`. Applies at the next start.
+    pub api_listen: String,
+    /// Lifetime of new sessions in seconds (60-2592000). Live.
+    pub session_ttl_secs: u64,
+}
+
+/// Body of `PUT /settings/general`: any subset.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GeneralPatch {
+    /// See [`GeneralSettings::server_name`].
+    pub server_name: Option<String>,
+    /// See [`GeneralSettings::api_listen`].
+    pub api_listen: Option<String>,
+    /// See [`GeneralSettings::session_ttl_secs`].
+    pub session_ttl_secs: Option<u64>,
+}
+
+/// `/settings/netboot`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NetbootSettings {
+    /// The boot directory served by TFTP and `GET /boot/...` (absolute, existing).
+    pub boot_root: String,
+    /// The HTTP base URL clients should use for iPXE scripts, kernels and initrds
+    /// (`http://` or `https://`, host and optional port and path, no query), e.g. a DNS
+    /// name or a reverse proxy in front of Bootlane. `null` (the default): `http://<the
+    /// subnet's server address>:<API port>` in DHCP answers and `http://<Host header>` in
+    /// scripts. Applies to the next DHCP answer and script, no restart.
+    pub http_base_url: Option<String>,
+    /// The iPXE script path appended to the base URL in the URL DHCP hands to iPXE
+    /// clients (the loop breaker: a client whose user class is `iPXE`, option 77, gets
+    /// this URL instead of the iPXE binary, so it does not chain-load itself again).
+    /// Read-only.
+    pub ipxe_script_path: String,
+}
+
+/// Body of `PUT /settings/netboot`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NetbootPatch {
+    /// See [`NetbootSettings::boot_root`].
+    pub boot_root: Option<String>,
+    /// See [`NetbootSettings::http_base_url`]; `""` clears it (back to the default).
+    pub http_base_url: Option<String>,
+    /// Read-only, accepted unchanged so a GET answer can be PUT back.
+    pub ipxe_script_path: Option<String>,
+}
+
+/// `/settings/interfaces`: which interfaces and addresses each service uses.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct InterfaceSettings {
+    /// DNS listen addresses.
+    pub dns: Vec<String>,
+    /// DHCP: subnet (CIDR) → interface.
+    pub dhcp: std::collections::BTreeMap<String, String>,
+    /// TFTP listen address.
+    pub tftp: String,
+}
+
+/// The whole tree (`GET/PUT /settings`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SettingsTree {
+    /// General.
+    pub general: GeneralSettings,
+    /// Interfaces per service.
+    pub interfaces: InterfaceSettings,
+    /// Netboot.
+    pub netboot: NetbootSettings,
+    /// Logging (see `/settings/logging`).
+    #[schema(value_type = Object)]
+    pub logging: serde_json::Value,
+    /// DNS (see `/services/dns`).
+    #[schema(value_type = Object)]
+    pub dns: serde_json::Value,
+    /// DHCP (see `/services/dhcp`).
+    #[schema(value_type = Object)]
+    pub dhcp: serde_json::Value,
+    /// TFTP (see `/services/tftp`).
+    #[schema(value_type = Object)]
+    pub tftp: serde_json::Value,
+}
+
+/// File defaults for the two groups (from `[server]`, `[api]` and `[boot]`).
+#[derive(Debug, Clone)]
+pub struct SettingsDefaults {
+    /// `[server] name`.
+    pub server_name: String,
+    /// `[api] listen`.
+    pub api_listen: SocketAddr,
+    /// `[api] session_ttl_secs`.
+    pub session_ttl_secs: u64,
+    /// `[boot] root` or `<data_dir>/boot`.
+    pub boot_root: PathBuf,
+    /// The data directory (never a boot root, see [`bootlane_boot::boot::guard::check_root`]).
+    pub data_dir: PathBuf,
+    /// `[boot] allowed_roots`.
+    pub allowed_roots: Vec<PathBuf>,
+}
+
+/// The `general` and `netboot` groups.
+pub struct Settings {
+    kv: Kv,
+    general: RwLock<GeneralSettings>,
+    boot_root: Arc<RwLock<PathBuf>>,
+    /// What [`bootlane_boot::boot::guard::check_root`] checks a new root against.
+    root_limits: (PathBuf, PathBuf, Vec<PathBuf>),
+    http_base: bootlane_boot::boot::HttpBaseUrl,
+    write: tokio::sync::Mutex<()>,
+    events: Arc<EventBus>,
+}
+
+const GENERAL: &str = "general";
+const NETBOOT: &str = "netboot";
+
+impl Settings {
+    /// Loads the stored groups over the file defaults.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn open(store: &Store, d: &SettingsDefaults, events: Arc<EventBus>) -> Result<Arc<Self>, StoreError> {
+        let kv = store.kv("settings")?;
+        let general = kv.get::<GeneralSettings>(GENERAL)?.unwrap_or(GeneralSettings {
+            server_name: d.server_name.clone(),
+            api_listen: d.api_listen.to_string(),
+            session_ttl_secs: d.session_ttl_secs,
+        });
+        let netboot = kv.get::<NetbootSettings>(NETBOOT)?;
+        // A stored root the rules no longer accept (set before they existed) is dropped
+        // for the configured one.
+        let boot_root = match netboot.as_ref().map(|n| PathBuf::from(&n.boot_root)) {
+            None => d.boot_root.clone(),
+            Some(r) if r == d.boot_root => r,
+            Some(r) => match bootlane_boot::boot::guard::check_root(&r, &d.data_dir, &d.boot_root, &d.allowed_roots) {
+                Ok(_) => r,
+                Err(why) => {
+                    tracing::warn!(
+                        "the stored boot root {} {why}; serving the configured root {} instead",
+                        r.display(),
+                        d.boot_root.display()
+                    );
+                    d.boot_root.clone()
+                }
+            },
+        };
+        let http_base = netboot.and_then(|n| n.http_base_url);
+        Ok(Arc::new(Self {
+            kv,
+            general: RwLock::new(general),
+            boot_root: Arc::new(RwLock::new(boot_root)),
+            root_limits: (d.data_dir.clone(), d.boot_root.clone(), d.allowed_roots.clone()),
+            http_base: Arc::new(RwLock::new(http_base)),
+            write: tokio::sync::Mutex::new(()),
+            events,
+        }))
+    }
+
+    /// The effective general settings.
+    pub fn general(&self) -> GeneralSettings {
+        self.general
+            .read()
+            .map(|g| g.clone())
+            .unwrap_or_else(|e| e.into_inner().clone())
+    }
+
+    /// The effective boot directory.
+    pub fn boot_root(&self) -> PathBuf {
+        self.boot_root
+            .read()
+            .map(|g| g.clone())
+            .unwrap_or_else(|e| e.into_inner().clone())
+    }
+
+    /// The shared boot-root cell (HTTP boot reads it per request).
+    pub fn boot_root_cell(&self) -> Arc<RwLock<PathBuf>> {
+        self.boot_root.clone()
+    }
+
+    /// The shared HTTP base URL cell (DHCP and the script route read it per request).
+    pub fn http_base_cell(&self) -> bootlane_boot::boot::HttpBaseUrl {
+        self.http_base.clone()
+    }
+
+    /// The configured HTTP base URL, if any.
+    pub fn http_base_url(&self) -> Option<String> {
+        self.http_base
+            .read()
+            .map(|g| g.clone())
+            .unwrap_or_else(|e| e.into_inner().clone())
+    }
+
+    /// The effective netboot settings.
+    pub fn netboot(&self) -> NetbootSettings {
+        NetbootSettings {
+            boot_root: self.boot_root().display().to_string(),
+            http_base_url: self.http_base_url(),
+            ipxe_script_path: bootlane_dhcp::dhcp::handler::IPXE_SCRIPT_PATH.to_string(),
+        }
+    }
+
+    /// Validates and stores a general patch; answers the new values and how each key
+    /// applies (`session_ttl_secs` live through `set_ttl`, the others at next start).
+    ///
+    /// # Errors
+    /// [`ServiceError::Invalid`] naming the key; store errors.
+    pub async fn put_general(
+        &self,
+        p: GeneralPatch,
+        set_ttl: impl FnOnce(u64),
+    ) -> Result<(GeneralSettings, Applied), ServiceError> {
+        let _w = self.write.lock().await;
+        let before = self.general();
+        let mut new = before.clone();
+        let mut applied = Applied {
+            live: vec![],
+            restarted: vec![],
+            next_start: vec![],
+        };
+        if let Some(n) = p.server_name {
+            let n = n.trim().to_ascii_lowercase();
+            bootlane_core::net::types::validate_host_label(&n).map_err(|e| {
+                ServiceError::Invalid(format!(
+                    "'server_name' {n:?} must be a single DNS label valid as a host name: {e}"
+                ))
+            })?;
+            new.server_name = n;
+            applied.next_start.push("server_name".into());
+        }
+        if let Some(l) = p.api_listen {
+            let a: SocketAddr = l
+                .trim()
+                .parse()
+                .map_err(|_| ServiceError::Invalid(format!("'api_listen' {l:?} is not ip:port, e.g. 0.0.0.0:8080")))?;
+            if a.port() == 0 {
+                return Err(ServiceError::Invalid("'api_listen' needs a port 1-65535".into()));
+            }
+            new.api_listen = a.to_string();
+            applied.next_start.push("api_listen".into());
+        }
+        if let Some(t) = p.session_ttl_secs {
+            if !(60..=2_592_000).contains(&t) {
+                return Err(ServiceError::Invalid("'session_ttl_secs' must be 60-2592000".into()));
+            }
+            new.session_ttl_secs = t;
+            applied.live.push("session_ttl_secs".into());
+        }
+        if new != before {
+            self.kv.put(GENERAL, &new).await?;
+            if let Ok(mut g) = self.general.write() {
+                *g = new.clone();
+            }
+            set_ttl(new.session_ttl_secs);
+            self.events.publish(NewEvent::write(
+                "settings.changed",
+                "settings",
+                "general",
+                "update",
+                "general settings changed",
+                Some(&before),
+                Some(&new),
+            ));
+        }
+        Ok((new, applied))
+    }
+
+    /// Validates and stores a netboot patch. A new boot root applies to HTTP boot at once;
+    /// the caller restarts TFTP when the returned flag says the root changed.
+    ///
+    /// # Errors
+    /// [`ServiceError::Invalid`] naming the key; store errors.
+    pub async fn put_netboot(&self, p: NetbootPatch) -> Result<(NetbootSettings, bool), ServiceError> {
+        let _w = self.write.lock().await;
+        let before = self.netboot();
+        if let Some(x) = &p.ipxe_script_path {
+            if *x != before.ipxe_script_path {
+                return Err(ServiceError::Invalid(
+                    "'ipxe_script_path' is read-only (it follows api_listen and the subnets' server addresses)".into(),
+                ));
+            }
+        }
+        let base = match p.http_base_url.as_deref().map(str::trim) {
+            None => before.http_base_url.clone(),
+            Some("") => None,
+            Some(u) => Some(validate_base_url(u)?),
+        };
+        let root = match p.boot_root {
+            None => self.boot_root(),
+            Some(root) => {
+                let root = PathBuf::from(root.trim());
+                let (data_dir, file_root, allowed) = &self.root_limits;
+                bootlane_boot::boot::guard::check_root(&root, data_dir, file_root, allowed)
+                    .map_err(|why| ServiceError::Invalid(format!("'boot_root' {} {why}", root.display())))?
+            }
+        };
+        let root_changed = root != self.boot_root();
+        if !root_changed && base == before.http_base_url {
+            return Ok((before, false));
+        }
+        if let Ok(mut g) = self.boot_root.write() {
+            *g = root;
+        }
+        if let Ok(mut g) = self.http_base.write() {
+            *g = base;
+        }
+        let after = self.netboot();
+        self.kv.put(NETBOOT, &after).await?;
+        self.events.publish(NewEvent::write(
+            "settings.changed",
+            "settings",
+            "netboot",
+            "update",
+            "netboot settings changed",
+            Some(&before),
+            Some(&after),
+        ));
+        Ok((after, root_changed))
+    }
+}
+
+/// Checks an `http_base_url`: `http` or `https`, a host, no query or fragment, no user
+/// info; answers it without a trailing `/` (paths are appended with one).
+///
+/// # Errors
+/// [`ServiceError::Invalid`] naming `http_base_url` and what is wrong.
+fn validate_base_url(u: &str) -> Result<String, ServiceError> {
+    let bad = |why: &str| ServiceError::Invalid(format!("'http_base_url' {u:?}: {why}"));
+    let parsed = url::Url::parse(u).map_err(|e| bad(&format!("not a URL ({e}); e.g. http://boot.lab.example:8080")))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(bad("must start with http:// or https://"));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(bad("has no host"));
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(bad("must not have a query or fragment"));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(bad("must not carry a user name or password"));
+    }
+    Ok(parsed.as_str().trim_end_matches('/').to_owned())
+}
