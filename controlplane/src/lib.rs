@@ -2,11 +2,7 @@
 //! [`config::Config`] and stops them when the cancellation token fires. `main.rs` is a
 //! thin shim over it, and tests start the same code in-process.
 
-pub mod api;
-pub mod app;
 pub mod cli;
-pub mod cluster;
-pub mod config;
 
 pub use bootlane_core::{
     audit, backup, escape, events, leases, logging, memory, metrics, net, service_error, store, supervisor, swap,
@@ -28,6 +24,10 @@ pub use bootlane_media::{media, nfs, settings};
 pub use bootlane_machines::{bmc, netdiag, wol};
 
 pub use bootlane_updates::updates;
+
+pub use bootlane_config::config;
+
+pub use bootlane_api::{api, app, cluster};
 
 use std::sync::Arc;
 

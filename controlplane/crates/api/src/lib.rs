@@ -1,0 +1,5 @@
+//! Bootlane's REST API (/api/v1) and the wiring under it: the router with its OpenAPI document, sign-in and sessions, every resource's routes, the embedded web UI, the state that builds every service from the configuration, and following other nodes on a shared store.
+
+pub mod api;
+pub mod app;
+pub mod cluster;

@@ -1,0 +1,3 @@
+//! Bootlane's configuration file: the TOML document every service reads at start, its defaults, validation and the serve arguments that override it.
+
+pub mod config;
