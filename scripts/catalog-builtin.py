@@ -3,7 +3,7 @@
 presets and the scripts below; run scripts/catalog-index.py controlplane/crates/install/catalog after."""
 import json, pathlib
 root = pathlib.Path(__file__).resolve().parent.parent / "controlplane/crates/install/catalog"
-presets = pathlib.Path(__file__).resolve().parent.parent / "controlplane/src/answers/presets"
+presets = pathlib.Path(__file__).resolve().parent.parent / "controlplane/crates/install/src/answers/presets"
 A = "Bootlane"
 def write(item):
     p = root / "items" / item["type"] / f"{item['id']}.json"

@@ -1,7 +1,7 @@
 //! The DNS parts of the responder: the query checks (RFC 1035 §4.1), the question name
 //! copied into a lowercased [`DnsKey`] (RFC 4343), the EDNS OPT record (RFC 6891 §6.1),
 //! and the answer records written in place after the echoed question. The bytes written
-//! here must equal what `controlplane/src/dns/handler.rs` (hickory-proto) encodes; the
+//! here must equal what `controlplane/crates/dns/src/dns/handler.rs` (hickory-proto) encodes; the
 //! differential test in the `tests` crate proves it.
 
 use aya_ebpf::programs::XdpContext;

@@ -357,7 +357,7 @@ fn test(unit_only: bool, no_browser: bool, filter: Option<String>) -> Result<()>
     // The API suite once more on the PostgreSQL store (the API tests run against both
     // backends): one throwaway cluster, a database per test.
     run(cargo()
-        .args(["test", "-p", "bootlane", "--lib", "--", "api::"])
+        .args(["test", "-p", "bootlane-api", "--lib"])
         .env("BOOTLANE_TEST_STORE", "postgres"))?;
     let bin = build_server(false)?;
     if !unit_only {

@@ -10,7 +10,7 @@
 //! bus (`bootlane_events_published_total`, `bootlane_event_subscribers`) and the
 //! service supervisor (`bootlane_service_up{service}`) emit this way. Emitting
 //! before [`install`] has run is a silent no-op (the `metrics` crate's default
-//! recorder), so [`crate::run`], the API router and every test that looks at metrics
+//! recorder), so `bootlane::run`, the API router and every test that looks at metrics
 //! call [`install`] first.
 //!
 //! Hot paths that keep their own atomic counters (the DNS handler, the XDP per-CPU

@@ -1,7 +1,7 @@
 //! The error type shared by the services behind the REST API (DNS records and settings,
 //! the boot catalog of hosts and profiles, DHCP administration), and serde helpers their
 //! inputs share. Each variant maps to one HTTP status in
-//! [`ApiError`](crate::api::error::ApiError); the message is written for the API client
+//! `bootlane::api::error::ApiError`; the message is written for the API client
 //! (what is wrong and how to fix it). No state.
 
 use serde::{Deserialize, Deserializer};

@@ -1,6 +1,6 @@
 //! The systemd readiness protocol for the packaged unit's `Type=notify` (ready only when
 //! every enabled service is listening). [`notify_ready`] sends `READY=1` with a `STATUS=`
-//! line naming each service's state once [`crate::run`] has bound the API and the
+//! line naming each service's state once `bootlane::run` has bound the API and the
 //! supervisor has started every auto-start service (a service that failed to start does
 //! not hold start-up back: the server runs without it, as outside systemd, and the status
 //! line says why); [`notify_stopping`] sends `STOPPING=1` when shutdown begins. Outside

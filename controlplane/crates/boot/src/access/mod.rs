@@ -27,7 +27,7 @@
 //!
 //! This module owns the `[access]` configuration section ([`AccessConfig`]; `config.rs`
 //! only aggregates). The mode in force is the stored one (`PUT /access/mode`) or else the
-//! file's. State: the service and its gate, built once in [`crate::app::build`]; the
+//! file's. State: the service and its gate, built once in `bootlane::app::build`; the
 //! recorder task stops with the server's cancellation token.
 
 pub mod gate;

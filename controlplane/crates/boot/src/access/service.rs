@@ -155,7 +155,7 @@ impl AccessService {
     }
 
     /// Rebuilds the gate from the stored entries and mode: called when another node
-    /// changed them (see [`crate::cluster`]).
+    /// changed them (see `bootlane::cluster`).
     ///
     /// # Errors
     /// Store errors.

@@ -72,7 +72,7 @@ impl HostService {
     }
 
     /// Re-reads what the DHCP handler takes from hosts (the Secure Boot MACs): called
-    /// when another node changed hosts (see [`crate::cluster`]).
+    /// when another node changed hosts (see `bootlane::cluster`).
     ///
     /// # Errors
     /// Store errors.

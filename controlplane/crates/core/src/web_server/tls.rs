@@ -2,7 +2,7 @@
 //! [`ResolvesServerCert`] whose certificate is swapped atomically, so a reload never
 //! drops a connection), where it comes from, and the TLS acceptor built over it.
 //!
-//! Sources (`[api] tls`, see [`crate::config::TlsMode`]):
+//! Sources (`[api] tls`, see `bootlane::config::TlsMode`):
 //! - `self-signed`: made with rcgen at first start (ECDSA P-256, 825 days, the names of
 //!   `[api] tls_names`), stored in `<data_dir>/tls/` (key mode 0600, directory 0700)
 //!   and reused on later starts until fewer than 30 days remain; its SHA-256

@@ -493,7 +493,7 @@ impl DhcpControl {
     }
 
     /// Pushes the stored reservations and settings into the running handler: called
-    /// when another node changed them (see [`crate::cluster`]).
+    /// when another node changed them (see `bootlane::cluster`).
     ///
     /// # Errors
     /// Store errors.

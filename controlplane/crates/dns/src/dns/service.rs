@@ -396,7 +396,7 @@ impl DnsService {
     }
 
     /// Rebuilds the zone and the XDP map from the stored records: called when another
-    /// node changed them (see [`crate::cluster`]).
+    /// node changed them (see `bootlane::cluster`).
     ///
     /// # Errors
     /// A stored local domain that no longer parses; store errors.

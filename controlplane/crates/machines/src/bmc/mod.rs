@@ -8,7 +8,7 @@
 //!
 //! This module owns the `[bmc]` configuration section ([`BmcSection`], validated here;
 //! `config.rs` only aggregates). It holds no global state: the service is built once in
-//! [`crate::app::build`].
+//! `bootlane::app::build`.
 
 pub mod client;
 pub mod ipmi;

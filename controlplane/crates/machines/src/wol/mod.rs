@@ -6,7 +6,7 @@
 //!
 //! This module owns the `[wol]` configuration section ([`WolConfig`], validated here;
 //! `config.rs` only aggregates). It holds no global state: the service is built once in
-//! [`crate::app::build`] and its scheduler task stops with the server's cancellation token.
+//! `bootlane::app::build` and its scheduler task stops with the server's cancellation token.
 
 pub mod history;
 pub mod packet;

@@ -7,7 +7,7 @@
 //! This module owns the `[updates]` configuration section ([`UpdatesConfig`], validated
 //! here; `config.rs` only aggregates) and the `<data_dir>/updates/` directory. Nothing here
 //! ever replaces the running binary: only the operator's `bootlane update install` does.
-//! It holds no global state: the service is built once in [`crate::app::build`].
+//! It holds no global state: the service is built once in `bootlane::app::build`.
 
 pub mod install;
 pub mod manifest;
