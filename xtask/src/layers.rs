@@ -276,7 +276,9 @@ pub(crate) fn cycles(g: &Graph) -> Vec<String> {
     for (m, deps) in g {
         for d in deps {
             if m < d && reaches(g, d, m) {
-                out.push(format!("`{m}` and `{d}` import each other (directly or through others)"));
+                out.push(format!(
+                    "`{m}` and `{d}` import each other (directly or through others)"
+                ));
             }
         }
     }
