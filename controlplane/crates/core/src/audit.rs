@@ -543,7 +543,7 @@ pub fn send_to_syslog(config: &AuditConfig, host: &str, entries: &[AuditEntry]) 
 pub fn verify_data_dir(data_dir: &Path) -> anyhow::Result<Verification> {
     use anyhow::{bail, Context};
 
-    use crate::{events::AuditEntry, store::Entity};
+    use crate::store::Entity;
     let dir = data_dir.join("journal").join(AuditEntry::TREE);
     if !dir.is_dir() {
         bail!(
