@@ -1,10 +1,11 @@
 //! Following other nodes: with the shared PostgreSQL store, a write made through another
 //! node's API reaches this node's store mirror by `LISTEN/NOTIFY` ([`bootlane_core::store::pg`]),
-//! and [`follow`] then rebuilds what this node derived from the changed trees: the DNS
-//! zone and XDP map (records), the DHCP handler (reservations, DHCP settings), the access
-//! gate (entries, mode), the Secure Boot MACs (hosts) and the DHCP lease index (leases,
-//! key by key: a lease granted through one node is renewed through any). iPXE scripts,
-//! profiles and answer files are rendered from the store per request and need nothing.
+//! and [`follow`] gathers each burst of such changes and hands it to every registered
+//! [`Follower`] whose trees it touches (`app::followers`): the DNS zone and XDP map
+//! (records), the DHCP handler (reservations, DHCP settings) and lease indexes (leases,
+//! key by key: a lease granted through one node is renewed through any), the access gate
+//! (entries, mode) and the Secure Boot MACs (hosts). iPXE scripts, profiles and answer
+//! files are rendered from the store per request and need nothing.
 //! [`relay_events`] carries each node's events to the others, so any node's event stream
 //! shows the whole cluster (`?node=` picks one). With sled there are no other nodes and
 //! neither does anything.
