@@ -245,18 +245,7 @@ pub async fn build(
     )?;
     crate::cluster::report_link(&store, events.clone(), token.clone());
     crate::cluster::relay_events(&store, events.clone(), token.clone());
-    // Other nodes' writes (shared PostgreSQL store) rebuild what this node derived.
-    crate::cluster::follow(
-        &store,
-        crate::cluster::Followers {
-            dns: dns.clone(),
-            dhcp: dhcp.clone(),
-            access: access.clone(),
-            hosts: hosts.clone(),
-        },
-        token.clone(),
-    );
-    Ok(AppState {
+    let state = AppState {
         config,
         store,
         dns,
@@ -287,5 +276,20 @@ pub async fn build(
         scripts,
         community,
         updates,
-    })
+    };
+    // Other nodes' writes (shared PostgreSQL store) rebuild what this node derived.
+    crate::cluster::follow(&state.store, followers(&state), token);
+    Ok(state)
+}
+
+/// The services that follow other nodes' writes ([`crate::cluster::follow`]), one line
+/// each: each names the trees it derives from and rebuilds itself
+/// ([`bootlane_core::store::follow::Follower`]).
+pub fn followers(state: &AppState) -> crate::cluster::Followers {
+    vec![
+        state.dns.clone(),
+        state.dhcp.clone(),
+        state.access.clone(),
+        state.hosts.clone(),
+    ]
 }

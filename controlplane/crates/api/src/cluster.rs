@@ -1,10 +1,11 @@
 //! Following other nodes: with the shared PostgreSQL store, a write made through another
 //! node's API reaches this node's store mirror by `LISTEN/NOTIFY` ([`bootlane_core::store::pg`]),
-//! and [`follow`] then rebuilds what this node derived from the changed trees: the DNS
-//! zone and XDP map (records), the DHCP handler (reservations, DHCP settings), the access
-//! gate (entries, mode), the Secure Boot MACs (hosts) and the DHCP lease index (leases,
-//! key by key: a lease granted through one node is renewed through any). iPXE scripts,
-//! profiles and answer files are rendered from the store per request and need nothing.
+//! and [`follow`] gathers each burst of such changes and hands it to every registered
+//! [`Follower`] whose trees it touches (`app::followers`): the DNS zone and XDP map
+//! (records), the DHCP handler (reservations, DHCP settings) and lease indexes (leases,
+//! key by key: a lease granted through one node is renewed through any), the access gate
+//! (entries, mode) and the Secure Boot MACs (hosts). iPXE scripts, profiles and answer
+//! files are rendered from the store per request and need nothing.
 //! [`relay_events`] carries each node's events to the others, so any node's event stream
 //! shows the whole cluster (`?node=` picks one). With sled there are no other nodes and
 //! neither does anything.
@@ -14,75 +15,36 @@ use std::sync::Arc;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio_util::sync::CancellationToken;
 
-use bootlane_boot::{
-    access::{model::AccessEntry, service::AccessService},
-    inventory::{model::Host, service::HostService},
-};
 use bootlane_core::{
     events::{Event, EventBus},
-    store::{pg::MAX_PAYLOAD, Entity, RemoteChange, Store},
+    store::{
+        follow::{Burst, Follower},
+        pg::MAX_PAYLOAD,
+        RemoteChange, Store,
+    },
 };
-use bootlane_dhcp::dhcp::{
-    control::{DhcpControl, StoredReservation},
-    leases::Lease,
-    v6::leases::Lease6,
-};
-use bootlane_dns::dns::{records::DnsRecord, service::DnsService};
 
-/// What a node rebuilds when other nodes change the store.
-#[derive(Clone)]
-pub struct Followers {
-    /// Zone and XDP map.
-    pub dns: Arc<DnsService>,
-    /// The DHCP handler's reservations and settings.
-    pub dhcp: Arc<DhcpControl>,
-    /// The access gate.
-    pub access: Arc<AccessService>,
-    /// Hosts (the Secure Boot MACs the DHCP handler reads).
-    pub hosts: Arc<HostService>,
+/// The services that rebuild what they derived when other nodes change the store, in
+/// the order they are given each burst. Each names its trees ([`Follower::trees`]).
+pub type Followers = Vec<Arc<dyn Follower>>;
+
+/// The names of the `followers` that derive from tree `tree` (empty: nothing cached from
+/// it).
+pub fn followers_of<'a>(followers: &'a [Arc<dyn Follower>], tree: &str) -> Vec<&'a str> {
+    followers
+        .iter()
+        .filter(|f| f.trees().contains(&tree))
+        .map(|f| f.name())
+        .collect()
 }
 
-/// The parts of this node to rebuild after tree `tree` changed elsewhere.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
-    /// [`DnsService::resync`].
-    Dns,
-    /// [`DhcpControl::resync`].
-    Dhcp,
-    /// [`AccessService::resync`].
-    Access,
-    /// [`HostService::resync`].
-    Hosts,
-}
-
-/// Which part depends on `tree` (`None`: nothing cached from it).
-pub fn part_of(tree: &str) -> Option<Part> {
-    match tree {
-        t if t == DnsRecord::TREE => Some(Part::Dns),
-        t if t == StoredReservation::TREE || t == "dhcp_settings" => Some(Part::Dhcp),
-        t if t == AccessEntry::TREE || t == "access" => Some(Part::Access),
-        t if t == Host::TREE => Some(Part::Hosts),
-        _ => None,
-    }
-}
-
-impl Followers {
-    fn resync(&self, part: Part) {
-        let r = match part {
-            Part::Dns => self.dns.resync(),
-            Part::Dhcp => self.dhcp.resync(),
-            Part::Access => self.access.resync(),
-            Part::Hosts => self.hosts.resync(),
-        };
-        match r {
-            Ok(()) => tracing::debug!(?part, "rebuilt after another node's change"),
-            Err(e) => tracing::error!(?part, "rebuilding after another node's change failed: {e}"),
-        }
-    }
-
-    fn resync_all(&self) {
-        for p in [Part::Dns, Part::Dhcp, Part::Access, Part::Hosts] {
-            self.resync(p);
+/// Hands `burst` to every follower whose trees it touches, in order.
+async fn dispatch(followers: &[Arc<dyn Follower>], burst: &Burst) {
+    for f in followers.iter().filter(|f| burst.touches(f.trees())) {
+        let part = f.name();
+        match f.follow(burst).await {
+            Ok(()) => tracing::debug!(part, "rebuilt after another node's change"),
+            Err(e) => tracing::error!(part, "rebuilding after another node's change failed: {e}"),
         }
     }
 }
@@ -232,21 +194,9 @@ fn relay_payloads(node: &str, events: &[Arc<Event>]) -> Vec<String> {
     payloads
 }
 
-/// What to do with a lease index after a burst: `Some(None)` reload every lease (the
-/// announcements overflowed), `Some(Some(ids))` follow these, `None` nothing changed.
-fn lease_work(all: bool, ids: Vec<u64>) -> Option<Option<Vec<u64>>> {
-    if all {
-        Some(None)
-    } else if ids.is_empty() {
-        None
-    } else {
-        Some(Some(ids))
-    }
-}
-
 /// Starts following other nodes' changes until `token` is cancelled (no task for sled).
-/// A burst of changes is coalesced: each part is rebuilt once per burst; when the
-/// announcements overflowed, everything is rebuilt.
+/// A burst of changes is coalesced into one [`Burst`]: each follower it touches follows
+/// once per burst; when the announcements overflowed, every follower rebuilds all.
 pub fn follow(store: &Store, followers: Followers, token: CancellationToken) {
     let Some(mut rx) = store.remote_changes() else { return };
     tokio::spawn(async move {
@@ -255,25 +205,14 @@ pub fn follow(store: &Store, followers: Followers, token: CancellationToken) {
                 () = token.cancelled() => return,
                 r = rx.recv() => r,
             };
-            let mut parts: Vec<Part> = Vec::new();
-            let mut lease_ids: Vec<u64> = Vec::new();
-            let mut lease6_ids: Vec<u64> = Vec::new();
-            let mut all = false;
+            let mut burst = Burst::default();
             let mut take = |r: Result<RemoteChange, RecvError>| match r {
                 Ok(change) => {
-                    if change.tree == Lease::TREE {
-                        lease_ids.extend(change.ids());
-                    }
-                    if change.tree == Lease6::TREE {
-                        lease6_ids.extend(change.ids());
-                    }
-                    if let Some(p) = part_of(&change.tree).filter(|p| !parts.contains(p)) {
-                        parts.push(p);
-                    }
+                    burst.add(&change);
                     true
                 }
                 Err(RecvError::Lagged(_)) => {
-                    all = true;
+                    burst.lost_some();
                     true
                 }
                 Err(RecvError::Closed) => false,
@@ -288,23 +227,7 @@ pub fn follow(store: &Store, followers: Followers, token: CancellationToken) {
                     Err(_) => break,
                 };
             }
-            if let Some(ids) = lease_work(all, lease_ids) {
-                if let Err(e) = followers.dhcp.follow_leases(ids).await {
-                    tracing::error!("following another node's leases failed: {e}");
-                }
-            }
-            if let Some(ids) = lease_work(all, lease6_ids) {
-                if let Err(e) = followers.dhcp.v6().follow_leases(ids).await {
-                    tracing::error!("following another node's DHCPv6 leases failed: {e}");
-                }
-            }
-            if all {
-                followers.resync_all();
-            } else {
-                for p in parts {
-                    followers.resync(p);
-                }
-            }
+            dispatch(&followers, &burst).await;
         }
     });
 }
@@ -313,15 +236,35 @@ pub fn follow(store: &Store, followers: Followers, token: CancellationToken) {
 mod tests {
     use super::*;
 
+    /// The followers `app::build` registers derive from the trees they cache: a tree
+    /// dropped from a service's [`Follower::trees`] (or a service not registered) fails.
+    #[tokio::test]
+    async fn trees_map_to_the_parts_that_cache_them() {
+        let (state, _fake) = crate::api::test_support::state(bootlane_config::config::Config::default()).await;
+        let followers = crate::app::followers(&state);
+        assert_eq!(followers_of(&followers, "dns_records"), ["dns"]);
+        assert_eq!(followers_of(&followers, "dhcp_reservations"), ["dhcp"]);
+        assert_eq!(followers_of(&followers, "dhcp_settings"), ["dhcp"]);
+        assert_eq!(followers_of(&followers, "dhcp_leases"), ["dhcp"]);
+        assert_eq!(followers_of(&followers, "dhcp6_leases"), ["dhcp"]);
+        assert_eq!(followers_of(&followers, "access_entries"), ["access"]);
+        assert_eq!(followers_of(&followers, "access"), ["access"]);
+        assert_eq!(followers_of(&followers, "hosts"), ["hosts"]);
+        assert!(followers_of(&followers, "profiles").is_empty());
+    }
+
+    /// The machine-bound trees are each node's own on a shared store, as their owners
+    /// declare them: a declaration dropped (or its crate no longer linked) fails.
     #[test]
-    fn trees_map_to_the_parts_that_cache_them() {
-        assert_eq!(part_of("dns_records"), Some(Part::Dns));
-        assert_eq!(part_of("dhcp_reservations"), Some(Part::Dhcp));
-        assert_eq!(part_of("dhcp_settings"), Some(Part::Dhcp));
-        assert_eq!(part_of("access_entries"), Some(Part::Access));
-        assert_eq!(part_of("access"), Some(Part::Access));
-        assert_eq!(part_of("hosts"), Some(Part::Hosts));
-        assert_eq!(part_of("profiles"), None);
+    fn the_machine_bound_trees_are_declared_per_node() {
+        let names: Vec<_> = bootlane_core::store::node_trees().iter().map(|t| t.name).collect();
+        assert_eq!(names, ["dhcp_settings", "nfs", "services", "settings", "tftp_settings"]);
+        assert!(bootlane_core::store::is_node_identity_key(
+            "dhcp_settings",
+            b"server_duid6"
+        ));
+        assert!(!bootlane_core::store::is_node_identity_key("settings", b"server_duid6"));
+        assert!(!bootlane_core::store::is_node_tree("hosts"));
     }
 
     #[test]

@@ -108,6 +108,9 @@ impl Action {
 }
 
 const AUTO_KEY: &str = "auto_start";
+/// The tree of the `auto_start` flags: which services run is each machine's own.
+const SERVICES_TREE: &str = "services";
+crate::store::node_tree!(SERVICES_TREE);
 
 /// The supervisor. Share as `Arc<Supervisor>`.
 pub struct Supervisor {
@@ -124,7 +127,7 @@ impl Supervisor {
     /// # Errors
     /// Store errors reading the `auto_start` flags.
     pub fn new(store: &Store, events: Arc<EventBus>, services: Vec<Arc<dyn Service>>) -> Result<Arc<Self>, StoreError> {
-        let kv = store.kv("services")?;
+        let kv = store.kv(SERVICES_TREE)?;
         let flags: BTreeMap<String, bool> = kv.get(AUTO_KEY)?.unwrap_or_default();
         let now = OffsetDateTime::now_utc();
         let status = services

@@ -1,6 +1,6 @@
 //! Two nodes on one shared PostgreSQL store: a change made through one node's API
 //! reaches the other node's services (zone and XDP projection, Secure Boot MACs, access
-//! gate) by `LISTEN/NOTIFY`, without polling.
+//! gate) by `LISTEN/NOTIFY`, without polling; the machine-bound trees stay each node's own.
 
 use std::time::{Duration, Instant};
 
@@ -224,4 +224,36 @@ async fn a_change_through_one_node_reaches_the_other_nodes_services() {
         }
     }
     assert_eq!(kinds, ["store.disconnected", "store.connected"]);
+}
+
+/// Every machine-bound tree is each node's own on one PostgreSQL database, as its owner
+/// declares it (`node_tree!`): what node A writes there node B does not read, while a
+/// shared tree written after them reaches B.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_machine_bound_trees_are_each_nodes_own() {
+    let cluster = pg::throwaway::Cluster::start().unwrap();
+    let url = cluster.create_database("own").await.unwrap();
+    let a = node(&cluster, &url, "node-a").await;
+    let b = node(&cluster, &url, "node-b").await;
+    let per_node = ["settings", "services", "dhcp_settings", "tftp_settings", "nfs"];
+    for tree in per_node {
+        a.state.store.kv(tree).unwrap().put("probe", &"a").await.unwrap();
+    }
+    a.state
+        .store
+        .kv("netboot_overlays")
+        .unwrap()
+        .put("probe", &"a")
+        .await
+        .unwrap();
+    let shared = b.state.store.kv("netboot_overlays").unwrap();
+    within("the shared tree's row on node B", || {
+        shared.get::<String>("probe").unwrap().is_some()
+    })
+    .await;
+    for tree in per_node {
+        let on = |t: &T| t.state.store.kv(tree).unwrap().get::<String>("probe").unwrap();
+        assert_eq!(on(&a).as_deref(), Some("a"), "{tree} on node A");
+        assert_eq!(on(&b), None, "{tree} of node A is node B's too");
+    }
 }

@@ -41,6 +41,9 @@ use bootlane_core::{
 
 type Result<T, E = ServiceError> = std::result::Result<T, E>;
 
+/// The key-value tree of the access mode.
+const KV_TREE: &str = "access";
+
 /// Most entries on each list.
 pub const MAX_ENTRIES: usize = 10_000;
 /// Most unauthorized devices kept.
@@ -121,7 +124,7 @@ impl AccessService {
         leases: Option<Arc<tokio::sync::Mutex<LeaseDb>>>,
         events: Arc<EventBus>,
     ) -> Result<Arc<Self>> {
-        let kv = store.kv("access")?;
+        let kv = store.kv(KV_TREE)?;
         let entries: Table<AccessEntry> = store.table()?;
         let devices: Table<UnauthorizedDevice> = store.table()?;
         let mode = kv.get::<Mode>(MODE_KEY)?.unwrap_or(config.mode);
@@ -163,7 +166,27 @@ impl AccessService {
         let mode = self.stored_mode()?.unwrap_or(self.config.mode);
         self.refresh(mode)
     }
+}
 
+/// Another node's entries or mode rebuild the gate ([`AccessService::resync`]).
+impl bootlane_core::store::follow::Follower for AccessService {
+    fn name(&self) -> &'static str {
+        "access"
+    }
+
+    fn trees(&self) -> &'static [&'static str] {
+        &[AccessEntry::TREE, KV_TREE]
+    }
+
+    fn follow<'a>(
+        &'a self,
+        _: &'a bootlane_core::store::follow::Burst,
+    ) -> bootlane_core::store::follow::BoxFuture<'a, Result<(), bootlane_core::store::follow::FollowError>> {
+        Box::pin(async move { Ok(self.resync()?) })
+    }
+}
+
+impl AccessService {
     /// Rebuilds the gate's snapshot from the store (after every write, under the lock).
     fn refresh(&self, mode: Mode) -> Result<()> {
         self.gate.swap(Snapshot::build(mode, &self.entries.list()?));

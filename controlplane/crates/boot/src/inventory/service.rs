@@ -16,7 +16,7 @@ use bootlane_core::{
     events::{EventBus, NewEvent},
     net::types::MacAddr,
     service_error::ServiceError,
-    store::{Store, Table},
+    store::{Entity, Store, Table},
 };
 
 type Result<T, E = ServiceError> = std::result::Result<T, E>;
@@ -79,7 +79,27 @@ impl HostService {
     pub fn resync(&self) -> Result<()> {
         self.refresh_secure_boot()
     }
+}
 
+/// Another node's host changes re-read the Secure Boot MACs ([`HostService::resync`]).
+impl bootlane_core::store::follow::Follower for HostService {
+    fn name(&self) -> &'static str {
+        "hosts"
+    }
+
+    fn trees(&self) -> &'static [&'static str] {
+        &[Host::TREE]
+    }
+
+    fn follow<'a>(
+        &'a self,
+        _: &'a bootlane_core::store::follow::Burst,
+    ) -> bootlane_core::store::follow::BoxFuture<'a, Result<(), bootlane_core::store::follow::FollowError>> {
+        Box::pin(async move { Ok(self.resync()?) })
+    }
+}
+
+impl HostService {
     fn refresh_secure_boot(&self) -> Result<()> {
         let macs = self
             .hosts

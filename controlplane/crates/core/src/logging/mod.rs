@@ -53,6 +53,9 @@ pub const MAX_KEEP_FILES: u32 = 10_000;
 pub const MAX_RETENTION_DAYS: u32 = 3650;
 
 const SETTINGS_TREE: &str = "settings";
+// The general, DNS and logging settings (listen addresses, ports, the server's name, log
+// files) belong to one machine.
+crate::store::node_tree!(SETTINGS_TREE);
 const SETTINGS_KEY: &str = "logging";
 
 /// `[logging]`: level, log files, rotation and retention. Every key has a default.

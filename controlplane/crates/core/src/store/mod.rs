@@ -14,6 +14,7 @@
 //!
 //! Global state: none besides the open sled database held by [`Store`].
 
+pub mod follow;
 pub mod journal;
 pub mod migrate;
 pub mod pg;
@@ -209,25 +210,76 @@ pub struct Store {
     /// Where [`Store::journal`] keeps its journals (`<data_dir>/journal`).
     journals: PathBuf,
     /// This node's name once [`Store::for_node`] named it (shared store only): the
-    /// [`NODE_TREES`] are then this node's own.
+    /// [`node_trees`] are then this node's own.
     node: Option<Arc<str>>,
     // Keeps a temporary directory alive for the life of a test store.
     _temp: Option<Arc<TempDirGuard>>,
 }
 
-/// Settings trees that belong to one machine (settings can be global or per node): the
-/// general group, DNS and logging settings (`settings`: listen addresses, ports, the
-/// server's name, log files), which services run (`services`), the DHCP subnets and
-/// interfaces served (`dhcp_settings`), the TFTP boot root (`tftp_settings`) and NFS
-/// exports (`nfs`). On a shared store each node keeps its own copy, stored as
-/// `<tree>@<node>`; everything else (records, hosts, profiles, reservations, leases,
-/// access lists, boot and answer settings, catalog overlays) is shared by all nodes.
-pub const NODE_TREES: &[&str] = &["settings", "services", "dhcp_settings", "tftp_settings", "nfs"];
+/// A key-value tree that belongs to one machine (settings can be global or per node),
+/// declared by the crate that owns the tree with [`node_tree!`]. On a shared store each
+/// node keeps its own copy, stored as `<tree>@<node>`; every tree not declared so
+/// (records, hosts, profiles, reservations, leases, access lists, boot and answer
+/// settings, catalog overlays) is shared by all nodes. With sled nothing changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeTree {
+    /// The [`Store::kv`] name of the tree.
+    pub name: &'static str,
+    /// Keys of the tree that name one server and are not copied into a node's own tree
+    /// by [`Store::for_node`]: each node makes its own (the DHCPv6 server DUID, RFC 8415
+    /// §11: two servers must not share one).
+    pub identity_keys: &'static [&'static str],
+}
 
-/// Keys of the [`NODE_TREES`] that name one server and are not copied into a node's own
-/// tree by [`Store::for_node`]: each node makes its own (the DHCPv6 server DUID, RFC 8415
-/// §11: two servers must not share one).
-pub const NODE_IDENTITY_KEYS: &[&str] = &["server_duid6"];
+inventory::collect!(NodeTree);
+
+#[doc(hidden)]
+pub use inventory as __inventory;
+
+/// Declares a per-node key-value tree ([`NodeTree`]) where its owner opens it:
+/// `node_tree!("tftp_settings");` or, with keys each node makes for itself,
+/// `node_tree!("dhcp_settings", identity = ["server_duid6"]);`. The declaration is
+/// collected at link time into [`node_trees`], so no central list names the tree.
+#[macro_export]
+macro_rules! node_tree {
+    ($name:expr) => {
+        $crate::node_tree!($name, identity = []);
+    };
+    ($name:expr, identity = [$($key:expr),* $(,)?]) => {
+        $crate::store::__inventory::submit! {
+            $crate::store::NodeTree { name: $name, identity_keys: &[$($key),*] }
+        }
+    };
+}
+pub use node_tree;
+
+/// Every per-node tree declared with [`node_tree!`] in the crates linked into this
+/// program, sorted by name, each name once (identity keys of repeated declarations
+/// merged).
+pub fn node_trees() -> Vec<NodeTree> {
+    let mut trees: Vec<NodeTree> = Vec::new();
+    for t in inventory::iter::<NodeTree> {
+        match trees.iter_mut().find(|d| d.name == t.name) {
+            Some(d) if d.identity_keys.is_empty() => d.identity_keys = t.identity_keys,
+            Some(_) => {}
+            None => trees.push(*t),
+        }
+    }
+    trees.sort_by_key(|t| t.name);
+    trees
+}
+
+/// Whether `name` is a declared per-node tree ([`node_trees`]).
+pub fn is_node_tree(name: &str) -> bool {
+    inventory::iter::<NodeTree>.into_iter().any(|t| t.name == name)
+}
+
+/// Whether `key` of tree `tree` names one server ([`NodeTree::identity_keys`]).
+pub fn is_node_identity_key(tree: &str, key: &[u8]) -> bool {
+    inventory::iter::<NodeTree>
+        .into_iter()
+        .any(|t| t.name == tree && t.identity_keys.iter().any(|k| k.as_bytes() == key))
+}
 
 /// The database underneath: sled in the data directory, or a shared PostgreSQL
 /// ([`pg`]). Cheap to clone.
@@ -633,7 +685,7 @@ impl Store {
     }
 
     /// This store as node `node` sees it: on a shared store, [`Store::kv`] of a
-    /// [`NODE_TREES`] name is then this node's own tree. A node whose own tree is still
+    /// [`node_trees`] name is then this node's own tree. A node whose own tree is still
     /// empty starts from the shared one's rows (settings moved in by `bootlane store
     /// migrate`, or written before nodes had their own). Nothing changes for sled.
     ///
@@ -641,7 +693,7 @@ impl Store {
     /// Store errors copying those rows.
     pub async fn for_node(mut self, node: &str) -> Result<Self> {
         if matches!(self.db, Backend::Pg(_)) {
-            for name in NODE_TREES {
+            for NodeTree { name, .. } in node_trees() {
                 let own = self.db.tree(&format!("{name}@{node}"))?;
                 if own.len() > 0 {
                     continue;
@@ -650,11 +702,7 @@ impl Store {
                     .db
                     .tree(name)?
                     .all()
-                    .filter(|kv| {
-                        kv.as_ref().map_or(true, |(k, _)| {
-                            !NODE_IDENTITY_KEYS.iter().any(|i| i.as_bytes() == k.as_slice())
-                        })
-                    })
+                    .filter(|kv| kv.as_ref().map_or(true, |(k, _)| !is_node_identity_key(name, k)))
                     .map(|kv| kv.map(|(k, v)| (k, Some(v))))
                     .collect::<Result<Vec<_>>>()?;
                 if !rows.is_empty() {
@@ -668,13 +716,13 @@ impl Store {
     }
 
     /// A key-value tree for singleton documents (settings) and small indexes. On a shared
-    /// store named for a node ([`Store::for_node`]), the [`NODE_TREES`] are that node's.
+    /// store named for a node ([`Store::for_node`]), the [`node_trees`] are that node's.
     ///
     /// # Errors
     /// sled errors.
     pub fn kv(&self, name: &str) -> Result<Kv> {
         let tree = match &self.node {
-            Some(node) if NODE_TREES.contains(&name) => self.db.tree(&format!("{name}@{node}"))?,
+            Some(node) if is_node_tree(name) => self.db.tree(&format!("{name}@{node}"))?,
             _ => self.db.tree(name)?,
         };
         Ok(Kv {

@@ -30,11 +30,12 @@ use super::{
     config::{default_arch_map, DhcpConfig, Reservation, SubnetConfig, SubnetMode},
     handler::BootHandler,
     leases::{now_secs, Lease, LeaseDb},
+    v6::leases::Lease6,
 };
 use bootlane_core::{
     events::{EventBus, NewEvent},
     net::types::{normalise_mac, validate_host_label},
-    store::{Kv, Store, Table},
+    store::{Entity, Kv, Store, Table},
 };
 
 type Result<T, E = ServiceError> = std::result::Result<T, E>;
@@ -295,6 +296,10 @@ pub struct SubnetStats {
 }
 
 const SETTINGS_KEY: &str = "subnet_overrides";
+/// The tree of the DHCP settings (subnets and interfaces served, the DHCPv6 server DUID):
+/// each machine's own.
+pub(crate) const SETTINGS_TREE: &str = "dhcp_settings";
+bootlane_core::store::node_tree!(SETTINGS_TREE, identity = [super::v6::DUID_KEY]);
 const ARCH_KEY: &str = "arch_map";
 
 /// The live DHCP administration. Shared by the API and the DHCP service.
@@ -365,7 +370,7 @@ impl DhcpControl {
     /// # Errors
     /// Store errors.
     pub async fn open(store: &Store, base: &DhcpConfig, events: Arc<EventBus>) -> Result<Arc<Self>> {
-        let kv = store.kv("dhcp_settings")?;
+        let kv = store.kv(SETTINGS_TREE)?;
         let overrides = kv.get(SETTINGS_KEY)?.unwrap_or_default();
         let arch = kv.get(ARCH_KEY)?;
         let mut leases = LeaseDb::load(store).await?;
@@ -514,6 +519,9 @@ impl DhcpControl {
         }
         Ok(())
     }
+
+    /// The trees whose change [`DhcpControl::resync`] takes in.
+    const RESYNC_TREES: &'static [&'static str] = &[StoredReservation::TREE, SETTINGS_TREE];
 
     /// Pushes the effective subnets and arch map into the running handler.
     fn apply(&self) -> Result<()> {
@@ -937,7 +945,7 @@ impl DhcpControl {
     ///
     /// # Errors
     /// Invalid DUID, store errors.
-    pub async fn delete_leases6(&self, duid: &str) -> Result<Vec<super::v6::leases::Lease6>> {
+    pub async fn delete_leases6(&self, duid: &str) -> Result<Vec<Lease6>> {
         let gone = self.v6.delete_leases(duid).await?;
         for l in &gone {
             self.events.publish(NewEvent::write(
@@ -947,7 +955,7 @@ impl DhcpControl {
                 "delete",
                 format!("DHCPv6 lease {} for DUID {} deleted", l.ip, l.duid),
                 Some(l),
-                None::<&super::v6::leases::Lease6>,
+                None::<&Lease6>,
             ));
         }
         Ok(gone)
@@ -1039,5 +1047,40 @@ impl DhcpControl {
             })
             .chain(v6)
             .collect())
+    }
+}
+
+/// Another node's changes: its lease writes are followed key by key (DHCPv4 and DHCPv6
+/// lease indexes, [`DhcpControl::follow_leases`]), its reservations and DHCP settings
+/// rebuild the handler ([`DhcpControl::resync`]).
+impl bootlane_core::store::follow::Follower for DhcpControl {
+    fn name(&self) -> &'static str {
+        "dhcp"
+    }
+
+    fn trees(&self) -> &'static [&'static str] {
+        &[Lease::TREE, Lease6::TREE, StoredReservation::TREE, SETTINGS_TREE]
+    }
+
+    fn follow<'a>(
+        &'a self,
+        burst: &'a bootlane_core::store::follow::Burst,
+    ) -> bootlane_core::store::follow::BoxFuture<'a, Result<(), bootlane_core::store::follow::FollowError>> {
+        Box::pin(async move {
+            if let Some(ids) = burst.ids(Lease::TREE) {
+                if let Err(e) = self.follow_leases(ids).await {
+                    tracing::error!("following another node's leases failed: {e}");
+                }
+            }
+            if let Some(ids) = burst.ids(Lease6::TREE) {
+                if let Err(e) = self.v6().follow_leases(ids).await {
+                    tracing::error!("following another node's DHCPv6 leases failed: {e}");
+                }
+            }
+            if burst.touches(Self::RESYNC_TREES) {
+                self.resync()?;
+            }
+            Ok(())
+        })
     }
 }

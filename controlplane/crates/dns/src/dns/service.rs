@@ -33,7 +33,7 @@ use bootlane_core::{
     events::{EventBus, NewEvent},
     net::{interface_addrs, IfAddr},
     service_error::ServiceError,
-    store::{Kv, Store, StoreError, Table},
+    store::{Entity, Kv, Store, StoreError, Table},
 };
 
 /// Stored DNS settings (spec "DNS settings").
@@ -404,7 +404,27 @@ impl DnsService {
         self.records.reload()?;
         self.rebuild()
     }
+}
 
+/// Another node's record changes rebuild the zone and the XDP map ([`DnsService::resync`]).
+impl bootlane_core::store::follow::Follower for DnsService {
+    fn name(&self) -> &'static str {
+        "dns"
+    }
+
+    fn trees(&self) -> &'static [&'static str] {
+        &[DnsRecord::TREE]
+    }
+
+    fn follow<'a>(
+        &'a self,
+        _: &'a bootlane_core::store::follow::Burst,
+    ) -> bootlane_core::store::follow::BoxFuture<'a, Result<(), bootlane_core::store::follow::FollowError>> {
+        Box::pin(async move { Ok(self.resync()?) })
+    }
+}
+
+impl DnsService {
     /// Rebuilds the zone from the store and projects it into the data plane.
     fn rebuild(&self) -> Result<(), ServiceError> {
         let s = self.settings();

@@ -37,6 +37,9 @@ use bootlane_core::{
 
 /// The key of the settings document in `store.kv("nfs")`.
 const KEY: &str = "settings";
+/// The tree of the NFS settings (the exports): each machine's own.
+const TREE: &str = "nfs";
+bootlane_core::store::node_tree!(TREE);
 /// Most directories [`NfsService::browse`] lists.
 pub const MAX_BROWSE: usize = 2000;
 /// Longest stderr quoted in an error, in bytes.
@@ -196,7 +199,7 @@ impl NfsService {
         root: Arc<RwLock<PathBuf>>,
         events: Arc<EventBus>,
     ) -> Result<Arc<Self>, StoreError> {
-        let kv = store.kv("nfs")?;
+        let kv = store.kv(TREE)?;
         let current = kv.get::<NfsSettings>(KEY)?.unwrap_or_default();
         Ok(Arc::new(Self {
             kv,

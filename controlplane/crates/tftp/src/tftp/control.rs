@@ -65,6 +65,9 @@ pub struct TftpChange {
 }
 
 const KEY: &str = "overrides";
+/// The tree of the TFTP settings (the boot root served): each machine's own.
+const SETTINGS_TREE: &str = "tftp_settings";
+bootlane_core::store::node_tree!(SETTINGS_TREE);
 
 /// Live TFTP settings. Shared by the API and the TFTP service.
 pub struct TftpControl {
@@ -93,7 +96,7 @@ impl TftpControl {
         default_root: Arc<RwLock<PathBuf>>,
         events: Arc<EventBus>,
     ) -> Result<Arc<Self>, StoreError> {
-        let kv = store.kv("tftp_settings")?;
+        let kv = store.kv(SETTINGS_TREE)?;
         let overrides = kv.get(KEY)?.unwrap_or_default();
         Ok(Arc::new(Self {
             base: base.clone(),

@@ -126,7 +126,7 @@ impl Dhcp6Control {
     /// # Errors
     /// Store errors.
     pub async fn open(store: &Store, base: &[Subnet6Config]) -> Result<Self> {
-        let kv = store.kv("dhcp_settings")?;
+        let kv = store.kv(crate::dhcp::control::SETTINGS_TREE)?;
         Ok(Self {
             base: base.to_vec(),
             overrides: RwLock::new(kv.get(OVERRIDES_KEY)?.unwrap_or_default()),

@@ -30,8 +30,9 @@ pub const SERVER_PORT: u16 = 547;
 pub const ALL_SERVERS: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 1, 2);
 /// Largest DHCPv6 datagram accepted.
 const MAX_DATAGRAM: usize = 4096;
-/// Also in [`bootlane_core::store::NODE_IDENTITY_KEYS`]: each node of a shared store has its own.
-const DUID_KEY: &str = "server_duid6";
+/// A node identity key of the DHCP settings tree ([`bootlane_core::store::NodeTree`]): each
+/// node of a shared store has its own.
+pub(crate) const DUID_KEY: &str = "server_duid6";
 
 /// Binds `[::]:port` on `interface` (`SO_BINDTODEVICE`, IPv6 only, `SO_REUSEADDR` so
 /// each interface has its own socket on the shared port) and joins `ff02::1:2` there.

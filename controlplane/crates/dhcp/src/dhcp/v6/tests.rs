@@ -429,5 +429,9 @@ async fn regression_fuzz_undecodable_options_are_dropped() {
 /// Each node of a shared store makes its own server DUID.
 #[test]
 fn the_server_duid_is_not_shared_between_nodes() {
-    assert!(bootlane_core::store::NODE_IDENTITY_KEYS.contains(&super::DUID_KEY));
+    assert!(bootlane_core::store::is_node_identity_key(
+        crate::dhcp::control::SETTINGS_TREE,
+        super::DUID_KEY.as_bytes()
+    ));
+    assert!(bootlane_core::store::is_node_tree(crate::dhcp::control::SETTINGS_TREE));
 }
