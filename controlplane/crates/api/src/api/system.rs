@@ -99,7 +99,7 @@ pub async fn status(
     })
 }
 
-/// Prometheus metrics of every service (see [`bootlane_core::metrics`] and the book's metrics reference).
+/// Prometheus metrics of every service (every series is listed in the book's metrics reference).
 /// Scrape-time values (DNS and XDP counters, leases per subnet, store size) are copied
 /// into the recorder first, then everything is rendered.
 #[utoipa::path(get, path = "/api/v1/metrics", tag = "system",
@@ -172,7 +172,7 @@ pub fn public_router() -> OpenApiRouter<AppState> {
 }
 
 /// A consistent backup of the whole store, taken while the server runs (the file format
-/// is in [`bootlane_core::backup`]): JSON Lines, a manifest line with per-tree counts and a
+/// is in the book's "Backup and restore"): JSON Lines, a manifest line with per-tree counts and a
 /// SHA-256, then one line per record. Writes wait while it is taken. It holds password
 /// hashes and sessions: keep it like the data directory. `bootlane restore` restores it
 /// with the server stopped. Publishes `system.backup.created`.
