@@ -37,10 +37,12 @@ pub struct ServeArgs {
 }
 
 /// The whole configuration file. Unknown keys are an error (typos must not pass silently).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
-    /// Data directory. Default `/var/lib/bootlane`.
+    /// The data directory: the database (`db/`), the event and audit journals (`journal/`),
+    /// `initial-admin-password`, `store-format`, keys (`bmc.key`, `audit.key`, `tls/`),
+    /// verified updates (`updates/`), and by default `logs/` and `boot/`.
     pub data_dir: PathBuf,
     /// `[server]` section.
     pub server: ServerConfig,
@@ -60,8 +62,7 @@ pub struct Config {
     pub audit: bootlane_core::audit::AuditConfig,
     /// `[logging]` section: level, log files, rotation, retention.
     pub logging: bootlane_core::logging::LoggingConfig,
-    /// Older spelling of `[logging] level` (older configuration files use it); when present
-    /// it wins over `[logging] level`. Default unset.
+    /// Older spelling of `[logging] level`; when present it wins over it.
     pub log: Option<String>,
     /// `[metrics]` section: who may scrape `/api/v1/metrics`.
     pub metrics: bootlane_core::metrics::MetricsConfig,
@@ -127,17 +128,17 @@ impl Default for Config {
 }
 
 /// `[server]`: identity of this server.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServerConfig {
-    /// The service name (a DNS label). The default local domain is `<name>.local`, and the
-    /// server's own A/AAAA auto-record is `<name>.<local domain>`. Default `bootlane`.
+    /// The service name, a DNS label. The default local domain is `<name>.local`, and the
+    /// server's own A/AAAA auto-record is `<name>.<local domain>`.
     pub name: String,
-    /// This node's name among several Bootlane nodes sharing one site: every event
-    /// carries it (`node`), `GET /events?node=` and the stream filter by it, and
-    /// `/status` reports it. A host name (RFC 952/1123: letters, digits and `-`, dots
-    /// between labels, at most 253 bytes). Unset (the default): the machine's host name
-    /// (see [`ServerConfig::node_name`]).
+    /// This node's name when several nodes share a site ([Several nodes](cluster.md)): every
+    /// event carries it (`node`), `GET /events?node=` filters by it, `/status` reports it. A
+    /// host name (letters, digits, `-`, dots between labels, at most 253 bytes).
+    ///
+    /// Default: the machine's host name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_name: Option<String>,
 }
@@ -161,77 +162,61 @@ impl Default for ServerConfig {
 pub use bootlane_core::net::types::default_node_name;
 
 /// `[api]`: the REST API and web UI.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ApiConfig {
-    /// Listen address. Default `0.0.0.0:8080` (spec "Limits": API base port 8080).
+    /// The REST API, the web UI and (without `boot_listen`) HTTP boot. `0.0.0.0:<port>` also
+    /// listens on `[::]:<port>`.
     pub listen: SocketAddr,
-    /// Session lifetime in seconds. Default 43200 (12 h).
+    /// Sessions expire after this many seconds (12 h).
     pub session_ttl_secs: u64,
-    /// Largest accepted request body in bytes (413 above). Default 1 MiB.
+    /// Larger request bodies are refused (413). File uploads have their own limit (`[files]`).
     pub max_body_bytes: usize,
-    /// Per-request timeout in seconds (408 above). Default 30.
+    /// Slower requests are answered 408.
     pub request_timeout_secs: u64,
-    /// Most HTTP connections open at once over all listeners (API, UI and HTTP boot,
-    /// IPv4 and IPv6). A connection beyond it is closed as soon as it is accepted and
-    /// counted in `bootlane_http_connections_refused_total{reason="total"}`. Default
-    /// 1024; 1-65536. The systemd unit's `LimitNOFILE` is sized for the default.
+    /// HTTP connections open at once over every listener (1-65536); more are closed at accept.
+    /// The unit's `LimitNOFILE` is sized for the default.
     pub max_connections: usize,
-    /// Most HTTP connections open at once from one client address (IPv4-mapped IPv6
-    /// addresses count as their IPv4 address). Beyond it a new connection from that
-    /// address is closed at once (`reason="per_client"`), so one host cannot take every
-    /// slot. Default 64; 1 up to `max_connections`. Lower it only if no NAT gateway puts
-    /// many machines behind one address.
+    /// HTTP connections open at once from one client address (1 up to `max_connections`); lower
+    /// it only if no NAT gateway puts many machines behind one address.
     pub max_connections_per_client: usize,
-    /// Seconds a client has to send a whole request header, counted from the moment the
-    /// connection is accepted (or the TLS handshake is done) and, on a keep-alive
-    /// connection, from the end of the previous response. So it is also the keep-alive idle
-    /// timeout: an HTTP/1.1 connection that sends nothing for this long is closed. It
-    /// also bounds the TLS handshake. Default 10; 1-3600. A request being answered
-    /// (including a long download or an event stream) is not affected.
+    /// Seconds to send a whole request header (1-3600); also the keep-alive idle timeout and
+    /// the TLS handshake's bound.
     pub header_read_timeout_secs: u64,
-    /// Seconds one write to a client may wait for the client to take the bytes (its
-    /// receive window to open): a client that stops reading a response (a download, an
-    /// event stream) for this long has its connection closed, so it cannot hold a
-    /// connection slot and an open file forever. A slow client that keeps reading is not
-    /// affected, whatever the size of the response. Default 60; 1-3600.
+    /// Seconds one write may wait for a client that stopped reading (1-3600); then its
+    /// connection is closed. A client that keeps reading is served however long the answer
+    /// takes.
     pub write_timeout_secs: u64,
-    /// The boot listener (`ip:port`, plain HTTP): `/boot/...` and the machine routes
-    /// (answer files, install reports, baseline bundles and reports) move there, and
-    /// `listen` keeps the REST API and the web UI; each refuses the other's routes with
-    /// 404. DHCP options, iPXE scripts and generated boot menus point at this port.
-    /// Default: unset, one listener (`listen`) serving everything. Set it when `listen`
-    /// speaks TLS: firmware and stock iPXE cannot check a private CA.
+    /// The boot listener (plain HTTP): `/boot/...` and the machine routes move there, `listen`
+    /// keeps the API and the UI. Unset: one listener serves everything. See [Split
+    /// listeners](https.md#split-listeners).
     pub boot_listen: Option<SocketAddr>,
-    /// HTTPS on `listen` (see [`TlsMode`]). Default `off`.
+    /// HTTPS on `listen`: `off`, `self-signed` (made at first start in `<data_dir>/tls/`),
+    /// `files` (`tls_cert_file` and `tls_key_file`) or `acme`. See [HTTPS](https.md#https).
     pub tls: TlsMode,
-    /// `tls = "files"`: the PEM certificate chain (leaf first). Reloaded on SIGHUP and
-    /// when the file changes.
+    /// `tls = "files"`: the PEM certificate chain, leaf first. Reloaded on SIGHUP and when the
+    /// file changes.
     pub tls_cert_file: Option<PathBuf>,
-    /// `tls = "files"`: the PEM private key (PKCS#8, PKCS#1 or SEC1) of `tls_cert_file`.
+    /// `tls = "files"`: its PEM private key (PKCS#8, PKCS#1 or SEC1).
     pub tls_key_file: Option<PathBuf>,
-    /// DNS names (or IP addresses) the certificate is for: the subject alternative names
-    /// of a self-signed certificate and the identifiers an ACME certificate is ordered
-    /// for. Default: empty, meaning `[server] node_name` (the host name) and `localhost`
-    /// for `self-signed`; `acme` needs at least one DNS name here.
+    /// Names the certificate is for (self-signed SANs, ACME identifiers); empty: the node name
+    /// (host name) and `localhost`. `acme` needs at least one DNS name.
     pub tls_names: Vec<String>,
-    /// `Strict-Transport-Security: max-age=<this>` on every answer of a TLS listener
-    /// (RFC 6797). Default 31536000 (one year); 0 sends no header. HSTS covers the whole
-    /// host name in browsers, whatever the port.
+    /// `Strict-Transport-Security: max-age` on every TLS answer (RFC 6797); 0 sends none.
     pub hsts_max_age_secs: u64,
-    /// `tls = "acme"`: the ACME server's directory URL (RFC 8555 §7.1.1), e.g. Let's
-    /// Encrypt's `https://acme-v02.api.letsencrypt.org/directory`. Needs `boot_listen`,
-    /// where the HTTP-01 challenges are answered (port 80 for a public CA).
+    /// `tls = "acme"`: the ACME server's directory URL (RFC 8555 §7.1.1), e.g.
+    /// `https://acme-v02.api.letsencrypt.org/directory`. Needs `boot_listen`, where HTTP-01 is
+    /// answered.
     pub acme_directory_url: Option<String>,
-    /// `tls = "acme"`: contact URIs for the account (`mailto:...`). Default: none.
+    /// `tls = "acme"`: account contact URIs, e.g. `["mailto:ops@example.org"]`.
     pub acme_contact: Vec<String>,
-    /// `tls = "acme"`: a PEM root certificate to trust for the ACME server's own HTTPS (a
-    /// private or test CA); default: the usual public roots.
+    /// `tls = "acme"`: a PEM root to trust for the ACME server's own HTTPS (a private CA);
+    /// default the public roots.
     pub acme_ca_file: Option<PathBuf>,
 }
 
 /// `[api] tls`: whether and how `[api] listen` speaks HTTPS.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum TlsMode {
     /// Plain HTTP (the default: a lab on one port).

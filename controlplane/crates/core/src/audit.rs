@@ -98,13 +98,14 @@ pub const KEY_FILE: &str = "audit.key";
 pub const SYSLOG_FAILED: &str = "bootlane_audit_syslog_failed_total";
 
 /// `[audit]`: the syslog copy of the audit log.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuditConfig {
-    /// Send a copy of every audit entry to syslog (RFC 5424 over the datagram socket
-    /// `syslog_socket`), for a remote collector. Default false.
+    /// Copy every stored audit entry to syslog: one RFC 5424 datagram per entry (facility
+    /// authpriv, severity notice, APP-NAME bootlane, MSGID audit, the entry's canonical JSON
+    /// with its `prev_hash`).
     pub syslog: bool,
-    /// The local syslog datagram socket. Default `/dev/log` (journald or rsyslog).
+    /// The local datagram socket journald or rsyslog reads.
     pub syslog_socket: PathBuf,
 }
 

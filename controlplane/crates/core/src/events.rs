@@ -47,16 +47,17 @@ use crate::{
 };
 
 /// `[events]`: retention of the event history and of the audit log.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct EventsConfig {
-    /// Most events kept; older ones are removed. Default 100000.
+    /// Most events kept.
     pub retention_count: usize,
-    /// Events older than this many days are removed. Default 30.
+    /// Events older than this are removed.
     pub retention_days: u32,
-    /// Most audit entries kept. Default 100000.
+    /// Most audit entries kept.
     pub audit_retention_count: usize,
-    /// Audit entries older than this many days are removed. Default 365.
+    /// Audit entries older than this are removed (the last removed one is recorded in the
+    /// signed anchor).
     pub audit_retention_days: u32,
 }
 

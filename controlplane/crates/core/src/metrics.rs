@@ -236,13 +236,13 @@ pub async fn upkeep(token: tokio_util::sync::CancellationToken) {
 /// `[metrics]`: who may scrape `GET /api/v1/metrics` besides a logged-in session.
 /// Prometheus scrapes with a static config, so it gets a bearer token (or the endpoint
 /// is made public explicitly).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct MetricsConfig {
-    /// Token accepted in `Authorization: Bearer <token>` for `/metrics` only (Prometheus
-    /// `authorization: { credentials: ... }`). Default: none.
+    /// Accepted as `Authorization: Bearer <token>` on `/api/v1/metrics` only (compared in
+    /// constant time).
     pub bearer_token: Option<String>,
-    /// Serve `/metrics` without any authentication. Default false.
+    /// `true`: `/api/v1/metrics` needs no authentication at all.
     pub public: bool,
 }
 

@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 /// The access mode: who is served on the wire.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Everyone is served; the lists are kept but not enforced (the default).
@@ -68,11 +68,11 @@ impl Mode {
 /// [access]
 /// mode = "off"   # off | blacklist | whitelist; default off. PUT /api/v1/access/mode overrides it
 /// ```
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct AccessConfig {
-    /// The mode when none was stored through the API (`PUT /api/v1/access/mode`, which
-    /// wins once used). Default `off`.
+    /// `off`, `blacklist` or `whitelist`, used until a mode is stored with `PUT
+    /// /api/v1/access/mode`. See [Access control](access.md).
     pub mode: Mode,
 }
 

@@ -43,46 +43,52 @@ use std::{
 use serde::{Deserialize, Serialize};
 
 /// `[boot]`: the boot directory, the iPXE script and the public boot routes' rate limit.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct BootConfig {
-    /// The boot directory served by TFTP and `GET /boot/...`. Default `<data_dir>/boot`.
+    /// The boot directory, served by TFTP and by HTTP under `/boot/...`.
+    ///
+    /// Default: `"<data_dir>/boot"`.
     pub root: Option<PathBuf>,
-    /// Where the iPXE binaries copied into the root at start come from. Default
-    /// `/usr/lib/ipxe` (Debian's `ipxe` package). Files already in the root are kept.
+    /// Where the iPXE binaries (`undionly.kpxe`, `ipxe.efi`, `snponly.efi`) copied into the
+    /// boot directory at start, when missing, come from (Debian's `ipxe`).
+    ///
+    /// Default: `"/usr/lib/ipxe"`.
     pub ipxe_source: Option<PathBuf>,
-    /// Where `pxelinux.0` is copied into the root from at start. Default
-    /// `/usr/lib/PXELINUX` (Debian's `pxelinux` package). Files already in the root
-    /// are kept.
+    /// Where `pxelinux.0` comes from (Debian's `pxelinux`).
+    ///
+    /// Default: `"/usr/lib/PXELINUX"`.
     pub pxelinux_source: Option<PathBuf>,
-    /// Where the BIOS syslinux modules PXELINUX loads ([`SYSLINUX_MODULES`]) come from.
-    /// Default `/usr/lib/syslinux/modules/bios` (Debian's `syslinux-common`).
+    /// Where `ldlinux.c32`, `menu.c32`, `libutil.c32`, `libcom32.c32` come from (Debian's
+    /// `syslinux-common`).
+    ///
+    /// Default: `"/usr/lib/syslinux/modules/bios"`.
     pub syslinux_modules: Option<PathBuf>,
-    /// Where the Microsoft-signed shim (`shimx64.efi.signed`, `mmx64.efi.signed`) copied
-    /// into the root at start comes from. Default `/usr/lib/shim` (Debian's
-    /// `shim-signed`).
+    /// The Microsoft-signed shim (`shimx64.efi`, `mmx64.efi`; Debian's `shim-signed`).
+    ///
+    /// Default: `"/usr/lib/shim"`.
     pub shim_source: Option<PathBuf>,
-    /// Where Debian's signed network GRUB (`grubnetx64.efi.signed`, copied as
-    /// `grubx64.efi`) comes from. Default `/usr/lib/grub/x86_64-efi-signed` (Debian's
+    /// Debian's signed network GRUB, copied as `grubx64.efi` (Debian's
     /// `grub-efi-amd64-signed`).
+    ///
+    /// Default: `"/usr/lib/grub/x86_64-efi-signed"`.
     pub grub_efi_source: Option<PathBuf>,
-    /// Where the ARM64 GRUB and shim ([`ARM64_FILES`]) come from. Default [`ARM64_SOURCE`]
-    /// (Debian's `debian-installer-12-netboot-arm64`).
+    /// The ARM64 GRUB (`grubaa64.efi`) and shim (`bootnetaa64.efi`, copied as `shimaa64.efi`),
+    /// from Debian's `debian-installer-12-netboot-arm64`.
+    ///
+    /// Default: `"/usr/lib/debian-installer/images/12/arm64/text/debian-installer/arm64"`.
     pub arm64_source: Option<PathBuf>,
-    /// A minijinja template replacing the default iPXE script (see [`DEFAULT_SCRIPT`] for
-    /// the variables). Default: none.
+    /// A minijinja template replacing the built-in iPXE script (a template stored through `PUT
+    /// /services/ipxe-script` wins).
     pub ipxe_script: Option<String>,
-    /// Requests per second each client address may make to the public boot routes
-    /// (`/boot/ipxe`, `/boot/<file>`; a token bucket per address, answered `429` with
-    /// `Retry-After` beyond it): they need no login and each request is an event, so one
-    /// misbehaving client must not flood the event log. 0: no limit. Default 50.
+    /// Requests per second per client address on the public boot routes (0: no limit); 429
+    /// beyond.
     pub rate_per_client: u32,
-    /// Requests a client may make at once above the rate (the bucket's size). Default 200.
+    /// Requests a client may make at once above that rate.
     pub rate_burst: u32,
-    /// Directories under which `PUT /settings/netboot` may move the boot root, besides
-    /// `root` itself and the tree under it. Default `["/srv"]`. Whatever this says, the
-    /// data directory (but its `boot/`), its parents and system directories are never
-    /// accepted ([`guard::check_root`]): the boot root is served without login.
+    /// Directories under which `PUT /settings/netboot` may move the boot root, besides `root`
+    /// and the tree under it. The data directory (but its `boot/`), its parents and system
+    /// directories are never accepted.
     pub allowed_roots: Vec<PathBuf>,
 }
 

@@ -30,7 +30,7 @@ use utoipa::ToSchema;
 pub const FILE_PREFIX: &str = "bootlane";
 
 /// When the writer starts a new file (`[logging] rotation`). Periods are UTC.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Rotation {
     /// A new file every day: `bootlane.YYYY-MM-DD.log`.

@@ -59,22 +59,23 @@ crate::store::node_tree!(SETTINGS_TREE);
 const SETTINGS_KEY: &str = "logging";
 
 /// `[logging]`: level, log files, rotation and retention. Every key has a default.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct LoggingConfig {
-    /// Level filter, tracing `EnvFilter` syntax (`info`, `bootlane=debug,info`). Default
-    /// `info`. The top-level `log` key is an older spelling of it.
+    /// tracing `EnvFilter` syntax, e.g. `"bootlane::dhcp=debug,info"`. Precedence at start:
+    /// `--log`/`RUST_LOG`, a level stored through the API, then the file.
     pub level: String,
-    /// Log directory. Default `<data_dir>/logs`.
+    /// The log directory.
+    ///
+    /// Default: `"<data_dir>/logs"`.
     pub dir: Option<PathBuf>,
-    /// `daily`, `hourly` or `never` (UTC periods). Default `daily`.
+    /// `daily`, `hourly` or `never` (UTC periods).
     pub rotation: Rotation,
-    /// Size cap of one file in bytes (64 KiB - 1 TiB): a line that would pass it starts the
-    /// next file of the period. Default 64 MiB.
+    /// Size cap per file (64 KiB - 1 TiB); past it the next file starts.
     pub max_file_bytes: u64,
-    /// Most log files kept, the current one included (1-10000). Default 14.
+    /// Most files kept, the current one included (1-10000).
     pub keep_files: u32,
-    /// Files last modified longer ago than this many days are removed (1-3650). Default 30.
+    /// Older files are removed (1-3650).
     pub retention_days: u32,
     /// The level from `--log` or `RUST_LOG` (set by `Config::load`, not a file key). It wins
     /// over the file and the stored settings at start.

@@ -52,14 +52,12 @@ pub const MAX_REDIRECTS: usize = 10;
 ///
 /// Private RFC 1918 and ULA ranges are always allowed (BMCs and mirrors live there); the
 /// cloud metadata addresses `169.254.169.254` and `fd00:ec2::254` are always refused.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct OutboundConfig {
-    /// Let outbound fetches reach loopback (`127.0.0.0/8`, `::1`) and unspecified
-    /// (`0.0.0.0/8`, `::`) addresses, i.e. services on this host. Default false.
+    /// Allow 127.0.0.0/8, ::1, 0.0.0.0/8 and :: (services on this host).
     pub allow_loopback: bool,
-    /// Let outbound fetches reach link-local addresses (`169.254.0.0/16`, `fe80::/10`),
-    /// except the cloud metadata addresses, which stay refused. Default false.
+    /// Allow 169.254.0.0/16 and fe80::/10 (never the metadata addresses).
     pub allow_link_local: bool,
 }
 

@@ -393,28 +393,25 @@ impl Drop for TempDirGuard {
 }
 
 /// `[store]`: the embedded database.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreConfig {
-    /// `"sled"` (the embedded default: one node, data in `data_dir`) or `"postgres"` (a
-    /// database shared by several nodes).
+    /// `sled` (embedded, in `<data_dir>/db`: one node) or `postgres` (one database shared by
+    /// several nodes).
     pub backend: String,
-    /// Most memory sled's page cache may hold, in MiB (sled's own default is 1024): a
-    /// guard against sled's default, pages beyond it are read from disk. Default 64; at
-    /// least 8. (The event history and audit log are journals, not sled pages.)
+    /// Most memory (MiB, at least 8) the embedded database's page cache may hold.
     pub cache_mb: u64,
-    /// The PostgreSQL database (`postgres://user:password@host:port/db`), required with
-    /// `backend = "postgres"`.
+    /// `backend = "postgres"`: the database, e.g.
+    /// `"postgres://bootlane:secret@db1:5432/bootlane"`; a multi-host URL with
+    /// `target_session_attrs=read-write` follows the primary.
     pub url: String,
-    /// Connections to PostgreSQL for writes, 1 to 64 (default 4); the change listener
-    /// has one more of its own.
+    /// `backend = "postgres"`: write connections (1-64); one more listens for changes.
     pub pool_size: usize,
-    /// TLS to PostgreSQL: `"disable"` (default), `"require"` (encrypted, certificate not
-    /// checked) or `"verify-full"` (certificate checked against `tls_ca_file`, else
-    /// Mozilla's roots, and the URL's host name). Wins over an `sslmode` in `url`.
+    /// `backend = "postgres"`: `disable`, `require` (encrypted, certificate unchecked) or
+    /// `verify-full` (checked against `tls_ca_file`, else Mozilla's roots, and the URL's host
+    /// name). Wins over an `sslmode` in the URL.
     pub tls: String,
-    /// PEM file of the certificate authorities `tls = "verify-full"` trusts; empty:
-    /// Mozilla's roots.
+    /// `tls = "verify-full"`: PEM file of the certificate authorities to trust.
     pub tls_ca_file: String,
 }
 

@@ -16,7 +16,7 @@ use bootlane_core::net::types::{normalise_mac, MacAddr};
 
 /// `[dhcp]`: every subnet Bootlane answers for. Default: none, so a fresh Bootlane never
 /// answers DHCP on a network it was not told about.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct DhcpConfig {
     /// `[[dhcp.subnets]]`, in order; the first match wins when several could apply.
@@ -24,16 +24,20 @@ pub struct DhcpConfig {
     /// `[[dhcp.subnets6]]`: IPv6 links Bootlane answers DHCPv6 on (RFC 8415 with the
     /// network-boot options of RFC 5970), in order; the first match wins.
     pub subnets6: Vec<Subnet6Config>,
-    /// `[dhcp.arch_map]`: client architecture code (decimal, as a string key) to boot
-    /// file, merged over [`default_arch_map`]. A value starting with `http://` or
+    /// Client architecture code (option 93, as a decimal string) = boot file, merged over
+    /// the built-in map (see `[dhcp.arch_map]` below). A value starting with `http://` or
     /// `https://` is a URL (UEFI HTTP boot); `{server}` and `{http_port}` in it are
     /// replaced by Bootlane's address on the client's subnet and the API port. An empty
-    /// value removes the default entry (that architecture then gets no boot file).
+    /// value removes the built-in entry (that architecture then gets no boot file).
+    ///
+    /// Maintainers: the built-in map is [`default_arch_map`].
     pub arch_map: BTreeMap<String, String>,
 }
 
 /// What Bootlane does on a subnet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, utoipa::ToSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, utoipa::ToSchema, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum SubnetMode {
     /// Full DHCP server: pool, leases, reservations and boot options.
@@ -47,44 +51,46 @@ pub enum SubnetMode {
 }
 
 /// `[[dhcp.subnets]]`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubnetConfig {
-    /// `server`, `proxy` or `off` (default `off`).
+    /// `server` (leases from the pool), `proxy` (proxyDHCP: boot information only, ports 67 and
+    /// 4011) or `off`.
     #[serde(default)]
     pub mode: SubnetMode,
     /// The interface the subnet is reached on (the DHCP socket is bound to it with
-    /// `SO_BINDTODEVICE`). Relayed subnets name the interface the relay's packets arrive on.
+    /// `SO_BINDTODEVICE`); relayed subnets name the interface the relay's packets arrive on.
     pub interface: String,
-    /// The subnet, e.g. `10.77.0.0/24`.
+    /// The subnet, e.g. `"10.77.0.0/24"`.
+    #[schemars(with = "String")]
     pub cidr: Ipv4Net,
-    /// First address of the pool (server mode; inclusive).
+    /// Server mode: the pool.
     #[serde(default)]
     pub range_start: Option<Ipv4Addr>,
-    /// Last address of the pool (server mode; inclusive).
+    /// Server mode: the pool.
     #[serde(default)]
     pub range_end: Option<Ipv4Addr>,
-    /// Default gateway (option 3). Default: none sent.
+    /// Option 3; not sent when unset.
     #[serde(default)]
     pub router: Option<Ipv4Addr>,
-    /// DNS servers (option 6). Default: Bootlane's own address on this subnet.
+    /// Option 6, a list of IPv4 addresses.
+    ///
+    /// Default: Bootlane's own address on the subnet.
     #[serde(default)]
     pub dns: Option<Vec<Ipv4Addr>>,
-    /// Lease time in seconds (option 51). Default 3600; at least 60.
+    /// Lease time, at least 60.
     #[serde(default = "default_lease_time")]
     pub lease_time_secs: u32,
-    /// Bootlane's own address on this subnet (server identifier, next-server, TFTP and
-    /// HTTP addresses given to clients). Default: the address of `interface` inside
-    /// `cidr`, else the first IPv4 address of `interface`.
+    /// Bootlane's own address on the subnet (server identifier, next-server, TFTP and HTTP
+    /// addresses given to clients).
+    ///
+    /// Default: the address of `interface` inside `cidr`, else its first IPv4 address.
     #[serde(default)]
     pub server_address: Option<Ipv4Addr>,
     /// `[[dhcp.subnets.reservations]]`: fixed addresses; they always win over the pool.
     #[serde(default)]
     pub reservations: Vec<Reservation>,
-    /// Secure Boot for every x86-64 UEFI client of this subnet: architecture 7 and 9
-    /// clients are handed the signed shim ([`bootlane_boot::boot::SHIM_FILE`]), which loads signed
-    /// GRUB and its generated menu, instead of iPXE. Hosts can ask for it one by one with
-    /// their `secure_boot` flag. Default false.
+    /// x86-64 UEFI clients of this subnet get the signed shim and GRUB instead of iPXE.
     #[serde(default)]
     pub secure_boot: bool,
 }
@@ -99,46 +105,47 @@ pub struct SubnetConfig {
 /// Solicits are left to the other server (UEFI PXE takes the URL only in the offer that
 /// carries its address). Router advertisements are the network's job (managed flag for
 /// `server`, other-config flag for `proxy`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Subnet6Config {
-    /// `server`, `proxy` or `off` (default `off`).
+    /// `server` (IA_NA from the pool), `proxy` (information-only: the boot-file URL) or `off`.
     #[serde(default)]
     pub mode: SubnetMode,
-    /// The interface the link is reached on (socket bound with `SO_BINDTODEVICE`, joined
-    /// to `ff02::1:2`, All_DHCP_Relay_Agents_and_Servers).
+    /// Socket bound to it, joined to ff02::1:2.
     pub interface: String,
-    /// The on-link prefix, e.g. `fd00:77::/64`.
+    /// The link's prefix, e.g. `"fd00:77::/64"`.
+    #[schemars(with = "String")]
     pub prefix: Ipv6Net,
-    /// First pool address (server mode; inclusive).
+    /// Server mode: the pool.
     #[serde(default)]
     pub range_start: Option<Ipv6Addr>,
-    /// Last pool address (server mode; inclusive).
+    /// Server mode: the pool.
     #[serde(default)]
     pub range_end: Option<Ipv6Addr>,
-    /// DNS recursive name servers (option 23). Default: Bootlane's own address on the link.
+    /// Option 23.
+    ///
+    /// Default: Bootlane's own address on the link.
     #[serde(default)]
     pub dns: Option<Vec<Ipv6Addr>>,
-    /// Valid lifetime of assigned addresses in seconds (RFC 8415 §21.6). Default 3600;
-    /// at least 60. The preferred lifetime is the same; T1 and T2 are 0.5 and 0.8 of it.
+    /// Valid and preferred lifetime; T1/T2 are 0.5/0.8 of it.
     #[serde(default = "default_lease_time")]
     pub lease_time_secs: u32,
-    /// Bootlane's own address on this link, put in boot-file URLs (TFTP and HTTP). Default:
-    /// a global address of `interface` inside `prefix`, else any global address of
-    /// `interface`.
+    /// Put in boot-file URLs.
+    ///
+    /// Default: a global address of `interface`.
     #[serde(default)]
     pub server_address: Option<Ipv6Addr>,
 }
 
 /// A fixed address for one MAC.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Reservation {
-    /// MAC address, any case, `:` or `-` separated.
+    /// The client's MAC.
     pub mac: String,
-    /// The address; must lie inside the subnet (it may lie outside the pool).
+    /// Its address, a host address of the subnet.
     pub ip: Ipv4Addr,
-    /// Host name sent as option 12.
+    /// Sent as option 12.
     #[serde(default)]
     pub hostname: Option<String>,
 }

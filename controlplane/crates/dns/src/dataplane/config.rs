@@ -5,15 +5,16 @@
 use serde::{Deserialize, Serialize};
 
 /// `[dns.xdp]`: the XDP fast path for local A/AAAA answers.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct XdpConfig {
-    /// `auto` (native, then generic, then userspace only), `native`, `generic` or `off`.
+    /// `auto` (native, then generic, then userspace only; generic straight away on veth,
+    /// bridge, tap and lo), `native`, `generic` or `off`. Needs `CAP_BPF`, `CAP_NET_ADMIN` and
+    /// `CAP_PERFMON`.
     pub mode: XdpMode,
-    /// Interfaces to attach to; empty means every interface that carries an address the
-    /// DNS server listens on.
+    /// Interfaces to attach to; empty: every interface carrying an address DNS listens on.
     pub interfaces: Vec<String>,
-    /// Capacity of the answer map in entries (one entry per name, type and scope).
+    /// Entries of the answer map (one per name, type and client scope).
     pub map_capacity: u32,
 }
 
@@ -28,7 +29,7 @@ impl Default for XdpConfig {
 }
 
 /// XDP attach mode (`[dns.xdp] mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum XdpMode {
     /// Try native (driver) mode, then generic (SKB) mode, then run without XDP.

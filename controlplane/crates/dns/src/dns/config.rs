@@ -11,26 +11,25 @@ use crate::dataplane::config::XdpConfig;
 /// `[dns]`: the built-in DNS server (spec "Built-in DNS server"). These values seed the
 /// stored DNS settings on the first start; afterwards `PUT /api/v1/services/dns` changes
 /// them live and the store is authoritative (see the book's DNS chapter).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct DnsConfig {
-    /// Run the DNS server. Default true.
+    /// Whether the DNS service runs.
     pub enabled: bool,
-    /// UDP and TCP port. Default 53.
+    /// UDP and TCP port.
     pub port: u16,
-    /// Addresses to listen on. Default `["0.0.0.0", "::"]`.
+    /// Listen addresses.
     pub listen: Vec<IpAddr>,
-    /// Local domain. Default `<server.name>.local`.
+    /// The local zone. Names relative to it move with it.
+    ///
+    /// Default: `"<server.name>.local"`.
     pub local_domain: Option<String>,
-    /// Upstream servers: `host:port` entries separated by commas or whitespace; empty means
-    /// no forwarding. Default empty.
+    /// Upstream servers, `host:port` entries separated by commas or whitespace; empty: no
+    /// forwarding (names outside the local domain get REFUSED).
     pub upstream: String,
-    /// Who may recurse: queries for names outside the local zone are forwarded only for
-    /// these clients; others get REFUSED (local names are answered to everyone). Entries
-    /// are CIDRs, addresses, or the keywords `dhcp` (the served DHCPv4/v6 subnets),
-    /// `localnets` (the server's interface subnets) and `localhost` (127.0.0.0/8, ::1); an
-    /// empty list refuses recursion to everyone. Default `["dhcp", "localhost"]`. See
-    /// [`crate::dns::acl`].
+    /// Who may recurse: CIDRs, addresses, or `dhcp` (the served DHCP subnets), `localnets`
+    /// (this server's interface subnets), `localhost` (127.0.0.0/8, ::1); `[]` refuses
+    /// recursion to everyone. Local names are answered to all.
     pub allow_recursion: Vec<String>,
     /// `[dns.rrl]`: response rate limiting of UDP answers per client prefix, in userspace
     /// and in the XDP fast path. See [`crate::dns::rrl::RrlConfig`].

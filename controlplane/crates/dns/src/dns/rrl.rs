@@ -24,26 +24,21 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 /// `[dns.rrl]`: response rate limiting of UDP answers (see the module docs).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct RrlConfig {
-    /// Limit UDP answers per client prefix. Default true.
+    /// Rate limiting on.
     pub enabled: bool,
-    /// Answers per second to one prefix, 1-1000000000, with a burst of one second's worth.
-    /// Default 20, Knot's default `rate-limit`: far above what the resolvers or PXE
-    /// clients of one subnet ask of a boot server's small zone, far below a useful
-    /// reflection flood; a limited real client still gets its answer over TCP after a slip.
+    /// Answers per second to one prefix (1-1000000000), with a burst of one second's worth.
     pub responses_per_second: u32,
-    /// Every `slip`-th limited answer is sent truncated (TC=1) instead of dropped; 0 never,
-    /// 1 always, at most 10. Default 2 (BIND's and Knot's default: half the limited
-    /// answers invite a TCP retry, the amplification of the rest is nil).
+    /// Every `slip`-th limited answer is sent truncated (TC=1) instead of dropped: 0 never, 1
+    /// always (0-10).
     pub slip: u32,
-    /// Prefix length grouping IPv4 clients, 1-32. Default 24.
+    /// Prefix grouping IPv4 clients (1-32).
     pub ipv4_prefix_len: u8,
-    /// Prefix length grouping IPv6 clients, 1-128. Default 56.
+    /// Prefix grouping IPv6 clients (1-128).
     pub ipv6_prefix_len: u8,
-    /// Buckets of the userspace table, 64-16777216 (about 32 bytes each). Default 65536.
-    /// The XDP fast path has its own table of `common::dns::DNS_RRL_CAPACITY` buckets.
+    /// Buckets of the userspace table (64-16777216); the XDP program keeps 65,536.
     pub table_size: u32,
 }
 

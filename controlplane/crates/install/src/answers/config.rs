@@ -23,36 +23,30 @@ use serde::{Deserialize, Serialize};
 /// cloud_init_root = "/opt/bootlane-tools/cloud-init"
 /// ignition_validate = "/opt/bootlane-tools/ignition/usr/bin/ignition-validate"
 /// ```
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct AnswersConfig {
-    /// Default site time zone (an IANA name such as `Europe/Berlin`) until one is stored
-    /// through `PUT /netboot/answer-settings`. Default `Etc/UTC`.
+    /// Time zone (IANA name) of installed machines.
     pub timezone: String,
-    /// Default site locale, e.g. `en_US.UTF-8`.
+    /// Locale.
     pub locale: String,
-    /// Default site keyboard layout (XKB name, e.g. `us`, `de`).
+    /// Keyboard layout (XKB).
     pub keyboard: String,
-    /// Default package mirror (an `http://` or `https://` URL); empty (the default): none,
-    /// so every preset uses its distribution's own mirror.
+    /// Package mirror (`http://` or `https://`); empty: each distribution's own.
     pub mirror: String,
-    /// minijinja fuel per render: the instruction budget after which a template is
-    /// stopped (so a template cannot loop forever). 1000-100000000; default 200000.
+    /// Render budget of one template (minijinja fuel, 1000-100000000).
     pub fuel: u64,
-    /// Time limit of one validator run, in seconds (1-300; default 20).
+    /// Longest one validator run may take (1-300).
     pub validator_timeout_secs: u64,
-    /// `xmllint` (libxml2-utils) for AutoYaST and autounattend; a name is looked up in
-    /// `PATH`.
+    /// Validator of autounattend and AutoYaST files.
     pub xmllint: PathBuf,
-    /// `ksvalidator` (PyPI pykickstart) for kickstart.
+    /// Kickstart validator (pykickstart).
     pub ksvalidator: PathBuf,
-    /// The Python that runs `cloud-init schema` (a venv holding pyyaml, jsonschema,
-    /// jinja2, configobj, jsonpatch, requests, oauthlib).
+    /// The Python that runs `cloud-init schema`.
     pub python: PathBuf,
-    /// Where Debian's `cloud-init` package is unpacked (`dpkg -x`): `usr/bin/cloud-init`
-    /// and `usr/lib/python3/dist-packages` under it. For cloud-config and autoinstall.
+    /// Debian's cloud-init package unpacked there.
     pub cloud_init_root: PathBuf,
-    /// `ignition-validate` (Debian's `ignition` package, unpacked) for Ignition.
+    /// Ignition validator.
     pub ignition_validate: PathBuf,
 }
 

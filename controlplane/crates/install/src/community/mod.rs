@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 /// One `[[community.sources]]` entry: an HTTP catalog source.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SourceConfig {
     /// Name shown in the catalog and accepted as `source` (1-64 of `a-z0-9._-`; not
@@ -50,21 +50,21 @@ pub struct SourceConfig {
 /// name = "lab"
 /// url = "https://catalog.example.org/bootlane"
 /// ```
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct CommunityConfig {
-    /// A directory in the source layout that replaces the built-in set (still named
-    /// `builtin`). Unset (the default): the set embedded in the binary.
+    /// A directory in the catalog layout (`index.json`, `items/<type>/<id>.json`) replacing the
+    /// built-in set.
+    ///
+    /// Default: unset (the built-in catalog).
     pub dir: Option<PathBuf>,
-    /// Seconds an HTTP source's index is reused before it is fetched again (0-86400;
-    /// default 300). A failed fetch is not cached.
+    /// Seconds an HTTP source's index is reused (0-86400); a failed fetch is not cached.
     pub cache_ttl_secs: u64,
-    /// Longest connecting to an HTTP source may take, in seconds (1-60; default 5).
+    /// Reaching an HTTP source (1-60).
     pub connect_timeout_secs: u64,
-    /// Longest one fetch from an HTTP source may take, in seconds (1-300; default 15).
+    /// One whole fetch (1-300).
     pub timeout_secs: u64,
-    /// Largest index or item file accepted from any source, and largest local bundle,
-    /// in bytes (1 KiB-64 MiB; default 2 MiB).
+    /// Largest index, item file or uploaded bundle.
     pub max_bytes: u64,
     /// HTTP sources, listed after the built-in one in this order.
     pub sources: Vec<SourceConfig>,

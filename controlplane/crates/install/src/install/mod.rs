@@ -25,22 +25,19 @@ use utoipa::ToSchema;
 /// answer_lease_check = true   # the token only from the machine (its lease, or its first address)
 /// token_idle_hours = 24       # the token stops working after this long unused
 /// ```
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct InstallTasksConfig {
-    /// Minutes an `installing` task may go without a report before it fails (1-1440;
-    /// default 60). Every report extends it.
+    /// Minutes a started install may go without a report before it fails (1-1440); every report
+    /// extends it.
     pub deadline_mins: u64,
-    /// Hours the task's token stays valid once the install has started (1-168; default
-    /// 6). A `done` report is accepted after it; nothing else is.
+    /// Hours a task's token stays valid once its install started (1-168); a late `done` is
+    /// still accepted.
     pub token_ttl_hours: u64,
-    /// Bind the task's token to the machine (default true): the install script, the
-    /// answer file, the reports and the post-install pulls are served only to the address
-    /// holding the MAC's DHCP lease or, when Bootlane holds no lease of the MAC (proxyDHCP,
-    /// another DHCP server), to the address its iPXE script was first served to.
+    /// Bind a task's token to the machine: only the address holding the MAC's DHCP lease or,
+    /// with no lease here, the address its iPXE script was first served to.
     pub answer_lease_check: bool,
-    /// Hours a token may go unused before it stops working (1-720; default 24). Every
-    /// accepted answer fetch, report or pull counts as use.
+    /// Hours a token may go unused before it stops working (1-720).
     pub token_idle_hours: u64,
 }
 

@@ -41,14 +41,15 @@ type Result<T, E = ServiceError> = std::result::Result<T, E>;
 /// fetch_timeout_secs = 600       # one upstream download, start to end
 /// connect_timeout_secs = 5       # reaching upstream
 /// ```
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct NetbootConfig {
-    /// Most bytes the cache keeps; the least recently used files go first (≥ 1 MiB).
+    /// The netboot cache (`<boot root>/netboot-cache`): most bytes kept, least recently used
+    /// files evicted first (at least 1 MiB; 8 GiB).
     pub cache_max_bytes: u64,
-    /// Longest one upstream download may take, in seconds (1-3600).
+    /// Longest one upstream download may take (1-3600).
     pub fetch_timeout_secs: u64,
-    /// Longest connecting to upstream may take, in seconds (1-60).
+    /// Longest connecting to upstream may take (1-60).
     pub connect_timeout_secs: u64,
 }
 

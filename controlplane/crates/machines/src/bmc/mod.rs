@@ -31,26 +31,22 @@ use serde::{Deserialize, Serialize};
 /// allowed_networks = []       # BMC addresses allowed (CIDRs); [] = any
 /// ipmitool = "ipmitool"       # the ipmitool binary (a name on PATH or a path)
 /// ```
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct BmcSection {
-    /// Longest one BMC call may take, in seconds (1-120; default 10): one `ipmitool` run
-    /// (killed when it overruns) or one Redfish HTTP request.
+    /// Longest one `ipmitool` run (killed past it) or one Redfish request (1-120).
     pub command_timeout_secs: u64,
-    /// After a power action, how long the service polls the power state for the change,
-    /// in seconds (0-120; default 20). Real BMCs apply a change seconds later; the answer
-    /// says `settled: false` when the deadline passed first. Keep it below
-    /// `[api] request_timeout_secs`.
+    /// How long a power action polls for the new state (0-120; below `[api]
+    /// request_timeout_secs`).
     pub settle_secs: u64,
-    /// Pause between those polls, in milliseconds (100-10000; default 1000).
+    /// Pause between those polls (100-10000).
     pub poll_interval_ms: u64,
-    /// How many BMCs a batch drives at once (1-64; default 8).
+    /// BMCs a batch drives at once (1-64).
     pub concurrency: usize,
-    /// Networks BMC addresses must be in (a host name must resolve into them). Empty (the
-    /// default): any address. Use it to keep probes and power actions on the management
-    /// network (the contract test sets `127.0.0.0/8`).
+    /// CIDRs BMC addresses must be in; empty: any.
+    #[schemars(with = "Vec<String>")]
     pub allowed_networks: Vec<IpNet>,
-    /// The `ipmitool` binary: a name looked up on `PATH` or a path. Default `ipmitool`.
+    /// The `ipmitool` binary (Debian package `ipmitool`).
     pub ipmitool: String,
 }
 

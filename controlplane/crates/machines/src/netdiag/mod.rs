@@ -45,15 +45,13 @@ pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(3);
 /// allowed_targets = ["10.0.0.0/8", "fd00::/8"]  # default [] = any unicast address
 /// resolve_names = true                          # default true
 /// ```
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct DiagnosticsConfig {
-    /// Networks a target address must fall in. Empty (the default): any unicast
-    /// address. Set it to keep the API from probing beyond the lab's own networks.
+    /// CIDRs ping and traceroute targets must fall in; empty: any unicast address.
+    #[schemars(with = "Vec<String>")]
     pub allowed_targets: Vec<ipnet::IpNet>,
-    /// Whether host names are looked up through the system resolver (default true). Off:
-    /// targets must be addresses (for a server without a resolver, where every lookup
-    /// would wait for its timeout).
+    /// Look host names up through the system resolver; `false`: addresses only.
     pub resolve_names: bool,
 }
 

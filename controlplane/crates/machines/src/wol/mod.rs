@@ -30,20 +30,16 @@ pub const MAX_STAGGER_MS: u64 = 60_000;
 /// stagger_ms = 500      # default pause between hosts of a batch wake, 0-60000; default 500
 /// interfaces = []       # interfaces WOL may broadcast on; default [] = every broadcast-capable one
 /// ```
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct WolConfig {
-    /// UDP destination ports of the magic packet: the discard port 9 by default; 7 (echo)
-    /// is the other common one. 1-8 distinct non-zero ports.
+    /// UDP destination ports of the magic packet (1-8 ports); `[9, 7]` adds echo.
     pub ports: Vec<u16>,
-    /// How many times each packet is sent to each destination (1-10; default 3). A magic
-    /// packet is a single unacknowledged datagram, so it is repeated.
+    /// Packets per destination and wake (1-10).
     pub repeat: u8,
-    /// Default pause between hosts of `POST /hosts/batch/wake` and of a schedule's
-    /// targets, in milliseconds (0-60000; default 500), so a rack does not power up at once.
+    /// Default pause between hosts of a batch wake or schedule run (0-60000).
     pub stagger_ms: u64,
-    /// Interfaces WOL may send on (names). Empty (the default): every interface that is
-    /// up and able to broadcast. Use it to keep magic packets off an uplink.
+    /// Interfaces WOL may send on; empty: every interface up and able to broadcast.
     pub interfaces: Vec<String>,
 }
 

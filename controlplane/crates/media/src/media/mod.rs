@@ -18,14 +18,13 @@ pub mod paths;
 use serde::{Deserialize, Serialize};
 
 /// `[files]`: limits of the file API.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct FilesConfig {
-    /// Largest file `POST /api/v1/files/upload` accepts, in bytes (413 beyond it).
-    /// Default 17179869184 (16 GiB).
+    /// Largest `POST /api/v1/files/upload` (16 GiB); 413 beyond.
     pub max_upload_bytes: u64,
-    /// Directory `POST /api/v1/os-images/import` takes existing ISOs from (paths are
-    /// relative to it and cannot leave it). Default none: import is off.
+    /// The directory `POST /api/v1/os-images/import` takes existing ISOs from (paths relative
+    /// to it); unset: import is off.
     pub import_dir: Option<std::path::PathBuf>,
 }
 

@@ -31,23 +31,16 @@ pub const MAX_EXPORTFS_TIMEOUT_SECS: u64 = 300;
 /// exportfs_timeout_secs = 30                         # 1-300
 /// allow_rw = false                                   # accept the `rw` export option
 /// ```
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct NfsConfig {
-    /// The exports(5) file Bootlane owns (absolute; its name must end in `.exports`, the
-    /// only names `exportfs` reads from `/etc/exports.d`). Rewritten whole (temporary file
-    /// and rename) on every change, removed when NFS is disabled. Default
-    /// `/etc/exports.d/bootlane.exports`.
+    /// The one exports(5) file Bootlane writes (its name must end in `.exports`).
     pub exports_file: PathBuf,
-    /// The `exportfs` binary (absolute). Default `/usr/sbin/exportfs`. When it is missing,
-    /// settings are still stored and the answer says `applied: false` with the reason.
+    /// The `exportfs` binary; when missing, NFS settings are stored but not applied.
     pub exportfs: PathBuf,
-    /// Longest one `exportfs` run may take, in seconds (1-300; default 30). It is killed
-    /// after that and the change rolled back.
+    /// Longest one `exportfs` run may take (1-300); a change that times out is rolled back.
     pub exportfs_timeout_secs: u64,
-    /// Whether exports may carry the `rw` option (default false: boot media is exported
-    /// read-only, and every NFS-root client of an image shares the tree, so a writable
-    /// export lets one client change what the others boot). Without `rw` an export is `ro`.
+    /// Accept the `rw` export option.
     pub allow_rw: bool,
 }
 

@@ -32,28 +32,28 @@ use self::{
 };
 
 /// `[tftp]`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct TftpConfig {
-    /// Run the TFTP server. Default: on when any DHCP subnet is in `server` or `proxy`
-    /// mode, off otherwise.
+    /// Whether TFTP runs.
+    ///
+    /// Default: on when a DHCP subnet is in `server` or `proxy` mode.
     pub enabled: Option<bool>,
-    /// UDP port. Default 69.
+    /// UDP port.
     pub port: u16,
-    /// Listen address. Default `0.0.0.0`.
+    /// Listen address; `0.0.0.0` also serves IPv6 on `[::]`.
     pub listen: IpAddr,
-    /// Directory served. Default: the boot directory (`[boot] root`).
+    /// The directory served.
+    ///
+    /// Default: `[boot] root`.
     pub root: Option<PathBuf>,
-    /// First retransmission timeout in milliseconds (doubles per retry, up to 8 s).
-    /// Default 1000.
+    /// First retransmission timeout; doubles per retry up to 8 s.
     pub timeout_ms: u64,
-    /// Retransmissions before a transfer is abandoned. Default 5.
+    /// Retransmissions before a transfer fails.
     pub retries: u32,
-    /// Most concurrent transfers. Default 1024.
+    /// Concurrent transfers; taken before a socket is bound.
     pub max_transfers: usize,
-    /// Most concurrent transfers to one client address (1-65536). Default 16: a PXE
-    /// client needs one or two at a time (UEFI firmware's `tsize` probe, then the file),
-    /// so one address cannot take every slot of `max_transfers`.
+    /// Concurrent transfers to one client address (a PXE client needs one or two).
     pub max_transfers_per_client: usize,
 }
 

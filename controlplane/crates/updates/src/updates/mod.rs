@@ -40,23 +40,21 @@ pub fn build_platform() -> String {
 /// timeout_secs = 30          # connect timeout, whole-manifest timeout and download idle timeout, 1-600
 /// max_size = 268435456       # largest artifact downloaded, in bytes (1 KiB - 4 GiB); default 256 MiB
 /// ```
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct UpdatesConfig {
-    /// URL (`http` or `https`) of the update manifest. Empty (the default): no update
-    /// source; Bootlane then never contacts anything for updates.
+    /// The update source's JSON manifest; empty: nothing is ever contacted for updates.
     pub manifest_url: String,
-    /// The minisign public key whose signatures are trusted: the base64 line of a
-    /// `minisign.pub` file (`RW...`). Required when `manifest_url` is set.
+    /// The minisign public key (the base64 `RW...` line of its `.pub` file); required with
+    /// `manifest_url`.
     pub public_key: String,
-    /// The artifact key to download (default: this build's `<os>-<arch>`, see
-    /// [`build_platform`]).
+    /// The artifact key in the manifest.
+    ///
+    /// Default: this build's `<os>-<arch>`, e.g. `linux-x86_64`.
     pub platform: String,
-    /// Seconds (1-600; default 30): the connect timeout, the timeout of the whole manifest
-    /// request, and the longest silence allowed while an artifact downloads.
+    /// Connect timeout, whole-manifest timeout and longest silence while downloading (1-600).
     pub timeout_secs: u64,
-    /// Largest artifact accepted, in bytes (1 KiB - 4 GiB; default 256 MiB); a larger
-    /// announced or received size is refused.
+    /// Largest artifact downloaded (1024 - 4294967296; 256 MiB).
     pub max_size: u64,
 }
 
