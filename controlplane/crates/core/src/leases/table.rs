@@ -650,3 +650,125 @@ impl<R: LeaseRecord> LeaseTable<R> {
         Ok(removed)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde::{Deserialize, Serialize};
+
+    use super::{LeaseRecord, LeaseTable};
+    use crate::store::{Store, StoreError};
+
+    /// A row keyed like DHCPv6's: its id cannot be turned back into its address.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    struct Row {
+        id: u64,
+        addr: u32,
+        who: String,
+        expires_at: u64,
+        declined: bool,
+    }
+
+    crate::store::entity!(Row, "test_lease_rows");
+
+    impl LeaseRecord for Row {
+        type Addr = u32;
+        type Holder = String;
+        type Client = String;
+        const KIND: &'static str = "test";
+
+        fn lease_id(addr: u32) -> u64 {
+            u64::from(addr) * 7 + 1
+        }
+        fn addr_at(n: u128) -> Option<u32> {
+            u32::try_from(n).ok()
+        }
+        fn may_replace(current: Option<&Self>, new: &Self, now: u64) -> bool {
+            current.is_none_or(|c| c.addr == new.addr && (!c.in_force(now) || c.who == new.who))
+        }
+        fn addr(&self) -> u32 {
+            self.addr
+        }
+        fn holder(&self) -> String {
+            self.who.clone()
+        }
+        fn client(&self) -> String {
+            self.who.clone()
+        }
+        fn expires_at(&self) -> u64 {
+            self.expires_at
+        }
+        fn set_expires_at(&mut self, at: u64) {
+            self.expires_at = at;
+        }
+        fn declined(&self) -> bool {
+            self.declined
+        }
+    }
+
+    fn row(addr: u32, who: &str, expires_at: u64) -> Row {
+        Row {
+            id: 0,
+            addr,
+            who: who.into(),
+            expires_at,
+            declined: false,
+        }
+    }
+
+    const LATER: u64 = u64::MAX / 2;
+
+    /// Rows are stored under their address's id; a client's new address replaces its old
+    /// one in the same write; another client's active address is refused; a deleted row
+    /// another table follows leaves that table's index (found without an inverse id).
+    #[tokio::test]
+    async fn binds_replace_refuse_and_are_followed() {
+        let store = Store::temporary();
+        let mut a = LeaseTable::<Row>::load(&store).await.unwrap();
+        let mut b = LeaseTable::<Row>::load(&store).await.unwrap();
+        a.bind(row(10, "x", LATER)).await.unwrap();
+        a.bind(row(11, "x", LATER)).await.unwrap();
+        let stored = store.table::<Row>().unwrap().list().unwrap();
+        assert_eq!(stored.len(), 1);
+        assert_eq!((stored[0].id, stored[0].addr), (Row::lease_id(11), 11));
+        assert!(a.never_used(10) && a.of_client(&"x".into()).unwrap().addr == 11);
+
+        let e = b.bind(row(11, "y", LATER)).await.unwrap_err();
+        assert!(matches!(e, StoreError::Conflict(_)), "{e}");
+        assert_eq!(b.get(11).unwrap().who, "x", "the loser's index takes the stored row");
+        assert_eq!(b.held(&"x".into(), 11, 0), Some(LATER));
+        assert_eq!(b.held(&"x".into(), 10, 0), None);
+
+        assert_eq!(a.remove_where(|r| r.who == "x", |h| h == "x").await.unwrap().len(), 1);
+        b.follow([Row::lease_id(11)]).unwrap();
+        assert!(b.get(11).is_none() && b.of_client(&"x".into()).is_none());
+        b.bind(row(11, "y", LATER)).await.unwrap();
+    }
+
+    /// The fresh-address search starts at the node's spread point, wraps round the pool
+    /// and resumes where it stopped; a freed address is found again.
+    #[tokio::test]
+    async fn the_fresh_search_starts_at_the_spread_and_resumes() {
+        let mut t = LeaseTable::<Row>::in_memory();
+        let (found, next) = t.fresh_scan("s", 100, 109, |_| true);
+        assert_eq!((found, next), (Some(100), 1), "no spread: from the pool's start");
+        t.set_spread("node-b");
+        let origin = u32::try_from(u128::from(t.spread()) % 10).unwrap();
+        let mut got = Vec::new();
+        for _ in 0..10 {
+            let (found, next) = t.fresh_scan("s", 100, 109, |_| true);
+            let ip = found.unwrap();
+            t.resume_at("s", next);
+            t.bind(row(ip, &format!("c{ip}"), LATER)).await.unwrap();
+            got.push(ip);
+        }
+        assert_eq!(got[0], 100 + origin);
+        got.sort_unstable();
+        assert_eq!(got, (100..110).collect::<Vec<_>>(), "every address once, wrapping");
+        assert_eq!(t.fresh_scan("s", 100, 109, |_| true).0, None);
+        t.prune(LATER + 1).await.unwrap();
+        assert!(
+            t.fresh_scan("s", 100, 109, |_| true).0.is_some(),
+            "pruned addresses are fresh again"
+        );
+    }
+}
