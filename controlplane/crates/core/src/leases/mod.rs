@@ -134,6 +134,7 @@ impl LeaseRecord for Lease {
     type Holder = MacAddr;
     type Client = (String, MacAddr);
     const KIND: &'static str = "DHCP";
+    const WITHHELD: &'static str = "DHCPACK withheld: another node leased the address first";
 
     fn lease_id(addr: Ipv4Addr) -> u64 {
         lease_id(addr)

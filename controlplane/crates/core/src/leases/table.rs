@@ -35,6 +35,9 @@ pub trait LeaseRecord: Entity {
     type Client: Clone + Eq + Hash + fmt::Debug + Send + Sync + 'static;
     /// The protocol's name in log lines (`DHCP`, `DHCPv6`).
     const KIND: &'static str;
+    /// The warning logged when a reply is withheld because the store refused its lease
+    /// at a group commit (another node leased the address first).
+    const WITHHELD: &'static str;
 
     /// The id of the row of `addr` (one row per address).
     fn lease_id(addr: Self::Addr) -> u64;
@@ -284,7 +287,7 @@ impl<R: LeaseRecord> LeaseTable<R> {
                 let Some(addr) = addr else { continue };
                 if let Some(mine) = self.by_addr.get(&addr) {
                     self.refused.push((mine.holder(), addr));
-                    tracing::warn!(holder = ?mine.holder(), %addr, "{} reply withheld: another node leased the address first", R::KIND);
+                    tracing::warn!(holder = ?mine.holder(), %addr, "{}", R::WITHHELD);
                 }
                 self.set_row(addr, current.filter(|c| c.addr() == addr));
             }
@@ -675,6 +678,7 @@ mod tests {
         type Holder = String;
         type Client = String;
         const KIND: &'static str = "test";
+        const WITHHELD: &'static str = "test reply withheld";
 
         fn lease_id(addr: u32) -> u64 {
             u64::from(addr) * 7 + 1

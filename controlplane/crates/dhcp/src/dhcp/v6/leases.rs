@@ -118,6 +118,7 @@ impl LeaseRecord for Lease6 {
     type Holder = IaKey;
     type Client = IaKey;
     const KIND: &'static str = "DHCPv6";
+    const WITHHELD: &'static str = "DHCPv6 Reply withheld: another node leased the address first";
 
     fn lease_id(addr: Ipv6Addr) -> u64 {
         lease6_id(addr)
