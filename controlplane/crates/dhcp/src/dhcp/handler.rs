@@ -810,11 +810,7 @@ impl BootHandler {
         now: u64,
     ) -> Option<DhcpReply> {
         let mac = req.mac;
-        let Some(left) = db
-            .by_mac(&s.key, mac)
-            .filter(|l| l.ip == ip && l.active(now))
-            .map(|l| l.expires_at - now)
-        else {
+        let Some(left) = db.held(&(s.key.clone(), mac), ip, now) else {
             tracing::debug!(%mac, %ip, state, "no DHCPACK while the shared store is unreachable: not a lease this node knows");
             return None;
         };

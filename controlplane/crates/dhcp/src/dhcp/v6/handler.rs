@@ -355,8 +355,8 @@ impl Dhcp6Handler {
             return None;
         }
         match (subnet.cfg.mode, kind) {
-            (SubnetMode::Server, T::Solicit) => Some(self.solicit(subnet, msg, &client).await),
-            (SubnetMode::Server, T::Request | T::Renew | T::Rebind) => Some(self.bind(subnet, msg, &client).await),
+            (SubnetMode::Server, T::Solicit) => self.solicit(subnet, msg, &client).await,
+            (SubnetMode::Server, T::Request | T::Renew | T::Rebind) => self.bind(subnet, msg, &client).await,
             (SubnetMode::Server, T::Release | T::Decline) => Some(self.release(subnet, msg, &client, kind).await),
             (SubnetMode::Server, T::Confirm) => self.confirm(subnet, msg, &client),
             (_, T::InformationRequest) if subnet.cfg.mode == SubnetMode::Server || client.is_boot_client() => {
@@ -527,14 +527,25 @@ impl Dhcp6Handler {
         fallback
     }
 
-    async fn solicit(&self, s: &Subnet6, req: &Message, c: &Client6) -> Message {
+    /// Advertise (RFC 8415 §18.3.1). While the shared store is unreachable only an IA's
+    /// own active binding is advertised (a new allocation could collide with another
+    /// node's), and a Solicit with none goes unanswered, as DHCPv4's DISCOVER does.
+    async fn solicit(&self, s: &Subnet6, req: &Message, c: &Client6) -> Option<Message> {
         let mut r = self.base(MessageType::Advertise, req, s, c, true);
         let now = now_secs();
         let mut db = self.leases.lock().await;
+        let degraded = !db.store_reachable();
         let mut any = false;
         for ia in ianas(req) {
             let key = (s.key.clone(), c.duid_hex(), ia.id);
-            match Self::pick(s, &key, hint(ia), &db, now) {
+            let ip = if degraded {
+                db.by_ia(&key)
+                    .filter(|l| l.active(now) && s.in_pool(l.ip))
+                    .map(|l| l.ip)
+            } else {
+                Self::pick(s, &key, hint(ia), &db, now)
+            };
+            match ip {
                 Some(ip) => {
                     db.hold_offer(ip, &key, now);
                     any = true;
@@ -546,21 +557,46 @@ impl Dhcp6Handler {
                     .insert(DhcpOption::IANA(no_addrs(ia.id, "the pool is full"))),
             }
         }
+        if degraded && !any {
+            tracing::debug!(mac = ?c.mac, subnet = %s.net, "DHCPv6: no new address while the shared store is unreachable");
+            return None;
+        }
         if !any && ianas(req).next().is_some() {
             r.opts_mut()
                 .insert(status(Status::NoAddrsAvail, "no address available"));
         }
-        r
+        Some(r)
     }
 
-    async fn bind(&self, s: &Subnet6, req: &Message, c: &Client6) -> Message {
+    /// Reply to Request, Renew and Rebind: each IA_NA bound and stored. While the shared
+    /// store is unreachable, or when storing a binding fails, an IA this node knows an
+    /// active binding of is answered from memory ([`Self::held_ia`]); when no IA can be
+    /// answered while the store is unreachable the message goes unanswered (another node
+    /// may well hold the binding), as DHCPv4's degraded DHCPACK does.
+    async fn bind(&self, s: &Subnet6, req: &Message, c: &Client6) -> Option<Message> {
         let kind = req.msg_type();
         let mut r = self.base(MessageType::Reply, req, s, c, true);
         let now = now_secs();
         let valid = Self::times(s).2;
         let mut db = self.leases.lock().await;
+        let degraded = !db.store_reachable();
+        let mut answered = false;
         for ia in ianas(req) {
             let key = (s.key.clone(), c.duid_hex(), ia.id);
+            if degraded {
+                match self.held_ia(s, ia, &key, c, &db, now) {
+                    Some(held) => {
+                        answered = true;
+                        r.opts_mut().insert(DhcpOption::IANA(held));
+                    }
+                    None => {
+                        tracing::debug!(mac = ?c.mac, iaid = ia.id, "DHCPv6: no binding while the shared store is unreachable: not one this node knows");
+                        r.opts_mut()
+                            .insert(DhcpOption::IANA(no_addrs(ia.id, "the lease could not be stored")));
+                    }
+                }
+                continue;
+            }
             let renewing = db.by_ia(&key).is_some_and(|l| l.active(now));
             let Some(ip) = Self::pick(s, &key, hint(ia), &db, now) else {
                 r.opts_mut()
@@ -592,7 +628,7 @@ impl Dhcp6Handler {
                     } else {
                         "granted"
                     };
-                    self.lease_event(verb, &l, c);
+                    self.lease_event(verb, &l, c, false);
                 }
                 Err(bootlane_core::store::StoreError::Conflict(why)) => {
                     // Another node leased it first; the index now shows that lease.
@@ -604,12 +640,42 @@ impl Dhcp6Handler {
                 }
                 Err(e) => {
                     tracing::error!("DHCPv6: storing the lease of {ip} failed: {e}");
-                    r.opts_mut()
-                        .insert(DhcpOption::IANA(no_addrs(ia.id, "the lease could not be stored")));
+                    let held = self.held_ia(s, ia, &key, c, &db, now);
+                    r.opts_mut().insert(DhcpOption::IANA(
+                        held.unwrap_or_else(|| no_addrs(ia.id, "the lease could not be stored")),
+                    ));
                 }
             }
         }
-        r
+        if degraded && !answered {
+            return None;
+        }
+        Some(r)
+    }
+
+    /// The IA_NA of a degraded Reply: the active binding this node holds for `key`, when
+    /// the client's IA names its address (or none), with the lifetimes it still has
+    /// (capped at the subnet's) and T1/T2 scaled to them; addresses the IA names besides
+    /// get lifetime 0. Nothing is written, so nothing can collide: RFC 8415 §18.3.4 lets
+    /// the server change the lifetimes it returns, and the stored binding already runs that
+    /// long. Logged and evented as `dhcp6.lease.renewed` with `degraded: true`. `None`
+    /// when there is no such binding (the caller answers NoAddrsAvail, RFC 8415 §18.3.2
+    /// and §18.3.4, or not at all).
+    fn held_ia(&self, s: &Subnet6, ia: &IANA, key: &IaKey, c: &Client6, db: &Lease6Db, now: u64) -> Option<IANA> {
+        let l = db.by_ia(key).filter(|l| s.in_pool(l.ip))?;
+        let named: Vec<Ipv6Addr> = ia_addrs(ia).collect();
+        if !named.is_empty() && !named.contains(&l.ip) {
+            return None;
+        }
+        let left = db.held(key, l.ip, now)?;
+        let left = u32::try_from(left).unwrap_or(u32::MAX).min(Self::times(s).2);
+        let mut addrs: Vec<(Ipv6Addr, u32)> = named.into_iter().filter(|a| *a != l.ip).map(|a| (a, 0)).collect();
+        addrs.insert(0, (l.ip, left));
+        let mut held = self.ia_with(s, ia.id, &addrs);
+        (held.t1, held.t2) = (left / 2, left / 5 * 4);
+        tracing::info!(mac = ?c.mac, ip = %l.ip, iaid = ia.id, left, "DHCPv6 Reply from the held lease (the store cannot be written)");
+        self.lease_event("renewed", l, c, true);
+        Some(held)
     }
 
     async fn release(&self, s: &Subnet6, req: &Message, c: &Client6, kind: MessageType) -> Message {
@@ -632,7 +698,7 @@ impl Dhcp6Handler {
                             "released"
                         };
                         if let Some(l) = db.all().find(|l| l.ip == ip).cloned() {
-                            self.lease_event(verb, &l, c);
+                            self.lease_event(verb, &l, c, false);
                         }
                     }
                     Ok(false) => {}
@@ -661,19 +727,25 @@ impl Dhcp6Handler {
         Some(r)
     }
 
-    fn lease_event(&self, verb: &str, l: &Lease6, c: &Client6) {
+    /// Publishes `dhcp6.lease.<verb>`; a `degraded` answer (from memory, nothing stored)
+    /// carries `degraded: true` in its data, as DHCPv4's does.
+    fn lease_event(&self, verb: &str, l: &Lease6, c: &Client6, degraded: bool) {
         let Some(ev) = &self.events else { return };
         let who = c.mac.map_or_else(|| l.duid.clone(), |m| m.to_string());
+        let mut data = serde_json::json!({
+            "duid": l.duid, "iaid": l.iaid, "ip": l.ip.to_string(), "subnet": l.subnet,
+            "mac": l.mac, "arch": l.arch, "expires_at": l.expires_at,
+        });
+        if degraded {
+            data["degraded"] = serde_json::Value::Bool(true);
+        }
         ev.publish(
             bootlane_core::events::NewEvent::new(
                 format!("dhcp6.lease.{verb}"),
                 format!("DHCPv6 lease {} {verb} for {who}", l.ip),
             )
             .resource("lease6", &l.duid)
-            .data(serde_json::json!({
-                "duid": l.duid, "iaid": l.iaid, "ip": l.ip.to_string(), "subnet": l.subnet,
-                "mac": l.mac, "arch": l.arch, "expires_at": l.expires_at,
-            })),
+            .data(data),
         );
     }
 }

@@ -435,3 +435,210 @@ fn the_server_duid_is_not_shared_between_nodes() {
     ));
     assert!(bootlane_core::store::is_node_tree(crate::dhcp::control::SETTINGS_TREE));
 }
+
+/// `msg` from another client, `duid`.
+fn msg_from(duid: &[u8], kind: MessageType, extra: Vec<DhcpOption>) -> Message {
+    let mut m = Message::new_with_id(kind, [4, 5, 6]);
+    let o = m.opts_mut();
+    o.insert(DhcpOption::ClientId(duid.to_vec()));
+    o.insert(DhcpOption::ElapsedTime(0));
+    for e in extra {
+        o.insert(e);
+    }
+    m
+}
+
+fn first_ia(m: &Message) -> &IANA {
+    m.opts()
+        .iter()
+        .find_map(|o| match o {
+            DhcpOption::IANA(ia) => Some(ia),
+            _ => None,
+        })
+        .expect("an IA_NA")
+}
+
+fn ia_status(m: &Message) -> Option<Status> {
+    first_ia(m).opts.iter().find_map(|o| match o {
+        DhcpOption::StatusCode(s) => Some(s.status),
+        _ => None,
+    })
+}
+
+const OTHER_DUID: [u8; 10] = [0, 3, 0, 1, 0x52, 0x54, 0, 0x77, 0, 0x42];
+
+/// Two lease tables on one store (two handlers' views): an address one IA holds active
+/// cannot be taken by another, written at once (refused with a conflict) or through
+/// group commit (the reply withheld); the loser's index shows the winner.
+#[tokio::test]
+async fn two_tables_on_one_store_never_lease_one_address_twice() {
+    use super::leases::{lease6_id, Lease6};
+    use crate::dhcp::leases::now_secs;
+    let store = Store::temporary();
+    let mut a = Lease6Db::load(&store).await.unwrap();
+    let mut b = Lease6Db::load(&store).await.unwrap();
+    let lease = |duid: &str, ip: &str| Lease6 {
+        id: 0,
+        duid: duid.into(),
+        iaid: 1,
+        ip: ip.parse().unwrap(),
+        subnet: "fd00:77::/64".into(),
+        mac: None,
+        arch: None,
+        expires_at: now_secs() + 3600,
+        declined: false,
+    };
+    let key_b = ("fd00:77::/64".to_string(), "0001bb".to_string(), 1);
+    let ip: Ipv6Addr = "fd00:77::105".parse().unwrap();
+    a.bind(lease("0001aa", "fd00:77::105")).await.unwrap();
+    let e = b.bind(lease("0001bb", "fd00:77::105")).await.unwrap_err();
+    assert!(matches!(e, bootlane_core::store::StoreError::Conflict(_)), "{e}");
+    assert_eq!(b.get(ip).unwrap().duid, "0001aa", "the loser's index shows the winner");
+    assert!(b.by_ia(&key_b).is_none());
+
+    // Group commit: the second table's write is queued, refused at its commit, and its
+    // reply is the one to withhold.
+    let ip2: Ipv6Addr = "fd00:77::106".parse().unwrap();
+    a.set_group_commit(true);
+    b.set_group_commit(true);
+    a.bind(lease("0001aa2", "fd00:77::106")).await.unwrap();
+    a.commit().await.unwrap();
+    b.bind(lease("0001bb", "fd00:77::106")).await.unwrap();
+    assert_eq!(b.by_ia(&key_b).unwrap().ip, ip2, "visible at once, before the commit");
+    b.commit().await.unwrap();
+    assert!(a.take_refused().is_empty());
+    assert_eq!(b.take_refused(), vec![(key_b.clone(), ip2)]);
+    assert_eq!(b.get(ip2).unwrap().duid, "0001aa2");
+    assert!(b.by_ia(&key_b).is_none());
+    let mut stored: Vec<(u64, String)> = store
+        .table::<Lease6>()
+        .unwrap()
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|l| (l.id, l.duid))
+        .collect();
+    stored.sort();
+    let mut want = vec![
+        (lease6_id(ip), "0001aa".to_string()),
+        (lease6_id(ip2), "0001aa2".to_string()),
+    ];
+    want.sort();
+    assert_eq!(stored, want);
+}
+
+/// Two nodes on one PostgreSQL store, each with its handler: a client of the second
+/// node asking for the address a client of the first holds gets the IA back with
+/// NoAddrsAvail (RFC 8415 §18.3.2), not a second binding; its next Solicit is
+/// advertised another address.
+#[tokio::test]
+async fn two_nodes_never_bind_one_v6_address_twice() {
+    let (a, cluster) = bootlane_core::store::test_support::pg_store().await;
+    let b = bootlane_core::store::test_support::pg_node(&cluster, &cluster.url("t")).await;
+    let ha = handler_with(SubnetMode::Server, Lease6Db::load(&a).await.unwrap());
+    let hb = handler_with(SubnetMode::Server, Lease6Db::load(&b).await.unwrap());
+    let adv = ask(&ha, &msg(MessageType::Solicit, vec![iana(None)])).await.unwrap();
+    let ip = leased(&adv)[0].0;
+    let sid = server_id(&adv);
+    let reply = ask(
+        &ha,
+        &msg(MessageType::Request, vec![iana(Some(&ip.to_string())), sid.clone()]),
+    )
+    .await
+    .unwrap();
+    assert_eq!(leased(&reply), vec![(ip, 600)]);
+
+    // Node B has not followed A's write: it advertises the address asked for...
+    let want = iana(Some(&ip.to_string()));
+    let adv = ask(&hb, &msg_from(&OTHER_DUID, MessageType::Solicit, vec![want.clone()]))
+        .await
+        .unwrap();
+    assert_eq!(leased(&adv)[0].0, ip);
+    // ...but the store refuses the binding.
+    let reply = ask(&hb, &msg_from(&OTHER_DUID, MessageType::Request, vec![want, sid]))
+        .await
+        .unwrap();
+    assert!(leased(&reply).is_empty(), "{reply:?}");
+    assert_eq!(ia_status(&reply), Some(Status::NoAddrsAvail));
+    let leases_b = h_leases(&hb).await;
+    assert_eq!(leases_b.len(), 1, "B's index shows A's binding");
+    assert_eq!(leases_b[0].ip, ip);
+    let adv = ask(&hb, &msg_from(&OTHER_DUID, MessageType::Solicit, vec![iana(None)]))
+        .await
+        .unwrap();
+    assert_ne!(leased(&adv)[0].0, ip);
+    assert_eq!(a.table::<super::leases::Lease6>().unwrap().list().unwrap().len(), 1);
+}
+
+/// A node that lost the shared store answers a Renew of a binding it holds from memory
+/// (the lifetimes the stored binding still has, T1/T2 scaled to them; evented with
+/// `degraded: true`), advertises nothing new and leaves other clients unanswered; it
+/// resumes by itself.
+#[tokio::test]
+async fn without_the_store_held_bindings_renew_and_new_ones_wait() {
+    let (store, cluster) = bootlane_core::store::test_support::pg_store().await;
+    let events = bootlane_core::events::EventBus::in_memory();
+    let h = handler_with(SubnetMode::Server, Lease6Db::load(&store).await.unwrap()).with_events(events.clone());
+    let adv = ask(&h, &msg(MessageType::Solicit, vec![iana(None)])).await.unwrap();
+    let ip = leased(&adv)[0].0;
+    let sid = server_id(&adv);
+    ask(
+        &h,
+        &msg(MessageType::Request, vec![iana(Some(&ip.to_string())), sid.clone()]),
+    )
+    .await
+    .unwrap();
+    let stored = h_leases(&h).await[0].expires_at;
+    let mut link = store.watch_link().unwrap();
+    cluster.stop().unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(10), link.wait_for(|(up, _)| !*up))
+        .await
+        .expect("the loss is noticed")
+        .unwrap();
+
+    let renew = ask(
+        &h,
+        &msg(MessageType::Renew, vec![iana(Some(&ip.to_string())), sid.clone()]),
+    )
+    .await
+    .expect("a held binding is renewed");
+    let got = leased(&renew);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].0, ip);
+    assert!(got[0].1 <= 600 && got[0].1 > 500, "{}", got[0].1);
+    let ia = first_ia(&renew);
+    assert_eq!((ia.t1, ia.t2), (got[0].1 / 2, got[0].1 / 5 * 4));
+    assert_eq!(ia_status(&renew), None);
+    assert_eq!(h_leases(&h).await[0].expires_at, stored, "nothing was written");
+    let evs = events.after(0, 100).unwrap();
+    let granted = evs.iter().find(|e| e.kind == "dhcp6.lease.granted").unwrap();
+    assert!(granted.data.get("degraded").is_none());
+    let renewed = evs.iter().rev().find(|e| e.kind == "dhcp6.lease.renewed").unwrap();
+    assert_eq!(renewed.data["degraded"], serde_json::json!(true));
+    assert_eq!(renewed.data["ip"], serde_json::json!(ip.to_string()));
+
+    let adv = ask(&h, &msg(MessageType::Solicit, vec![iana(None)])).await.unwrap();
+    assert_eq!(leased(&adv)[0].0, ip, "its holder is advertised its own address");
+    assert!(
+        ask(&h, &msg_from(&OTHER_DUID, MessageType::Solicit, vec![iana(None)]))
+            .await
+            .is_none(),
+        "no new allocation"
+    );
+    let other = msg_from(
+        &OTHER_DUID,
+        MessageType::Request,
+        vec![iana(Some("fd00:77::150")), sid.clone()],
+    );
+    assert!(ask(&h, &other).await.is_none(), "nor a NoAddrsAvail");
+
+    cluster.restart().unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(40), link.wait_for(|(up, _)| *up))
+        .await
+        .expect("the node reconnects by itself")
+        .unwrap();
+    let adv = ask(&h, &msg_from(&OTHER_DUID, MessageType::Solicit, vec![iana(None)]))
+        .await
+        .unwrap();
+    assert_ne!(leased(&adv)[0].0, ip);
+}
