@@ -36,7 +36,7 @@ use super::{
 };
 use bootlane_core::{
     audit::Verification,
-    events::{AuditEntry, Event, EventBus},
+    events::{AuditEntry, Event, EventBus, EventKind},
 };
 
 /// Filters of `GET /events` (all optional, combined with AND).
@@ -348,6 +348,34 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(stream))
         .routes(routes!(audit_logs))
         .routes(routes!(audit_verify))
+}
+
+/// Adds the list of event kinds ([`EventKind::openapi_list`]) to the descriptions of the
+/// `Event` schema's `kind` and of the `kind` filter of `GET /events` and
+/// `GET /events/stream` in `doc` (the list comes from the type, so it cannot drift from
+/// what the server publishes).
+pub(crate) fn describe_kinds(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{schema::Schema, RefOr};
+    let list = EventKind::openapi_list();
+    let append = |d: &mut Option<String>| {
+        let d = d.get_or_insert_with(String::new);
+        d.push_str(if d.is_empty() { "" } else { " " });
+        d.push_str(&list);
+    };
+    let event = doc.components.as_mut().and_then(|c| c.schemas.get_mut("Event"));
+    if let Some(RefOr::T(Schema::Object(o))) = event {
+        if let Some(RefOr::T(Schema::Object(kind))) = o.properties.get_mut("kind") {
+            append(&mut kind.description);
+        }
+    }
+    for path in ["/api/v1/events", "/api/v1/events/stream"] {
+        let Some(get) = doc.paths.paths.get_mut(path).and_then(|p| p.get.as_mut()) else {
+            continue;
+        };
+        for p in get.parameters.iter_mut().flatten().filter(|p| p.name == "kind") {
+            append(&mut p.description);
+        }
+    }
 }
 
 #[cfg(test)]

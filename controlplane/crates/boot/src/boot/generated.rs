@@ -12,7 +12,7 @@ use std::{net::SocketAddr, sync::Arc};
 
 use super::catalog::BootCatalog;
 use bootlane_core::{
-    events::{EventBus, NewEvent},
+    events::{EventBus, EventKind, NewEvent},
     net::types::MacAddr,
     service_error::ServiceError,
 };
@@ -96,7 +96,10 @@ pub fn served_event(events: &EventBus, path: &str, g: &Generated, protocol: &str
     let loader = g.loader.title();
     tracing::info!(file = %path, profile = %g.profile, %protocol, ?peer, "serving the generated {loader} configuration for {who}");
     let mut e = NewEvent::new(
-        format!("boot.{}.served", g.loader.name()),
+        match g.loader {
+            Loader::Pxelinux => EventKind::BootPxelinuxServed,
+            Loader::Grub => EventKind::BootGrubServed,
+        },
         format!(
             "{loader} configuration {path} (profile {}) served over {protocol}",
             g.profile

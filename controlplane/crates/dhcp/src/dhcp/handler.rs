@@ -366,13 +366,20 @@ impl BootHandler {
             if let (Some(d), serde_json::Value::Object(x)) = (data.as_object_mut(), extra) {
                 d.extend(x);
             }
+            use bootlane_core::events::EventKind;
+            let kind = match verb {
+                "granted" => EventKind::DhcpLeaseGranted,
+                "renewed" => EventKind::DhcpLeaseRenewed,
+                "released" => EventKind::DhcpLeaseReleased,
+                _ => {
+                    debug_assert_eq!(verb, "declined", "a DHCPv4 lease event's verb");
+                    EventKind::DhcpLeaseDeclined
+                }
+            };
             ev.publish(
-                bootlane_core::events::NewEvent::new(
-                    format!("dhcp.lease.{verb}"),
-                    format!("DHCP lease {ip} {verb} for {mac}"),
-                )
-                .resource("lease", mac)
-                .data(data),
+                bootlane_core::events::NewEvent::new(kind, format!("DHCP lease {ip} {verb} for {mac}"))
+                    .resource("lease", mac)
+                    .data(data),
             );
         }
     }

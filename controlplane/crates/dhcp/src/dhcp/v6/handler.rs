@@ -664,16 +664,23 @@ impl Dhcp6Handler {
     fn lease_event(&self, verb: &str, l: &Lease6, c: &Client6) {
         let Some(ev) = &self.events else { return };
         let who = c.mac.map_or_else(|| l.duid.clone(), |m| m.to_string());
+        use bootlane_core::events::EventKind;
+        let kind = match verb {
+            "granted" => EventKind::Dhcp6LeaseGranted,
+            "renewed" => EventKind::Dhcp6LeaseRenewed,
+            "released" => EventKind::Dhcp6LeaseReleased,
+            _ => {
+                debug_assert_eq!(verb, "declined", "a DHCPv6 lease event's verb");
+                EventKind::Dhcp6LeaseDeclined
+            }
+        };
         ev.publish(
-            bootlane_core::events::NewEvent::new(
-                format!("dhcp6.lease.{verb}"),
-                format!("DHCPv6 lease {} {verb} for {who}", l.ip),
-            )
-            .resource("lease6", &l.duid)
-            .data(serde_json::json!({
-                "duid": l.duid, "iaid": l.iaid, "ip": l.ip.to_string(), "subnet": l.subnet,
-                "mac": l.mac, "arch": l.arch, "expires_at": l.expires_at,
-            })),
+            bootlane_core::events::NewEvent::new(kind, format!("DHCPv6 lease {} {verb} for {who}", l.ip))
+                .resource("lease6", &l.duid)
+                .data(serde_json::json!({
+                    "duid": l.duid, "iaid": l.iaid, "ip": l.ip.to_string(), "subnet": l.subnet,
+                    "mac": l.mac, "arch": l.arch, "expires_at": l.expires_at,
+                })),
         );
     }
 }
