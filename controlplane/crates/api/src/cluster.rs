@@ -299,6 +299,6 @@ mod tests {
             short.iter().map(|e| &**e).collect::<Vec<_>>()
         );
         assert_eq!(back[300].data, serde_json::json!({"truncated": true}));
-        assert_eq!(back[300].kind, "settings.updated");
+        assert_eq!(back[300].kind, "settings.changed");
     }
 }

@@ -13,6 +13,11 @@
 //! drops its oldest unread events and the subscriber is told how many) but never slows a
 //! writer, the DNS path or the DHCP path.
 //!
+//! Kinds and shapes: a publisher names its event's kind with an [`EventKind`] variant (the
+//! event keeps the dotted wire name as a string; `events/kind.rs`) and gives the frequent fixed
+//! `data` shapes as structs ([`EventData`]; `events/data.rs`) through [`NewEvent::with`]; writes
+//! carry `{action, before, after}` ([`NewEvent::write`]).
+//!
 //! Who did it: the API's session layer runs each request inside [`with_actor`], and
 //! [`EventBus::publish`] reads that task-local [`Actor`] (user name and client address),
 //! so services need not pass the caller around; outside a request the actor is `system`.
@@ -104,7 +109,7 @@ pub struct Event {
     #[serde(with = "time::serde::rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub time: OffsetDateTime,
-    /// Dotted kind, e.g. `dhcp.lease.granted` (an [`EventKind`]'s wire name).
+    /// Dotted kind, e.g. `dhcp.lease.granted`.
     pub kind: String,
     /// Resource kind it concerns (`dns_record`, `host`, `lease`, `service`, ...), if any.
     pub resource: Option<String>,

@@ -385,6 +385,35 @@ mod tests {
 
     use super::super::test_support::setup;
 
+    /// The OpenAPI document names every event kind, from the type, in the `Event` schema's
+    /// `kind` and in the `kind` filters of both event routes (and keeps their own words).
+    #[test]
+    fn the_openapi_document_lists_every_kind() {
+        let doc = serde_json::to_value(super::super::openapi_doc()).unwrap();
+        let field = doc["components"]["schemas"]["Event"]["properties"]["kind"]["description"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(field.starts_with("Dotted kind, e.g. `dhcp.lease.granted`"), "{field}");
+        let mut texts = vec![field];
+        for path in ["/api/v1/events", "/api/v1/events/stream"] {
+            let params = doc["paths"][path]["get"]["parameters"].as_array().unwrap();
+            let kind = params.iter().find(|p| p["name"] == "kind").unwrap();
+            let d = kind["description"].as_str().unwrap().to_string();
+            assert!(
+                d.starts_with("Kind prefix") || d.starts_with("Only kinds with this prefix"),
+                "{d}"
+            );
+            texts.push(d);
+        }
+        for d in texts {
+            assert!(d.ends_with(&bootlane_core::events::EventKind::openapi_list()), "{d}");
+            for k in bootlane_core::events::EventKind::ALL {
+                assert!(d.contains(&format!("`{k}`")), "{k} missing from {d}");
+            }
+        }
+    }
+
     #[tokio::test]
     async fn the_audit_log_verifies_and_an_edited_entry_is_named() {
         let mut t = setup().await;

@@ -447,12 +447,6 @@ impl EventKind {
     }
 }
 
-impl From<EventKind> for String {
-    fn from(k: EventKind) -> Self {
-        k.as_str().to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
