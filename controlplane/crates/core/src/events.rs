@@ -13,10 +13,11 @@
 //! drops its oldest unread events and the subscriber is told how many) but never slows a
 //! writer, the DNS path or the DHCP path.
 //!
-//! Kinds and shapes: a publisher names its event's kind with an [`EventKind`] variant (the
-//! event keeps the dotted wire name as a string; `events/kind.rs`) and gives the frequent fixed
-//! `data` shapes as structs ([`EventData`]; `events/data.rs`) through [`NewEvent::with`]; writes
-//! carry `{action, before, after}` ([`NewEvent::write`]).
+//! Kinds and shapes: a publisher names its event's kind with an [`EventKind`] variant
+//! (`events/kind.rs`); the event keeps the dotted wire name as a string, so an event of a
+//! kind this version does not know, relayed by a newer node, passes through unchanged. The
+//! frequent fixed `data` shapes are structs ([`EventData`], `events/data.rs`) given to
+//! [`NewEvent::with`]; writes carry `{action, before, after}` ([`NewEvent::write`]).
 //!
 //! Who did it: the API's session layer runs each request inside [`with_actor`], and
 //! [`EventBus::publish`] reads that task-local [`Actor`] (user name and client address),
@@ -98,9 +99,8 @@ impl EventsConfig {
     }
 }
 
-/// One event. `kind` is dotted (`dns.record.created`): the wire name of an [`EventKind`], kept
-/// as a string so events of kinds this version does not know (relayed by a newer node) pass
-/// through unchanged; the book's events chapter lists every kind with its `data`.
+/// One event. `kind` is dotted (`dns.record.created`); the book's events chapter lists every
+/// kind with its `data`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
 pub struct Event {
     /// Monotonic id, never reused (also the SSE `id:`).
