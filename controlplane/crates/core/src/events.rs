@@ -55,7 +55,9 @@ use crate::{
 mod data;
 mod kind;
 
-pub use data::{BootFileServed, EventData, IpxeServed, ServiceFailed, ServiceStarted, TftpRefused, TftpTransfer};
+pub use data::{
+    BootFileServed, EventData, IpxeServed, MenuServed, ServiceFailed, ServiceStarted, TftpRefused, TftpTransfer,
+};
 pub use kind::EventKind;
 
 /// `[events]`: retention of the event history and of the audit log.

@@ -12,7 +12,7 @@ use std::{net::SocketAddr, sync::Arc};
 
 use super::catalog::BootCatalog;
 use bootlane_core::{
-    events::{EventBus, EventKind, NewEvent},
+    events::{EventBus, EventKind, MenuServed, NewEvent},
     net::types::MacAddr,
     service_error::ServiceError,
 };
@@ -106,13 +106,13 @@ pub fn served_event(events: &EventBus, path: &str, g: &Generated, protocol: &str
         ),
     )
     .resource("file", path)
-    .data(serde_json::json!({
-        "file": path,
-        "mac": g.mac.map(|m| m.to_string()),
-        "profile": g.profile,
-        "host": g.host,
-        "protocol": protocol,
-    }));
+    .with(&MenuServed {
+        file: path.to_string(),
+        mac: g.mac.map(|m| m.to_string()),
+        profile: g.profile.clone(),
+        host: g.host.clone(),
+        protocol: protocol.to_string(),
+    });
     if let Some(p) = peer {
         e = e.remote(p);
     }

@@ -110,6 +110,26 @@ impl EventData for IpxeServed {
     const KINDS: &'static [EventKind] = &[EventKind::BootIpxeServed];
 }
 
+/// `boot.pxelinux.served|grub.served`: a generated boot-loader configuration sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MenuServed {
+    /// The configuration's path as the loader asked for it (`pxelinux.cfg/01-..`, `grub/grub.cfg-..`).
+    pub file: String,
+    /// The MAC of a per-MAC file (`aa:bb:..`), `null` for the default file.
+    pub mac: Option<String>,
+    /// The boot profile it came from.
+    pub profile: String,
+    /// The registered host's name for a per-MAC file of a registered machine, else `null`.
+    pub host: Option<String>,
+    /// How it was sent: `tftp` or `http`.
+    pub protocol: String,
+}
+
+impl EventData for MenuServed {
+    const KINDS: &'static [EventKind] = &[EventKind::BootPxelinuxServed, EventKind::BootGrubServed];
+}
+
 /// `boot.file.served`: a boot file sent over HTTP (GET only).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -139,8 +159,8 @@ mod tests {
     use crate::events::Event;
 
     /// Journal lines (`<data_dir>/journal/events/*.jsonl`) written by the server before kinds
-    /// and data shapes had types: service, auth, DHCP lease, DNS and reservation writes,
-    /// iPXE and TFTP events.
+    /// and data shapes had types: service, auth, DHCP lease, DNS, reservation, profile and
+    /// host writes, iPXE, TFTP, PXELINUX, GRUB and HTTP boot-file events.
     const BEFORE_TYPES: &str = include_str!("testdata/journal-before-typed-kinds.jsonl");
 
     /// `data` read into `D` and written back gives the same JSON, and the whole event with
@@ -168,6 +188,7 @@ mod tests {
                 EventKind::ServiceStarted => same_through::<ServiceStarted>(&e, line),
                 EventKind::BootIpxeServed => same_through::<IpxeServed>(&e, line),
                 EventKind::BootFileServed => same_through::<BootFileServed>(&e, line),
+                EventKind::BootPxelinuxServed | EventKind::BootGrubServed => same_through::<MenuServed>(&e, line),
                 EventKind::TftpTransferFailed if e.data.get("code").is_some() => same_through::<TftpRefused>(&e, line),
                 EventKind::TftpTransferCompleted | EventKind::TftpTransferAborted | EventKind::TftpTransferFailed => {
                     same_through::<TftpTransfer>(&e, line)
@@ -175,8 +196,11 @@ mod tests {
                 _ => typed -= 1,
             }
         }
-        assert_eq!(kinds.len(), 11, "{kinds:?}");
-        assert_eq!(typed, 4, "service.started, boot.ipxe.served and two TFTP lines");
+        assert_eq!(kinds.len(), 16, "{kinds:?}");
+        assert_eq!(
+            typed, 8,
+            "service.started, boot.ipxe.served, two TFTP lines, three menus, a boot file"
+        );
     }
 
     #[test]
@@ -202,6 +226,11 @@ mod tests {
             serde_json::to_value(&plain).unwrap(),
             serde_json::json!({"file": "ipxe.efi", "bytes": 3, "status": 200})
         );
+        let menu = serde_json::json!({
+            "file": "pxelinux.cfg/default", "mac": null, "profile": "Default", "host": null, "protocol": "tftp"
+        });
+        let m: MenuServed = serde_json::from_value(menu.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&m).unwrap(), menu);
         let refused = serde_json::json!({"file": "f", "client": "c", "error": "e", "code": 1});
         assert!(serde_json::from_value::<TftpTransfer>(refused).is_err());
     }
