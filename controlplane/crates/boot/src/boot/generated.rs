@@ -36,11 +36,12 @@ pub enum Loader {
 }
 
 impl Loader {
-    /// `pxelinux` or `grub` (the event type's middle word).
-    pub fn name(self) -> &'static str {
+    /// The kind of the event published when a generated file of this loader is served
+    /// (`boot.pxelinux.served`, `boot.grub.served`).
+    pub fn served_kind(self) -> EventKind {
         match self {
-            Self::Pxelinux => "pxelinux",
-            Self::Grub => "grub",
+            Self::Pxelinux => EventKind::BootPxelinuxServed,
+            Self::Grub => EventKind::BootGrubServed,
         }
     }
 
@@ -96,10 +97,7 @@ pub fn served_event(events: &EventBus, path: &str, g: &Generated, protocol: &str
     let loader = g.loader.title();
     tracing::info!(file = %path, profile = %g.profile, %protocol, ?peer, "serving the generated {loader} configuration for {who}");
     let mut e = NewEvent::new(
-        match g.loader {
-            Loader::Pxelinux => EventKind::BootPxelinuxServed,
-            Loader::Grub => EventKind::BootGrubServed,
-        },
+        g.loader.served_kind(),
         format!(
             "{loader} configuration {path} (profile {}) served over {protocol}",
             g.profile
