@@ -375,7 +375,7 @@ pub enum EventKind {
     /// Nothing could be sent to wake a machine; `data` is the history record.
     #[strum(serialize = "wol.failed")]
     WolFailed,
-    /// The wake-on-LAN history was cleared {deleted}.
+    /// The wake-on-LAN history was cleared (a write: {action, before, after} with `deleted`, the count).
     #[strum(serialize = "wol.history.cleared")]
     WolHistoryCleared,
     /// A wake-on-LAN schedule was created (write).
