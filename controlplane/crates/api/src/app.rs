@@ -15,7 +15,7 @@ use crate::api::{auth::Auth, boot::HttpBootUnit, AppState};
 use bootlane_boot::{boot::catalog::BootCatalog, inventory::service::HostService};
 use bootlane_config::config::Config;
 use bootlane_core::{
-    events::EventBus,
+    events::{EventBus, EventKind},
     store::Store,
     supervisor::{Service, Supervisor},
 };
@@ -50,10 +50,10 @@ pub async fn build(
     let xdp = dataplane.status();
     if !matches!(xdp.mode.as_str(), "off" | "fake") {
         let (kind, summary) = if xdp.active {
-            ("dataplane.xdp.attached", "XDP fast path attached".to_string())
+            (EventKind::DataplaneXdpAttached, "XDP fast path attached".to_string())
         } else {
             (
-                "dataplane.xdp.failed",
+                EventKind::DataplaneXdpFailed,
                 format!("XDP fast path not attached: {}", xdp.reason.clone().unwrap_or_default()),
             )
         };

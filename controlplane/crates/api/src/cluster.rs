@@ -63,13 +63,13 @@ pub fn report_link(store: &Store, events: Arc<EventBus>, token: CancellationToke
             let (up, err) = link.borrow_and_update().clone();
             let ev = if up {
                 bootlane_core::events::NewEvent::new(
-                    "store.connected",
+                    bootlane_core::events::EventKind::StoreConnected,
                     "the shared store is reachable again; this node caught up with it",
                 )
             } else {
                 let why = err.unwrap_or_default();
                 bootlane_core::events::NewEvent::new(
-                    "store.disconnected",
+                    bootlane_core::events::EventKind::StoreDisconnected,
                     format!("the shared store is unreachable ({why}); answering from the last state, writes fail"),
                 )
                 .data(serde_json::json!({"error": why}))
@@ -273,13 +273,13 @@ mod tests {
         let short: Vec<Arc<Event>> = (0..300)
             .map(|i| {
                 bus.publish(bootlane_core::events::NewEvent::new(
-                    "dhcp.lease.granted",
+                    bootlane_core::events::EventKind::DhcpLeaseGranted,
                     format!("lease {i}"),
                 ))
             })
             .collect();
         let long = bus.publish(
-            bootlane_core::events::NewEvent::new("settings.updated", "s")
+            bootlane_core::events::NewEvent::new(bootlane_core::events::EventKind::SettingsChanged, "s")
                 .data(serde_json::json!({"after": "x".repeat(9000)})),
         );
         let mut all = short.clone();
@@ -299,6 +299,6 @@ mod tests {
             short.iter().map(|e| &**e).collect::<Vec<_>>()
         );
         assert_eq!(back[300].data, serde_json::json!({"truncated": true}));
-        assert_eq!(back[300].kind, "settings.updated");
+        assert_eq!(back[300].kind, "settings.changed");
     }
 }

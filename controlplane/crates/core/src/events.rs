@@ -13,6 +13,12 @@
 //! drops its oldest unread events and the subscriber is told how many) but never slows a
 //! writer, the DNS path or the DHCP path.
 //!
+//! Kinds and shapes: a publisher names its event's kind with an [`EventKind`] variant
+//! (`events/kind.rs`); the event keeps the dotted wire name as a string, so an event of a
+//! kind this version does not know, relayed by a newer node, passes through unchanged. The
+//! frequent fixed `data` shapes are structs ([`EventData`], `events/data.rs`) given to
+//! [`NewEvent::with`]; writes carry `{action, before, after}` ([`NewEvent::write`]).
+//!
 //! Who did it: the API's session layer runs each request inside [`with_actor`], and
 //! [`EventBus::publish`] reads that task-local [`Actor`] (user name and client address),
 //! so services need not pass the caller around; outside a request the actor is `system`.
@@ -45,6 +51,14 @@ use crate::{
     audit::AuditConfig,
     store::{journal::Journal, Store, StoreError, Table},
 };
+
+mod data;
+mod kind;
+
+pub use data::{
+    BootFileServed, EventData, IpxeServed, MenuServed, ServiceFailed, ServiceStarted, TftpRefused, TftpTransfer,
+};
+pub use kind::EventKind;
 
 /// `[events]`: retention of the event history and of the audit log.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
@@ -151,10 +165,10 @@ pub fn current_actor() -> Actor {
 }
 
 /// What a publisher provides; the bus fills in id, time and (unless set) the actor.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct NewEvent {
-    /// Dotted kind.
-    pub kind: String,
+    /// The kind (stored as its dotted wire name).
+    pub kind: EventKind,
     /// Resource kind.
     pub resource: Option<String>,
     /// Resource id.
@@ -169,12 +183,14 @@ pub struct NewEvent {
 
 impl NewEvent {
     /// An event of `kind` with a summary; add the rest with the builder methods.
-    pub fn new(kind: impl Into<String>, summary: impl Into<String>) -> Self {
+    pub fn new(kind: EventKind, summary: impl Into<String>) -> Self {
         Self {
-            kind: kind.into(),
+            kind,
+            resource: None,
+            resource_id: None,
             summary: summary.into(),
             data: serde_json::Value::Null,
-            ..Self::default()
+            remote_addr: None,
         }
     }
 
@@ -191,6 +207,18 @@ impl NewEvent {
         self
     }
 
+    /// Sets `data` from its typed shape (see [`EventData`]); in debug builds, panics when
+    /// `D` is not a shape of this event's kind.
+    pub fn with<D: EventData>(self, data: &D) -> Self {
+        debug_assert!(
+            D::KINDS.contains(&self.kind),
+            "{} does not carry {}",
+            self.kind,
+            std::any::type_name::<D>()
+        );
+        self.data(serde_json::to_value(data).unwrap_or_default())
+    }
+
     /// Sets the network client's address.
     pub fn remote(mut self, addr: impl ToString) -> Self {
         self.remote_addr = Some(addr.to_string());
@@ -200,7 +228,7 @@ impl NewEvent {
     /// A write of `resource` `id` (`action` is `create`/`update`/`delete`/...): `data`
     /// holds `action`, `before` and `after`, and the event is copied into the audit log.
     pub fn write<B: Serialize, A: Serialize>(
-        kind: impl Into<String>,
+        kind: EventKind,
         resource: &str,
         id: impl ToString,
         action: &str,
@@ -349,7 +377,7 @@ impl EventBus {
         let ev = Arc::new(Event {
             id,
             time: OffsetDateTime::now_utc(),
-            kind: e.kind,
+            kind: e.kind.as_str().to_string(),
             resource: e.resource,
             resource_id: e.resource_id,
             actor: actor.user,
@@ -681,26 +709,29 @@ mod tests {
     async fn ids_increase_and_survive_a_restart() {
         let store = Store::temporary();
         let bus = EventBus::open(&store, EventsConfig::default()).unwrap();
-        let a = bus.publish(NewEvent::new("test.a", "a"));
-        let b = bus.publish(NewEvent::new("test.b", "b"));
+        let a = bus.publish(NewEvent::new(EventKind::ServiceStopped, "a"));
+        let b = bus.publish(NewEvent::new(EventKind::ServiceStopped, "b"));
         assert!(b.id > a.id);
         bus.settle().await;
         assert_eq!(bus.after(0, 10).unwrap().len(), 2);
         let bus2 = EventBus::open(&store, EventsConfig::default()).unwrap();
-        let c = bus2.publish(NewEvent::new("test.c", "c"));
+        let c = bus2.publish(NewEvent::new(EventKind::ServiceStopped, "c"));
         assert!(c.id > b.id, "ids are never reused across restarts");
     }
 
     #[tokio::test]
     async fn actor_comes_from_the_request_scope() {
         let bus = EventBus::in_memory();
-        let e = bus.publish(NewEvent::new("x", "outside"));
+        let e = bus.publish(NewEvent::new(EventKind::ServiceStopped, "outside"));
         assert_eq!(e.actor, "system");
         let actor = Actor {
             user: "alice".into(),
             remote_addr: Some("10.0.0.9".into()),
         };
-        let e = with_actor(actor, async { bus.publish(NewEvent::new("x", "inside")) }).await;
+        let e = with_actor(actor, async {
+            bus.publish(NewEvent::new(EventKind::ServiceStopped, "inside"))
+        })
+        .await;
         assert_eq!(e.actor, "alice");
         assert_eq!(e.remote_addr.as_deref(), Some("10.0.0.9"));
     }
@@ -708,9 +739,9 @@ mod tests {
     #[tokio::test]
     async fn subscription_has_no_gap_and_no_overlap() {
         let bus = EventBus::in_memory();
-        bus.publish(NewEvent::new("x", "1"));
+        bus.publish(NewEvent::new(EventKind::ServiceStopped, "1"));
         let mut sub = bus.subscribe();
-        bus.publish(NewEvent::new("x", "2"));
+        bus.publish(NewEvent::new(EventKind::ServiceStopped, "2"));
         assert_eq!(sub.recent.len(), 1);
         let next = sub.rx.recv().await.unwrap();
         assert_eq!(next.summary, "2");
@@ -722,7 +753,7 @@ mod tests {
         let bus = EventBus::in_memory();
         let mut sub = bus.subscribe();
         for i in 0..(SUBSCRIBER_QUEUE + 10) {
-            bus.publish(NewEvent::new("x", i.to_string()));
+            bus.publish(NewEvent::new(EventKind::ServiceStopped, i.to_string()));
         }
         match sub.rx.recv().await {
             Err(broadcast::error::RecvError::Lagged(n)) => assert_eq!(n, 10),
@@ -740,7 +771,7 @@ mod tests {
         };
         with_actor(actor, async {
             bus.publish(NewEvent::write(
-                "host.created",
+                EventKind::HostCreated,
                 "host",
                 7,
                 "create",
@@ -750,7 +781,7 @@ mod tests {
             ));
         })
         .await;
-        bus.publish(NewEvent::new("dhcp.lease.granted", "not a write"));
+        bus.publish(NewEvent::new(EventKind::DhcpLeaseGranted, "not a write"));
         bus.settle().await;
         let audit: Vec<AuditEntry> = bus.audit_newest_first().map(Result::unwrap).collect();
         assert_eq!(audit.len(), 1);
@@ -770,14 +801,14 @@ mod tests {
     async fn history_in_the_old_sled_trees_moves_into_the_journals() {
         let store = Store::temporary();
         let old: Table<Event> = store.table().unwrap();
-        let mut e = (*EventBus::in_memory().publish(NewEvent::new("host.created", "old"))).clone();
+        let mut e = (*EventBus::in_memory().publish(NewEvent::new(EventKind::HostCreated, "old"))).clone();
         e.id = 41;
         old.put(&e).await.unwrap();
         let bus = EventBus::open(&store, EventsConfig::default()).unwrap();
         assert!(old.is_empty(), "the sled tree is emptied");
         assert_eq!(bus.after(0, 10).unwrap(), vec![e]);
         assert!(
-            bus.publish(NewEvent::new("x", "new")).id > 41,
+            bus.publish(NewEvent::new(EventKind::ServiceStopped, "new")).id > 41,
             "ids go on above the old ones"
         );
         bus.settle().await;
@@ -805,7 +836,7 @@ mod tests {
 
     fn write_event(bus: &EventBus, i: u64) {
         bus.publish(NewEvent::write(
-            "host.updated",
+            EventKind::HostUpdated,
             "host",
             i,
             "update",
@@ -910,7 +941,7 @@ mod tests {
         let store = Store::temporary();
         let old: Table<AuditEntry> = store.table().unwrap();
         let e = (*EventBus::in_memory().publish(NewEvent::write(
-            "host.created",
+            EventKind::HostCreated,
             "host",
             1,
             "create",
@@ -948,7 +979,7 @@ mod tests {
         };
         let bus = EventBus::open_with_audit(&store, EventsConfig::default(), audit).unwrap();
         bus.set_node("rack-a1");
-        bus.publish(NewEvent::new("dhcp.lease.granted", "not audited"));
+        bus.publish(NewEvent::new(EventKind::DhcpLeaseGranted, "not audited"));
         write_event(&bus, 9);
         let mut buf = vec![0; 65536];
         let n = tokio::time::timeout(Duration::from_secs(5), rx.recv(&mut buf))

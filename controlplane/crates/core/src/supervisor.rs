@@ -21,7 +21,7 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use crate::{
-    events::{EventBus, NewEvent},
+    events::{EventBus, EventKind, NewEvent, ServiceFailed, ServiceStarted},
     service_error::ServiceError,
     store::{Kv, Store, StoreError},
 };
@@ -232,9 +232,9 @@ impl Supervisor {
                 if was != Some(ServiceState::Running) {
                     tracing::info!(service = name, ?listen, "service started");
                     self.events.publish(
-                        NewEvent::new("service.started", format!("service {name} started"))
+                        NewEvent::new(EventKind::ServiceStarted, format!("service {name} started"))
                             .resource("service", name)
-                            .data(serde_json::json!({ "listen": listen })),
+                            .with(&ServiceStarted { listen: listen.clone() }),
                     );
                 }
                 st
@@ -243,9 +243,9 @@ impl Supervisor {
                 let reason = format!("{e:#}");
                 tracing::error!(service = name, "service failed to start: {reason}");
                 self.events.publish(
-                    NewEvent::new("service.failed", format!("service {name} failed: {reason}"))
+                    NewEvent::new(EventKind::ServiceFailed, format!("service {name} failed: {reason}"))
                         .resource("service", name)
-                        .data(serde_json::json!({ "reason": reason })),
+                        .with(&ServiceFailed { reason: reason.clone() }),
                 );
                 self.set(name, ServiceState::Failed, Some(reason), Vec::new())
             }
@@ -259,8 +259,9 @@ impl Supervisor {
         let st = self.set(name, ServiceState::Stopped, None, Vec::new());
         if was == Some(ServiceState::Running) {
             tracing::info!(service = name, "service stopped");
-            self.events
-                .publish(NewEvent::new("service.stopped", format!("service {name} stopped")).resource("service", name));
+            self.events.publish(
+                NewEvent::new(EventKind::ServiceStopped, format!("service {name} stopped")).resource("service", name),
+            );
         }
         st
     }
@@ -315,7 +316,7 @@ impl Supervisor {
         };
         if before != on {
             self.events.publish(NewEvent::write(
-                "service.auto_start.changed",
+                EventKind::ServiceAutoStartChanged,
                 "service",
                 name,
                 "update",

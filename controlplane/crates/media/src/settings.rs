@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use bootlane_core::{
-    events::{EventBus, NewEvent},
+    events::{EventBus, EventKind, NewEvent},
     service_error::ServiceError,
     store::{Kv, Store, StoreError},
 };
@@ -294,7 +294,7 @@ impl Settings {
             }
             set_ttl(new.session_ttl_secs);
             self.events.publish(NewEvent::write(
-                "settings.changed",
+                EventKind::SettingsChanged,
                 "settings",
                 "general",
                 "update",
@@ -348,7 +348,7 @@ impl Settings {
         let after = self.netboot();
         self.kv.put(NETBOOT, &after).await?;
         self.events.publish(NewEvent::write(
-            "settings.changed",
+            EventKind::SettingsChanged,
             "settings",
             "netboot",
             "update",

@@ -57,7 +57,7 @@ use super::{
     AppState,
 };
 use bootlane_core::{
-    events::{EventBus, NewEvent},
+    events::{EventBus, EventKind, NewEvent},
     store::{Kv, Store},
 };
 
@@ -549,9 +549,12 @@ impl Auth {
         }
         let name = cut_to_bytes(username, MAX_LOGGED_USERNAME);
         self.events.publish(
-            NewEvent::new("auth.login_failed", format!("failed login for {name:?} from {ip}"))
-                .resource("user", name)
-                .remote(ip),
+            NewEvent::new(
+                EventKind::AuthLoginFailed,
+                format!("failed login for {name:?} from {ip}"),
+            )
+            .resource("user", name)
+            .remote(ip),
         );
     }
 
@@ -613,7 +616,8 @@ impl Auth {
             },
             async {
                 self.events.publish(
-                    NewEvent::new("auth.login", format!("{username} logged in from {ip}")).resource("user", username),
+                    NewEvent::new(EventKind::AuthLogin, format!("{username} logged in from {ip}"))
+                        .resource("user", username),
                 );
             },
         )
@@ -640,7 +644,8 @@ impl Auth {
         let key = hash_token(token);
         if let Some(s) = self.sessions.get::<Session>(&key)? {
             self.events.publish(
-                NewEvent::new("auth.logout", format!("{} logged out", s.username)).resource("user", &s.username),
+                NewEvent::new(EventKind::AuthLogout, format!("{} logged out", s.username))
+                    .resource("user", &s.username),
             );
         }
         self.sessions.remove(&key).await?;

@@ -51,7 +51,7 @@ use bootlane_boot::{
     boot::{catalog::BootCatalog, resolve_in_root, PathError},
 };
 use bootlane_core::{
-    events::{EventBus, NewEvent},
+    events::{BootFileServed, EventBus, EventKind, IpxeServed, NewEvent},
     net::types::normalise_mac,
 };
 
@@ -328,11 +328,14 @@ async fn build_script(
             Ok(Some(script)) => {
                 tracing::info!(mac = %m, "serving the install task's iPXE script");
                 let mut e = NewEvent::new(
-                    "boot.ipxe.served",
+                    EventKind::BootIpxeServed,
                     format!("iPXE script of the install task served to {m}"),
                 )
                 .resource("host", m.to_string())
-                .data(serde_json::json!({"mac": m.to_string(), "install_task": true}));
+                .with(&IpxeServed::InstallTask {
+                    mac: m.to_string(),
+                    install_task: true,
+                });
                 if let Some(p) = peer {
                     e = e.remote(p.0.ip());
                 }
@@ -351,11 +354,15 @@ async fn build_script(
             let mac = mac.map_or_else(|| "unknown".to_string(), |m| m.to_string());
             tracing::info!(%mac, %profile, "serving the iPXE script");
             let mut e = NewEvent::new(
-                "boot.ipxe.served",
+                EventKind::BootIpxeServed,
                 format!("iPXE script of profile {profile} served to {mac}"),
             )
             .resource("host", &mac)
-            .data(serde_json::json!({"mac": mac, "profile": profile, "host": host}));
+            .with(&IpxeServed::Profile {
+                mac: mac.clone(),
+                profile: profile.clone(),
+                host,
+            });
             if let Some(p) = peer {
                 e = e.remote(p.0.ip());
             }
@@ -497,11 +504,16 @@ async fn mounted_image_file(
     }
     if method == axum::http::Method::GET {
         let mut e = NewEvent::new(
-            "boot.file.served",
+            EventKind::BootFileServed,
             format!("HTTP boot file {path} served from mounted OS image {id} ({len} bytes)"),
         )
         .resource("file", path)
-        .data(serde_json::json!({"file": path, "bytes": len, "image": id, "status": if range.is_some() { 206 } else { 200 }}));
+        .with(&BootFileServed {
+            file: path.to_string(),
+            bytes: len,
+            image: Some(id),
+            status: if range.is_some() { 206 } else { 200 },
+        });
         if let Some(p) = peer {
             e = e.remote(p);
         }
@@ -577,11 +589,16 @@ async fn serve_file(st: BootState, path: String, req: Request) -> Response {
                         .and_then(|v| v.parse::<u64>().ok())
                         .unwrap_or(0);
                     let mut e = NewEvent::new(
-                        "boot.file.served",
+                        EventKind::BootFileServed,
                         format!("HTTP boot file {name} served ({bytes} bytes)"),
                     )
                     .resource("file", &name)
-                    .data(serde_json::json!({"file": name, "bytes": bytes, "status": r.status().as_u16()}));
+                    .with(&BootFileServed {
+                        file: name.clone(),
+                        bytes,
+                        image: None,
+                        status: r.status().as_u16(),
+                    });
                     if let Some(p) = peer {
                         e = e.remote(p);
                     }

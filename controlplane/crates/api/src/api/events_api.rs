@@ -36,7 +36,7 @@ use super::{
 };
 use bootlane_core::{
     audit::Verification,
-    events::{AuditEntry, Event, EventBus},
+    events::{AuditEntry, Event, EventBus, EventKind},
 };
 
 /// Filters of `GET /events` (all optional, combined with AND).
@@ -350,12 +350,69 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(audit_verify))
 }
 
+/// Adds the list of event kinds ([`EventKind::openapi_list`]) to the descriptions of the
+/// `Event` schema's `kind` and of the `kind` filter of `GET /events` and
+/// `GET /events/stream` in `doc` (the list comes from the type, so it cannot drift from
+/// what the server publishes).
+pub(crate) fn describe_kinds(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{schema::Schema, RefOr};
+    let list = EventKind::openapi_list();
+    let append = |d: &mut Option<String>| {
+        let d = d.get_or_insert_with(String::new);
+        d.push_str(if d.is_empty() { "" } else { " " });
+        d.push_str(&list);
+    };
+    let event = doc.components.as_mut().and_then(|c| c.schemas.get_mut("Event"));
+    if let Some(RefOr::T(Schema::Object(o))) = event {
+        if let Some(RefOr::T(Schema::Object(kind))) = o.properties.get_mut("kind") {
+            append(&mut kind.description);
+        }
+    }
+    for path in ["/api/v1/events", "/api/v1/events/stream"] {
+        let Some(get) = doc.paths.paths.get_mut(path).and_then(|p| p.get.as_mut()) else {
+            continue;
+        };
+        for p in get.parameters.iter_mut().flatten().filter(|p| p.name == "kind") {
+            append(&mut p.description);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use axum::http::{Method, StatusCode};
     use serde_json::json;
 
     use super::super::test_support::setup;
+
+    /// The OpenAPI document names every event kind, from the type, in the `Event` schema's
+    /// `kind` and in the `kind` filters of both event routes (and keeps their own words).
+    #[test]
+    fn the_openapi_document_lists_every_kind() {
+        let doc = serde_json::to_value(super::super::openapi_doc()).unwrap();
+        let field = doc["components"]["schemas"]["Event"]["properties"]["kind"]["description"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(field.starts_with("Dotted kind, e.g. `dhcp.lease.granted`"), "{field}");
+        let mut texts = vec![field];
+        for path in ["/api/v1/events", "/api/v1/events/stream"] {
+            let params = doc["paths"][path]["get"]["parameters"].as_array().unwrap();
+            let kind = params.iter().find(|p| p["name"] == "kind").unwrap();
+            let d = kind["description"].as_str().unwrap().to_string();
+            assert!(
+                d.starts_with("Kind prefix") || d.starts_with("Only kinds with this prefix"),
+                "{d}"
+            );
+            texts.push(d);
+        }
+        for d in texts {
+            assert!(d.ends_with(&bootlane_core::events::EventKind::openapi_list()), "{d}");
+            for k in bootlane_core::events::EventKind::ALL {
+                assert!(d.contains(&format!("`{k}`")), "{k} missing from {d}");
+            }
+        }
+    }
 
     #[tokio::test]
     async fn the_audit_log_verifies_and_an_edited_entry_is_named() {

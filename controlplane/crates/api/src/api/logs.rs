@@ -25,7 +25,7 @@ use super::{
     extract::{ApiJson, ApiQuery, Envelope},
     AppState,
 };
-use bootlane_core::events::{EventBus, NewEvent};
+use bootlane_core::events::{EventBus, EventKind, NewEvent};
 use bootlane_core::logging::{
     files::{self, Combine},
     LogControl, LogFile, LogLevel, LogLine, LoggingSettings, LoggingSettingsPatch,
@@ -283,7 +283,7 @@ pub async fn put_settings(
     // settings.changed event of this group is published here.
     if settings != before {
         events.publish(NewEvent::write(
-            "settings.changed",
+            EventKind::SettingsChanged,
             "settings",
             "logging",
             "update",

@@ -199,6 +199,7 @@ fn finalize_operation(op: &mut Operation) {
 /// Makes the merged document describe the wire format (see the module docs). Run once, on
 /// the document [`super::router`] serves, after [`protect`] ran on the protected part.
 pub fn finalize(doc: &mut OpenApi) {
+    super::events_api::describe_kinds(doc);
     for item in doc.paths.paths.values_mut() {
         for op in operations_mut(item) {
             finalize_operation(op);

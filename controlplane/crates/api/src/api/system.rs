@@ -188,8 +188,11 @@ pub async fn backup(
         .map_err(|e| ApiError::Internal(e.into()))?;
     let name = format!("bootlane-backup-{}.jsonl", OffsetDateTime::now_utc().unix_timestamp());
     events.publish(
-        bootlane_core::events::NewEvent::new("system.backup.created", format!("backup taken: {} bytes", bytes.len()))
-            .data(serde_json::json!({ "bytes": bytes.len() })),
+        bootlane_core::events::NewEvent::new(
+            bootlane_core::events::EventKind::SystemBackupCreated,
+            format!("backup taken: {} bytes", bytes.len()),
+        )
+        .data(serde_json::json!({ "bytes": bytes.len() })),
     );
     Ok((
         [

@@ -23,7 +23,7 @@ use super::{
     AppState,
 };
 use bootlane_core::{
-    events::{EventBus, NewEvent},
+    events::{EventBus, EventKind, NewEvent},
     service_error::ServiceError,
     store::Store,
 };
@@ -231,7 +231,7 @@ pub async fn create(
     let _w = users.write.lock().await;
     let u = add_user(&users.store, &req.username, &req.password).await?;
     users.events.publish(NewEvent::write(
-        "user.created",
+        EventKind::UserCreated,
         "user",
         &u.username,
         "create",
@@ -256,7 +256,7 @@ pub async fn password(
     let _w = users.write.lock().await;
     let n = set_password(&users.store, &username, &req.password).await?;
     users.events.publish(NewEvent::write(
-        "user.password_changed",
+        EventKind::UserPasswordChanged,
         "user",
         &username,
         "update",
@@ -279,7 +279,7 @@ pub async fn delete(State(users): State<Arc<Users>>, ApiPath(username): ApiPath<
     let _w = users.write.lock().await;
     let u = delete_user(&users.store, &username).await?;
     users.events.publish(NewEvent::write(
-        "user.deleted",
+        EventKind::UserDeleted,
         "user",
         &u.username,
         "delete",

@@ -32,7 +32,7 @@ use super::{
     AccessConfig, Mode,
 };
 use bootlane_core::{
-    events::{EventBus, NewEvent},
+    events::{EventBus, EventKind, NewEvent},
     leases::LeaseDb,
     net::types::MacAddr,
     service_error::{short_text, ServiceError},
@@ -223,7 +223,7 @@ impl AccessService {
         if before != mode {
             tracing::info!(from = before.as_str(), to = mode.as_str(), "access mode changed");
             self.events.publish(NewEvent::write(
-                "access.mode.changed",
+                EventKind::AccessModeChanged,
                 "access_mode",
                 "mode",
                 "update",
@@ -285,14 +285,15 @@ impl AccessService {
             })
             .await?;
         self.refresh(self.gate.snapshot().mode())?;
-        self.entry_event("created", "create", None, Some(&e));
+        self.entry_event(EventKind::AccessEntryCreated, "create", None, Some(&e));
         Ok(e)
     }
 
-    fn entry_event(&self, verb: &str, action: &str, before: Option<&AccessEntry>, after: Option<&AccessEntry>) {
+    fn entry_event(&self, kind: EventKind, action: &str, before: Option<&AccessEntry>, after: Option<&AccessEntry>) {
         let Some(e) = after.or(before) else { return };
+        let verb = kind.verb();
         self.events.publish(NewEvent::write(
-            format!("access.entry.{verb}"),
+            kind,
             "access_entry",
             e.id,
             action,
@@ -320,7 +321,7 @@ impl AccessService {
         }
         self.entries.remove(id).await?;
         self.refresh(self.gate.snapshot().mode())?;
-        self.entry_event("deleted", "delete", Some(&e), None);
+        self.entry_event(EventKind::AccessEntryDeleted, "delete", Some(&e), None);
         Ok(e)
     }
 
@@ -346,7 +347,7 @@ impl AccessService {
             .ok_or_else(|| ServiceError::NotFound(format!("no unauthorized device {id}")))?;
         index.retain(|_, v| *v != id);
         self.events.publish(NewEvent::write(
-            "access.unauthorized.deleted",
+            EventKind::AccessUnauthorizedDeleted,
             "access_unauthorized",
             id,
             "delete",
@@ -429,9 +430,9 @@ impl AccessService {
                 .await?;
             index.retain(|_, v| *v != id);
             all.push(e.clone());
-            self.entry_event("created", "create", None, Some(&e));
+            self.entry_event(EventKind::AccessEntryCreated, "create", None, Some(&e));
             self.events.publish(NewEvent::write(
-                "access.unauthorized.deleted",
+                EventKind::AccessUnauthorizedDeleted,
                 "access_unauthorized",
                 id,
                 "delete",
@@ -543,7 +544,7 @@ impl AccessService {
         if held > 0 {
             summary.push_str(&format!(" ({held} more refusals since the last report)"));
         }
-        let mut e = NewEvent::new("access.refused", summary)
+        let mut e = NewEvent::new(EventKind::AccessRefused, summary)
             .resource(if s.mac.is_some() { "device" } else { "address" }, &key)
             .data(data);
         if let Some(ip) = s.ip {

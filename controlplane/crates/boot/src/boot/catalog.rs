@@ -29,7 +29,7 @@ use utoipa::ToSchema;
 use super::DEFAULT_SCRIPT;
 use crate::inventory::service::{HostService, ProfileExists};
 use bootlane_core::{
-    events::{EventBus, NewEvent},
+    events::{EventBus, EventKind, NewEvent},
     net::types::MacAddr,
     store::{Entity, Kv, Store, Table, Tx, TxError},
 };
@@ -710,11 +710,12 @@ impl BootCatalog {
         Self::open(&store, None, hosts, events).await.unwrap()
     }
 
-    /// `profile.<verb>`.
-    fn profile_event(&self, verb: &str, action: &str, before: Option<&Profile>, after: Option<&Profile>) {
+    /// `profile.*`.
+    fn profile_event(&self, kind: EventKind, action: &str, before: Option<&Profile>, after: Option<&Profile>) {
         let Some(p) = after.or(before) else { return };
+        let verb = kind.verb();
         self.events.publish(NewEvent::write(
-            format!("profile.{verb}"),
+            kind,
             "profile",
             p.id,
             action,
@@ -832,7 +833,7 @@ impl BootCatalog {
                 Ok(p)
             })
             .await?;
-        self.profile_event("created", "create", None, Some(&p));
+        self.profile_event(EventKind::ProfileCreated, "create", None, Some(&p));
         Ok(p)
     }
 
@@ -893,9 +894,13 @@ impl BootCatalog {
                 Ok(())
             })
             .await?;
-        let verb = if force_version { "rolled_back" } else { "updated" };
+        let kind = if force_version {
+            EventKind::ProfileRolledBack
+        } else {
+            EventKind::ProfileUpdated
+        };
         let action = if force_version { "rollback" } else { "update" };
-        self.profile_event(verb, action, Some(&before), Some(&p));
+        self.profile_event(kind, action, Some(&before), Some(&p));
         Ok(p)
     }
 
@@ -939,7 +944,7 @@ impl BootCatalog {
                 Ok(())
             })
             .await?;
-        self.profile_event("deleted", "delete", Some(&p), None);
+        self.profile_event(EventKind::ProfileDeleted, "delete", Some(&p), None);
         Ok(p)
     }
 
@@ -1032,7 +1037,7 @@ impl BootCatalog {
             *g = template.clone();
         }
         self.events.publish(NewEvent::write(
-            "boot.ipxe_script.updated",
+            EventKind::BootIpxeScriptUpdated,
             "ipxe_script",
             "",
             if template.is_some() { "update" } else { "delete" },

@@ -12,7 +12,7 @@ use std::{net::SocketAddr, sync::Arc};
 
 use super::catalog::BootCatalog;
 use bootlane_core::{
-    events::{EventBus, NewEvent},
+    events::{EventBus, EventKind, MenuServed, NewEvent},
     net::types::MacAddr,
     service_error::ServiceError,
 };
@@ -36,11 +36,12 @@ pub enum Loader {
 }
 
 impl Loader {
-    /// `pxelinux` or `grub` (the event type's middle word).
-    pub fn name(self) -> &'static str {
+    /// The kind of the event published when a generated file of this loader is served
+    /// (`boot.pxelinux.served`, `boot.grub.served`).
+    pub fn served_kind(self) -> EventKind {
         match self {
-            Self::Pxelinux => "pxelinux",
-            Self::Grub => "grub",
+            Self::Pxelinux => EventKind::BootPxelinuxServed,
+            Self::Grub => EventKind::BootGrubServed,
         }
     }
 
@@ -96,20 +97,20 @@ pub fn served_event(events: &EventBus, path: &str, g: &Generated, protocol: &str
     let loader = g.loader.title();
     tracing::info!(file = %path, profile = %g.profile, %protocol, ?peer, "serving the generated {loader} configuration for {who}");
     let mut e = NewEvent::new(
-        format!("boot.{}.served", g.loader.name()),
+        g.loader.served_kind(),
         format!(
             "{loader} configuration {path} (profile {}) served over {protocol}",
             g.profile
         ),
     )
     .resource("file", path)
-    .data(serde_json::json!({
-        "file": path,
-        "mac": g.mac.map(|m| m.to_string()),
-        "profile": g.profile,
-        "host": g.host,
-        "protocol": protocol,
-    }));
+    .with(&MenuServed {
+        file: path.to_string(),
+        mac: g.mac.map(|m| m.to_string()),
+        profile: g.profile.clone(),
+        host: g.host.clone(),
+        protocol: protocol.to_string(),
+    });
     if let Some(p) = peer {
         e = e.remote(p);
     }

@@ -13,7 +13,7 @@ use time::OffsetDateTime;
 
 use super::model::{Host, HostInput, HostView};
 use bootlane_core::{
-    events::{EventBus, NewEvent},
+    events::{EventBus, EventKind, NewEvent},
     net::types::MacAddr,
     service_error::ServiceError,
     store::{Entity, Store, Table},
@@ -230,7 +230,7 @@ impl HostService {
         }
         self.check_unique(&h)?;
         let h = self.hosts.insert(h).await?;
-        self.event("created", "create", None, Some(&h));
+        self.event(EventKind::HostCreated, "create", None, Some(&h));
         Ok(h)
     }
 
@@ -251,7 +251,7 @@ impl HostService {
         self.check_unique(&h)?;
         h.updated_at = OffsetDateTime::now_utc();
         self.hosts.put(&h).await?;
-        self.event("updated", "update", Some(&before), Some(&h));
+        self.event(EventKind::HostUpdated, "update", Some(&before), Some(&h));
         Ok(h)
     }
 
@@ -266,13 +266,13 @@ impl HostService {
             .remove(id)
             .await?
             .ok_or_else(|| ServiceError::NotFound(format!("no host with id {id}")))?;
-        self.event("deleted", "delete", Some(&h), None);
+        self.event(EventKind::HostDeleted, "delete", Some(&h), None);
         Ok(h)
     }
 
-    /// `host.<verb>`; the payloads are [`HostView`]s (no BMC password). Called after every
+    /// `host.*`; the payloads are [`HostView`]s (no BMC password). Called after every
     /// write, so it also refreshes the Secure Boot MACs when a flag or MAC may have moved.
-    fn event(&self, verb: &str, action: &str, before: Option<&Host>, after: Option<&Host>) {
+    fn event(&self, kind: EventKind, action: &str, before: Option<&Host>, after: Option<&Host>) {
         let sb = |h: Option<&Host>| h.map(|h| (h.secure_boot, h.mac.clone()));
         let touched = before.is_some_and(|h| h.secure_boot) || after.is_some_and(|h| h.secure_boot);
         if touched && sb(before) != sb(after) {
@@ -281,8 +281,9 @@ impl HostService {
             }
         }
         let Some(h) = after.or(before) else { return };
+        let verb = kind.verb();
         self.events.publish(NewEvent::write(
-            format!("host.{verb}"),
+            kind,
             "host",
             h.id,
             action,

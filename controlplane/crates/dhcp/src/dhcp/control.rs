@@ -33,7 +33,7 @@ use super::{
     v6::leases::Lease6,
 };
 use bootlane_core::{
-    events::{EventBus, NewEvent},
+    events::{EventBus, EventKind, NewEvent},
     net::types::{normalise_mac, validate_host_label},
     store::{Entity, Kv, Store, Table},
 };
@@ -653,7 +653,7 @@ impl DhcpControl {
         let after = self.settings()?;
         if changed6 || old_overrides != self.overrides() {
             self.events.publish(NewEvent::write(
-                "dhcp.settings.changed",
+                EventKind::DhcpSettingsChanged,
                 "settings",
                 "dhcp",
                 "update",
@@ -694,7 +694,7 @@ impl DhcpControl {
         }
         self.apply()?;
         self.events.publish(NewEvent::write(
-            "dhcp.archmap.changed",
+            EventKind::DhcpArchmapChanged,
             "settings",
             "archmap",
             "update",
@@ -855,7 +855,7 @@ impl DhcpControl {
         self.check_reservation(&r)?;
         let r = self.reservations.insert(r).await?;
         self.apply()?;
-        self.reservation_event("created", "create", None, Some(&r));
+        self.reservation_event(EventKind::DhcpReservationCreated, "create", None, Some(&r));
         Ok(r)
     }
 
@@ -872,7 +872,7 @@ impl DhcpControl {
         r.updated_at = OffsetDateTime::now_utc();
         self.reservations.put(&r).await?;
         self.apply()?;
-        self.reservation_event("updated", "update", Some(&before), Some(&r));
+        self.reservation_event(EventKind::DhcpReservationUpdated, "update", Some(&before), Some(&r));
         Ok(r)
     }
 
@@ -888,20 +888,21 @@ impl DhcpControl {
             .await?
             .ok_or_else(|| ServiceError::NotFound(format!("no reservation with id {id}")))?;
         self.apply()?;
-        self.reservation_event("deleted", "delete", Some(&r), None);
+        self.reservation_event(EventKind::DhcpReservationDeleted, "delete", Some(&r), None);
         Ok(r)
     }
 
     fn reservation_event(
         &self,
-        verb: &str,
+        kind: EventKind,
         action: &str,
         before: Option<&StoredReservation>,
         after: Option<&StoredReservation>,
     ) {
         let Some(r) = after.or(before) else { return };
+        let verb = kind.verb();
         self.events.publish(NewEvent::write(
-            format!("dhcp.reservation.{verb}"),
+            kind,
             "dhcp_reservation",
             r.id,
             action,
@@ -929,7 +930,7 @@ impl DhcpControl {
         let gone = self.leases.lock().await.remove_mac(m).await?;
         for l in &gone {
             self.events.publish(NewEvent::write(
-                "dhcp.lease.deleted",
+                EventKind::DhcpLeaseDeleted,
                 "lease",
                 &l.mac,
                 "delete",
@@ -949,7 +950,7 @@ impl DhcpControl {
         let gone = self.v6.delete_leases(duid).await?;
         for l in &gone {
             self.events.publish(NewEvent::write(
-                "dhcp6.lease.deleted",
+                EventKind::Dhcp6LeaseDeleted,
                 "lease6",
                 &l.duid,
                 "delete",
@@ -969,7 +970,7 @@ impl DhcpControl {
         let n = self.leases.lock().await.prune(now_secs()).await? + self.v6.prune().await?;
         if n > 0 {
             self.events.publish(NewEvent::write(
-                "dhcp.leases.pruned",
+                EventKind::DhcpLeasesPruned,
                 "lease",
                 "",
                 "delete",

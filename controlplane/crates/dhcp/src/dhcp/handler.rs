@@ -35,6 +35,7 @@ use super::{
     leases::{now_secs, Lease, LeaseDb},
     packet::DhcpRequest,
 };
+use bootlane_core::events::EventKind;
 use bootlane_core::net::{
     types::{normalise_mac, MacAddr},
     IfAddr,
@@ -360,19 +361,16 @@ impl BootHandler {
         self
     }
 
-    fn lease_event(&self, verb: &str, mac: MacAddr, ip: Ipv4Addr, subnet: &str, extra: serde_json::Value) {
+    fn lease_event(&self, kind: EventKind, mac: MacAddr, ip: Ipv4Addr, subnet: &str, extra: serde_json::Value) {
         if let Some(ev) = &self.events {
             let mut data = serde_json::json!({"mac": mac.to_string(), "ip": ip.to_string(), "subnet": subnet});
             if let (Some(d), serde_json::Value::Object(x)) = (data.as_object_mut(), extra) {
                 d.extend(x);
             }
             ev.publish(
-                bootlane_core::events::NewEvent::new(
-                    format!("dhcp.lease.{verb}"),
-                    format!("DHCP lease {ip} {verb} for {mac}"),
-                )
-                .resource("lease", mac)
-                .data(data),
+                bootlane_core::events::NewEvent::new(kind, format!("DHCP lease {ip} {} for {mac}", kind.verb()))
+                    .resource("lease", mac)
+                    .data(data),
             );
         }
     }
@@ -662,7 +660,7 @@ impl BootHandler {
                 match db.decline(&s.key, mac, ip, until).await {
                     Ok(()) => {
                         tracing::warn!(%mac, %ip, "DHCPDECLINE: address in use by another host; kept out of the pool for one lease time");
-                        self.lease_event("declined", mac, ip, &s.key, serde_json::json!({}));
+                        self.lease_event(EventKind::DhcpLeaseDeclined, mac, ip, &s.key, serde_json::json!({}));
                     }
                     Err(e) => tracing::error!("storing a declined address failed: {e}"),
                 }
@@ -677,7 +675,7 @@ impl BootHandler {
                 match db.release(&s.key, mac, ip, now).await {
                     Ok(true) => {
                         tracing::info!(%mac, %ip, "DHCPRELEASE");
-                        self.lease_event("released", mac, ip, &s.key, serde_json::json!({}));
+                        self.lease_event(EventKind::DhcpLeaseReleased, mac, ip, &s.key, serde_json::json!({}));
                     }
                     Ok(false) => {
                         tracing::debug!(%mac, %ip, "DHCPRELEASE for an unknown lease ignored")
@@ -783,7 +781,11 @@ impl BootHandler {
         self.add_boot(&mut r, req, s);
         tracing::info!(%mac, %ip, state, "DHCPACK");
         self.lease_event(
-            if state == "renewing" { "renewed" } else { "granted" },
+            if state == "renewing" {
+                EventKind::DhcpLeaseRenewed
+            } else {
+                EventKind::DhcpLeaseGranted
+            },
             mac,
             ip,
             &s.key,
@@ -823,7 +825,7 @@ impl BootHandler {
         self.add_boot(&mut r, req, s);
         tracing::info!(%mac, %ip, state, left, "DHCPACK from the held lease (shared store unreachable)");
         self.lease_event(
-            "renewed",
+            EventKind::DhcpLeaseRenewed,
             mac,
             ip,
             &s.key,

@@ -27,7 +27,7 @@ use self::{
     handler::{BootHandler, HttpBaseUrl, Subnet},
     server::Server,
 };
-use bootlane_core::events::NewEvent;
+use bootlane_core::events::{EventKind, NewEvent};
 
 /// The running DHCP service.
 pub struct DhcpService {
@@ -202,7 +202,7 @@ async fn watch_expiry(control: Arc<DhcpControl>, token: CancellationToken) {
             if !l.declined && l.expires_at > since && l.expires_at <= now {
                 control.events().publish(
                     NewEvent::new(
-                        "dhcp.lease.expired",
+                        EventKind::DhcpLeaseExpired,
                         format!("DHCP lease {} of {} expired", l.ip, l.mac),
                     )
                     .resource("lease", &l.mac)

@@ -30,7 +30,7 @@ use super::{
 };
 use crate::dataplane::{DnsTable, Projection};
 use bootlane_core::{
-    events::{EventBus, NewEvent},
+    events::{EventBus, EventKind, NewEvent},
     net::{interface_addrs, IfAddr},
     service_error::ServiceError,
     store::{Entity, Kv, Store, StoreError, Table},
@@ -285,15 +285,16 @@ impl DnsService {
         let names = |s: &crate::dataplane::XdpStatus| s.interfaces.iter().map(|i| i.name.clone()).collect::<Vec<_>>();
         let (was, now) = (names(&before), names(&after));
         let event = match result {
-            Err(reason) if before.reason.as_deref() != Some(reason.as_str()) || !was.is_empty() => {
-                Some(("dataplane.xdp.failed", format!("XDP fast path not attached: {reason}")))
-            }
+            Err(reason) if before.reason.as_deref() != Some(reason.as_str()) || !was.is_empty() => Some((
+                EventKind::DataplaneXdpFailed,
+                format!("XDP fast path not attached: {reason}"),
+            )),
             Ok(()) if now != was && now.is_empty() => Some((
-                "dataplane.xdp.detached",
+                EventKind::DataplaneXdpDetached,
                 format!("XDP fast path detached from {}", was.join(", ")),
             )),
             Ok(()) if now != was => Some((
-                "dataplane.xdp.attached",
+                EventKind::DataplaneXdpAttached,
                 format!("XDP fast path attached to {}", now.join(", ")),
             )),
             _ => None,
@@ -658,7 +659,7 @@ impl DnsService {
         self.refresh_acl();
         self.rebuild()?;
         self.events.publish(NewEvent::write(
-            "dns.settings.changed",
+            EventKind::DnsSettingsChanged,
             "settings",
             "dns",
             "update",
@@ -744,7 +745,8 @@ impl DnsService {
         let rec = self.records.insert(rec).await?;
         self.rebuild()?;
         let rec = rec.with_fqdn(&origin);
-        self.events.publish(record_event("created", "create", None, Some(&rec)));
+        self.events
+            .publish(record_event(EventKind::DnsRecordCreated, "create", None, Some(&rec)));
         Ok(rec)
     }
 
@@ -778,8 +780,12 @@ impl DnsService {
         self.rebuild()?;
         let rec = rec.with_fqdn(&origin);
         let before = base.with_fqdn(&origin);
-        self.events
-            .publish(record_event("updated", "update", Some(&before), Some(&rec)));
+        self.events.publish(record_event(
+            EventKind::DnsRecordUpdated,
+            "update",
+            Some(&before),
+            Some(&rec),
+        ));
         Ok(rec)
     }
 
@@ -798,7 +804,8 @@ impl DnsService {
         self.records.remove(id).await?;
         self.rebuild()?;
         let rec = rec.with_fqdn(&self.origin());
-        self.events.publish(record_event("deleted", "delete", Some(&rec), None));
+        self.events
+            .publish(record_event(EventKind::DnsRecordDeleted, "delete", Some(&rec), None));
         Ok(rec)
     }
 }
@@ -859,11 +866,12 @@ impl RecordSet {
     }
 }
 
-/// `dns.record.<verb>` for a record write (`before`/`after` as the API shows them).
-fn record_event(verb: &str, action: &str, before: Option<&DnsRecord>, after: Option<&DnsRecord>) -> NewEvent {
+/// `dns.record.*` for a record write (`before`/`after` as the API shows them).
+fn record_event(kind: EventKind, action: &str, before: Option<&DnsRecord>, after: Option<&DnsRecord>) -> NewEvent {
     let r = after.or(before).expect("a record write has a before or an after");
+    let verb = kind.verb();
     NewEvent::write(
-        format!("dns.record.{verb}"),
+        kind,
         "dns_record",
         r.id,
         action,

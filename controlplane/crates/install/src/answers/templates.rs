@@ -27,7 +27,7 @@ use super::{
 };
 use bootlane_boot::{boot::catalog::BootCatalog, inventory::service::HostService};
 use bootlane_core::{
-    events::{EventBus, NewEvent},
+    events::{EventBus, EventKind, NewEvent},
     net::types::normalise_mac,
     service_error::{short_text, ServiceError},
     store::{Entity, Kv, Store, Table},
@@ -284,7 +284,7 @@ impl AnswerTemplates {
         *self.site.write().unwrap_or_else(|e| e.into_inner()) = next;
         let view = self.site();
         self.events.publish(
-            NewEvent::new("answer_settings.updated", "site install settings changed")
+            NewEvent::new(EventKind::AnswerSettingsUpdated, "site install settings changed")
                 .resource("answer_settings", "site")
                 .data(serde_json::json!({
                     "timezone": view.timezone, "locale": view.locale, "keyboard": view.keyboard,
@@ -410,14 +410,15 @@ impl AnswerTemplates {
                 Ok(t)
             })
             .await?;
-        self.publish("created", &t);
+        self.publish(EventKind::AnswerTemplateCreated, &t);
         Ok(t)
     }
 
-    fn publish(&self, action: &str, t: &AnswerTemplate) {
+    fn publish(&self, kind: EventKind, t: &AnswerTemplate) {
+        let action = kind.verb();
         self.events.publish(
             NewEvent::new(
-                format!("answer_template.{action}"),
+                kind,
                 format!("answer template {:?} {action} (version {})", t.name, t.version),
             )
             .resource("answer_template", t.id)
@@ -491,7 +492,7 @@ impl AnswerTemplates {
             ..current.clone()
         };
         let t = self.save(&current, next, comment).await?;
-        self.publish("updated", &t);
+        self.publish(EventKind::AnswerTemplateUpdated, &t);
         Ok(t)
     }
 
@@ -512,7 +513,7 @@ impl AnswerTemplates {
                 Ok(())
             })
             .await?;
-        self.publish("deleted", &t);
+        self.publish(EventKind::AnswerTemplateDeleted, &t);
         Ok(t)
     }
 
@@ -579,7 +580,7 @@ impl AnswerTemplates {
                 .await?;
             t = forced;
         }
-        self.publish("rolled_back", &t);
+        self.publish(EventKind::AnswerTemplateRolledBack, &t);
         Ok(t)
     }
 

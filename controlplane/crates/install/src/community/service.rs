@@ -38,7 +38,7 @@ use crate::{
 };
 use bootlane_boot::boot::catalog::{BootCatalog, ProfileInput};
 use bootlane_core::{
-    events::{EventBus, NewEvent},
+    events::{EventBus, EventKind, NewEvent},
     net::outbound::OutboundConfig,
     service_error::ServiceError,
 };
@@ -441,7 +441,7 @@ impl CommunityService {
         };
         self.events.publish(
             NewEvent::new(
-                "store.item.imported",
+                EventKind::StoreItemImported,
                 format!(
                     "catalog item {}/{} (version {}) imported from {}",
                     result.kind.as_str(),

@@ -32,7 +32,7 @@ use bootlane_boot::{
     inventory::service::HostService,
 };
 use bootlane_core::{
-    events::{EventBus, NewEvent},
+    events::{EventBus, EventKind, NewEvent},
     net::types::{normalise_mac, MacAddr},
     service_error::{short_text, ServiceError},
     store::{Store, Table},
@@ -354,7 +354,7 @@ impl TaskService {
         Ok(t)
     }
 
-    fn publish(&self, kind: &str, t: &InstallTask, summary: String) {
+    fn publish(&self, kind: EventKind, t: &InstallTask, summary: String) {
         self.events.publish(
             NewEvent::new(kind, summary)
                 .resource("install_task", t.id)
@@ -385,7 +385,7 @@ impl TaskService {
         }
         let t = self.table.insert(t).await?;
         self.publish(
-            "install.task.created",
+            EventKind::InstallTaskCreated,
             &t,
             format!("install task {} created for {}", t.id, t.mac),
         );
@@ -408,7 +408,7 @@ impl TaskService {
         let mut t = self.checked(Some(&before), input)?;
         t.updated_at = OffsetDateTime::now_utc();
         self.table.put(&t).await?;
-        self.publish("install.task.updated", &t, format!("install task {id} updated"));
+        self.publish(EventKind::InstallTaskUpdated, &t, format!("install task {id} updated"));
         Ok(self.view(t))
     }
 
@@ -425,7 +425,7 @@ impl TaskService {
             )));
         }
         self.table.remove(id).await?;
-        self.publish("install.task.deleted", &t, format!("install task {id} deleted"));
+        self.publish(EventKind::InstallTaskDeleted, &t, format!("install task {id} deleted"));
         Ok(self.view(t))
     }
 
@@ -475,7 +475,7 @@ impl TaskService {
         self.table.put(&t).await?;
         self.events.publish(
             NewEvent::new(
-                "install.task.state",
+                EventKind::InstallTaskState,
                 format!(
                     "install task {} for {}: {} -> {}{}",
                     t.id,
@@ -573,7 +573,7 @@ impl TaskService {
     fn refuse(&self, what: &str, id: u64, peer: Option<IpAddr>, why: &str) -> ServiceError {
         tracing::info!(task = id, ?peer, why, "install task request refused ({what})");
         let mut e = NewEvent::new(
-            "install.token.refused",
+            EventKind::InstallTokenRefused,
             format!("{what} for install task id {id} refused"),
         )
         .data(serde_json::json!({"what": what, "task_id": id}));
@@ -855,7 +855,7 @@ impl TaskService {
         t.updated_at = now;
         let short: String = message.lines().last().unwrap_or_default().chars().take(200).collect();
         let mut e = NewEvent::new(
-            "install.task.report",
+            EventKind::InstallTaskReport,
             format!("install task {} ({}) reported {:?}: {short}", t.id, t.mac, kind).to_lowercase(),
         )
         .resource("install_task", t.id)

@@ -25,7 +25,7 @@ use tokio::io::AsyncWriteExt;
 use utoipa::ToSchema;
 
 use bootlane_core::{
-    events::{EventBus, NewEvent},
+    events::{EventBus, EventKind, NewEvent},
     net::outbound::{self, OutboundConfig},
     service_error::{short_text, ServiceError},
     store::{Kv, Store},
@@ -350,9 +350,12 @@ impl NetbootService {
         o.validate()?;
         self.overlays.put(distro, &o).await?;
         self.events.publish(
-            NewEvent::new("netboot.overlay.updated", format!("netboot overlay of {distro} stored"))
-                .resource("netboot_overlay", distro)
-                .data(serde_json::to_value(&o).unwrap_or_default()),
+            NewEvent::new(
+                EventKind::NetbootOverlayUpdated,
+                format!("netboot overlay of {distro} stored"),
+            )
+            .resource("netboot_overlay", distro)
+            .data(serde_json::to_value(&o).unwrap_or_default()),
         );
         Ok(o)
     }
@@ -368,7 +371,7 @@ impl NetbootService {
         self.overlays.remove(distro).await?;
         self.events.publish(
             NewEvent::new(
-                "netboot.overlay.deleted",
+                EventKind::NetbootOverlayDeleted,
                 format!("netboot overlay of {distro} removed"),
             )
             .resource("netboot_overlay", distro),
@@ -471,7 +474,7 @@ impl NetbootService {
             Ok(bytes) => {
                 self.events.publish(
                     NewEvent::new(
-                        "netboot.cache.filled",
+                        EventKind::NetbootCacheFilled,
                         format!("{} fetched into the cache ({bytes} bytes)", f.upstream),
                     )
                     .data(serde_json::json!({"path": rel, "upstream": f.upstream, "bytes": bytes})),
@@ -483,7 +486,7 @@ impl NetbootService {
                 self.fetch_errors.fetch_add(1, Ordering::Relaxed);
                 self.events.publish(
                     NewEvent::new(
-                        "netboot.cache.fetch_failed",
+                        EventKind::NetbootCacheFetchFailed,
                         format!("fetching {} failed: {e}", f.upstream),
                     )
                     .data(serde_json::json!({"path": rel, "upstream": f.upstream, "error": e.to_string()})),

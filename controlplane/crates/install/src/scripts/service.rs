@@ -30,7 +30,7 @@ use bootlane_boot::{
     inventory::{model::Host, service::HostService},
 };
 use bootlane_core::{
-    events::{EventBus, NewEvent},
+    events::{EventBus, EventKind, NewEvent},
     net::types::{normalise_mac, MacAddr},
     service_error::{short_text, ServiceError},
     store::{Entity, Store, Table},
@@ -181,12 +181,9 @@ impl ScriptService {
         }))
     }
 
-    fn publish(&self, kind: &str, resource: &str, id: u64, message: String, data: serde_json::Value) {
-        self.events.publish(
-            NewEvent::new(kind.to_string(), message)
-                .resource(resource, id)
-                .data(data),
-        );
+    fn publish(&self, kind: EventKind, resource: &str, id: u64, message: String, data: serde_json::Value) {
+        self.events
+            .publish(NewEvent::new(kind, message).resource(resource, id).data(data));
     }
 
     // ----- scripts -------------------------------------------------------------------
@@ -294,13 +291,14 @@ impl ScriptService {
                 Ok(s)
             })
             .await?;
-        self.script_event("created", &s);
+        self.script_event(EventKind::ScriptCreated, &s);
         Ok(s)
     }
 
-    fn script_event(&self, action: &str, s: &Script) {
+    fn script_event(&self, kind: EventKind, s: &Script) {
+        let action = kind.verb();
         self.publish(
-            &format!("script.{action}"),
+            kind,
             "script",
             s.id,
             format!("script {:?} {action} (version {})", s.name, s.version),
@@ -362,7 +360,7 @@ impl ScriptService {
         };
         check_content(&next.content, next.render)?;
         let s = self.save_script(&current, next, &comment, false).await?;
-        self.script_event("updated", &s);
+        self.script_event(EventKind::ScriptUpdated, &s);
         Ok(s)
     }
 
@@ -398,7 +396,7 @@ impl ScriptService {
                 Ok(())
             })
             .await?;
-        self.script_event("deleted", &s);
+        self.script_event(EventKind::ScriptDeleted, &s);
         Ok(s)
     }
 
@@ -465,7 +463,7 @@ impl ScriptService {
         let s = self
             .save_script(&current, next, &format!("rollback to version {version}"), true)
             .await?;
-        self.script_event("rolled_back", &s);
+        self.script_event(EventKind::ScriptRolledBack, &s);
         Ok(s)
     }
 
@@ -547,9 +545,10 @@ impl ScriptService {
         Ok(())
     }
 
-    fn baseline_event(&self, action: &str, b: &Baseline) {
+    fn baseline_event(&self, kind: EventKind, b: &Baseline) {
+        let action = kind.verb();
         self.publish(
-            &format!("baseline.{action}"),
+            kind,
             "baseline",
             b.id,
             format!("baseline {:?} {action} ({} scripts)", b.name, b.script_ids.len()),
@@ -620,7 +619,7 @@ impl ScriptService {
         if b.is_default {
             self.clear_other_defaults(b.id).await?;
         }
-        self.baseline_event("created", &b);
+        self.baseline_event(EventKind::BaselineCreated, &b);
         Ok(b)
     }
 
@@ -638,7 +637,7 @@ impl ScriptService {
         if b.is_default {
             self.clear_other_defaults(b.id).await?;
         }
-        self.baseline_event("updated", &b);
+        self.baseline_event(EventKind::BaselineUpdated, &b);
         Ok(b)
     }
 
@@ -699,7 +698,7 @@ impl ScriptService {
             )));
         }
         self.baselines.remove(id).await?;
-        self.baseline_event("deleted", &b);
+        self.baseline_event(EventKind::BaselineDeleted, &b);
         Ok(b)
     }
 
@@ -896,9 +895,9 @@ impl ScriptService {
         let last: String = r.output.lines().last().unwrap_or_default().chars().take(200).collect();
         let mut e = NewEvent::new(
             if ok {
-                "script.run.succeeded"
+                EventKind::ScriptRunSucceeded
             } else {
-                "script.run.failed"
+                EventKind::ScriptRunFailed
             },
             format!(
                 "{} ran script {:?}: exit {exit_code} after {duration_ms} ms{}",

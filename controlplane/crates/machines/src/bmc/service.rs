@@ -31,7 +31,7 @@ use super::{
 };
 use bootlane_boot::inventory::{model::Host, service::HostService};
 use bootlane_core::{
-    events::{EventBus, NewEvent},
+    events::{EventBus, EventKind, NewEvent},
     net::outbound::OutboundConfig,
     service_error::ServiceError,
     store::{Store, Table},
@@ -350,7 +350,7 @@ impl BmcService {
         let c = self.create_locked(input).await?;
         let v = BmcView::from(&c);
         self.events.publish(NewEvent::write(
-            "bmc.config.created",
+            EventKind::BmcConfigCreated,
             "bmc_config",
             c.id,
             "create",
@@ -374,7 +374,7 @@ impl BmcService {
         self.check(&c, old.host_id)?;
         self.table.put(&c).await?;
         self.events.publish(NewEvent::write(
-            "bmc.config.updated",
+            EventKind::BmcConfigUpdated,
             "bmc_config",
             c.id,
             "update",
@@ -397,7 +397,7 @@ impl BmcService {
             .await?
             .ok_or_else(|| ServiceError::NotFound(format!("no BMC config with id {id}")))?;
         self.events.publish(NewEvent::write(
-            "bmc.config.deleted",
+            EventKind::BmcConfigDeleted,
             "bmc_config",
             c.id,
             "delete",
@@ -523,7 +523,7 @@ impl BmcService {
         };
         self.events.publish(
             NewEvent::new(
-                "bmc.config.imported",
+                EventKind::BmcConfigImported,
                 format!(
                     "BMC configs imported from CSV: {} imported, {} refused",
                     report.imported, report.failed
@@ -794,7 +794,7 @@ impl BmcService {
         let (res, rid, name) = resource(c, host_id);
         self.events.publish(
             NewEvent::new(
-                "bmc.power.changed",
+                EventKind::BmcPowerChanged,
                 format!("{name}: power {} -> {}", state_word(before), state_word(after)),
             )
             .resource(res, rid)
@@ -866,7 +866,7 @@ impl BmcService {
         if action != PowerAction::Status {
             self.events.publish(
                 NewEvent::new(
-                    "bmc.power.requested",
+                    EventKind::BmcPowerRequested,
                     format!(
                         "{name}: {}{} requested",
                         action.as_str(),
@@ -898,11 +898,12 @@ impl BmcService {
                     self.record(c.id, Err(&msg), None).await?;
                 }
                 self.events.publish(
-                    NewEvent::new("bmc.power.failed", format!("{name}: {} failed: {msg}", action.as_str()))
-                        .resource(res, rid)
-                        .data(
-                            serde_json::json!({ "action": action, "pxe": opts.pxe, "error": msg, "host_id": host_id }),
-                        ),
+                    NewEvent::new(
+                        EventKind::BmcPowerFailed,
+                        format!("{name}: {} failed: {msg}", action.as_str()),
+                    )
+                    .resource(res, rid)
+                    .data(serde_json::json!({ "action": action, "pxe": opts.pxe, "error": msg, "host_id": host_id })),
                 );
                 Err(e)
             }
@@ -1008,7 +1009,7 @@ impl BmcService {
         let _ = t;
         self.events.publish(
             NewEvent::new(
-                "bmc.boot_device.set",
+                EventKind::BmcBootDeviceSet,
                 format!(
                     "{name}: boot device {} ({}) set; BMC reports {}",
                     req.device.ipmi(),

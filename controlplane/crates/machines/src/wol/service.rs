@@ -34,7 +34,7 @@ use super::{
 };
 use bootlane_boot::inventory::{model::Host, service::HostService};
 use bootlane_core::{
-    events::{current_actor, EventBus, NewEvent},
+    events::{current_actor, EventBus, EventKind, NewEvent},
     net::types::{normalise_mac, MacAddr},
     service_error::ServiceError,
     store::{Store, Table},
@@ -317,9 +317,12 @@ impl WolService {
         let data = serde_json::to_value(&rec).unwrap_or_default();
         if sent == 0 {
             self.events.publish(
-                NewEvent::new("wol.failed", format!("wake of {who} failed: nothing could be sent"))
-                    .resource(rkind, &rid)
-                    .data(data),
+                NewEvent::new(
+                    EventKind::WolFailed,
+                    format!("wake of {who} failed: nothing could be sent"),
+                )
+                .resource(rkind, &rid)
+                .data(data),
             );
             return Err(ServiceError::Conflict(format!(
                 "the magic packet could not be sent (history record {}): {}",
@@ -329,7 +332,7 @@ impl WolService {
         }
         self.events.publish(
             NewEvent::new(
-                "wol.sent",
+                EventKind::WolSent,
                 format!(
                     "magic packet for {who} sent on {} ({sent} datagrams)",
                     rec.interfaces.join(", ")
@@ -450,9 +453,12 @@ impl WolService {
     pub async fn clear_history(&self) -> Result<usize> {
         let n = self.history.clear().await?;
         self.events.publish(
-            NewEvent::new("wol.history.cleared", format!("WOL history cleared ({n} records)"))
-                .resource("wol_history", "")
-                .data(serde_json::json!({ "action": "delete", "deleted": n, "before": null, "after": null })),
+            NewEvent::new(
+                EventKind::WolHistoryCleared,
+                format!("WOL history cleared ({n} records)"),
+            )
+            .resource("wol_history", "")
+            .data(serde_json::json!({ "action": "delete", "deleted": n, "before": null, "after": null })),
         );
         Ok(n)
     }
@@ -495,7 +501,7 @@ impl WolService {
         let s = self.schedules.insert(s).await?;
         let v = ScheduleView::new(&s, now);
         self.events.publish(NewEvent::write(
-            "wol.schedule.created",
+            EventKind::WolScheduleCreated,
             "wol_schedule",
             s.id,
             "create",
@@ -519,7 +525,7 @@ impl WolService {
             .ok_or_else(|| ServiceError::NotFound(format!("no WOL schedule with id {id}")))?;
         let v = ScheduleView::new(&s, (self.clock)());
         self.events.publish(NewEvent::write(
-            "wol.schedule.deleted",
+            EventKind::WolScheduleDeleted,
             "wol_schedule",
             s.id,
             "delete",
@@ -558,9 +564,12 @@ impl WolService {
                     cur.last_error = Some(msg.clone());
                     self.schedules.put(&cur).await?;
                     self.events.publish(
-                        NewEvent::new("wol.schedule.missed", format!("WOL schedule {}: {msg}", cur.name))
-                            .resource("wol_schedule", cur.id)
-                            .data(serde_json::json!({ "missed": count, "last_slot": last })),
+                        NewEvent::new(
+                            EventKind::WolScheduleMissed,
+                            format!("WOL schedule {}: {msg}", cur.name),
+                        )
+                        .resource("wol_schedule", cur.id)
+                        .data(serde_json::json!({ "missed": count, "last_slot": last })),
                     );
                 }
                 Due::Fire(slot) => {
@@ -584,9 +593,12 @@ impl WolService {
                     cur.last_error = error.clone();
                     self.schedules.put(&cur).await?;
                     self.events.publish(
-                        NewEvent::new("wol.schedule.fired", format!("WOL schedule {} ran: {status}", cur.name))
-                            .resource("wol_schedule", cur.id)
-                            .data(serde_json::json!({ "slot": slot, "status": status, "error": error })),
+                        NewEvent::new(
+                            EventKind::WolScheduleFired,
+                            format!("WOL schedule {} ran: {status}", cur.name),
+                        )
+                        .resource("wol_schedule", cur.id)
+                        .data(serde_json::json!({ "slot": slot, "status": status, "error": error })),
                     );
                 }
             }

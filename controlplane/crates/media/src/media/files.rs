@@ -24,7 +24,7 @@ use super::{
     paths::{resolve, Follow, PathError},
     FilesConfig,
 };
-use bootlane_core::events::{EventBus, NewEvent};
+use bootlane_core::events::{EventBus, EventKind, NewEvent};
 use bootlane_core::service_error::ServiceError;
 
 /// While uploading, the free space is checked again after this many bytes.
@@ -338,7 +338,7 @@ impl FileService {
             recursive: removed_recursively,
         };
         self.events.publish(NewEvent::write(
-            "file.deleted",
+            EventKind::FileDeleted,
             "file",
             &shown,
             "delete",
@@ -654,7 +654,7 @@ impl Upload {
             replaced,
         };
         self.service.events.publish(NewEvent::write(
-            "file.uploaded",
+            EventKind::FileUploaded,
             "file",
             &out.path,
             if replaced { "update" } else { "create" },

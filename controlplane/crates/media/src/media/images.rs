@@ -26,7 +26,7 @@ use super::{
     iso::{extract_tree, index_image, read_image, IsoIndex, IsoLimits},
 };
 use bootlane_core::{
-    events::{EventBus, NewEvent},
+    events::{EventBus, EventKind, NewEvent},
     service_error::{short_text, ServiceError},
     store::{Store, Table},
 };
@@ -400,7 +400,7 @@ impl OsImageService {
             .await?
             .ok_or_else(|| not_found(id))?;
         self.events.publish(NewEvent::write(
-            "os_image.updated",
+            EventKind::OsImageUpdated,
             "os_image",
             id,
             "update",
@@ -443,7 +443,7 @@ impl OsImageService {
             Err(e) => return Err(ServiceError::io(format!("deleting {}/", img.tree_path()), e)),
         }
         self.events.publish(NewEvent::write(
-            "os_image.deleted",
+            EventKind::OsImageDeleted,
             "os_image",
             id,
             "delete",
@@ -563,9 +563,9 @@ impl OsImageService {
         };
         if let Some(i) = &out {
             let (kind, summary) = match i.state {
-                ImageState::Ready => ("os_image.ready", format!("OS image {} is ready", i.name)),
+                ImageState::Ready => (EventKind::OsImageReady, format!("OS image {} is ready", i.name)),
                 _ => (
-                    "os_image.failed",
+                    EventKind::OsImageFailed,
                     format!(
                         "OS image {} failed inspection: {}",
                         i.name,
@@ -828,7 +828,7 @@ impl OsImageService {
         let img = self.transition(id, ImageState::Mounted, "mounted").await?;
         self.events.publish(
             NewEvent::new(
-                "os_image.mounted",
+                EventKind::OsImageMounted,
                 format!("OS image {} mounted at /boot/{}/", img.name, img.tree_path()),
             )
             .resource("os_image", id),
@@ -852,7 +852,8 @@ impl OsImageService {
         }
         let img = self.transition(id, ImageState::Ready, "unmounted").await?;
         self.events.publish(
-            NewEvent::new("os_image.unmounted", format!("OS image {} unmounted", img.name)).resource("os_image", id),
+            NewEvent::new(EventKind::OsImageUnmounted, format!("OS image {} unmounted", img.name))
+                .resource("os_image", id),
         );
         Ok(img)
     }
@@ -935,7 +936,7 @@ impl OsImageService {
                     next = pct + PROGRESS_STEP_PERCENT;
                     events.publish(
                         NewEvent::new(
-                            "os_image.extract.progress",
+                            EventKind::OsImageExtractProgress,
                             format!("OS image {name}: {pct} % extracted"),
                         )
                         .resource("os_image", id)
@@ -986,14 +987,14 @@ impl OsImageService {
         let Some(after) = after else { return Ok(()) };
         let e = match &result {
             Ok((files, bytes)) => NewEvent::new(
-                "os_image.extracted",
+                EventKind::OsImageExtracted,
                 format!(
                     "OS image {} extracted to {tree}/ ({files} files, {bytes} bytes)",
                     after.name
                 ),
             ),
             Err(reason) => NewEvent::new(
-                "os_image.extract.failed",
+                EventKind::OsImageExtractFailed,
                 format!("OS image {} could not be extracted: {reason}", after.name),
             ),
         };
@@ -1103,7 +1104,7 @@ impl ImageUpload {
             };
             self.service.events.publish(
                 NewEvent::new(
-                    "os_image.upload.progress",
+                    EventKind::OsImageUploadProgress,
                     format!(
                         "OS image {} upload: {written} bytes{}",
                         self.image.name,
@@ -1142,7 +1143,7 @@ impl ImageUpload {
             .await?
             .ok_or_else(|| not_found(id))?;
         s.events.publish(NewEvent::write(
-            "os_image.uploaded",
+            EventKind::OsImageUploaded,
             "os_image",
             id,
             "create",

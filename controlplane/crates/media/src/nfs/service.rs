@@ -30,7 +30,7 @@ use super::{
     NfsConfig,
 };
 use bootlane_core::{
-    events::{EventBus, NewEvent},
+    events::{EventBus, EventKind, NewEvent},
     service_error::ServiceError,
     store::{Kv, Store, StoreError},
 };
@@ -292,7 +292,7 @@ impl NfsService {
             Ok(a) => a,
             Err(e) => {
                 self.events.publish(
-                    NewEvent::new("nfs.apply.failed", format!("NFS exports not applied: {e}"))
+                    NewEvent::new(EventKind::NfsApplyFailed, format!("NFS exports not applied: {e}"))
                         .resource("service", "nfs")
                         .data(serde_json::json!({ "error": e.to_string(), "wanted": &new })),
                 );
@@ -311,7 +311,7 @@ impl NfsService {
             (_, false) => "NFS settings stored, not applied: exportfs is missing".to_owned(),
         };
         let mut ev = NewEvent::write(
-            "nfs.updated",
+            EventKind::NfsUpdated,
             "service",
             "nfs",
             "update",

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{server::TftpLimits, TftpConfig};
 use bootlane_core::{
-    events::{EventBus, NewEvent},
+    events::{EventBus, EventKind, NewEvent},
     service_error::ServiceError,
     store::{Kv, Store, StoreError},
 };
@@ -218,7 +218,7 @@ impl TftpControl {
             before.max_transfers,
         ) != (eff.enabled, eff.port, eff.listen, &eff.root, eff.max_transfers);
         self.events.publish(NewEvent::write(
-            "tftp.settings.changed",
+            EventKind::TftpSettingsChanged,
             "settings",
             "tftp",
             "update",

@@ -28,7 +28,7 @@ use tokio::{
 };
 use tokio_util::sync::CancellationToken;
 
-use bootlane_core::events::NewEvent;
+use bootlane_core::events::{EventKind, NewEvent, TftpRefused, TftpTransfer};
 
 use super::{
     handler::{ReadPlan, TftpHandler},
@@ -343,12 +343,17 @@ async fn listen<H: TftpHandler>(
                     if let Some(ev) = &events {
                         ev.publish(
                             NewEvent::new(
-                                "tftp.transfer.failed",
+                                EventKind::TftpTransferFailed,
                                 format!("TFTP {} refused to {peer}: {}", req.filename, r.message),
                             )
                             .resource("file", &req.filename)
                             .remote(peer)
-                            .data(serde_json::json!({"file": req.filename, "client": peer.to_string(), "error": r.message, "code": r.code})),
+                            .with(&TftpRefused {
+                                file: req.filename.clone(),
+                                client: peer.to_string(),
+                                error: r.message.clone(),
+                                code: r.code,
+                            }),
                         );
                     }
                     count_error(error_kind(r.code));
@@ -370,22 +375,26 @@ async fn listen<H: TftpHandler>(
             }
             let ms = t0.elapsed().as_millis() as u64;
             tracing::info!(%peer, %file, size, ?outcome, ms, "TFTP transfer ended");
-            let verb = match outcome {
-                Outcome::Complete => "completed",
+            let kind = match outcome {
+                Outcome::Complete => EventKind::TftpTransferCompleted,
                 // UEFI firmware asks for `tsize` and then aborts on purpose: not a failure.
-                Outcome::ClientError => "aborted",
-                Outcome::TimedOut => "failed",
+                Outcome::ClientError => EventKind::TftpTransferAborted,
+                Outcome::TimedOut => EventKind::TftpTransferFailed,
                 Outcome::Cancelled => return,
             };
+            let verb = kind.verb();
             if let Some(ev) = &events {
                 ev.publish(
-                    NewEvent::new(
-                        format!("tftp.transfer.{verb}"),
-                        format!("TFTP {file} to {peer} {verb} ({size} bytes, {ms} ms)"),
-                    )
-                    .resource("file", &file)
-                    .remote(peer)
-                    .data(serde_json::json!({"file": file, "client": peer.to_string(), "bytes": size, "duration_ms": ms, "outcome": format!("{outcome:?}")})),
+                    NewEvent::new(kind, format!("TFTP {file} to {peer} {verb} ({size} bytes, {ms} ms)"))
+                        .resource("file", &file)
+                        .remote(peer)
+                        .with(&TftpTransfer {
+                            file: file.clone(),
+                            client: peer.to_string(),
+                            bytes: size,
+                            duration_ms: ms,
+                            outcome: format!("{outcome:?}"),
+                        }),
                 );
             }
         });

@@ -28,7 +28,7 @@ use super::{
     UpdatesConfig,
 };
 use bootlane_core::{
-    events::{EventBus, NewEvent},
+    events::{EventBus, EventKind, NewEvent},
     net::outbound::{self, OutboundConfig},
     service_error::ServiceError,
 };
@@ -436,7 +436,7 @@ impl UpdateService {
         }
         self.events.publish(
             NewEvent::new(
-                "update.download.started",
+                EventKind::UpdateDownloadStarted,
                 format!("downloading Bootlane {v} from {}", artifact.url),
             )
             .resource("update", &v)
@@ -464,7 +464,7 @@ impl UpdateService {
                 // The event first: whoever sees the job end finds its event.
                 self.events.publish(
                     NewEvent::new(
-                        "update.download.completed",
+                        EventKind::UpdateDownloadCompleted,
                         format!(
                             "Bootlane {v} downloaded and verified into {}",
                             self.dir.join(v).display()
@@ -486,7 +486,7 @@ impl UpdateService {
                 tracing::warn!(version = v, "update download failed: {why}");
                 self.events.publish(
                     NewEvent::new(
-                        "update.download.failed",
+                        EventKind::UpdateDownloadFailed,
                         format!("download of Bootlane {v} refused, nothing kept: {why}"),
                     )
                     .resource("update", v)
@@ -575,7 +575,7 @@ impl UpdateService {
                 last = percent - percent % PROGRESS_STEP;
                 self.events.publish(
                     NewEvent::new(
-                        "update.download.progress",
+                        EventKind::UpdateDownloadProgress,
                         format!("Bootlane {v}: {percent}% ({received} of {} bytes)", a.size),
                     )
                     .resource("update", v)

@@ -39,6 +39,7 @@ use crate::dhcp::{
     handler::{secure_boot_file, HttpBaseUrl, SecureBootHosts, IPXE_SCRIPT_PATH},
     leases::now_secs,
 };
+use bootlane_core::events::EventKind;
 use bootlane_core::net::{types::MacAddr, IfAddr};
 
 /// How long a declined address stays out of the pool (seconds).
@@ -623,12 +624,12 @@ impl Dhcp6Handler {
                     let mut addrs: Vec<(Ipv6Addr, u32)> = ia_addrs(ia).filter(|a| *a != ip).map(|a| (a, 0)).collect();
                     addrs.insert(0, (ip, valid));
                     r.opts_mut().insert(DhcpOption::IANA(self.ia_with(s, ia.id, &addrs)));
-                    let verb = if renewing || kind != MessageType::Request {
-                        "renewed"
+                    let event = if renewing || kind != MessageType::Request {
+                        EventKind::Dhcp6LeaseRenewed
                     } else {
-                        "granted"
+                        EventKind::Dhcp6LeaseGranted
                     };
-                    self.lease_event(verb, &l, c, false);
+                    self.lease_event(event, &l, c, false);
                 }
                 Err(bootlane_core::store::StoreError::Conflict(why)) => {
                     // Another node leased it first; the index now shows that lease.
@@ -674,7 +675,7 @@ impl Dhcp6Handler {
         let mut held = self.ia_with(s, ia.id, &addrs);
         (held.t1, held.t2) = (left / 2, left / 5 * 4);
         tracing::info!(mac = ?c.mac, ip = %l.ip, iaid = ia.id, left, "DHCPv6 Reply from the held lease (the store cannot be written)");
-        self.lease_event("renewed", l, c, true);
+        self.lease_event(EventKind::Dhcp6LeaseRenewed, l, c, true);
         Some(held)
     }
 
@@ -692,13 +693,13 @@ impl Dhcp6Handler {
                 };
                 match done {
                     Ok(true) => {
-                        let verb = if kind == MessageType::Decline {
-                            "declined"
+                        let event = if kind == MessageType::Decline {
+                            EventKind::Dhcp6LeaseDeclined
                         } else {
-                            "released"
+                            EventKind::Dhcp6LeaseReleased
                         };
                         if let Some(l) = db.all().find(|l| l.ip == ip).cloned() {
-                            self.lease_event(verb, &l, c, false);
+                            self.lease_event(event, &l, c, false);
                         }
                     }
                     Ok(false) => {}
@@ -727,9 +728,9 @@ impl Dhcp6Handler {
         Some(r)
     }
 
-    /// Publishes `dhcp6.lease.<verb>`; a `degraded` answer (from memory, nothing stored)
+    /// Publishes `kind` (a `dhcp6.lease.*` kind); a `degraded` answer (from memory, nothing stored)
     /// carries `degraded: true` in its data, as DHCPv4's does.
-    fn lease_event(&self, verb: &str, l: &Lease6, c: &Client6, degraded: bool) {
+    fn lease_event(&self, kind: EventKind, l: &Lease6, c: &Client6, degraded: bool) {
         let Some(ev) = &self.events else { return };
         let who = c.mac.map_or_else(|| l.duid.clone(), |m| m.to_string());
         let mut data = serde_json::json!({
@@ -740,12 +741,9 @@ impl Dhcp6Handler {
             data["degraded"] = serde_json::Value::Bool(true);
         }
         ev.publish(
-            bootlane_core::events::NewEvent::new(
-                format!("dhcp6.lease.{verb}"),
-                format!("DHCPv6 lease {} {verb} for {who}", l.ip),
-            )
-            .resource("lease6", &l.duid)
-            .data(data),
+            bootlane_core::events::NewEvent::new(kind, format!("DHCPv6 lease {} {} for {who}", l.ip, kind.verb()))
+                .resource("lease6", &l.duid)
+                .data(data),
         );
     }
 }
