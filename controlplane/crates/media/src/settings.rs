@@ -23,16 +23,7 @@ use bootlane_core::{
     store::{Kv, Store, StoreError},
 };
 
-/// How a settings change took effect.
-#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
-pub struct Applied {
-    /// Keys applied at once.
-    pub live: Vec<String>,
-    /// Services restarted to apply the change.
-    pub restarted: Vec<String>,
-    /// Keys stored that apply at the next start of Bootlane.
-    pub next_start: Vec<String>,
-}
+pub use bootlane_core::settings::Applied;
 
 /// `/settings/general`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
