@@ -38,7 +38,7 @@ use crate::{
     store::{Kv, Store},
 };
 
-/// How a settings change took effect (the `applied` part of the settings PUT answers).
+/// How a settings change took effect.
 #[derive(Debug, Clone, Default, Serialize, ToSchema, PartialEq)]
 pub struct Applied {
     /// Keys applied at once.
@@ -293,16 +293,12 @@ impl<G: Group> Layer<G> {
         )
     }
 
-    /// Serialises changes: a caller that validates a patch against [`Layer::get`] and does
-    /// side effects (binding sockets) before [`Layer::set`] holds this across them.
-    pub async fn lock(&self) -> tokio::sync::MutexGuard<'_, ()> {
-        self.write.lock().await
-    }
-
     /// Changes the effective value to `new`: validates it (every problem, each naming its
     /// key), stores the keys that differ from the file as the overrides (removing the
     /// document when none do), publishes it and answers what changed and how it applies.
-    /// Setting the value it already has stores and publishes nothing.
+    /// Setting the value it already has stores and publishes nothing. Calls are
+    /// serialised; a caller that builds `new` from [`Layer::get`] and acts on it (binds
+    /// sockets) first serialises that read-modify-write itself.
     ///
     /// # Errors
     /// [`ServiceError::Invalid`] with every problem (joined by `; `); store errors.
@@ -312,6 +308,7 @@ impl<G: Group> Layer<G> {
             let all: Vec<String> = problems.iter().map(ToString::to_string).collect();
             return Err(ServiceError::Invalid(all.join("; ")));
         }
+        let _w = self.write.lock().await;
         let before = self.get();
         let (b, a) = (object(&before), object(&new));
         let changed: Vec<String> = a
