@@ -20,7 +20,7 @@ use clap::{Args, Parser, Subcommand};
 
 use bootlane_core::settings::{Group, Layer};
 
-use crate::{config::Config, dns::service::DnsSettings, store::Store};
+use crate::{config::Config, dns::service::DnsSettings, store::Store, tftp::control::TftpSettings};
 
 pub mod backup;
 pub mod packaging;
@@ -245,6 +245,12 @@ pub fn stored_overrides(cfg: &Config) -> String {
             any = true;
             if (*tree, key.as_str()) == (DnsSettings::TREE, DnsSettings::KEY) {
                 match crate::app::dns_config(cfg).settings_layer(&store) {
+                    Ok(layer) => out.push_str(&layer_sources(&format!("{tree}.{key}"), &layer)),
+                    Err(e) => out.push_str(&format!("# {tree}.{key}: the values in effect cannot be read: {e}\n")),
+                }
+            }
+            if (*tree, key.as_str()) == (TftpSettings::TREE, TftpSettings::KEY) {
+                match crate::tftp::control::settings_layer(&store, &cfg.tftp, cfg.tftp_enabled()) {
                     Ok(layer) => out.push_str(&layer_sources(&format!("{tree}.{key}"), &layer)),
                     Err(e) => out.push_str(&format!("# {tree}.{key}: the values in effect cannot be read: {e}\n")),
                 }
@@ -1144,6 +1150,12 @@ mod tests {
                 .await
                 .unwrap();
             store
+                .kv("tftp_settings")
+                .unwrap()
+                .put("overrides", &serde_json::json!({"retries": 7, "port": null}))
+                .await
+                .unwrap();
+            store
                 .kv("access")
                 .unwrap()
                 .put("mode", &serde_json::json!("whitelist"))
@@ -1160,6 +1172,11 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("# settings.dns.enabled = true (default)\n"), "{text}");
+        assert!(text.contains("# tftp_settings.overrides.retries = 7 (api)\n"), "{text}");
+        assert!(
+            text.contains("# tftp_settings.overrides.port = 69 (default)\n"),
+            "{text}"
+        );
         assert!(
             text.contains("# settings.dns = {\"port\":5353,\"tsig\":{\"secret\":\"<hidden>\"}}"),
             "{text}"

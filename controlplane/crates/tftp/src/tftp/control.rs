@@ -128,16 +128,7 @@ impl TftpControl {
         default_root: Arc<RwLock<PathBuf>>,
         events: Arc<EventBus>,
     ) -> Result<Arc<Self>, ServiceError> {
-        let of = |c: &TftpConfig| TftpSettings {
-            timeout_ms: c.timeout_ms,
-            retries: c.retries,
-            enabled: c.enabled.unwrap_or(default_enabled),
-            port: c.port,
-            listen: c.listen,
-            root: c.root.clone(),
-            max_transfers: c.max_transfers,
-        };
-        let layer = Layer::open(store, of(&TftpConfig::default()), of(base))?;
+        let layer = settings_layer(store, base, default_enabled)?;
         Ok(Arc::new(Self {
             base: base.clone(),
             default_root,
@@ -235,6 +226,29 @@ impl TftpControl {
         ));
         Ok((eff, restart))
     }
+}
+
+/// The TFTP settings layer over `store`: `base` (`[tftp]`) with the stored overrides;
+/// `default_enabled` as for [`TftpControl::open`]. `bootlane config show` reads the sources
+/// from it.
+///
+/// # Errors
+/// Store errors.
+pub fn settings_layer(
+    store: &Store,
+    base: &TftpConfig,
+    default_enabled: bool,
+) -> Result<Layer<TftpSettings>, ServiceError> {
+    let of = |c: &TftpConfig| TftpSettings {
+        timeout_ms: c.timeout_ms,
+        retries: c.retries,
+        enabled: c.enabled.unwrap_or(default_enabled),
+        port: c.port,
+        listen: c.listen,
+        root: c.root.clone(),
+        max_transfers: c.max_transfers,
+    };
+    Layer::open(store, of(&TftpConfig::default()), of(base))
 }
 
 /// `[tftp]` with the settings in effect, the root resolved to the boot root when unset.
