@@ -78,6 +78,14 @@ pub async fn build(
             boot_root: config.boot_root(),
             data_dir: config.data_dir.clone(),
             allowed_roots: config.boot.allowed_roots.clone(),
+            builtin_general: {
+                let d = Config::default();
+                bootlane_media::settings::GeneralSettings {
+                    server_name: d.server.name,
+                    api_listen: d.api.listen.to_string(),
+                    session_ttl_secs: d.api.session_ttl_secs,
+                }
+            },
         },
         events.clone(),
     )?;
