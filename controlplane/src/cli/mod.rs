@@ -20,7 +20,9 @@ use clap::{Args, Parser, Subcommand};
 
 use bootlane_core::settings::{Group, Layer};
 
-use crate::{config::Config, dns::service::DnsSettings, store::Store, tftp::control::TftpSettings};
+use crate::{
+    config::Config, dns::service::DnsSettings, settings::GeneralSettings, store::Store, tftp::control::TftpSettings,
+};
 
 pub mod backup;
 pub mod packaging;
@@ -245,6 +247,17 @@ pub fn stored_overrides(cfg: &Config) -> String {
             any = true;
             if (*tree, key.as_str()) == (DnsSettings::TREE, DnsSettings::KEY) {
                 match crate::app::dns_config(cfg).settings_layer(&store) {
+                    Ok(layer) => out.push_str(&layer_sources(&format!("{tree}.{key}"), &layer)),
+                    Err(e) => out.push_str(&format!("# {tree}.{key}: the values in effect cannot be read: {e}\n")),
+                }
+            }
+            if (*tree, key.as_str()) == (GeneralSettings::TREE, GeneralSettings::KEY) {
+                let of = |c: &Config| GeneralSettings {
+                    server_name: c.server.name.clone(),
+                    api_listen: c.api.listen.to_string(),
+                    session_ttl_secs: c.api.session_ttl_secs,
+                };
+                match Layer::open(&store, of(&Config::default()), of(cfg)) {
                     Ok(layer) => out.push_str(&layer_sources(&format!("{tree}.{key}"), &layer)),
                     Err(e) => out.push_str(&format!("# {tree}.{key}: the values in effect cannot be read: {e}\n")),
                 }
@@ -1149,6 +1162,9 @@ mod tests {
             kv.put("dns", &serde_json::json!({"port": 5353, "tsig": {"secret": "k3y"}}))
                 .await
                 .unwrap();
+            kv.put("general", &serde_json::json!({"session_ttl_secs": 600}))
+                .await
+                .unwrap();
             store
                 .kv("tftp_settings")
                 .unwrap()
@@ -1173,6 +1189,14 @@ mod tests {
         );
         assert!(text.contains("# settings.dns.enabled = true (default)\n"), "{text}");
         assert!(text.contains("# tftp_settings.overrides.retries = 7 (api)\n"), "{text}");
+        assert!(
+            text.contains("# settings.general.session_ttl_secs = 600 (api)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# settings.general.server_name = \"bootlane\" (default)\n"),
+            "{text}"
+        );
         assert!(
             text.contains("# tftp_settings.overrides.port = 69 (default)\n"),
             "{text}"
