@@ -90,12 +90,9 @@ pub async fn run(
     logs.attach(&store, token.clone())
         .await
         .context("applying the stored logging settings")?;
-    // The XDP program attaches where the DNS server listens: the stored settings win over
-    // the file once they exist, so pick the interfaces from them.
-    let listen = match dns::service::DnsService::stored_settings(&store)? {
-        Some(stored) => stored.listen,
-        None => config.dns.listen.clone(),
-    };
+    // The XDP program attaches where the DNS server listens: the file's listen list or
+    // the one stored through the API over it.
+    let listen = dns::service::DnsService::effective_settings(&app::dns_config(&config), &store)?.listen;
     let dataplane = dataplane::load(&config.dns.xdp, &listen);
     let admin_password = std::env::var("BOOTLANE_ADMIN_PASSWORD").ok();
     let state = app::build(

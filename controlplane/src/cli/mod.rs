@@ -18,7 +18,11 @@ use std::{
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 
-use crate::{config::Config, store::Store};
+use bootlane_core::settings::{Group, Layer};
+
+use crate::{
+    config::Config, dns::service::DnsSettings, settings::GeneralSettings, store::Store, tftp::control::TftpSettings,
+};
 
 pub mod backup;
 pub mod packaging;
@@ -166,7 +170,7 @@ pub fn config_show(path: Option<&Path>) -> anyhow::Result<String> {
     Ok(format!(
         "# Effective configuration of {}: the file plus defaults, secrets hidden.\n{body}\n{}",
         path.map_or_else(|| "the defaults".to_string(), |p| p.display().to_string()),
-        stored_overrides(&cfg.data_dir)
+        stored_overrides(&cfg)
     ))
 }
 
@@ -217,10 +221,13 @@ pub const SETTINGS_TREES: &[&str] = &[
     "services",
 ];
 
-/// The settings stored through the API in `data_dir`, as TOML comments
-/// (`# <tree>.<key> = <JSON>`), secrets hidden; or a comment saying why they cannot be read
-/// (no database yet, or the running server holds it).
-pub fn stored_overrides(data_dir: &Path) -> String {
+/// The settings stored through the API in `cfg.data_dir`, as TOML comments
+/// (`# <tree>.<key> = <JSON>`), secrets hidden, each group that goes through the settings
+/// layer followed by its effective values and where each came from
+/// (`# <tree>.<key>.<name> = <JSON> (default|file|api)`); or a comment saying why they
+/// cannot be read (no database yet, or the running server holds it).
+pub fn stored_overrides(cfg: &Config) -> String {
+    let data_dir = cfg.data_dir.as_path();
     let head = "# Settings changed through the API (stored; they override the file above):\n";
     if !data_dir.join("db").exists() {
         return format!("{head}# none: no database in {} yet\n", data_dir.display());
@@ -238,12 +245,47 @@ pub fn stored_overrides(data_dir: &Path) -> String {
             hide_secrets(&mut v);
             out.push_str(&format!("# {tree}.{key} = {v}\n"));
             any = true;
+            if (*tree, key.as_str()) == (DnsSettings::TREE, DnsSettings::KEY) {
+                match crate::app::dns_config(cfg).settings_layer(&store) {
+                    Ok(layer) => out.push_str(&layer_sources(&format!("{tree}.{key}"), &layer)),
+                    Err(e) => out.push_str(&format!("# {tree}.{key}: the values in effect cannot be read: {e}\n")),
+                }
+            }
+            if (*tree, key.as_str()) == (GeneralSettings::TREE, GeneralSettings::KEY) {
+                let of = |c: &Config| GeneralSettings {
+                    server_name: c.server.name.clone(),
+                    api_listen: c.api.listen.to_string(),
+                    session_ttl_secs: c.api.session_ttl_secs,
+                };
+                match Layer::open(&store, of(&Config::default()), of(cfg)) {
+                    Ok(layer) => out.push_str(&layer_sources(&format!("{tree}.{key}"), &layer)),
+                    Err(e) => out.push_str(&format!("# {tree}.{key}: the values in effect cannot be read: {e}\n")),
+                }
+            }
+            if (*tree, key.as_str()) == (TftpSettings::TREE, TftpSettings::KEY) {
+                match crate::tftp::control::settings_layer(&store, &cfg.tftp, cfg.tftp_enabled()) {
+                    Ok(layer) => out.push_str(&layer_sources(&format!("{tree}.{key}"), &layer)),
+                    Err(e) => out.push_str(&format!("# {tree}.{key}: the values in effect cannot be read: {e}\n")),
+                }
+            }
         }
     }
     if !any {
         out.push_str("# none\n");
     }
     out
+}
+
+/// A settings group's effective values, one TOML comment a key saying where the value came
+/// from: `# <prefix>.<key> = <JSON> (default|file|api)`, secrets hidden.
+fn layer_sources<G: Group>(prefix: &str, layer: &Layer<G>) -> String {
+    let mut values = serde_json::to_value(layer.get()).unwrap_or_default();
+    hide_secrets(&mut values);
+    layer
+        .sources()
+        .into_iter()
+        .map(|(k, source)| format!("# {prefix}.{k} = {} ({source})\n", values[&k]))
+        .collect()
 }
 
 /// Replaces the values of keys that name a secret (password, token, secret, key hash).
@@ -1105,11 +1147,28 @@ mod tests {
     #[tokio::test]
     async fn show_lists_the_settings_stored_through_the_api_with_secrets_hidden() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(super::stored_overrides(dir.path()).contains("no database"));
+        let cfg = crate::config::Config {
+            data_dir: dir.path().to_path_buf(),
+            dns: crate::dns::config::DnsConfig {
+                upstream: "9.9.9.9:53".into(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert!(super::stored_overrides(&cfg).contains("no database"));
         {
             let store = Store::open(dir.path()).unwrap();
             let kv = store.kv("settings").unwrap();
             kv.put("dns", &serde_json::json!({"port": 5353, "tsig": {"secret": "k3y"}}))
+                .await
+                .unwrap();
+            kv.put("general", &serde_json::json!({"session_ttl_secs": 600}))
+                .await
+                .unwrap();
+            store
+                .kv("tftp_settings")
+                .unwrap()
+                .put("overrides", &serde_json::json!({"retries": 7, "port": null}))
                 .await
                 .unwrap();
             store
@@ -1118,10 +1177,30 @@ mod tests {
                 .put("mode", &serde_json::json!("whitelist"))
                 .await
                 .unwrap();
-            let text = super::stored_overrides(dir.path());
+            let text = super::stored_overrides(&cfg);
             assert!(text.contains(super::RUNNING_NOTE), "{text}");
         }
-        let text = super::stored_overrides(dir.path());
+        let text = super::stored_overrides(&cfg);
+        // The DNS group's values in effect, each with its source.
+        assert!(text.contains("# settings.dns.port = 5353 (api)\n"), "{text}");
+        assert!(
+            text.contains("# settings.dns.upstream = \"9.9.9.9:53\" (file)\n"),
+            "{text}"
+        );
+        assert!(text.contains("# settings.dns.enabled = true (default)\n"), "{text}");
+        assert!(text.contains("# tftp_settings.overrides.retries = 7 (api)\n"), "{text}");
+        assert!(
+            text.contains("# settings.general.session_ttl_secs = 600 (api)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# settings.general.server_name = \"bootlane\" (default)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# tftp_settings.overrides.port = 69 (default)\n"),
+            "{text}"
+        );
         assert!(
             text.contains("# settings.dns = {\"port\":5353,\"tsig\":{\"secret\":\"<hidden>\"}}"),
             "{text}"

@@ -27,6 +27,15 @@ use bootlane_dns::{
 use bootlane_media::settings::{Settings, SettingsDefaults};
 use bootlane_tftp::tftp::{control::TftpControl, TftpUnit};
 
+/// What the DNS service needs from the configuration.
+pub fn dns_config(config: &Config) -> DnsServiceConfig {
+    DnsServiceConfig {
+        dns: config.dns.clone(),
+        server_name: config.server.name.clone(),
+        local_domain: config.local_domain(),
+    }
+}
+
 /// Builds the services (nothing is bound yet: [`Supervisor::start_auto`] does that).
 /// `admin_password` seeds the `admin` user on first start (`BOOTLANE_ADMIN_PASSWORD`).
 ///
@@ -42,11 +51,7 @@ pub async fn build(
 ) -> anyhow::Result<AppState> {
     let events = EventBus::open_with_audit(&store, config.events.clone(), config.audit.clone())?;
     events.set_node(&config.server.node_name());
-    let dns_cfg = DnsServiceConfig {
-        dns: config.dns.clone(),
-        server_name: config.server.name.clone(),
-        local_domain: config.local_domain(),
-    };
+    let dns_cfg = dns_config(&config);
     let xdp = dataplane.status();
     if !matches!(xdp.mode.as_str(), "off" | "fake") {
         let (kind, summary) = if xdp.active {
@@ -73,6 +78,14 @@ pub async fn build(
             boot_root: config.boot_root(),
             data_dir: config.data_dir.clone(),
             allowed_roots: config.boot.allowed_roots.clone(),
+            builtin_general: {
+                let d = Config::default();
+                bootlane_media::settings::GeneralSettings {
+                    server_name: d.server.name,
+                    api_listen: d.api.listen.to_string(),
+                    session_ttl_secs: d.api.session_ttl_secs,
+                }
+            },
         },
         events.clone(),
     )?;

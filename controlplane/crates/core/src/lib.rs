@@ -10,6 +10,7 @@ pub mod memory;
 pub mod metrics;
 pub mod net;
 pub mod service_error;
+pub mod settings;
 pub mod store;
 pub mod supervisor;
 pub mod swap;

@@ -1,6 +1,7 @@
 //! Layered settings for the groups that belong to no single service: `general` and
 //! `netboot`. The configuration file gives the defaults, stored values
-//! (`store.kv("settings")`, one document per group) override them, and a change is
+//! (`store.kv("settings")`, one document per group) override them (`general` through the
+//! settings layer of [`bootlane_core::settings`], key by key), and a change is
 //! validated, stored and applied: live where possible (session lifetime, boot root for
 //! HTTP boot), through a restart of the one service that needs it (TFTP for a new boot
 //! root), or at the next process start (server name, API listen address: the answer
@@ -20,19 +21,11 @@ use utoipa::ToSchema;
 use bootlane_core::{
     events::{EventBus, EventKind, NewEvent},
     service_error::ServiceError,
-    store::{Kv, Store, StoreError},
+    settings::{Effect, Group, Layer, Problem, Source},
+    store::{Kv, Store},
 };
 
-/// How a settings change took effect.
-#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
-pub struct Applied {
-    /// Keys applied at once.
-    pub live: Vec<String>,
-    /// Services restarted to apply the change.
-    pub restarted: Vec<String>,
-    /// Keys stored that apply at the next start of Bootlane.
-    pub next_start: Vec<String>,
-}
+pub use bootlane_core::settings::Applied;
 
 /// `/settings/general`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
@@ -44,6 +37,51 @@ pub struct GeneralSettings {
     pub api_listen: String,
     /// Lifetime of new sessions in seconds (60-2592000). Live.
     pub session_ttl_secs: u64,
+}
+
+/// The general group of the settings layer: `[server] name`, `[api] listen` and
+/// `[api] session_ttl_secs` are the base, `PUT /settings/general` stores overrides in
+/// `settings/general` (older versions stored the whole document; see
+/// [`bootlane_core::settings`]).
+impl Group for GeneralSettings {
+    const TREE: &'static str = "settings";
+    const KEY: &'static str = GENERAL;
+    const SERVICE: &'static str = "api";
+
+    fn validate(&self) -> Vec<Problem> {
+        let mut p = Vec::new();
+        if let Err(e) = bootlane_core::net::types::validate_host_label(&self.server_name) {
+            p.push(Problem::new(
+                "server_name",
+                format!(
+                    "'server_name' {:?} must be a single DNS label valid as a host name: {e}",
+                    self.server_name
+                ),
+            ));
+        }
+        match self.api_listen.parse::<SocketAddr>() {
+            Err(_) => p.push(Problem::new(
+                "api_listen",
+                format!("'api_listen' {:?} is not ip:port, e.g. 0.0.0.0:8080", self.api_listen),
+            )),
+            Ok(a) if a.port() == 0 => p.push(Problem::new("api_listen", "'api_listen' needs a port 1-65535")),
+            Ok(_) => {}
+        }
+        if !(60..=2_592_000).contains(&self.session_ttl_secs) {
+            p.push(Problem::new(
+                "session_ttl_secs",
+                "'session_ttl_secs' must be 60-2592000",
+            ));
+        }
+        p
+    }
+
+    fn effect(key: &str) -> Effect {
+        match key {
+            "session_ttl_secs" => Effect::Live,
+            _ => Effect::NextStart,
+        }
+    }
 }
 
 /// Body of `PUT /settings/general`: any subset.
@@ -139,12 +177,14 @@ pub struct SettingsDefaults {
     pub data_dir: PathBuf,
     /// `[boot] allowed_roots`.
     pub allowed_roots: Vec<PathBuf>,
+    /// The general settings with no configuration file (for where each value came from).
+    pub builtin_general: GeneralSettings,
 }
 
 /// The `general` and `netboot` groups.
 pub struct Settings {
     kv: Kv,
-    general: RwLock<GeneralSettings>,
+    general: Layer<GeneralSettings>,
     boot_root: Arc<RwLock<PathBuf>>,
     /// What [`bootlane_boot::boot::guard::check_root`] checks a new root against.
     root_limits: (PathBuf, PathBuf, Vec<PathBuf>),
@@ -161,13 +201,14 @@ impl Settings {
     ///
     /// # Errors
     /// Store errors.
-    pub fn open(store: &Store, d: &SettingsDefaults, events: Arc<EventBus>) -> Result<Arc<Self>, StoreError> {
+    pub fn open(store: &Store, d: &SettingsDefaults, events: Arc<EventBus>) -> Result<Arc<Self>, ServiceError> {
         let kv = store.kv("settings")?;
-        let general = kv.get::<GeneralSettings>(GENERAL)?.unwrap_or(GeneralSettings {
+        let file = GeneralSettings {
             server_name: d.server_name.clone(),
             api_listen: d.api_listen.to_string(),
             session_ttl_secs: d.session_ttl_secs,
-        });
+        };
+        let general = Layer::open(store, d.builtin_general.clone(), file)?;
         let netboot = kv.get::<NetbootSettings>(NETBOOT)?;
         // A stored root the rules no longer accept (set before they existed) is dropped
         // for the configured one.
@@ -189,7 +230,7 @@ impl Settings {
         let http_base = netboot.and_then(|n| n.http_base_url);
         Ok(Arc::new(Self {
             kv,
-            general: RwLock::new(general),
+            general,
             boot_root: Arc::new(RwLock::new(boot_root)),
             root_limits: (d.data_dir.clone(), d.boot_root.clone(), d.allowed_roots.clone()),
             http_base: Arc::new(RwLock::new(http_base)),
@@ -200,10 +241,12 @@ impl Settings {
 
     /// The effective general settings.
     pub fn general(&self) -> GeneralSettings {
-        self.general
-            .read()
-            .map(|g| g.clone())
-            .unwrap_or_else(|e| e.into_inner().clone())
+        self.general.get()
+    }
+
+    /// Where each general setting's value came from (`default`, `file`, `api`).
+    pub fn general_sources(&self) -> std::collections::BTreeMap<String, Source> {
+        self.general.sources()
     }
 
     /// The effective boot directory.
@@ -288,10 +331,7 @@ impl Settings {
             applied.live.push("session_ttl_secs".into());
         }
         if new != before {
-            self.kv.put(GENERAL, &new).await?;
-            if let Ok(mut g) = self.general.write() {
-                *g = new.clone();
-            }
+            self.general.set(new.clone()).await?;
             set_ttl(new.session_ttl_secs);
             self.events.publish(NewEvent::write(
                 EventKind::SettingsChanged,
@@ -381,4 +421,81 @@ fn validate_base_url(u: &str) -> Result<String, ServiceError> {
         return Err(bad("must not carry a user name or password"));
     }
     Ok(parsed.as_str().trim_end_matches('/').to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn defaults(dir: &std::path::Path) -> SettingsDefaults {
+        SettingsDefaults {
+            server_name: "lab".into(),
+            api_listen: "0.0.0.0:8080".parse().unwrap(),
+            session_ttl_secs: 3600,
+            boot_root: dir.join("boot"),
+            data_dir: dir.join("data"),
+            allowed_roots: vec![],
+            builtin_general: GeneralSettings {
+                server_name: "pxe".into(),
+                api_listen: "0.0.0.0:8080".into(),
+                session_ttl_secs: 3600,
+            },
+        }
+    }
+
+    #[tokio::test]
+    async fn general_takes_the_file_as_base_and_keeps_a_whole_stored_document() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::temporary();
+        let events = EventBus::open(&store, Default::default()).unwrap();
+        // A whole document as older versions stored it; only the TTL differs from the file.
+        store
+            .kv("settings")
+            .unwrap()
+            .put(
+                "general",
+                &json!({"server_name": "lab", "api_listen": "0.0.0.0:8080", "session_ttl_secs": 600}),
+            )
+            .await
+            .unwrap();
+        let s = Settings::open(&store, &defaults(dir.path()), events).unwrap();
+        assert_eq!(s.general().session_ttl_secs, 600);
+        let src = s.general_sources();
+        assert_eq!(
+            (src["server_name"], src["api_listen"], src["session_ttl_secs"]),
+            (Source::File, Source::Default, Source::Api)
+        );
+        let err = s
+            .put_general(
+                GeneralPatch {
+                    session_ttl_secs: Some(1),
+                    ..Default::default()
+                },
+                |_| {},
+            )
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("'session_ttl_secs'"), "{err}");
+        let mut ttl = 0;
+        let (_, applied) = s
+            .put_general(
+                GeneralPatch {
+                    api_listen: Some("10.0.0.1:80".into()),
+                    ..Default::default()
+                },
+                |t| ttl = t,
+            )
+            .await
+            .unwrap();
+        assert_eq!(applied.next_start, vec!["api_listen"]);
+        assert_eq!(ttl, 600);
+        let stored: serde_json::Value = store.kv("settings").unwrap().get("general").unwrap().unwrap();
+        assert_eq!(
+            stored,
+            json!({"api_listen": "10.0.0.1:80", "session_ttl_secs": 600}),
+            "only the keys that differ from the file"
+        );
+    }
 }

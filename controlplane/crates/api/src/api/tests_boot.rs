@@ -1330,11 +1330,9 @@ async fn dhcp_and_tftp_settings() {
         "10-60000",
     )
     .await;
-    // timeout and retries apply to the running server's limits.
-    let limits = Arc::new(std::sync::RwLock::new(
-        bootlane_tftp::tftp::server::TftpLimits::default(),
-    ));
-    t.state.tftp.attach(limits.clone());
+    // timeout and retries are published to the running server (it follows them).
+    let mut settings = t.state.tftp.subscribe();
+    t.state.tftp.set_running(true);
     let v = t
         .expect(
             Method::PUT,
@@ -1348,8 +1346,9 @@ async fn dhcp_and_tftp_settings() {
         (&v["data"]["timeout_ms"], &v["data"]["retries"], &v["data"]["running"]),
         (&json!(250), &json!(2), &json!(true))
     );
-    let l = *limits.read().unwrap();
-    assert_eq!((l.timeout.as_millis(), l.retries), (250, 2));
+    assert!(settings.has_changed().unwrap());
+    let l = settings.borrow_and_update().clone();
+    assert_eq!((l.timeout_ms, l.retries), (250, 2));
 }
 
 #[tokio::test]

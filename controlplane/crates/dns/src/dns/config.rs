@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::dataplane::config::XdpConfig;
 
-/// `[dns]`: the built-in DNS server (spec "Built-in DNS server"). These values seed the
-/// stored DNS settings on the first start; afterwards `PUT /api/v1/services/dns` changes
-/// them live and the store is authoritative (see the book's DNS chapter).
+/// `[dns]`: the built-in DNS server (spec "Built-in DNS server"). These values are the
+/// base of the DNS settings; `PUT /api/v1/services/dns` changes them live and stores the
+/// keys it changed, which override the file key by key (see
+/// [`bootlane_core::settings`] and the book's DNS chapter).
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct DnsConfig {

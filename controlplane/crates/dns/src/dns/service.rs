@@ -33,7 +33,8 @@ use bootlane_core::{
     events::{EventBus, EventKind, NewEvent},
     net::{interface_addrs, IfAddr},
     service_error::ServiceError,
-    store::{Entity, Kv, Store, StoreError, Table},
+    settings::{Effect, Group, Layer, Problem, Source},
+    store::{Entity, Store, StoreError, Table},
 };
 
 /// Stored DNS settings (spec "DNS settings").
@@ -51,9 +52,65 @@ pub struct DnsSettings {
     /// Upstream servers, `host:port` entries separated by commas or whitespace; empty: no forwarding.
     pub upstream: String,
     /// Clients that may recurse (`[dns] allow_recursion`: CIDRs, addresses, `dhcp`,
-    /// `localnets`, `localhost`); settings stored before the key existed get the default.
+    /// `localnets`, `localhost`); a whole document stored before the key existed gets the
+    /// default (see [`Group::stored_overrides`] below).
     #[serde(default = "super::acl::default_allow_recursion")]
     pub allow_recursion: Vec<String>,
+}
+
+/// The DNS group of the settings layer: `[dns]` is the base, `PUT /services/dns` stores
+/// overrides in `settings/dns`; every key applies live ([`DnsService::apply_settings`]).
+impl Group for DnsSettings {
+    const TREE: &'static str = "settings";
+    const KEY: &'static str = SETTINGS_KEY;
+    const SERVICE: &'static str = "dns";
+
+    fn validate(&self) -> Vec<Problem> {
+        let mut p = Vec::new();
+        if self.port == 0 {
+            p.push(Problem::new("port", "'port' 0 is out of range: use 1-65535"));
+        }
+        if self.listen.is_empty() {
+            p.push(Problem::new(
+                "listen",
+                "'listen' must hold at least one address, e.g. [\"0.0.0.0\", \"::\"]",
+            ));
+        }
+        if let Err(e) = names::parse_domain(&self.local_domain) {
+            p.push(Problem::new(
+                "local_domain",
+                format!("'local_domain' {:?} is not a valid domain name: {e}", self.local_domain),
+            ));
+        }
+        if let Err(e) = parse_upstreams(&self.upstream) {
+            p.push(Problem::new("upstream", format!("'upstream': {e}")));
+        }
+        if let Err(e) = super::acl::parse(&self.allow_recursion) {
+            p.push(Problem::new("allow_recursion", format!("'allow_recursion': {e}")));
+        }
+        p
+    }
+
+    fn effect(_: &str) -> Effect {
+        Effect::Live
+    }
+
+    /// Older versions stored the whole document (seeded from the file on the first start);
+    /// one stored before `allow_recursion` existed meant the default for it, not the file's.
+    fn stored_overrides(
+        mut doc: serde_json::Map<String, serde_json::Value>,
+    ) -> serde_json::Map<String, serde_json::Value> {
+        let whole = ["enabled", "port", "listen", "local_domain", "upstream"]
+            .iter()
+            .all(|k| doc.contains_key(*k));
+        if whole && !doc.contains_key("allow_recursion") {
+            doc.insert(
+                "allow_recursion".into(),
+                serde_json::json!(super::acl::default_allow_recursion()),
+            );
+        }
+        doc
+    }
 }
 
 /// Body of `PUT /services/dns`: any subset of the settings.
@@ -96,6 +153,42 @@ pub struct DnsServiceConfig {
     pub local_domain: String,
 }
 
+impl DnsServiceConfig {
+    /// The DNS settings with no configuration file (`[dns]`'s defaults, the local domain
+    /// `<server name>.local`), for [`Layer::sources`].
+    pub fn default_settings(&self) -> DnsSettings {
+        let d = super::config::DnsConfig::default();
+        DnsSettings {
+            enabled: d.enabled,
+            port: d.port,
+            listen: d.listen,
+            local_domain: format!("{}.local", self.server_name),
+            upstream: d.upstream,
+            allow_recursion: d.allow_recursion,
+        }
+    }
+
+    /// The DNS settings the configuration file gives (the base the stored ones override).
+    pub fn file_settings(&self) -> DnsSettings {
+        DnsSettings {
+            enabled: self.dns.enabled,
+            port: self.dns.port,
+            listen: self.dns.listen.clone(),
+            local_domain: self.local_domain.clone(),
+            upstream: self.dns.upstream.clone(),
+            allow_recursion: self.dns.allow_recursion.clone(),
+        }
+    }
+
+    /// The DNS settings layer over `store`: the file's values with the stored overrides.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn settings_layer(&self, store: &Store) -> Result<Layer<DnsSettings>, ServiceError> {
+        Layer::open(store, self.default_settings(), self.file_settings())
+    }
+}
+
 /// The DNS service under the [`Supervisor`](bootlane_core::supervisor::Supervisor): start binds
 /// the sockets, stop closes them and the fast path.
 pub struct DnsUnit(pub Arc<DnsService>);
@@ -124,11 +217,10 @@ const SETTINGS_KEY: &str = "dns";
 /// The DNS service.
 pub struct DnsService {
     records: RecordSet,
-    kv: Kv,
     handler: DnsHandler,
     dataplane: Arc<dyn DnsTable>,
     server_label: String,
-    settings: Mutex<DnsSettings>,
+    settings: Layer<DnsSettings>,
     running: Mutex<Option<(CancellationToken, Vec<SocketAddr>)>>,
     write_lock: tokio::sync::Mutex<()>,
     ifaddrs: Mutex<Vec<IfAddr>>,
@@ -169,7 +261,7 @@ impl DnsService {
         Ok(svc)
     }
 
-    /// Loads (or seeds from `config`) the settings, creates the auto-records, builds the
+    /// Loads the settings (the file's with the stored overrides), creates the auto-records, builds the
     /// zone and projects it into `dataplane`. Binds nothing: see [`DnsService::serve`].
     ///
     /// # Errors
@@ -181,29 +273,14 @@ impl DnsService {
         events: Arc<EventBus>,
         root: CancellationToken,
     ) -> anyhow::Result<Arc<Self>> {
-        let kv = store.kv("settings")?;
-        let settings = match kv.get::<DnsSettings>(SETTINGS_KEY)? {
-            Some(s) => s,
-            None => {
-                let s = DnsSettings {
-                    enabled: config.dns.enabled,
-                    port: config.dns.port,
-                    listen: config.dns.listen.clone(),
-                    local_domain: config.local_domain.clone(),
-                    upstream: config.dns.upstream.clone(),
-                    allow_recursion: config.dns.allow_recursion.clone(),
-                };
-                kv.put(SETTINGS_KEY, &s).await?;
-                s
-            }
-        };
+        let layer = config.settings_layer(store)?;
+        let settings = layer.get();
         let svc = Arc::new(Self {
             records: RecordSet::load(store.table()?)?,
-            kv,
             handler: DnsHandler::default(),
             dataplane,
             server_label: config.server_name.to_ascii_lowercase(),
-            settings: Mutex::new(settings.clone()),
+            settings: layer,
             running: Mutex::new(None),
             write_lock: tokio::sync::Mutex::new(()),
             ifaddrs: Mutex::new(interface_addrs()),
@@ -334,12 +411,18 @@ impl DnsService {
             .set_recursion_acl(Some(super::acl::resolve(&entries, &dhcp, &ifaddrs)));
     }
 
-    /// The DNS settings in the store, if any were saved (they override the config file).
+    /// The DNS settings in effect for `config` and `store` (the file's with the stored
+    /// overrides) without opening the service: where the XDP program attaches at start.
     ///
     /// # Errors
     /// Store errors.
-    pub fn stored_settings(store: &Store) -> Result<Option<DnsSettings>, StoreError> {
-        store.kv("settings")?.get(SETTINGS_KEY)
+    pub fn effective_settings(config: &DnsServiceConfig, store: &Store) -> Result<DnsSettings, ServiceError> {
+        Ok(config.settings_layer(store)?.get())
+    }
+
+    /// Where each DNS setting's value came from (`default`, `file`, `api`).
+    pub fn settings_sources(&self) -> std::collections::BTreeMap<String, Source> {
+        self.settings.sources()
     }
 
     /// The request handler (for tests and the XDP differential test).
@@ -359,7 +442,12 @@ impl DnsService {
 
     /// Current settings.
     pub fn settings(&self) -> DnsSettings {
-        self.settings.lock().expect("settings lock").clone()
+        self.settings.get()
+    }
+
+    /// A receiver of the settings in effect (sees every change).
+    pub fn subscribe_settings(&self) -> tokio::sync::watch::Receiver<DnsSettings> {
+        self.settings.subscribe()
     }
 
     /// Addresses the server is listening on now (empty when stopped).
@@ -638,6 +726,9 @@ impl DnsService {
         if new == old {
             return Ok(new);
         }
+        if let Some(p) = new.validate().into_iter().next() {
+            return Err(ServiceError::Invalid(p.message));
+        }
         let serving = !self.bound().is_empty();
         // `enabled` starts or stops the server; port and listen changes rebind it when it runs.
         let mut target = new.clone();
@@ -651,8 +742,7 @@ impl DnsService {
                 .map_err(|e| ServiceError::Invalid(format!("the new DNS listen settings cannot be applied: {e:#}")))?;
             self.sync_xdp(&new.listen);
         }
-        self.kv.put(SETTINGS_KEY, &new).await?;
-        *self.settings.lock().expect("settings lock") = new.clone();
+        self.settings.set(new.clone()).await?;
         if let Some(ups) = upstreams {
             self.handler.set_upstreams(ups);
         }
@@ -919,4 +1009,68 @@ pub fn auto_record_id(apex: bool, kind: RecordKind) -> Option<u64> {
         _ => return None,
     };
     Some(AUTO_ID_BASE + if apex { k } else { 2 + k })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn config(port: u16, upstream: &str) -> DnsServiceConfig {
+        DnsServiceConfig {
+            dns: super::super::config::DnsConfig {
+                port,
+                upstream: upstream.into(),
+                ..Default::default()
+            },
+            server_name: "pxe".into(),
+            local_domain: "pxe.local".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_whole_document_seeded_by_an_older_version_keeps_its_values() {
+        let store = Store::temporary();
+        // Seeded from the file (port 53) on the first start, before `allow_recursion`
+        // existed, then the upstream changed through the API.
+        let legacy = json!({"enabled": true, "port": 53, "listen": ["0.0.0.0", "::"],
+            "local_domain": "pxe.local", "upstream": "9.9.9.9:53"});
+        store.kv("settings").unwrap().put("dns", &legacy).await.unwrap();
+        // Today's file says port 5353 and upstream 1.1.1.1: the stored copy still wins
+        // everywhere it differs, as it did.
+        let layer = config(5353, "1.1.1.1:53").settings_layer(&store).unwrap();
+        let s = layer.get();
+        assert_eq!((s.port, s.upstream.as_str()), (53, "9.9.9.9:53"));
+        assert_eq!(s.allow_recursion, super::super::acl::default_allow_recursion());
+        assert_eq!(layer.sources()["port"], Source::Api);
+        assert_eq!(layer.sources()["listen"], Source::Default);
+        // The file unchanged since the seed: nothing differs, the file's values serve, and
+        // keys equal to the file's are not overrides.
+        let layer = config(53, "9.9.9.9:53").settings_layer(&store).unwrap();
+        assert_eq!(layer.get().port, 53);
+        assert_eq!(layer.sources()["port"], Source::Default);
+        assert_eq!(layer.sources()["upstream"], Source::File);
+    }
+
+    #[tokio::test]
+    async fn the_file_is_the_base_and_a_stored_key_overrides_it() {
+        let store = Store::temporary();
+        store
+            .kv("settings")
+            .unwrap()
+            .put("dns", &json!({"port": 5300}))
+            .await
+            .unwrap();
+        let layer = config(5353, "1.1.1.1:53").settings_layer(&store).unwrap();
+        assert_eq!(layer.get().port, 5300, "stored override");
+        assert_eq!(layer.get().upstream, "1.1.1.1:53", "the file's");
+        let bad = DnsSettings {
+            port: 0,
+            local_domain: "bad..name".into(),
+            ..layer.get()
+        };
+        let p: Vec<String> = bad.validate().into_iter().map(|p| p.key).collect();
+        assert_eq!(p, vec!["port", "local_domain"]);
+    }
 }

@@ -213,15 +213,17 @@ impl bootlane_core::supervisor::Service for TftpUnit {
             }
             let cfg = self.control.effective();
             let root = cfg.root.clone().context("the TFTP root is not resolved")?;
+            let token = self.root.child_token();
             let t = TftpService::start_with(
                 &cfg,
                 root,
                 self.control.events().clone(),
-                self.root.child_token(),
+                token.clone(),
                 self.access.clone(),
                 self.generated.clone(),
             )?;
-            self.control.attach(t.server.limits());
+            tokio::spawn(follow_limits(self.control.subscribe(), t.server.limits(), token));
+            self.control.set_running(true);
             let listen: Vec<String> = std::iter::once(t.addr).chain(t.also).map(|a| a.to_string()).collect();
             *self.listen.lock().expect("listen lock") = Some(listen.clone());
             *running = Some(t);
@@ -233,7 +235,7 @@ impl bootlane_core::supervisor::Service for TftpUnit {
             if let Some(t) = self.running.lock().await.take() {
                 t.shutdown().await;
             }
-            self.control.detach();
+            self.control.set_running(false);
             *self.listen.lock().expect("listen lock") = None;
         })
     }
@@ -242,6 +244,27 @@ impl bootlane_core::supervisor::Service for TftpUnit {
     }
     fn serving(&self) -> Option<Vec<String>> {
         self.listen.lock().expect("listen lock").clone()
+    }
+}
+
+/// Keeps a running server's timeout and retries at the published settings until `token`
+/// is cancelled (the server stopped); new transfers take them from `limits`.
+async fn follow_limits(
+    mut settings: tokio::sync::watch::Receiver<control::TftpSettings>,
+    limits: Arc<std::sync::RwLock<TftpLimits>>,
+    token: CancellationToken,
+) {
+    loop {
+        {
+            let s = settings.borrow_and_update();
+            let mut l = limits.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            l.timeout = std::time::Duration::from_millis(s.timeout_ms.max(10));
+            l.retries = s.retries;
+        }
+        tokio::select! {
+            _ = token.cancelled() => return,
+            changed = settings.changed() => if changed.is_err() { return },
+        }
     }
 }
 

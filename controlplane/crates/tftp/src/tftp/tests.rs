@@ -552,3 +552,73 @@ fn slots_are_given_back_and_the_map_empties() {
     assert_eq!(slots.held_by(b), 0);
     assert!(slots.try_take(a).is_some());
 }
+
+#[tokio::test]
+async fn settings_reach_the_running_server_and_older_stored_overrides_read_back() {
+    use bootlane_core::{settings::Source, store::Store};
+
+    use super::control::{TftpChange, TftpControl};
+
+    let store = Store::temporary();
+    // An older version's document: every key, `null` where not overridden.
+    store
+        .kv("tftp_settings")
+        .unwrap()
+        .put(
+            "overrides",
+            &serde_json::json!({"timeout_ms": null, "retries": 7, "enabled": null, "port": null,
+                "listen": null, "root": null, "max_transfers": null}),
+        )
+        .await
+        .unwrap();
+    let base = super::TftpConfig {
+        timeout_ms: 2000,
+        ..Default::default()
+    };
+    let boot_root = Arc::new(std::sync::RwLock::new(PathBuf::from("/srv/boot")));
+    let events = bootlane_core::events::EventBus::open(&store, Default::default()).unwrap();
+    let control = TftpControl::open(&store, &base, true, boot_root, events).unwrap();
+    let eff = control.effective();
+    assert_eq!((eff.timeout_ms, eff.retries), (2000, 7));
+    assert_eq!(eff.root, Some(PathBuf::from("/srv/boot")), "the boot root when unset");
+    let sources = control.sources();
+    assert_eq!(
+        (sources["timeout_ms"], sources["retries"], sources["port"]),
+        (Source::File, Source::Api, Source::Default)
+    );
+
+    let limits = Arc::new(std::sync::RwLock::new(TftpLimits::default()));
+    let token = CancellationToken::new();
+    tokio::spawn(super::follow_limits(control.subscribe(), limits.clone(), token.clone()));
+    let (_, restart) = control
+        .set(TftpChange {
+            timeout_ms: Some(250),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(!restart, "the timeout applies live");
+    let t0 = std::time::Instant::now();
+    while limits.read().unwrap().timeout != Duration::from_millis(250) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the server's limits follow the settings"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(limits.read().unwrap().retries, 7);
+    let (_, restart) = control
+        .set(TftpChange {
+            port: Some(6969),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(restart, "a new port needs a restart");
+    let stored: serde_json::Value = store.kv("tftp_settings").unwrap().get("overrides").unwrap().unwrap();
+    assert_eq!(
+        stored,
+        serde_json::json!({"port": 6969, "retries": 7, "timeout_ms": 250})
+    );
+    token.cancel();
+}
