@@ -5,12 +5,17 @@
 //! next start of Bootlane ([`Effect`]). A [`Layer`] applies any group the same way:
 //!
 //! * the configuration file gives the base (the group's value built from the file);
-//! * values stored through the API override it key by key: one JSON object per group in
-//!   `store.kv(G::TREE)` under `G::KEY`, holding only the keys that differ from the file.
-//!   A stored key whose value equals the file's is not an override, so a document stored
-//!   whole (older versions seeded the DNS document as a full copy of the file on the first
-//!   start) behaves exactly as before: the keys changed through the API keep their values,
-//!   the others follow the file from now on;
+//! * values stored through the API override it key by key. The group's document in
+//!   `store.kv(G::TREE)` under `G::KEY` stays whole (every key, the shape older versions
+//!   read, so a downgrade or an older node reads it as before), and the names of the keys
+//!   set through the API are stored beside it under `<G::KEY>.api_keys` ([`api_keys_key`];
+//!   groups whose older versions stored only the overrides keep doing so:
+//!   [`Group::WHOLE_DOCUMENT`]).
+//!   Only those keys override the file, and only where their value differs from the
+//!   file's. A document without that list (written by an older version: the DNS document
+//!   was seeded as a full copy of the file on the first start) is read key by key the same
+//!   way, every key a candidate: the keys changed through the API keep their values, the
+//!   others follow the file from now on;
 //! * the effective value is published through a [`tokio::sync::watch`] channel: readers
 //!   take the current value without a lock held across an await
 //!   ([`Layer::get`]), and a service that must act on a change (rebind a socket) can
@@ -117,6 +122,12 @@ pub trait Group: Serialize + DeserializeOwned + Clone + PartialEq + Send + Sync 
     const KEY: &'static str;
     /// The supervisor's name of the service restarted for [`Effect::Restart`] keys.
     const SERVICE: &'static str;
+    /// Whether the stored document holds every key, with the keys set through the API
+    /// listed beside it ([`api_keys_key`]): for groups whose older versions stored and read
+    /// the document whole (DNS, general), so a downgrade reads it as before. `false` (the
+    /// default): the document holds only the overrides, as older versions of those groups
+    /// (TFTP) wrote it.
+    const WHOLE_DOCUMENT: bool = false;
 
     /// Every problem of the value, each naming its key; empty when it is valid.
     fn validate(&self) -> Vec<Problem>;
@@ -156,17 +167,28 @@ fn object<G: Serialize>(v: &G) -> Map<String, Value> {
     }
 }
 
-/// The effective value and the overrides that hold, from the file base and a stored
-/// document (see the module doc for the rules). Pure: [`Layer::open`] and `bootlane config
+/// The effective value and the overrides that hold, from the file base, a stored
+/// document and the list of keys set through the API (`None` for a document written
+/// before the list existed; see the module doc for the rules). Pure: [`Layer::open`] and `bootlane config
 /// show` use it.
 ///
 /// # Errors
 /// Never for a value built from the file; a file value that does not deserialize back into
 /// the group (a bug of the group's type) is an error naming it.
-pub fn resolve<G: Group>(file: &G, stored: Option<Value>) -> Result<(G, Map<String, Value>), String> {
+pub fn resolve<G: Group>(
+    file: &G,
+    stored: Option<Value>,
+    api_keys: Option<Vec<String>>,
+) -> Result<(G, Map<String, Value>), String> {
     let base = object(file);
     let doc = match stored {
-        Some(Value::Object(m)) => G::stored_overrides(m),
+        Some(Value::Object(m)) => {
+            let mut m = G::stored_overrides(m);
+            if let Some(keys) = api_keys {
+                m.retain(|k, _| keys.contains(k));
+            }
+            m
+        }
         Some(Value::Null) | None => Map::new(),
         Some(other) => {
             tracing::warn!(
@@ -221,6 +243,12 @@ pub fn resolve<G: Group>(file: &G, stored: Option<Value>) -> Result<(G, Map<Stri
     Ok((value, overrides))
 }
 
+/// The key, beside the group's document, of the list of keys set through the API:
+/// `<G::KEY>.api_keys` (e.g. `dns.api_keys` in the `settings` tree).
+pub fn api_keys_key<G: Group>() -> String {
+    format!("{}.api_keys", G::KEY)
+}
+
 /// Where each key's value came from, given the defaults, the file and the overrides.
 pub fn sources<G: Group>(defaults: &G, file: &G, overrides: &Map<String, Value>) -> BTreeMap<String, Source> {
     let (d, f) = (object(defaults), object(file));
@@ -258,7 +286,12 @@ impl<G: Group> Layer<G> {
     pub fn open(store: &Store, defaults: G, file: G) -> Result<Self, ServiceError> {
         let kv = store.kv(G::TREE)?;
         let stored = kv.get::<Value>(G::KEY)?;
-        let (value, overrides) = resolve(&file, stored).map_err(ServiceError::Invalid)?;
+        let api_keys = if G::WHOLE_DOCUMENT {
+            kv.get::<Vec<String>>(&api_keys_key::<G>())?
+        } else {
+            None
+        };
+        let (value, overrides) = resolve(&file, stored, api_keys).map_err(ServiceError::Invalid)?;
         Ok(Self {
             kv,
             defaults,
@@ -330,9 +363,22 @@ impl<G: Group> Layer<G> {
         }
         if !changed.is_empty() {
             let file = object(&self.file);
-            let overrides: Map<String, Value> = a.into_iter().filter(|(k, v)| file.get(k) != Some(v)).collect();
+            let overrides: Map<String, Value> = a
+                .iter()
+                .filter(|(k, v)| file.get(*k) != Some(*v))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
             if overrides.is_empty() {
                 self.kv.remove(G::KEY).await?;
+                if G::WHOLE_DOCUMENT {
+                    self.kv.remove(&api_keys_key::<G>()).await?;
+                }
+            } else if G::WHOLE_DOCUMENT {
+                // The list first: a crash between the two writes leaves the older whole
+                // document read through the newer list, never a key taken as set that was not.
+                let keys: Vec<&String> = overrides.keys().collect();
+                self.kv.put(&api_keys_key::<G>(), &keys).await?;
+                self.kv.put(G::KEY, &a).await?;
             } else {
                 self.kv.put(G::KEY, &overrides).await?;
             }
@@ -366,6 +412,7 @@ mod tests {
         const TREE: &'static str = "settings";
         const KEY: &'static str = "demo";
         const SERVICE: &'static str = "demo";
+        const WHOLE_DOCUMENT: bool = true;
         fn validate(&self) -> Vec<Problem> {
             let mut p = Vec::new();
             if self.port == 0 {
@@ -402,7 +449,7 @@ mod tests {
 
     #[test]
     fn the_file_is_the_base_and_a_stored_key_overrides_it_key_by_key() {
-        let (v, o) = resolve(&file(), Some(json!({"name": "lab"}))).unwrap();
+        let (v, o) = resolve(&file(), Some(json!({"name": "lab"})), None).unwrap();
         assert_eq!(v.port, 5353, "the file's port");
         assert_eq!(v.name, "lab", "the stored name");
         assert_eq!(v.list, vec!["a".to_string()]);
@@ -417,7 +464,7 @@ mod tests {
     fn a_legacy_full_copy_overrides_only_where_it_differs_from_the_file() {
         // Seeded whole from an older file (port 53), then the name changed through the API.
         let legacy = json!({"port": 5353, "name": "lab", "list": ["a"]});
-        let (v, o) = resolve(&file(), Some(legacy)).unwrap();
+        let (v, o) = resolve(&file(), Some(legacy), None).unwrap();
         assert_eq!(
             v,
             Demo {
@@ -433,7 +480,7 @@ mod tests {
         );
         // The file's next change of a key never changed through the API now applies.
         let newer = Demo { port: 5300, ..file() };
-        let (v, _) = resolve(&newer, Some(json!({"port": 5353, "name": "lab", "list": ["a"]}))).unwrap();
+        let (v, _) = resolve(&newer, Some(json!({"port": 5353, "name": "lab", "list": ["a"]})), None).unwrap();
         assert_eq!(
             v.port, 5353,
             "a key differing from the new file still reads as an override"
@@ -441,8 +488,28 @@ mod tests {
     }
 
     #[test]
+    fn with_the_list_only_keys_set_through_the_api_override() {
+        // A whole document as this version writes it: the name set through the API, the
+        // port as the file said when it was written.
+        let whole = json!({"port": 5353, "name": "lab", "list": ["a"]});
+        let newer = Demo { port: 5300, ..file() };
+        let (v, o) = resolve(&newer, Some(whole), Some(vec!["name".into()])).unwrap();
+        assert_eq!(
+            v.port, 5300,
+            "the file's new port: the port was never set through the API"
+        );
+        assert_eq!(v.name, "lab");
+        assert_eq!(o.keys().collect::<Vec<_>>(), vec!["name"]);
+    }
+
+    #[test]
     fn stored_keys_that_no_longer_fit_are_dropped_for_the_files() {
-        let (v, o) = resolve(&file(), Some(json!({"port": 0, "name": 7, "gone": 1, "list": ["b"]}))).unwrap();
+        let (v, o) = resolve(
+            &file(),
+            Some(json!({"port": 0, "name": 7, "gone": 1, "list": ["b"]})),
+            None,
+        )
+        .unwrap();
         assert_eq!(v.port, 5353, "refused by validation");
         assert_eq!(v.name, "pxe", "wrong type");
         assert_eq!(v.list, vec!["b".to_string()]);
@@ -479,18 +546,27 @@ mod tests {
         assert_eq!(c.applied.restarted, vec!["demo"]);
         assert!(rx.has_changed().unwrap());
         assert_eq!(rx.borrow_and_update().port, 69, "the subscriber sees the new value");
-        let stored: Value = store.kv("settings").unwrap().get("demo").unwrap().unwrap();
+        let kv = store.kv("settings").unwrap();
+        let stored: Value = kv.get("demo").unwrap().unwrap();
         assert_eq!(
             stored,
-            json!({"list": ["x"], "port": 69}),
-            "only the overrides are stored"
+            json!({"list": ["x"], "name": "pxe", "port": 69}),
+            "the document stays whole, as older versions read it"
         );
+        let keys: Vec<String> = kv.get("demo.api_keys").unwrap().unwrap();
+        assert_eq!(keys, vec!["list", "port"], "the keys set through the API");
         assert_eq!(layer.sources()["port"], Source::Api);
 
         // Back to the file's values: no overrides left, the document goes.
         let c = layer.set(file()).await.unwrap();
         assert_eq!(c.applied.live, vec!["list"]);
         assert!(store.kv("settings").unwrap().get::<Value>("demo").unwrap().is_none());
+        assert!(store
+            .kv("settings")
+            .unwrap()
+            .get::<Value>("demo.api_keys")
+            .unwrap()
+            .is_none());
         assert_eq!(layer.sources()["port"], Source::File);
         // A value equal to the current one changes nothing.
         let c = layer.set(file()).await.unwrap();

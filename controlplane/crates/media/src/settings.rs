@@ -47,6 +47,7 @@ impl Group for GeneralSettings {
     const TREE: &'static str = "settings";
     const KEY: &'static str = GENERAL;
     const SERVICE: &'static str = "api";
+    const WHOLE_DOCUMENT: bool = true;
 
     fn validate(&self) -> Vec<Problem> {
         let mut p = Vec::new();
@@ -491,11 +492,18 @@ mod tests {
             .unwrap();
         assert_eq!(applied.next_start, vec!["api_listen"]);
         assert_eq!(ttl, 600);
-        let stored: serde_json::Value = store.kv("settings").unwrap().get("general").unwrap().unwrap();
+        let kv = store.kv("settings").unwrap();
+        let stored: serde_json::Value = kv.get("general").unwrap().unwrap();
         assert_eq!(
             stored,
-            json!({"api_listen": "10.0.0.1:80", "session_ttl_secs": 600}),
-            "only the keys that differ from the file"
+            json!({"api_listen": "10.0.0.1:80", "server_name": "lab", "session_ttl_secs": 600}),
+            "the whole document, as older versions read it"
+        );
+        let keys: Vec<String> = kv.get("general.api_keys").unwrap().unwrap();
+        assert_eq!(
+            keys,
+            vec!["api_listen", "session_ttl_secs"],
+            "the keys that differ from the file"
         );
     }
 }

@@ -64,6 +64,7 @@ impl Group for DnsSettings {
     const TREE: &'static str = "settings";
     const KEY: &'static str = SETTINGS_KEY;
     const SERVICE: &'static str = "dns";
+    const WHOLE_DOCUMENT: bool = true;
 
     fn validate(&self) -> Vec<Problem> {
         let mut p = Vec::new();
