@@ -52,8 +52,7 @@ pub struct DnsSettings {
     /// Upstream servers, `host:port` entries separated by commas or whitespace; empty: no forwarding.
     pub upstream: String,
     /// Clients that may recurse (`[dns] allow_recursion`: CIDRs, addresses, `dhcp`,
-    /// `localnets`, `localhost`); a whole document stored before the key existed gets the
-    /// default (see [`Group::stored_overrides`] below).
+    /// `localnets`, `localhost`); settings stored before the key existed get the default.
     #[serde(default = "super::acl::default_allow_recursion")]
     pub allow_recursion: Vec<String>,
 }
