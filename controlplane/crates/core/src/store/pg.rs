@@ -1017,6 +1017,14 @@ pub mod throwaway {
         }
     }
 
+    /// A TCP port of 127.0.0.1 free at the time of asking.
+    fn free_port() -> Result<u16, String> {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|s| s.local_addr())
+            .map(|a| a.port())
+            .map_err(|e| e.to_string())
+    }
+
     impl Cluster {
         /// Creates and starts a cluster with the superuser `bootlane` (trust auth on
         /// loopback; fsync off: a test's data need not survive a crash).
@@ -1033,14 +1041,10 @@ pub mod throwaway {
             if as_postgres {
                 run(Command::new("chown").arg("postgres:").arg(&dir), "chown")?;
             }
-            let port = std::net::UdpSocket::bind("127.0.0.1:0")
-                .and_then(|s| s.local_addr())
-                .map(|a| a.port())
-                .map_err(|e| e.to_string())?;
-            let c = Self {
+            let mut c = Self {
                 dir,
                 bin,
-                port,
+                port: free_port()?,
                 as_postgres,
             };
             let data = c.dir.join("data");
@@ -1050,8 +1054,23 @@ pub mod throwaway {
                     .arg(&data),
                 "initdb",
             )?;
-            c.restart()?;
-            Ok(c)
+            // The port was free when asked for; another process (a parallel test's cluster)
+            // may take it before the server binds it, so a failed start tries another.
+            let mut attempt = 0;
+            loop {
+                match c.restart() {
+                    Ok(()) => return Ok(c),
+                    Err(e) if attempt >= 2 => return Err(e),
+                    Err(e) => {
+                        attempt += 1;
+                        tracing::warn!(
+                            "the throwaway PostgreSQL did not start on port {} ({e}); another port",
+                            c.port
+                        );
+                        c.port = free_port()?;
+                    }
+                }
+            }
         }
 
         fn cmd(&self, tool: &str) -> Command {
