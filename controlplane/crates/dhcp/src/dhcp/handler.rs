@@ -218,7 +218,7 @@ pub struct BootHandler {
     domain: Box<dyn Fn() -> String + Send + Sync>,
     leases: Arc<tokio::sync::Mutex<LeaseDb>>,
     events: Option<Arc<bootlane_core::events::EventBus>>,
-    http_base: Option<HttpBaseUrl>,
+    http_base: Option<bootlane_boot::boot::netboot::Netboot>,
     access: Option<Arc<bootlane_boot::access::gate::AccessGate>>,
     secure_boot: Option<SecureBootHosts>,
 }
@@ -236,8 +236,6 @@ pub fn secure_boot_file(arch: u16) -> Option<&'static str> {
     }
 }
 
-pub use bootlane_boot::boot::HttpBaseUrl;
-
 /// True when an arch-map file is a PXELINUX loader (`pxelinux.0` or `lpxelinux.0`, in any
 /// directory), which iPXE clients are given as well (see `add_boot`).
 pub fn is_pxelinux_loader(file: &str) -> bool {
@@ -245,9 +243,7 @@ pub fn is_pxelinux_loader(file: &str) -> bool {
     name.eq_ignore_ascii_case("pxelinux.0") || name.eq_ignore_ascii_case("lpxelinux.0")
 }
 
-/// The iPXE script path on the API port, with iPXE's own MAC expansion: `netX` is the
-/// device iPXE opened last (the one it booted from), which is not always `net0`.
-pub const IPXE_SCRIPT_PATH: &str = "/boot/ipxe?mac=${netX/mac}";
+pub use bootlane_boot::boot::netboot::IPXE_SCRIPT_PATH;
 
 impl BootHandler {
     /// A handler for resolved `subnets` (mode `off` subnets are ignored), the effective
@@ -349,8 +345,9 @@ impl BootHandler {
         self
     }
 
-    /// Names the iPXE script URL from `base` when it holds a URL (see [`HttpBaseUrl`]).
-    pub fn with_http_base(mut self, base: HttpBaseUrl) -> Self {
+    /// Names the iPXE script URL from the netboot settings' `http_base_url` when set (read
+    /// per answer, so a change applies to the next one).
+    pub fn with_http_base(mut self, base: bootlane_boot::boot::netboot::Netboot) -> Self {
         self.http_base = Some(base);
         self
     }
@@ -466,7 +463,7 @@ impl BootHandler {
             let base = self
                 .http_base
                 .as_ref()
-                .and_then(|b| b.read().ok().and_then(|g| g.clone()))
+                .and_then(|b| b.borrow().http_base_url.clone())
                 .unwrap_or_else(|| format!("http://{server}:{}", self.http_port));
             format!("{base}{IPXE_SCRIPT_PATH}")
         } else {

@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use self::{
     config::SubnetMode,
     control::DhcpControl,
-    handler::{BootHandler, HttpBaseUrl, Subnet},
+    handler::{BootHandler, Subnet},
     server::Server,
 };
 use bootlane_core::events::{EventKind, NewEvent};
@@ -61,7 +61,7 @@ impl DhcpService {
     pub async fn start(
         control: &Arc<DhcpControl>,
         http_port: u16,
-        http_base: HttpBaseUrl,
+        http_base: bootlane_boot::boot::netboot::Netboot,
         domain: DomainFn,
         token: CancellationToken,
         access: Arc<bootlane_boot::access::gate::AccessGate>,
@@ -220,7 +220,7 @@ async fn watch_expiry(control: Arc<DhcpControl>, token: CancellationToken) {
 pub struct DhcpUnit {
     control: Arc<DhcpControl>,
     http_port: u16,
-    http_base: HttpBaseUrl,
+    http_base: bootlane_boot::boot::netboot::Netboot,
     domain: DomainFn,
     root: CancellationToken,
     running: tokio::sync::Mutex<Option<DhcpService>>,
@@ -243,11 +243,11 @@ impl DhcpUnit {
     }
 
     /// A stopped unit. `http_port` is the API/HTTP-boot port put in iPXE script URLs
-    /// unless `http_base` holds a base URL.
+    /// unless the netboot settings (`http_base`) name a base URL.
     pub fn new(
         control: Arc<DhcpControl>,
         http_port: u16,
-        http_base: HttpBaseUrl,
+        http_base: bootlane_boot::boot::netboot::Netboot,
         domain: DomainFn,
         root: CancellationToken,
     ) -> Self {

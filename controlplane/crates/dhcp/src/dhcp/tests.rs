@@ -768,17 +768,19 @@ async fn exchanges_are_counted_by_type_and_outcome() {
 /// from the next answer on, and clearing it goes back to the server address and API port.
 #[tokio::test]
 async fn ipxe_script_url_follows_the_http_base_url() {
-    let base: crate::dhcp::handler::HttpBaseUrl = std::sync::Arc::default();
-    let h = handler(SubnetMode::Server).with_http_base(base.clone());
+    let base = tokio::sync::watch::Sender::new(bootlane_boot::boot::netboot::NetbootSettings::with_root(
+        std::path::Path::new("/srv/boot"),
+    ));
+    let h = handler(SubnetMode::Server).with_http_base(base.subscribe());
     let offer = ask(&h, req(MessageType::Discover, MAC_A, ipxe_bare)).await.unwrap();
     assert_eq!(file(&offer).as_deref(), Some(IPXE_URL));
-    *base.write().unwrap() = Some("https://pxe.lab.example:8443/bl".into());
+    base.send_modify(|n| n.http_base_url = Some("https://pxe.lab.example:8443/bl".into()));
     let offer = ask(&h, req(MessageType::Discover, MAC_A, ipxe_bare)).await.unwrap();
     assert_eq!(
         file(&offer).as_deref(),
         Some("https://pxe.lab.example:8443/bl/boot/ipxe?mac=${netX/mac}")
     );
-    *base.write().unwrap() = None;
+    base.send_modify(|n| n.http_base_url = None);
     let offer = ask(&h, req(MessageType::Discover, MAC_A, ipxe_bare)).await.unwrap();
     assert_eq!(file(&offer).as_deref(), Some(IPXE_URL));
 }

@@ -36,7 +36,7 @@ use ipnet::Ipv6Net;
 use super::leases::{IaKey, Lease6, Lease6Db};
 use crate::dhcp::{
     config::{Subnet6Config, SubnetMode},
-    handler::{secure_boot_file, HttpBaseUrl, SecureBootHosts, IPXE_SCRIPT_PATH},
+    handler::{secure_boot_file, SecureBootHosts, IPXE_SCRIPT_PATH},
     leases::now_secs,
 };
 use bootlane_core::events::EventKind;
@@ -226,7 +226,7 @@ pub struct Dhcp6Handler {
     subnets: RwLock<Arc<Vec<Subnet6>>>,
     arch_map: RwLock<Arc<BTreeMap<u16, String>>>,
     http_port: u16,
-    http_base: Option<HttpBaseUrl>,
+    http_base: Option<bootlane_boot::boot::netboot::Netboot>,
     secure_boot: Option<SecureBootHosts>,
     server_duid: Vec<u8>,
     leases: Arc<tokio::sync::Mutex<Lease6Db>>,
@@ -260,8 +260,8 @@ impl Dhcp6Handler {
         h
     }
 
-    /// Names the iPXE script URL from `base` when it holds a URL.
-    pub fn with_http_base(mut self, base: HttpBaseUrl) -> Self {
+    /// Names the iPXE script URL from the netboot settings' `http_base_url` when set.
+    pub fn with_http_base(mut self, base: bootlane_boot::boot::netboot::Netboot) -> Self {
         self.http_base = Some(base);
         self
     }
@@ -456,7 +456,7 @@ impl Dhcp6Handler {
             let base = self
                 .http_base
                 .as_ref()
-                .and_then(|b| b.read().ok().and_then(|g| g.clone()))
+                .and_then(|b| b.borrow().http_base_url.clone())
                 .unwrap_or_else(|| format!("http://{server}:{}", self.http_port));
             return Some(format!("{base}{IPXE_SCRIPT_PATH}"));
         }
