@@ -444,11 +444,8 @@ impl BootHandler {
         }
         // A Secure Boot client (its subnet's or its host's flag) that is not already
         // running iPXE gets the signed shim, which loads signed GRUB.
-        let wants_sb = subnet.cfg.secure_boot
-            || self
-                .secure_boot
-                .as_ref()
-                .is_some_and(|h| h.read().is_ok_and(|g| g.contains(&req.mac)));
+        let wants_sb =
+            subnet.cfg.secure_boot || self.secure_boot.as_ref().is_some_and(|h| h.borrow().contains(&req.mac));
         let shim = (wants_sb && !class.ipxe && !class.http)
             .then(|| secure_boot_file(class.arch.unwrap_or(0)))
             .flatten();

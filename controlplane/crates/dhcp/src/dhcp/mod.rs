@@ -260,7 +260,7 @@ impl DhcpUnit {
             running: tokio::sync::Mutex::new(None),
             listen: std::sync::Mutex::new(None),
             access: bootlane_boot::access::gate::AccessGate::open_to_all(),
-            secure_boot: handler::SecureBootHosts::default(),
+            secure_boot: bootlane_boot::inventory::no_secure_boot_hosts(),
         }
     }
 }

@@ -461,11 +461,9 @@ impl Dhcp6Handler {
             return Some(format!("{base}{IPXE_SCRIPT_PATH}"));
         }
         let arch = c.arch.unwrap_or(7);
-        let wants_sb = c.mac.is_some_and(|m| {
-            self.secure_boot
-                .as_ref()
-                .is_some_and(|h| h.read().is_ok_and(|g| g.contains(&m)))
-        });
+        let wants_sb = c
+            .mac
+            .is_some_and(|m| self.secure_boot.as_ref().is_some_and(|h| h.borrow().contains(&m)));
         let file = match (wants_sb && !c.http).then(|| secure_boot_file(arch)).flatten() {
             Some(f) => f.to_string(),
             None => self.arch_map.read().ok()?.get(&arch)?.clone(),
