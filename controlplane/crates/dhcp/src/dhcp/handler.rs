@@ -210,10 +210,13 @@ impl Subnet {
 
 /// Bootlane's DHCP handler: server and proxy modes for every configured subnet.
 pub struct BootHandler {
-    // Swapped whole by the API (`PUT /services/dhcp`, reservations) and read per request.
+    // Swapped whole when the followed settings change (`PUT /services/dhcp`,
+    // reservations) and read per request.
     subnets: RwLock<Arc<Vec<Subnet>>>,
-    // Swapped whole by `PUT /services/archmap`.
+    // Swapped whole when the followed settings change (`PUT /services/archmap`).
     arch_map: RwLock<Arc<BTreeMap<u16, String>>>,
+    // The control's effective settings, taken in at the next read after a change.
+    follow: Option<std::sync::Mutex<EffectiveRx>>,
     http_port: u16,
     domain: Box<dyn Fn() -> String + Send + Sync>,
     leases: Arc<tokio::sync::Mutex<LeaseDb>>,
@@ -224,6 +227,10 @@ pub struct BootHandler {
 }
 
 pub use bootlane_boot::inventory::SecureBootHosts;
+
+/// A receiver of the DHCP control's effective settings
+/// ([`DhcpControl::subscribe`](crate::dhcp::control::DhcpControl::subscribe)).
+pub type EffectiveRx = tokio::sync::watch::Receiver<Arc<crate::dhcp::control::DhcpEffective>>;
 
 /// The Secure Boot boot file for client architecture `arch`: the signed shim for x86-64
 /// UEFI (7, 9) and for ARM64 UEFI (11, `shimaa64.efi`); `None` for the others, which keep
@@ -284,7 +291,40 @@ impl BootHandler {
             http_base: None,
             access: None,
             secure_boot: None,
+            follow: None,
         }
+    }
+
+    /// Follows the control's effective settings: after a change, the next read rebuilds
+    /// the running subnets from their new configuration (keeping the server address
+    /// resolved at start; a subnet not running is not added) and takes the new
+    /// architecture map.
+    pub fn following(mut self, rx: EffectiveRx) -> Self {
+        self.follow = Some(std::sync::Mutex::new(rx));
+        self
+    }
+
+    /// Takes in a change of the followed settings, if any.
+    fn follow(&self) {
+        let Some(rx) = &self.follow else { return };
+        let mut rx = rx.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !rx.has_changed().unwrap_or(false) {
+            return;
+        }
+        let eff = rx.borrow_and_update().clone();
+        let current = self.subnets.read().map(|g| g.clone()).unwrap_or_default();
+        let rebuilt = current
+            .iter()
+            .map(|s| {
+                eff.subnets
+                    .iter()
+                    .find(|c| c.cidr.trunc().to_string() == s.key)
+                    .and_then(|c| s.rebuild(c).ok())
+                    .unwrap_or_else(|| s.clone())
+            })
+            .collect();
+        self.set_subnets(rebuilt);
+        self.set_arch_map(eff.arch_map.clone());
     }
 
     /// Enforces access control through `gate`: a refused client gets no answer.
@@ -374,6 +414,7 @@ impl BootHandler {
 
     /// The active subnets (a snapshot; a live change swaps in a new list).
     pub fn subnets(&self) -> Arc<Vec<Subnet>> {
+        self.follow();
         self.subnets.read().map(|g| g.clone()).unwrap_or_default()
     }
 
@@ -394,6 +435,7 @@ impl BootHandler {
 
     /// The effective architecture map.
     pub fn arch_map(&self) -> Arc<BTreeMap<u16, String>> {
+        self.follow();
         self.arch_map.read().map(|g| g.clone()).unwrap_or_default()
     }
 

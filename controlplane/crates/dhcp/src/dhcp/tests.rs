@@ -1297,3 +1297,36 @@ async fn two_nodes_never_lease_one_v6_address_twice() {
     }
     assert_eq!(a.table::<Lease6>().unwrap().list().unwrap().len(), 1);
 }
+
+/// The handler follows the control's published settings: after a change, the next request
+/// sees the new pool and architecture map, and a subnet that was not running is not added.
+#[tokio::test]
+async fn the_handler_follows_the_published_settings() {
+    use crate::dhcp::control::DhcpEffective;
+    let tx = tokio::sync::watch::Sender::new(std::sync::Arc::new(DhcpEffective::default()));
+    let h = handler(SubnetMode::Server).following(tx.subscribe());
+    let before = h.subnets();
+    let mut changed = subnet(SubnetMode::Server);
+    changed.range_start = Some(Ipv4Addr::new(10, 77, 0, 200));
+    changed.range_end = Some(Ipv4Addr::new(10, 77, 0, 201));
+    let mut extra = relayed();
+    extra.cidr = "10.99.0.0/24".parse().unwrap();
+    let mut arch = default_arch_map();
+    arch.insert(0, "custom.0".into());
+    tx.send_replace(std::sync::Arc::new(DhcpEffective {
+        subnets: vec![changed, extra],
+        subnets6: vec![],
+        arch_map: arch,
+    }));
+    let after = h.subnets();
+    assert_eq!(after.len(), before.len(), "a subnet not running is not added");
+    let s = after.iter().find(|s| s.key == "10.77.0.0/24").unwrap();
+    assert_eq!(s.cfg.range_start, Some(Ipv4Addr::new(10, 77, 0, 200)), "the new pool");
+    assert_eq!(h.arch_map().get(&0).map(String::as_str), Some("custom.0"));
+    let offer = ask(&h, req(MessageType::Discover, MAC_A, |_| {})).await.unwrap();
+    assert_eq!(
+        offer.msg.yiaddr(),
+        Ipv4Addr::new(10, 77, 0, 200),
+        "the next answer uses it"
+    );
+}

@@ -232,6 +232,7 @@ pub struct Dhcp6Handler {
     leases: Arc<tokio::sync::Mutex<Lease6Db>>,
     events: Option<Arc<bootlane_core::events::EventBus>>,
     access: Option<Arc<bootlane_boot::access::gate::AccessGate>>,
+    follow: Option<std::sync::Mutex<crate::dhcp::handler::EffectiveRx>>,
 }
 
 impl Dhcp6Handler {
@@ -255,9 +256,39 @@ impl Dhcp6Handler {
             leases,
             events: None,
             access: None,
+            follow: None,
         };
         h.set_subnets(subnets);
         h
+    }
+
+    /// Follows the control's effective settings like
+    /// [`BootHandler::following`](crate::dhcp::handler::BootHandler::following).
+    pub fn following(mut self, rx: crate::dhcp::handler::EffectiveRx) -> Self {
+        self.follow = Some(std::sync::Mutex::new(rx));
+        self
+    }
+
+    /// Takes in a change of the followed settings, if any.
+    fn follow(&self) {
+        let Some(rx) = &self.follow else { return };
+        let mut rx = rx.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !rx.has_changed().unwrap_or(false) {
+            return;
+        }
+        let eff = rx.borrow_and_update().clone();
+        let current = self.subnets.read().map(|g| g.clone()).unwrap_or_default();
+        let rebuilt = current
+            .iter()
+            .map(|s| {
+                eff.subnets6
+                    .iter()
+                    .find(|c| c.prefix.trunc().to_string() == s.key)
+                    .map_or_else(|| s.clone(), |c| s.rebuild(c))
+            })
+            .collect();
+        self.set_subnets(rebuilt);
+        self.set_arch_map(eff.arch_map.clone());
     }
 
     /// Names the iPXE script URL from the netboot settings' `http_base_url` when set.
@@ -286,6 +317,7 @@ impl Dhcp6Handler {
 
     /// The active subnets.
     pub fn subnets(&self) -> Arc<Vec<Subnet6>> {
+        self.follow();
         self.subnets.read().map(|g| g.clone()).unwrap_or_default()
     }
 
@@ -317,6 +349,7 @@ impl Dhcp6Handler {
     /// Handles one datagram; returns the reply's bytes, or `None` when nothing is due
     /// (undecodable, not for this server, not for a configured link). Never panics.
     pub async fn handle(&self, bytes: &[u8], ctx: &RecvContext6) -> Option<Vec<u8>> {
+        self.follow();
         // dhcproto 0.15 subtracts option lengths unchecked (vendor options shorter than
         // their enterprise number): an overflow panic in builds with overflow checks
         // (debug, tests, fuzzing), an error in release. A hostile datagram must not take
