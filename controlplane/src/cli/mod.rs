@@ -23,6 +23,7 @@ use bootlane_core::settings::{Group, Layer};
 use crate::{
     config::Config,
     dns::service::DnsSettings,
+    logging::{LoggingConfig, LoggingSettings},
     settings::{netboot_layer, GeneralSettings, NetbootSettings},
     store::Store,
     tftp::control::TftpSettings,
@@ -268,6 +269,12 @@ pub fn stored_overrides(cfg: &Config) -> String {
             }
             if (*tree, key.as_str()) == (NetbootSettings::TREE, NetbootSettings::KEY) {
                 match netboot_layer(&store, &cfg.boot_root(), &cfg.data_dir, &cfg.boot.allowed_roots) {
+                    Ok(layer) => out.push_str(&layer_sources(&format!("{tree}.{key}"), &layer)),
+                    Err(e) => out.push_str(&format!("# {tree}.{key}: the values in effect cannot be read: {e}\n")),
+                }
+            }
+            if (*tree, key.as_str()) == (LoggingSettings::TREE, LoggingSettings::KEY) {
+                match Layer::open(&store, LoggingConfig::default().settings(), cfg.logging.settings()) {
                     Ok(layer) => out.push_str(&layer_sources(&format!("{tree}.{key}"), &layer)),
                     Err(e) => out.push_str(&format!("# {tree}.{key}: the values in effect cannot be read: {e}\n")),
                 }
@@ -1175,6 +1182,7 @@ mod tests {
             kv.put("general", &serde_json::json!({"session_ttl_secs": 600}))
                 .await
                 .unwrap();
+            kv.put("logging", &serde_json::json!({"level": "warn"})).await.unwrap();
             // As older versions store it: whole, the base URL set through the API.
             kv.put(
                 "netboot",
@@ -1225,6 +1233,11 @@ mod tests {
         );
         assert!(
             text.contains("# settings.netboot.http_base_url = \"http://boot.lab\" (api)\n"),
+            "{text}"
+        );
+        assert!(text.contains("# settings.logging.level = \"warn\" (api)\n"), "{text}");
+        assert!(
+            text.contains("# settings.logging.rotation = \"daily\" (default)\n"),
             "{text}"
         );
         assert!(
