@@ -21,7 +21,12 @@ use clap::{Args, Parser, Subcommand};
 use bootlane_core::settings::{Group, Layer};
 
 use crate::{
-    config::Config, dns::service::DnsSettings, settings::GeneralSettings, store::Store, tftp::control::TftpSettings,
+    config::Config,
+    dns::service::DnsSettings,
+    logging::{LoggingConfig, LoggingSettings},
+    settings::{netboot_layer, GeneralSettings, NetbootSettings},
+    store::Store,
+    tftp::control::TftpSettings,
 };
 
 pub mod backup;
@@ -258,6 +263,18 @@ pub fn stored_overrides(cfg: &Config) -> String {
                     session_ttl_secs: c.api.session_ttl_secs,
                 };
                 match Layer::open(&store, of(&Config::default()), of(cfg)) {
+                    Ok(layer) => out.push_str(&layer_sources(&format!("{tree}.{key}"), &layer)),
+                    Err(e) => out.push_str(&format!("# {tree}.{key}: the values in effect cannot be read: {e}\n")),
+                }
+            }
+            if (*tree, key.as_str()) == (NetbootSettings::TREE, NetbootSettings::KEY) {
+                match netboot_layer(&store, &cfg.boot_root(), &cfg.data_dir, &cfg.boot.allowed_roots) {
+                    Ok(layer) => out.push_str(&layer_sources(&format!("{tree}.{key}"), &layer)),
+                    Err(e) => out.push_str(&format!("# {tree}.{key}: the values in effect cannot be read: {e}\n")),
+                }
+            }
+            if (*tree, key.as_str()) == (LoggingSettings::TREE, LoggingSettings::KEY) {
+                match Layer::open(&store, LoggingConfig::default().settings(), cfg.logging.settings()) {
                     Ok(layer) => out.push_str(&layer_sources(&format!("{tree}.{key}"), &layer)),
                     Err(e) => out.push_str(&format!("# {tree}.{key}: the values in effect cannot be read: {e}\n")),
                 }
@@ -1165,6 +1182,15 @@ mod tests {
             kv.put("general", &serde_json::json!({"session_ttl_secs": 600}))
                 .await
                 .unwrap();
+            kv.put("logging", &serde_json::json!({"level": "warn"})).await.unwrap();
+            // As older versions store it: whole, the base URL set through the API.
+            kv.put(
+                "netboot",
+                &serde_json::json!({"boot_root": cfg.boot_root().display().to_string(),
+                    "http_base_url": "http://boot.lab", "ipxe_script_path": crate::boot::netboot::IPXE_SCRIPT_PATH}),
+            )
+            .await
+            .unwrap();
             store
                 .kv("tftp_settings")
                 .unwrap()
@@ -1203,6 +1229,22 @@ mod tests {
         );
         assert!(
             text.contains("# settings.dns = {\"port\":5353,\"tsig\":{\"secret\":\"<hidden>\"}}"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# settings.netboot.http_base_url = \"http://boot.lab\" (api)\n"),
+            "{text}"
+        );
+        assert!(text.contains("# settings.logging.level = \"warn\" (api)\n"), "{text}");
+        assert!(
+            text.contains("# settings.logging.rotation = \"daily\" (default)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "# settings.netboot.boot_root = \"{}\" (default)\n",
+                cfg.boot_root().display()
+            )),
             "{text}"
         );
         assert!(text.contains("# access.mode = \"whitelist\""), "{text}");

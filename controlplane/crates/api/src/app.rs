@@ -120,7 +120,7 @@ pub async fn build(
         &store,
         &config.tftp,
         tftp_default,
-        settings.boot_root_cell(),
+        settings.netboot_watch(),
         events.clone(),
     )?;
     let access = bootlane_boot::access::service::AccessService::open(
@@ -138,7 +138,7 @@ pub async fn build(
             DhcpUnit::new(
                 dhcp.clone(),
                 config.api.boot_addr().port(),
-                settings.http_base_cell(),
+                settings.netboot_watch(),
                 Arc::new(move || domain_src.settings().local_domain),
                 token.clone(),
             )
@@ -151,7 +151,7 @@ pub async fn build(
                 // pxelinux.cfg/... and grub/grub.cfg..., generated from the profiles.
                 .with_generated(Arc::new(bootlane_boot::boot::generated::BootConfigFiles {
                     catalog: catalog.clone(),
-                    http_base: settings.http_base_cell(),
+                    netboot: settings.netboot_watch(),
                     http_port: config.api.boot_addr().port(),
                     events: events.clone(),
                 })),
@@ -198,7 +198,7 @@ pub async fn build(
     let deadline_stop = token.clone();
     activity.spawn(token.clone());
     let files =
-        bootlane_media::media::files::FileService::new(settings.boot_root_cell(), config.files.clone(), events.clone());
+        bootlane_media::media::files::FileService::new(settings.netboot_watch(), config.files.clone(), events.clone());
     let bootloaders = bootlane_media::media::bootloader::Bootloaders::new(dhcp.clone(), settings.clone());
     let os_images = bootlane_media::media::images::OsImageService::open(&store, files.clone(), events.clone())?;
     os_images.recover().await?;
@@ -208,11 +208,11 @@ pub async fn build(
         &config.netboot,
         &config.outbound,
         &store,
-        settings.boot_root_cell(),
+        settings.netboot_watch(),
         events.clone(),
     )?;
     let nfs =
-        bootlane_media::nfs::service::NfsService::open(&config.nfs, &store, settings.boot_root_cell(), events.clone())?;
+        bootlane_media::nfs::service::NfsService::open(&config.nfs, &store, settings.netboot_watch(), events.clone())?;
     let answers = bootlane_install::answers::templates::AnswerTemplates::open(
         &config.answers,
         &store,

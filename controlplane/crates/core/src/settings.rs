@@ -180,6 +180,21 @@ pub fn resolve<G: Group>(
     stored: Option<Value>,
     api_keys: Option<Vec<String>>,
 ) -> Result<(G, Map<String, Value>), String> {
+    resolve_checked(file, stored, api_keys, &|_| Vec::new())
+}
+
+/// [`resolve`] with a further check of the merged value beside [`Group::validate`], for
+/// rules that need more than the value (e.g. the netboot root against the data directory):
+/// a stored key it names is dropped for the file's value like one validation refuses.
+///
+/// # Errors
+/// As [`resolve`].
+pub fn resolve_checked<G: Group>(
+    file: &G,
+    stored: Option<Value>,
+    api_keys: Option<Vec<String>>,
+    check: &dyn Fn(&G) -> Vec<Problem>,
+) -> Result<(G, Map<String, Value>), String> {
     let base = object(file);
     let doc = match stored {
         Some(Value::Object(m)) => {
@@ -224,6 +239,7 @@ pub fn resolve<G: Group>(
     let bad: Vec<String> = value
         .validate()
         .into_iter()
+        .chain(check(&value))
         .filter(|p| overrides.contains_key(&p.key))
         .map(|p| {
             tracing::warn!("the stored {} setting is refused ({p}); using the file's", G::KEY);
@@ -284,6 +300,19 @@ impl<G: Group> Layer<G> {
     /// Store errors; [`ServiceError::Invalid`] when the file's value does not read back
     /// (see [`resolve`]).
     pub fn open(store: &Store, defaults: G, file: G) -> Result<Self, ServiceError> {
+        Self::open_checked(store, defaults, file, &|_| Vec::new())
+    }
+
+    /// [`Layer::open`] with a further check of the stored keys (see [`resolve_checked`]).
+    ///
+    /// # Errors
+    /// As [`Layer::open`].
+    pub fn open_checked(
+        store: &Store,
+        defaults: G,
+        file: G,
+        check: &dyn Fn(&G) -> Vec<Problem>,
+    ) -> Result<Self, ServiceError> {
         let kv = store.kv(G::TREE)?;
         let stored = kv.get::<Value>(G::KEY)?;
         let api_keys = if G::WHOLE_DOCUMENT {
@@ -291,7 +320,7 @@ impl<G: Group> Layer<G> {
         } else {
             None
         };
-        let (value, overrides) = resolve(&file, stored, api_keys).map_err(ServiceError::Invalid)?;
+        let (value, overrides) = resolve_checked(&file, stored, api_keys, check).map_err(ServiceError::Invalid)?;
         Ok(Self {
             kv,
             defaults,
@@ -514,6 +543,21 @@ mod tests {
         assert_eq!(v.name, "pxe", "wrong type");
         assert_eq!(v.list, vec!["b".to_string()]);
         assert_eq!(o.keys().collect::<Vec<_>>(), vec!["list"]);
+    }
+
+    #[test]
+    fn a_further_check_drops_the_stored_keys_it_names() {
+        let check = |d: &Demo| {
+            if d.list.iter().any(|x| x == "bad") {
+                vec![Problem::new("list", "'list' holds bad")]
+            } else {
+                Vec::new()
+            }
+        };
+        let (v, o) = resolve_checked(&file(), Some(json!({"list": ["bad"], "name": "lab"})), None, &check).unwrap();
+        assert_eq!(v.list, vec!["a".to_string()], "the file's list");
+        assert_eq!(v.name, "lab");
+        assert_eq!(o.keys().collect::<Vec<_>>(), vec!["name"]);
     }
 
     #[tokio::test]

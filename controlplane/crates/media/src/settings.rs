@@ -1,19 +1,16 @@
 //! Layered settings for the groups that belong to no single service: `general` and
 //! `netboot`. The configuration file gives the defaults, stored values
-//! (`store.kv("settings")`, one document per group) override them (`general` through the
-//! settings layer of [`bootlane_core::settings`], key by key), and a change is
+//! (`store.kv("settings")`, one document per group) override them key by key through the
+//! settings layer of [`bootlane_core::settings`], and a change is
 //! validated, stored and applied: live where possible (session lifetime, boot root for
 //! HTTP boot), through a restart of the one service that needs it (TFTP for a new boot
 //! root), or at the next process start (server name, API listen address: the answer
 //! says so). The per-service groups (`/services/dns|dhcp|tftp`, `/settings/logging`)
 //! and `/settings/interfaces` delegate to their services; see `api/settings_api.rs`.
-//! State: the effective values of both groups.
+//! The netboot value reaches its readers as the layer's receiver ([`Settings::netboot_watch`]).
+//! State: the two groups' layers.
 
-use std::{
-    net::SocketAddr,
-    path::PathBuf,
-    sync::{Arc, RwLock},
-};
+use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -22,7 +19,7 @@ use bootlane_core::{
     events::{EventBus, EventKind, NewEvent},
     service_error::ServiceError,
     settings::{Effect, Group, Layer, Problem, Source},
-    store::{Kv, Store},
+    store::Store,
 };
 
 pub use bootlane_core::settings::Applied;
@@ -97,23 +94,41 @@ pub struct GeneralPatch {
     pub session_ttl_secs: Option<u64>,
 }
 
-/// `/settings/netboot`.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct NetbootSettings {
-    /// The boot directory served by TFTP and `GET /boot/...` (absolute, existing).
-    pub boot_root: String,
-    /// The HTTP base URL clients should use for iPXE scripts, kernels and initrds
-    /// (`http://` or `https://`, host and optional port and path, no query), e.g. a DNS
-    /// name or a reverse proxy in front of Bootlane. `null` (the default): `http://<the
-    /// subnet's server address>:<API port>` in DHCP answers and `http://<Host header>` in
-    /// scripts. Applies to the next DHCP answer and script, no restart.
-    pub http_base_url: Option<String>,
-    /// The iPXE script path appended to the base URL in the URL DHCP hands to iPXE
-    /// clients (the loop breaker: a client whose user class is `iPXE`, option 77, gets
-    /// this URL instead of the iPXE binary, so it does not chain-load itself again).
-    /// Read-only.
-    pub ipxe_script_path: String,
+pub use bootlane_boot::boot::netboot::NetbootSettings;
+
+/// The boot root `root` checked against the data directory, the configured root and
+/// `[boot] allowed_roots` (`limits`, see [`bootlane_boot::boot::guard::check_root`]):
+/// the canonical root, or the problem naming `boot_root`.
+fn root_problem(root: &std::path::Path, limits: &(PathBuf, PathBuf, Vec<PathBuf>)) -> Result<PathBuf, Problem> {
+    let (data_dir, file_root, allowed) = limits;
+    bootlane_boot::boot::guard::check_root(root, data_dir, file_root, allowed)
+        .map_err(|why| Problem::new("boot_root", format!("'boot_root' {} {why}", root.display())))
+}
+
+/// The netboot group's layer: the configured boot root `boot_root` (`[boot] root` or
+/// `<data_dir>/boot`, the default) is the base, the stored document overrides it. A stored root the
+/// rules no longer accept (set before they existed, or since removed) is dropped for the
+/// configured one, with a warning. `bootlane config show` reads it the same way.
+///
+/// # Errors
+/// Store errors.
+pub fn netboot_layer(
+    store: &Store,
+    boot_root: &std::path::Path,
+    data_dir: &std::path::Path,
+    allowed_roots: &[PathBuf],
+) -> Result<Layer<NetbootSettings>, ServiceError> {
+    let limits = (data_dir.to_path_buf(), boot_root.to_path_buf(), allowed_roots.to_vec());
+    let file = NetbootSettings::with_root(boot_root);
+    // With no `[boot] root` the root is `<data_dir>/boot`: that is the built-in default.
+    let builtin = NetbootSettings::with_root(&data_dir.join("boot"));
+    Layer::open_checked(store, builtin, file, &|n: &NetbootSettings| {
+        let root = n.root();
+        if root == boot_root {
+            return Vec::new();
+        }
+        root_problem(&root, &limits).err().into_iter().collect()
+    })
 }
 
 /// Body of `PUT /settings/netboot`.
@@ -184,18 +199,15 @@ pub struct SettingsDefaults {
 
 /// The `general` and `netboot` groups.
 pub struct Settings {
-    kv: Kv,
     general: Layer<GeneralSettings>,
-    boot_root: Arc<RwLock<PathBuf>>,
+    netboot: Layer<NetbootSettings>,
     /// What [`bootlane_boot::boot::guard::check_root`] checks a new root against.
     root_limits: (PathBuf, PathBuf, Vec<PathBuf>),
-    http_base: bootlane_boot::boot::HttpBaseUrl,
     write: tokio::sync::Mutex<()>,
     events: Arc<EventBus>,
 }
 
 const GENERAL: &str = "general";
-const NETBOOT: &str = "netboot";
 
 impl Settings {
     /// Loads the stored groups over the file defaults.
@@ -203,38 +215,18 @@ impl Settings {
     /// # Errors
     /// Store errors.
     pub fn open(store: &Store, d: &SettingsDefaults, events: Arc<EventBus>) -> Result<Arc<Self>, ServiceError> {
-        let kv = store.kv("settings")?;
         let file = GeneralSettings {
             server_name: d.server_name.clone(),
             api_listen: d.api_listen.to_string(),
             session_ttl_secs: d.session_ttl_secs,
         };
         let general = Layer::open(store, d.builtin_general.clone(), file)?;
-        let netboot = kv.get::<NetbootSettings>(NETBOOT)?;
-        // A stored root the rules no longer accept (set before they existed) is dropped
-        // for the configured one.
-        let boot_root = match netboot.as_ref().map(|n| PathBuf::from(&n.boot_root)) {
-            None => d.boot_root.clone(),
-            Some(r) if r == d.boot_root => r,
-            Some(r) => match bootlane_boot::boot::guard::check_root(&r, &d.data_dir, &d.boot_root, &d.allowed_roots) {
-                Ok(_) => r,
-                Err(why) => {
-                    tracing::warn!(
-                        "the stored boot root {} {why}; serving the configured root {} instead",
-                        r.display(),
-                        d.boot_root.display()
-                    );
-                    d.boot_root.clone()
-                }
-            },
-        };
-        let http_base = netboot.and_then(|n| n.http_base_url);
+        let root_limits = (d.data_dir.clone(), d.boot_root.clone(), d.allowed_roots.clone());
+        let netboot = netboot_layer(store, &d.boot_root, &d.data_dir, &d.allowed_roots)?;
         Ok(Arc::new(Self {
-            kv,
             general,
-            boot_root: Arc::new(RwLock::new(boot_root)),
-            root_limits: (d.data_dir.clone(), d.boot_root.clone(), d.allowed_roots.clone()),
-            http_base: Arc::new(RwLock::new(http_base)),
+            netboot,
+            root_limits,
             write: tokio::sync::Mutex::new(()),
             events,
         }))
@@ -252,37 +244,28 @@ impl Settings {
 
     /// The effective boot directory.
     pub fn boot_root(&self) -> PathBuf {
-        self.boot_root
-            .read()
-            .map(|g| g.clone())
-            .unwrap_or_else(|e| e.into_inner().clone())
+        self.netboot.get().root()
     }
 
-    /// The shared boot-root cell (HTTP boot reads it per request).
-    pub fn boot_root_cell(&self) -> Arc<RwLock<PathBuf>> {
-        self.boot_root.clone()
-    }
-
-    /// The shared HTTP base URL cell (DHCP and the script route read it per request).
-    pub fn http_base_cell(&self) -> bootlane_boot::boot::HttpBaseUrl {
-        self.http_base.clone()
+    /// A receiver of the effective netboot settings (the boot root and the HTTP base URL),
+    /// for the readers that follow them per request (DHCP, TFTP, HTTP boot, files, NFS).
+    pub fn netboot_watch(&self) -> bootlane_boot::boot::netboot::Netboot {
+        self.netboot.subscribe()
     }
 
     /// The configured HTTP base URL, if any.
     pub fn http_base_url(&self) -> Option<String> {
-        self.http_base
-            .read()
-            .map(|g| g.clone())
-            .unwrap_or_else(|e| e.into_inner().clone())
+        self.netboot.get().http_base_url
     }
 
     /// The effective netboot settings.
     pub fn netboot(&self) -> NetbootSettings {
-        NetbootSettings {
-            boot_root: self.boot_root().display().to_string(),
-            http_base_url: self.http_base_url(),
-            ipxe_script_path: bootlane_dhcp::dhcp::handler::IPXE_SCRIPT_PATH.to_string(),
-        }
+        self.netboot.get()
+    }
+
+    /// Where each netboot setting's value came from (`default`, `file`, `api`).
+    pub fn netboot_sources(&self) -> std::collections::BTreeMap<String, Source> {
+        self.netboot.sources()
     }
 
     /// Validates and stores a general patch; answers the new values and how each key
@@ -365,29 +348,25 @@ impl Settings {
         let base = match p.http_base_url.as_deref().map(str::trim) {
             None => before.http_base_url.clone(),
             Some("") => None,
-            Some(u) => Some(validate_base_url(u)?),
+            Some(u) => Some(bootlane_boot::boot::netboot::validate_base_url(u).map_err(ServiceError::Invalid)?),
         };
         let root = match p.boot_root {
             None => self.boot_root(),
             Some(root) => {
                 let root = PathBuf::from(root.trim());
-                let (data_dir, file_root, allowed) = &self.root_limits;
-                bootlane_boot::boot::guard::check_root(&root, data_dir, file_root, allowed)
-                    .map_err(|why| ServiceError::Invalid(format!("'boot_root' {} {why}", root.display())))?
+                root_problem(&root, &self.root_limits).map_err(|p| ServiceError::Invalid(p.message))?
             }
         };
         let root_changed = root != self.boot_root();
         if !root_changed && base == before.http_base_url {
             return Ok((before, false));
         }
-        if let Ok(mut g) = self.boot_root.write() {
-            *g = root;
-        }
-        if let Ok(mut g) = self.http_base.write() {
-            *g = base;
-        }
-        let after = self.netboot();
-        self.kv.put(NETBOOT, &after).await?;
+        let after = NetbootSettings {
+            boot_root: root.display().to_string(),
+            http_base_url: base,
+            ..before.clone()
+        };
+        self.netboot.set(after.clone()).await?;
         self.events.publish(NewEvent::write(
             EventKind::SettingsChanged,
             "settings",
@@ -399,29 +378,6 @@ impl Settings {
         ));
         Ok((after, root_changed))
     }
-}
-
-/// Checks an `http_base_url`: `http` or `https`, a host, no query or fragment, no user
-/// info; answers it without a trailing `/` (paths are appended with one).
-///
-/// # Errors
-/// [`ServiceError::Invalid`] naming `http_base_url` and what is wrong.
-fn validate_base_url(u: &str) -> Result<String, ServiceError> {
-    let bad = |why: &str| ServiceError::Invalid(format!("'http_base_url' {u:?}: {why}"));
-    let parsed = url::Url::parse(u).map_err(|e| bad(&format!("not a URL ({e}); e.g. http://boot.lab.example:8080")))?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(bad("must start with http:// or https://"));
-    }
-    if parsed.host_str().is_none_or(str::is_empty) {
-        return Err(bad("has no host"));
-    }
-    if parsed.query().is_some() || parsed.fragment().is_some() {
-        return Err(bad("must not have a query or fragment"));
-    }
-    if !parsed.username().is_empty() || parsed.password().is_some() {
-        return Err(bad("must not carry a user name or password"));
-    }
-    Ok(parsed.as_str().trim_end_matches('/').to_owned())
 }
 
 #[cfg(test)]
@@ -506,4 +462,73 @@ mod tests {
             "the keys that differ from the file"
         );
     }
+
+    #[tokio::test]
+    async fn netboot_keeps_the_whole_document_and_readers_follow_the_layer() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = defaults(dir.path());
+        std::fs::create_dir_all(d.boot_root.join("alt")).unwrap();
+        let store = Store::temporary();
+        let kv = store.kv("settings").unwrap();
+        // As older versions stored it: whole, with the file's root and a base URL.
+        kv.put(
+            "netboot",
+            &json!({"boot_root": d.boot_root.display().to_string(),
+                    "http_base_url": "http://boot.lab:8080",
+                    "ipxe_script_path": IPXE}),
+        )
+        .await
+        .unwrap();
+        let events = EventBus::open(&store, Default::default()).unwrap();
+        let s = Settings::open(&store, &d, events.clone()).unwrap();
+        assert_eq!(s.http_base_url().as_deref(), Some("http://boot.lab:8080"));
+        assert_eq!(s.boot_root(), d.boot_root);
+        assert_eq!(
+            (s.netboot_sources()["boot_root"], s.netboot_sources()["http_base_url"]),
+            (Source::File, Source::Api)
+        );
+        let rx = s.netboot_watch();
+
+        let alt = d.boot_root.join("alt").canonicalize().unwrap();
+        let (after, root_changed) = s
+            .put_netboot(NetbootPatch {
+                boot_root: Some(alt.display().to_string()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert!(root_changed);
+        assert_eq!(rx.borrow().root(), alt, "a reader sees the new root at its next read");
+        assert_eq!(after.http_base_url.as_deref(), Some("http://boot.lab:8080"));
+        // Readable by older versions: the whole document, their own shape.
+        let stored: NetbootSettings = kv.get("netboot").unwrap().unwrap();
+        assert_eq!(stored, after);
+        let keys: Vec<String> = kv.get("netboot.api_keys").unwrap().unwrap();
+        assert_eq!(keys, vec!["boot_root", "http_base_url"]);
+
+        let err = s
+            .put_netboot(NetbootPatch {
+                http_base_url: Some("ftp://x".into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("'http_base_url'"), "{err}");
+        let err = s
+            .put_netboot(NetbootPatch {
+                boot_root: Some(d.data_dir.display().to_string()),
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("'boot_root'"), "{err}");
+
+        // A stored root the rules refuse (here: gone) is read as the configured one.
+        std::fs::remove_dir(&alt).unwrap();
+        let again = Settings::open(&store, &d, events).unwrap();
+        assert_eq!(again.boot_root(), d.boot_root);
+        assert_eq!(again.http_base_url().as_deref(), Some("http://boot.lab:8080"));
+    }
+
+    const IPXE: &str = bootlane_boot::boot::netboot::IPXE_SCRIPT_PATH;
 }

@@ -24,7 +24,6 @@
 
 use std::{
     collections::HashMap,
-    path::PathBuf,
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc,
@@ -58,16 +57,15 @@ use bootlane_core::{
 /// State of the boot routes.
 #[derive(Clone)]
 pub struct BootState {
-    /// The boot directory (changed live by `/settings/netboot`).
-    pub root: Arc<std::sync::RwLock<PathBuf>>,
+    /// The netboot settings: the boot directory and the `http_base_url` (kernel and
+    /// initrd URLs in scripts), changed live by `/settings/netboot`.
+    pub settings: bootlane_boot::boot::netboot::Netboot,
     /// Hosts, profiles and the script template (the per-MAC script choice).
     pub catalog: Arc<BootCatalog>,
     /// Where `boot.ipxe.served` and `boot.file.served` go.
     pub events: Arc<EventBus>,
     /// False while the `http-boot` service is stopped: every boot route answers 503.
     pub serving: Arc<AtomicBool>,
-    /// The netboot `http_base_url` (kernel and initrd URLs in scripts), if set.
-    pub http_base: bootlane_boot::boot::HttpBaseUrl,
     /// Per-client-address rate limit of every boot route (`None`: unlimited); see
     /// [`rate_limiter`].
     pub limiter: Option<Arc<ClientLimiter>>,
@@ -321,7 +319,7 @@ async fn build_script(
     let Some(server) = safe_host(&headers) else {
         return text(StatusCode::BAD_REQUEST, "a valid Host header is required\n".into());
     };
-    let base = st.http_base.read().ok().and_then(|g| g.clone());
+    let base = st.settings.borrow().http_base_url.clone();
     if let (Some(tasks), Some(m)) = (&st.tasks, mac) {
         let url = base.clone().unwrap_or_else(|| format!("http://{server}"));
         match tasks.boot_script(m, peer.map(|p| p.0.ip().to_canonical()), &url).await {
@@ -561,7 +559,7 @@ async fn serve_file(st: BootState, path: String, req: Request) -> Response {
             "this machine is not authorised to boot from this server\n".into(),
         );
     }
-    let root = st.root.read().map(|g| g.clone()).unwrap_or_default();
+    let root = st.settings.borrow().root();
     let name = path.clone();
     let resolved = tokio::task::spawn_blocking(move || resolve_in_root(&root, &path)).await;
     match resolved {
@@ -645,7 +643,7 @@ async fn generated_cfg(
     if !generated::is_config_path(path) {
         return None;
     }
-    let base = st.http_base.read().ok().and_then(|g| g.clone());
+    let base = st.settings.borrow().http_base_url.clone();
     let base = base.or_else(|| safe_host(headers).map(|h| format!("http://{h}")))?;
     let (catalog, file) = (st.catalog.clone(), path.to_string());
     let made = tokio::task::spawn_blocking(move || generated::generate(&catalog, &file, &base)).await;
@@ -665,6 +663,8 @@ async fn generated_cfg(
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use axum::body::Body;
     use http_body_util::BodyExt;
 
@@ -673,11 +673,10 @@ mod tests {
     async fn app(root: PathBuf) -> Router {
         let catalog = BootCatalog::temporary().await;
         router(BootState {
-            root: Arc::new(std::sync::RwLock::new(root)),
+            settings: bootlane_boot::boot::netboot::NetbootSettings::with_root(&root).fixed(),
             catalog,
             events: EventBus::in_memory(),
             serving: Arc::new(AtomicBool::new(true)),
-            http_base: Arc::default(),
             limiter: None,
             access: AccessGate::open_to_all(),
             netboot: None,
@@ -703,11 +702,10 @@ mod tests {
     async fn boot_routes_are_rate_limited_per_client() {
         let catalog = BootCatalog::temporary().await;
         let app = router(BootState {
-            root: Arc::new(std::sync::RwLock::new(std::env::temp_dir())),
+            settings: bootlane_boot::boot::netboot::NetbootSettings::with_root(&std::env::temp_dir()).fixed(),
             catalog,
             events: EventBus::in_memory(),
             serving: Arc::new(AtomicBool::new(true)),
-            http_base: Arc::default(),
             limiter: rate_limiter(1, 3),
             access: AccessGate::open_to_all(),
             netboot: None,

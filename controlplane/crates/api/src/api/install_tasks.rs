@@ -206,12 +206,7 @@ pub async fn answer(
     limited(&tasks, ip)?;
     let address = super::boot::safe_host(&headers)
         .ok_or_else(|| ApiError::BadRequest("a valid Host header is required".into()))?;
-    let base = settings
-        .http_base_cell()
-        .read()
-        .ok()
-        .and_then(|g| g.clone())
-        .unwrap_or_else(|| format!("http://{address}"));
+    let base = settings.http_base_url().unwrap_or_else(|| format!("http://{address}"));
     let a = tasks
         .answer(id, q.token.as_deref().unwrap_or(""), ip, &address, &base)
         .await?;

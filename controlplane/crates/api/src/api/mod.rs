@@ -430,11 +430,10 @@ fn parts(state: &AppState) -> (Router<AppState>, Router<AppState>, Router<AppSta
         get(move || async move { axum::Json(doc.as_ref().clone()) }),
     );
     let boot = boot::router(boot::BootState {
-        root: state.settings.boot_root_cell(),
+        settings: state.settings.netboot_watch(),
         catalog: state.catalog.clone(),
         events: state.events.clone(),
         serving: state.boot_serving.clone(),
-        http_base: state.settings.http_base_cell(),
         limiter: boot::rate_limiter(state.config.boot.rate_per_client, state.config.boot.rate_burst),
         access: state.access.gate(),
         netboot: Some(state.netboot.clone()),

@@ -741,7 +741,8 @@ cidr = "192.168.5.0/24"
 server_address = "192.168.5.2"
 "#;
 
-/// A state with two subnets and a DHCP handler attached (no sockets), as `run()` does.
+/// A state with two subnets and a DHCP handler following the control (no sockets), as
+/// `run()` does.
 async fn dhcp_setup() -> (T, Arc<bootlane_dhcp::dhcp::handler::BootHandler>) {
     let config: Config = toml::from_str(DHCP_TOML).unwrap();
     config.dhcp.validate().unwrap();
@@ -753,14 +754,20 @@ async fn dhcp_setup() -> (T, Arc<bootlane_dhcp::dhcp::handler::BootHandler>) {
         .iter()
         .map(|c| bootlane_dhcp::dhcp::handler::Subnet::resolve(c, &[]).unwrap())
         .collect();
-    let h = Arc::new(bootlane_dhcp::dhcp::handler::BootHandler::new_shared(
-        subnets,
-        control.arch_map(),
-        8080,
-        Box::new(|| "lab.test".to_string()),
-        control.leases(),
-    ));
-    control.attach(h.clone());
+    let h = Arc::new(
+        bootlane_dhcp::dhcp::handler::BootHandler::new_shared(
+            subnets,
+            control.arch_map(),
+            8080,
+            Box::new(|| "lab.test".to_string()),
+            control.leases(),
+        )
+        .following(control.subscribe()),
+    );
+    control.set_running(Some(bootlane_dhcp::dhcp::control::RunningServers {
+        v4: h.subnets().iter().map(|s| (s.key.clone(), s.server)).collect(),
+        v6: Default::default(),
+    }));
     (t, h)
 }
 

@@ -92,7 +92,7 @@ async fn a_change_through_one_node_reaches_the_other_nodes_services() {
     assert_eq!(s, StatusCode::CREATED, "{v}");
     let sb = b.state.hosts.secure_boot_hosts();
     within("the Secure Boot MAC on node B", || {
-        sb.read().unwrap().iter().any(|m| m.to_string() == "52:54:00:aa:0b:01")
+        sb.borrow().iter().any(|m| m.to_string() == "52:54:00:aa:0b:01")
     })
     .await;
 

@@ -332,7 +332,7 @@ async fn upload_limits_413_and_507() {
     // while writing (past the first space check) when it does not; nothing left behind.
     let t = custom(Config::default(), |st| {
         st.files = FileService::with_free_space(
-            st.settings.boot_root_cell(),
+            st.settings.netboot_watch(),
             st.config.files.clone(),
             st.events.clone(),
             Arc::new(|_: &std::path::Path| Ok(1 << 20)),

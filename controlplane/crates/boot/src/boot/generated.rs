@@ -123,8 +123,8 @@ pub fn served_event(events: &EventBus, path: &str, g: &Generated, protocol: &str
 pub struct BootConfigFiles {
     /// Hosts and profiles.
     pub catalog: Arc<BootCatalog>,
-    /// `/settings/netboot` `http_base_url`, read per request.
-    pub http_base: crate::boot::HttpBaseUrl,
+    /// The netboot settings (`http_base_url`), read per request.
+    pub netboot: crate::boot::netboot::Netboot,
     /// The API (and HTTP boot) port.
     pub http_port: u16,
     /// Where the `served` events go.
@@ -149,7 +149,7 @@ impl GeneratedFiles for BootConfigFiles {
         if !is_config_path(path) {
             return None;
         }
-        let base = self.http_base.read().ok().and_then(|g| g.clone()).unwrap_or_else(|| {
+        let base = self.netboot.borrow().http_base_url.clone().unwrap_or_else(|| {
             let ip = local_towards(peer).unwrap_or(std::net::IpAddr::from([127, 0, 0, 1]));
             format!("http://{}", SocketAddr::new(ip, self.http_port))
         });

@@ -16,6 +16,8 @@
 //! - [`catalog`] holds profiles, script versions and the iPXE script template
 //!   (rendered with minijinja from [`DEFAULT_SCRIPT`] or a replacement).
 //!
+//! - [`netboot`] is the netboot settings group (boot root, HTTP base URL) the readers
+//!   follow through a [`netboot::Netboot`] receiver.
 //! - [`file_body`] streams a byte range of a boot file as an HTTP body (page-cache reads
 //!   on the worker, the blocking pool otherwise).
 //!
@@ -27,13 +29,8 @@ pub mod file_body;
 pub mod generated;
 pub mod grub;
 pub mod guard;
+pub mod netboot;
 pub mod pxelinux;
-
-/// The HTTP base URL clients should use (`/settings/netboot` `http_base_url`, e.g.
-/// `http://boot.lab.example:8080` or a reverse proxy's `https://...`), shared with the
-/// settings so a change applies to the next request; `None`: `http://<the subnet's server
-/// address>:<API port>`.
-pub type HttpBaseUrl = std::sync::Arc<std::sync::RwLock<Option<String>>>;
 
 use std::{
     io,

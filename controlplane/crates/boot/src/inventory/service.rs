@@ -5,7 +5,8 @@
 //!
 //! State: the `hosts` table, a read-only view of whether a profile id exists (handed in by
 //! the wiring, so inventory does not depend on the boot module), and one async mutex that
-//! serialises host writes so the uniqueness check cannot race.
+//! serialises host writes so the uniqueness check cannot race; the Secure Boot MACs,
+//! published on a `watch` channel DHCP subscribes to.
 
 use std::sync::Arc;
 
@@ -43,7 +44,8 @@ pub struct HostService {
     baselines: Table<super::baseline::Baseline>,
     write: tokio::sync::Mutex<()>,
     events: Arc<EventBus>,
-    secure_boot: super::SecureBootHosts,
+    /// The Secure Boot MACs, published to DHCP ([`HostService::secure_boot_hosts`]).
+    secure_boot: tokio::sync::watch::Sender<std::collections::HashSet<MacAddr>>,
 }
 
 impl HostService {
@@ -65,10 +67,10 @@ impl HostService {
         Ok(Arc::new(s))
     }
 
-    /// The MACs of hosts with `secure_boot` set, kept current by every host write (the
-    /// DHCP handler reads it per request).
+    /// A receiver of the MACs of hosts with `secure_boot` set, republished by every host
+    /// write that moves a flag or a flagged MAC (the DHCP handler reads it per request).
     pub fn secure_boot_hosts(&self) -> super::SecureBootHosts {
-        self.secure_boot.clone()
+        self.secure_boot.subscribe()
     }
 
     /// Re-reads what the DHCP handler takes from hosts (the Secure Boot MACs): called
@@ -108,9 +110,11 @@ impl HostService {
             .filter(|h| h.secure_boot)
             .filter_map(|h| h.mac.parse().ok())
             .collect();
-        if let Ok(mut g) = self.secure_boot.write() {
+        self.secure_boot.send_if_modified(|g| {
+            let changed = *g != macs;
             *g = macs;
-        }
+            changed
+        });
         Ok(())
     }
 
@@ -308,6 +312,40 @@ mod tests {
 
     fn service(events: Arc<EventBus>) -> Arc<HostService> {
         HostService::open(&Store::temporary(), Arc::new(|id| Ok(id == 1)), events).unwrap()
+    }
+
+    #[tokio::test]
+    async fn secure_boot_macs_are_published_to_subscribers() {
+        let s = service(EventBus::in_memory());
+        let mut rx = s.secure_boot_hosts();
+        let h = s.create(input("plain", "52:54:00:00:00:01")).await.unwrap();
+        assert!(!rx.has_changed().unwrap(), "no flag set: nothing published");
+        let sb = s
+            .create(HostInput {
+                secure_boot: Some(true),
+                ..input("sb", "52:54:00:00:00:02")
+            })
+            .await
+            .unwrap();
+        assert!(rx.has_changed().unwrap());
+        let mac: MacAddr = "52:54:00:00:00:02".parse().unwrap();
+        assert_eq!(*rx.borrow_and_update(), [mac].into_iter().collect());
+        s.update(
+            h.id,
+            HostInput {
+                secure_boot: Some(true),
+                ..input("plain", "52:54:00:00:00:01")
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            rx.borrow_and_update().len(),
+            2,
+            "the second flag reaches the subscriber"
+        );
+        s.delete(sb.id).await.unwrap();
+        assert!(!rx.borrow().contains(&mac), "a deleted host's MAC leaves the set");
     }
 
     /// Reverses the text behind a `sealed:` prefix: visibly not the plain password.

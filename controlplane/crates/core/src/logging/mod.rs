@@ -9,9 +9,10 @@
 //! reload handle, so `PUT /settings/logging` changes it live, as it does the rotation, the
 //! size cap and the retention, which the file writer reads on every line.
 //!
-//! Settings are layered: the config file gives defaults, overrides stored through the API
-//! (`settings` tree, key `logging`) win over them, and `--log`/`RUST_LOG` win over both for
-//! the level at start. Global state: the tracing subscriber and the `log` bridge, installed
+//! Settings are layered through the settings layer ([`crate::settings`]; [`LoggingSettings`]
+//! is its `logging` group): the config file gives the base, the keys stored through the
+//! API (`settings` tree, key `logging`, only the keys that differ from the file) win over
+//! it key by key, and `--log`/`RUST_LOG` win over both for the level at start. Global state: the tracing subscriber and the `log` bridge, installed
 //! once by [`init`]; [`LogControl::for_tests`] builds the same stack without installing it.
 
 pub mod files;
@@ -38,7 +39,8 @@ pub use self::{
 };
 use crate::{
     service_error::ServiceError,
-    store::{Kv, Store},
+    settings::{Effect, Group, Layer, Problem},
+    store::Store,
 };
 
 /// Default size cap of one log file: 64 MiB.
@@ -153,6 +155,45 @@ impl LoggingSettings {
     }
 }
 
+/// The logging group of the settings layer: every key applies live; the stored document
+/// holds only the keys that differ from the file (as older versions, which stored the
+/// keys ever PUT, read it).
+impl Group for LoggingSettings {
+    const TREE: &'static str = SETTINGS_TREE;
+    const KEY: &'static str = SETTINGS_KEY;
+    const SERVICE: &'static str = "logging";
+
+    fn validate(&self) -> Vec<Problem> {
+        let mut p = Vec::new();
+        if let Err(e) = parse_filter(&self.level) {
+            p.push(Problem::new("level", e));
+        }
+        let mut range = |key: &str, v: u64, lo: u64, hi: u64| {
+            if !(lo..=hi).contains(&v) {
+                p.push(Problem::new(key, format!("{key} = {v} is out of range; use {lo}-{hi}")));
+            }
+        };
+        range(
+            "max_file_bytes",
+            self.max_file_bytes,
+            MIN_MAX_FILE_BYTES,
+            MAX_MAX_FILE_BYTES,
+        );
+        range("keep_files", self.keep_files.into(), 1, MAX_KEEP_FILES.into());
+        range(
+            "retention_days",
+            self.retention_days.into(),
+            1,
+            MAX_RETENTION_DAYS.into(),
+        );
+        p
+    }
+
+    fn effect(_key: &str) -> Effect {
+        Effect::Live
+    }
+}
+
 /// Body of `PUT /settings/logging`: any subset of the settings. Unknown keys are a 400.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -196,17 +237,6 @@ impl LoggingSettingsPatch {
             s.retention_days = v;
         }
     }
-
-    /// `other`'s values over these (the stored overrides after a PUT).
-    fn merged(mut self, other: &Self) -> Self {
-        self.level = other.level.clone().or(self.level);
-        self.rotation = other.rotation.or(self.rotation);
-        self.max_file_bytes = other.max_file_bytes.or(self.max_file_bytes);
-        self.keep_files = other.keep_files.or(self.keep_files);
-        self.retention_days = other.retention_days.or(self.retention_days);
-        self.dir = None;
-        self
-    }
 }
 
 fn parse_filter(level: &str) -> Result<EnvFilter, String> {
@@ -215,29 +245,15 @@ fn parse_filter(level: &str) -> Result<EnvFilter, String> {
         })
 }
 
-/// Checks every setting.
+/// Checks every setting ([`Group::validate`] of [`LoggingSettings`]).
 ///
 /// # Errors
 /// [`ServiceError::Invalid`] naming the first bad key and its accepted range.
 pub fn validate(s: &LoggingSettings) -> Result<(), ServiceError> {
-    parse_filter(&s.level).map_err(ServiceError::Invalid)?;
-    let range = |key: &str, v: u64, lo: u64, hi: u64| {
-        if (lo..=hi).contains(&v) {
-            Ok(())
-        } else {
-            Err(ServiceError::Invalid(format!(
-                "{key} = {v} is out of range; use {lo}-{hi}"
-            )))
-        }
-    };
-    range(
-        "max_file_bytes",
-        s.max_file_bytes,
-        MIN_MAX_FILE_BYTES,
-        MAX_MAX_FILE_BYTES,
-    )?;
-    range("keep_files", s.keep_files.into(), 1, MAX_KEEP_FILES.into())?;
-    range("retention_days", s.retention_days.into(), 1, MAX_RETENTION_DAYS.into())
+    match Group::validate(s).into_iter().next() {
+        Some(p) => Err(ServiceError::Invalid(p.message)),
+        None => Ok(()),
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -245,9 +261,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 struct State {
-    /// Overrides stored through the API (only the keys ever PUT).
-    overrides: LoggingSettingsPatch,
-    /// What is in force.
+    /// What is in force (the layer's value, the command-line level over it until a PUT
+    /// sets the level).
     effective: LoggingSettings,
 }
 
@@ -263,7 +278,8 @@ pub struct LogControl {
     state: Mutex<State>,
     defaults: LoggingSettings,
     level_override: Option<String>,
-    kv: OnceLock<Kv>,
+    /// The settings layer (file base, stored keys), opened by [`LogControl::attach`].
+    layer: OnceLock<Layer<LoggingSettings>>,
     write_lock: tokio::sync::Mutex<()>,
     streams_closed: CancellationToken,
     /// Whether this is the process-wide subscriber (then level changes also set `log`'s
@@ -306,13 +322,10 @@ fn assemble(
         lines: tx,
         policy,
         current,
-        state: Mutex::new(State {
-            overrides: LoggingSettingsPatch::default(),
-            effective,
-        }),
+        state: Mutex::new(State { effective }),
         defaults,
         level_override: config.level_override.clone(),
-        kv: OnceLock::new(),
+        layer: OnceLock::new(),
         write_lock: tokio::sync::Mutex::new(()),
         streams_closed: CancellationToken::new(),
         global,
@@ -387,9 +400,10 @@ impl LogControl {
     }
 
     /// Connects the control to the store and the server's lifetime: applies the stored
-    /// overrides (the command-line level still wins at start), and ends every log stream
-    /// when `shutdown` fires (so graceful shutdown does not wait for SSE clients). Stored
-    /// values that no longer validate are ignored with a warning.
+    /// keys over the file through the settings layer (the command-line level still wins
+    /// at start), and ends every log stream when `shutdown` fires (so graceful shutdown
+    /// does not wait for SSE clients). A stored key that no longer validates is ignored
+    /// with a warning (the file's value serves).
     ///
     /// # Errors
     /// Store errors.
@@ -399,23 +413,12 @@ impl LogControl {
             shutdown.cancelled().await;
             closed.cancel();
         });
-        let kv = store.kv(SETTINGS_TREE)?;
-        let stored: LoggingSettingsPatch = kv.get(SETTINGS_KEY)?.unwrap_or_default();
-        let _ = self.kv.set(kv);
         let _g = self.write_lock.lock().await;
-        let mut effective = self.defaults.clone();
-        stored.apply_to(&mut effective);
+        let layer = Layer::open(store, LoggingConfig::default().settings(), self.defaults.clone())?;
+        let mut effective = layer.get();
+        let _ = self.layer.set(layer);
         if let Some(l) = &self.level_override {
             effective.level.clone_from(l);
-        }
-        if let Err(e) = validate(&effective) {
-            tracing::warn!("ignoring the stored logging settings ({e}); using the config file's");
-            effective = self.defaults.clone();
-            if let Some(l) = &self.level_override {
-                effective.level.clone_from(l);
-            }
-        } else {
-            lock(&self.state).overrides = stored;
         }
         self.apply_live(&effective)?;
         Ok(effective)
@@ -463,16 +466,16 @@ impl LogControl {
                 )));
             }
         }
-        let (mut effective, overrides) = {
-            let st = lock(&self.state);
-            (st.effective.clone(), st.overrides.clone().merged(&patch))
-        };
+        let mut effective = self.settings();
         patch.apply_to(&mut effective);
         validate(&effective)?;
-        if let Some(kv) = self.kv.get() {
-            kv.put(SETTINGS_KEY, &overrides).await?;
+        if let Some(layer) = self.layer.get() {
+            // The layer keeps the file and stored values; the command-line level in force
+            // is not stored unless this patch sets the level.
+            let mut stored = layer.get();
+            patch.apply_to(&mut stored);
+            layer.set(stored).await?;
         }
-        lock(&self.state).overrides = overrides;
         self.apply_live(&effective)?;
         tracing::info!(level = %effective.level, rotation = ?effective.rotation, "logging settings changed");
         Ok(effective)
@@ -724,6 +727,33 @@ mod tests {
         assert_eq!(
             cli.attach(&store, CancellationToken::new()).await.unwrap().level,
             "debug"
+        );
+        // A PUT of another key keeps the command-line level in force without storing it.
+        let s = cli
+            .apply(LoggingSettingsPatch {
+                retention_days: Some(7),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!((s.level.as_str(), s.retention_days), ("debug", 7));
+        let stored: serde_json::Value = store.kv("settings").unwrap().get("logging").unwrap().unwrap();
+        assert_eq!(stored["level"], "warn", "{stored}");
+
+        // A stored key that no longer validates is dropped for the file's; the others hold.
+        store
+            .kv("settings")
+            .unwrap()
+            .put("logging", &serde_json::json!({"keep_files": 0, "rotation": "never"}))
+            .await
+            .unwrap();
+        let s = LogControl::for_tests(dir.path())
+            .attach(&store, CancellationToken::new())
+            .await
+            .unwrap();
+        assert_eq!(
+            (s.keep_files, s.rotation),
+            (LoggingConfig::default().keep_files, Rotation::Never)
         );
     }
 }

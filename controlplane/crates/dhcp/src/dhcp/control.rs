@@ -11,10 +11,13 @@
 //! - Leases are deleted through the lease database the handler allocates from, so a
 //!   deleted address is free at once.
 //!
-//! After every change the effective subnets are rebuilt (keeping the server addresses
-//! resolved at start) and swapped into the handler, which reads them per request.
-//! State: the stored overrides (cached), the shared lease database, the handler once DHCP
-//! has started, and a mutex serialising writes.
+//! After every change the effective settings ([`DhcpEffective`]: subnets with their
+//! reservations, IPv6 subnets, the architecture map) are published on a `watch` channel;
+//! the running handlers subscribe ([`DhcpControl::subscribe`]) and rebuild their subnets
+//! (keeping the server addresses resolved at start) at their next read. The running
+//! service reports the server addresses it serves with ([`DhcpControl::set_running`]) for
+//! the views. State: the stored overrides (cached), the shared lease database, the
+//! published settings, the running servers, and a mutex serialising writes.
 
 use std::{
     collections::{BTreeMap, HashSet},
@@ -28,7 +31,6 @@ use utoipa::ToSchema;
 
 use super::{
     config::{default_arch_map, DhcpConfig, Reservation, SubnetConfig, SubnetMode},
-    handler::BootHandler,
     leases::{now_secs, Lease, LeaseDb},
     v6::leases::Lease6,
 };
@@ -302,13 +304,36 @@ pub(crate) const SETTINGS_TREE: &str = "dhcp_settings";
 bootlane_core::store::node_tree!(SETTINGS_TREE, identity = [super::v6::DUID_KEY]);
 const ARCH_KEY: &str = "arch_map";
 
+/// The effective DHCP settings the running handlers follow: the file's subnets with the
+/// stored overrides and reservations, the IPv6 subnets, the architecture map.
+#[derive(Debug, Clone, Default)]
+pub struct DhcpEffective {
+    /// IPv4 subnets, mode `off` included.
+    pub subnets: Vec<SubnetConfig>,
+    /// IPv6 subnets, mode `off` included.
+    pub subnets6: Vec<super::config::Subnet6Config>,
+    /// Client architecture (option 93) → boot file.
+    pub arch_map: BTreeMap<u16, String>,
+}
+
+/// The server address each subnet is served with by the running DHCP service, by subnet
+/// key (the network in CIDR form), as resolved at its start.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunningServers {
+    /// IPv4 subnets.
+    pub v4: BTreeMap<String, Ipv4Addr>,
+    /// IPv6 subnets.
+    pub v6: BTreeMap<String, std::net::Ipv6Addr>,
+}
+
 /// The live DHCP administration. Shared by the API and the DHCP service.
 pub struct DhcpControl {
     base: DhcpConfig,
     kv: Kv,
     reservations: Table<StoredReservation>,
     leases: Arc<tokio::sync::Mutex<LeaseDb>>,
-    handler: RwLock<Option<Arc<BootHandler>>>,
+    effective: tokio::sync::watch::Sender<Arc<DhcpEffective>>,
+    running: tokio::sync::watch::Sender<Option<RunningServers>>,
     overrides: RwLock<BTreeMap<String, SubnetOverride>>,
     arch: RwLock<Option<BTreeMap<u16, String>>>,
     write: tokio::sync::Mutex<()>,
@@ -378,18 +403,21 @@ impl DhcpControl {
             // Several nodes may serve one pool: each searches it from its own point.
             leases.set_spread(&events.node());
         }
-        Ok(Arc::new(Self {
+        let control = Arc::new(Self {
             base: base.clone(),
             kv,
             reservations: store.table()?,
             leases: Arc::new(tokio::sync::Mutex::new(leases)),
-            handler: RwLock::new(None),
+            effective: tokio::sync::watch::Sender::new(Arc::default()),
+            running: tokio::sync::watch::Sender::new(None),
             overrides: RwLock::new(overrides),
             arch: RwLock::new(arch),
             write: tokio::sync::Mutex::new(()),
             events,
             v6: super::v6::control::Dhcp6Control::open(store, &base.subnets6).await?,
-        }))
+        });
+        control.apply()?;
+        Ok(control)
     }
 
     /// The `[dhcp]` section this control was opened with (the file's subnets and their
@@ -408,19 +436,17 @@ impl DhcpControl {
         self.leases.clone()
     }
 
-    /// Connects the running handler; later changes are applied to it.
-    pub fn attach(&self, handler: Arc<BootHandler>) {
-        if let Ok(mut g) = self.handler.write() {
-            *g = Some(handler);
-        }
+    /// A receiver of the effective settings: the running handlers follow it
+    /// ([`super::handler::BootHandler::following`],
+    /// [`super::v6::handler::Dhcp6Handler::following`]).
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<Arc<DhcpEffective>> {
+        self.effective.subscribe()
     }
 
-    /// Disconnects the handler (the DHCP service stopped).
-    pub fn detach(&self) {
-        if let Ok(mut g) = self.handler.write() {
-            *g = None;
-        }
-        self.v6.attach(None);
+    /// The DHCP service reports the server addresses it serves with (`Some`, at start) or
+    /// that it stopped (`None`); the views and [`DhcpControl::running`] read it.
+    pub fn set_running(&self, servers: Option<RunningServers>) {
+        self.running.send_replace(servers);
     }
 
     /// The event bus (the DHCP service publishes lease events on it).
@@ -430,11 +456,7 @@ impl DhcpControl {
 
     /// True when DHCP runs.
     pub fn running(&self) -> bool {
-        self.handler().is_some()
-    }
-
-    fn handler(&self) -> Option<Arc<BootHandler>> {
-        self.handler.read().ok().and_then(|g| g.clone())
+        self.running.borrow().is_some()
     }
 
     /// True when any effective subnet (IPv4 or IPv6) is in `server` or `proxy` mode.
@@ -523,25 +545,13 @@ impl DhcpControl {
     /// The trees whose change [`DhcpControl::resync`] takes in.
     const RESYNC_TREES: &'static [&'static str] = &[StoredReservation::TREE, SETTINGS_TREE];
 
-    /// Pushes the effective subnets and arch map into the running handler.
+    /// Publishes the effective settings to the running handlers.
     fn apply(&self) -> Result<()> {
-        self.v6.apply(self.arch_map());
-        let Some(h) = self.handler() else {
-            return Ok(());
-        };
-        let cfgs = self.effective_subnets()?;
-        let current = h.subnets();
-        let rebuilt: Vec<_> = current
-            .iter()
-            .map(|s| {
-                cfgs.iter()
-                    .find(|c| key_of(c) == s.key)
-                    .and_then(|c| s.rebuild(c).ok())
-                    .unwrap_or_else(|| s.clone())
-            })
-            .collect();
-        h.set_subnets(rebuilt);
-        h.set_arch_map(self.arch_map());
+        self.effective.send_replace(Arc::new(DhcpEffective {
+            subnets: self.effective_subnets()?,
+            subnets6: self.v6.effective(),
+            arch_map: self.arch_map(),
+        }));
         Ok(())
     }
 
@@ -552,7 +562,7 @@ impl DhcpControl {
     /// # Errors
     /// Store errors.
     pub fn settings(&self) -> Result<DhcpSettingsView> {
-        let running = self.handler().map(|h| h.subnets());
+        let running = self.running.borrow().clone();
         let subnets = self
             .effective_subnets()?
             .into_iter()
@@ -568,9 +578,7 @@ impl DhcpControl {
                     dns: c.dns.clone(),
                     lease_time_secs: c.lease_time_secs,
                     server_address: c.server_address,
-                    server: running
-                        .as_ref()
-                        .and_then(|r| r.iter().find(|s| s.key == key).map(|s| s.server)),
+                    server: running.as_ref().and_then(|r| r.v4.get(&key).copied()),
                     reservations: c.reservations.len(),
                     secure_boot: c.secure_boot,
                 }
@@ -580,7 +588,7 @@ impl DhcpControl {
             applied: String::new(),
             running: running.is_some(),
             subnets,
-            subnets6: self.v6.views(),
+            subnets6: self.v6.views(running.as_ref().map(|r| &r.v6)),
         })
     }
 
@@ -643,7 +651,7 @@ impl DhcpControl {
         candidate
             .validate()
             .map_err(|e| ServiceError::Invalid(format!("{e:#}")))?;
-        let (restart6, changed6) = self.v6.update(patch.subnets6, self.arch_map()).await?;
+        let (restart6, changed6) = self.v6.update(patch.subnets6).await?;
         restart |= restart6;
         self.kv.put(SETTINGS_KEY, &overrides).await?;
         if let Ok(mut g) = self.overrides.write() {

@@ -210,20 +210,27 @@ impl Subnet {
 
 /// Bootlane's DHCP handler: server and proxy modes for every configured subnet.
 pub struct BootHandler {
-    // Swapped whole by the API (`PUT /services/dhcp`, reservations) and read per request.
+    // Swapped whole when the followed settings change (`PUT /services/dhcp`,
+    // reservations) and read per request.
     subnets: RwLock<Arc<Vec<Subnet>>>,
-    // Swapped whole by `PUT /services/archmap`.
+    // Swapped whole when the followed settings change (`PUT /services/archmap`).
     arch_map: RwLock<Arc<BTreeMap<u16, String>>>,
+    // The control's effective settings, taken in at the next read after a change.
+    follow: Option<std::sync::Mutex<EffectiveRx>>,
     http_port: u16,
     domain: Box<dyn Fn() -> String + Send + Sync>,
     leases: Arc<tokio::sync::Mutex<LeaseDb>>,
     events: Option<Arc<bootlane_core::events::EventBus>>,
-    http_base: Option<HttpBaseUrl>,
+    http_base: Option<bootlane_boot::boot::netboot::Netboot>,
     access: Option<Arc<bootlane_boot::access::gate::AccessGate>>,
     secure_boot: Option<SecureBootHosts>,
 }
 
 pub use bootlane_boot::inventory::SecureBootHosts;
+
+/// A receiver of the DHCP control's effective settings
+/// ([`DhcpControl::subscribe`](crate::dhcp::control::DhcpControl::subscribe)).
+pub type EffectiveRx = tokio::sync::watch::Receiver<Arc<crate::dhcp::control::DhcpEffective>>;
 
 /// The Secure Boot boot file for client architecture `arch`: the signed shim for x86-64
 /// UEFI (7, 9) and for ARM64 UEFI (11, `shimaa64.efi`); `None` for the others, which keep
@@ -236,8 +243,6 @@ pub fn secure_boot_file(arch: u16) -> Option<&'static str> {
     }
 }
 
-pub use bootlane_boot::boot::HttpBaseUrl;
-
 /// True when an arch-map file is a PXELINUX loader (`pxelinux.0` or `lpxelinux.0`, in any
 /// directory), which iPXE clients are given as well (see `add_boot`).
 pub fn is_pxelinux_loader(file: &str) -> bool {
@@ -245,9 +250,7 @@ pub fn is_pxelinux_loader(file: &str) -> bool {
     name.eq_ignore_ascii_case("pxelinux.0") || name.eq_ignore_ascii_case("lpxelinux.0")
 }
 
-/// The iPXE script path on the API port, with iPXE's own MAC expansion: `netX` is the
-/// device iPXE opened last (the one it booted from), which is not always `net0`.
-pub const IPXE_SCRIPT_PATH: &str = "/boot/ipxe?mac=${netX/mac}";
+pub use bootlane_boot::boot::netboot::IPXE_SCRIPT_PATH;
 
 impl BootHandler {
     /// A handler for resolved `subnets` (mode `off` subnets are ignored), the effective
@@ -288,7 +291,40 @@ impl BootHandler {
             http_base: None,
             access: None,
             secure_boot: None,
+            follow: None,
         }
+    }
+
+    /// Follows the control's effective settings: after a change, the next read rebuilds
+    /// the running subnets from their new configuration (keeping the server address
+    /// resolved at start; a subnet not running is not added) and takes the new
+    /// architecture map.
+    pub fn following(mut self, rx: EffectiveRx) -> Self {
+        self.follow = Some(std::sync::Mutex::new(rx));
+        self
+    }
+
+    /// Takes in a change of the followed settings, if any.
+    fn follow(&self) {
+        let Some(rx) = &self.follow else { return };
+        let mut rx = rx.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !rx.has_changed().unwrap_or(false) {
+            return;
+        }
+        let eff = rx.borrow_and_update().clone();
+        let current = self.subnets.read().map(|g| g.clone()).unwrap_or_default();
+        let rebuilt = current
+            .iter()
+            .map(|s| {
+                eff.subnets
+                    .iter()
+                    .find(|c| c.cidr.trunc().to_string() == s.key)
+                    .and_then(|c| s.rebuild(c).ok())
+                    .unwrap_or_else(|| s.clone())
+            })
+            .collect();
+        self.set_subnets(rebuilt);
+        self.set_arch_map(eff.arch_map.clone());
     }
 
     /// Enforces access control through `gate`: a refused client gets no answer.
@@ -349,8 +385,9 @@ impl BootHandler {
         self
     }
 
-    /// Names the iPXE script URL from `base` when it holds a URL (see [`HttpBaseUrl`]).
-    pub fn with_http_base(mut self, base: HttpBaseUrl) -> Self {
+    /// Names the iPXE script URL from the netboot settings' `http_base_url` when set (read
+    /// per answer, so a change applies to the next one).
+    pub fn with_http_base(mut self, base: bootlane_boot::boot::netboot::Netboot) -> Self {
         self.http_base = Some(base);
         self
     }
@@ -377,6 +414,7 @@ impl BootHandler {
 
     /// The active subnets (a snapshot; a live change swaps in a new list).
     pub fn subnets(&self) -> Arc<Vec<Subnet>> {
+        self.follow();
         self.subnets.read().map(|g| g.clone()).unwrap_or_default()
     }
 
@@ -397,6 +435,7 @@ impl BootHandler {
 
     /// The effective architecture map.
     pub fn arch_map(&self) -> Arc<BTreeMap<u16, String>> {
+        self.follow();
         self.arch_map.read().map(|g| g.clone()).unwrap_or_default()
     }
 
@@ -447,11 +486,8 @@ impl BootHandler {
         }
         // A Secure Boot client (its subnet's or its host's flag) that is not already
         // running iPXE gets the signed shim, which loads signed GRUB.
-        let wants_sb = subnet.cfg.secure_boot
-            || self
-                .secure_boot
-                .as_ref()
-                .is_some_and(|h| h.read().is_ok_and(|g| g.contains(&req.mac)));
+        let wants_sb =
+            subnet.cfg.secure_boot || self.secure_boot.as_ref().is_some_and(|h| h.borrow().contains(&req.mac));
         let shim = (wants_sb && !class.ipxe && !class.http)
             .then(|| secure_boot_file(class.arch.unwrap_or(0)))
             .flatten();
@@ -466,7 +502,7 @@ impl BootHandler {
             let base = self
                 .http_base
                 .as_ref()
-                .and_then(|b| b.read().ok().and_then(|g| g.clone()))
+                .and_then(|b| b.borrow().http_base_url.clone())
                 .unwrap_or_else(|| format!("http://{server}:{}", self.http_port));
             format!("{base}{IPXE_SCRIPT_PATH}")
         } else {

@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use self::{
     config::SubnetMode,
     control::DhcpControl,
-    handler::{BootHandler, HttpBaseUrl, Subnet},
+    handler::{BootHandler, Subnet},
     server::Server,
 };
 use bootlane_core::events::{EventKind, NewEvent};
@@ -52,8 +52,9 @@ impl DhcpService {
     ///
     /// `domain` yields the DNS local domain sent as option 15 (read per reply). The
     /// effective subnets, architecture map and the lease database come from `control`
-    /// (the API's live administration), which is attached to the handler so later API
-    /// changes apply at once.
+    /// (the API's live administration); the handlers follow its published settings
+    /// ([`DhcpControl::subscribe`]), so later API changes apply from the next request, and
+    /// the service reports the server addresses it serves with ([`DhcpControl::set_running`]).
     ///
     /// # Errors
     /// A subnet without a usable server address, store errors, bind errors (port in use,
@@ -61,7 +62,7 @@ impl DhcpService {
     pub async fn start(
         control: &Arc<DhcpControl>,
         http_port: u16,
-        http_base: HttpBaseUrl,
+        http_base: bootlane_boot::boot::netboot::Netboot,
         domain: DomainFn,
         token: CancellationToken,
         access: Arc<bootlane_boot::access::gate::AccessGate>,
@@ -89,7 +90,8 @@ impl DhcpService {
             .with_events(control.events().clone())
             .with_http_base(http_base.clone())
             .with_access(access.clone())
-            .with_secure_boot(secure_boot.clone()),
+            .with_secure_boot(secure_boot.clone())
+            .following(control.subscribe()),
         );
         let subnets6 = control
             .v6()
@@ -112,7 +114,8 @@ impl DhcpService {
                 .with_events(control.events().clone())
                 .with_http_base(http_base.clone())
                 .with_access(access.clone())
-                .with_secure_boot(secure_boot.clone()),
+                .with_secure_boot(secure_boot.clone())
+                .following(control.subscribe()),
             );
             let mut loops = Vec::new();
             let mut listen = Vec::new();
@@ -157,8 +160,18 @@ impl DhcpService {
             );
         }
         listen.extend(listen6);
-        control.attach(handler.clone());
-        control.v6().attach(handler6.clone());
+        control.set_running(Some(control::RunningServers {
+            v4: subnets.iter().map(|s| (s.key.clone(), s.server)).collect(),
+            v6: handler6
+                .iter()
+                .flat_map(|h| {
+                    h.subnets()
+                        .iter()
+                        .map(|s| (s.key.clone(), s.server))
+                        .collect::<Vec<_>>()
+                })
+                .collect(),
+        }));
         Ok(Some(Self {
             handler,
             server,
@@ -220,7 +233,7 @@ async fn watch_expiry(control: Arc<DhcpControl>, token: CancellationToken) {
 pub struct DhcpUnit {
     control: Arc<DhcpControl>,
     http_port: u16,
-    http_base: HttpBaseUrl,
+    http_base: bootlane_boot::boot::netboot::Netboot,
     domain: DomainFn,
     root: CancellationToken,
     running: tokio::sync::Mutex<Option<DhcpService>>,
@@ -243,11 +256,11 @@ impl DhcpUnit {
     }
 
     /// A stopped unit. `http_port` is the API/HTTP-boot port put in iPXE script URLs
-    /// unless `http_base` holds a base URL.
+    /// unless the netboot settings (`http_base`) name a base URL.
     pub fn new(
         control: Arc<DhcpControl>,
         http_port: u16,
-        http_base: HttpBaseUrl,
+        http_base: bootlane_boot::boot::netboot::Netboot,
         domain: DomainFn,
         root: CancellationToken,
     ) -> Self {
@@ -260,7 +273,7 @@ impl DhcpUnit {
             running: tokio::sync::Mutex::new(None),
             listen: std::sync::Mutex::new(None),
             access: bootlane_boot::access::gate::AccessGate::open_to_all(),
-            secure_boot: handler::SecureBootHosts::default(),
+            secure_boot: bootlane_boot::inventory::no_secure_boot_hosts(),
         }
     }
 }
@@ -302,7 +315,7 @@ impl bootlane_core::supervisor::Service for DhcpUnit {
             if let Some(svc) = self.running.lock().await.take() {
                 svc.shutdown().await;
             }
-            self.control.detach();
+            self.control.set_running(None);
             *self.listen.lock().expect("listen lock") = None;
         })
     }

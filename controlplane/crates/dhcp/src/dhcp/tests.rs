@@ -768,17 +768,19 @@ async fn exchanges_are_counted_by_type_and_outcome() {
 /// from the next answer on, and clearing it goes back to the server address and API port.
 #[tokio::test]
 async fn ipxe_script_url_follows_the_http_base_url() {
-    let base: crate::dhcp::handler::HttpBaseUrl = std::sync::Arc::default();
-    let h = handler(SubnetMode::Server).with_http_base(base.clone());
+    let base = tokio::sync::watch::Sender::new(bootlane_boot::boot::netboot::NetbootSettings::with_root(
+        std::path::Path::new("/srv/boot"),
+    ));
+    let h = handler(SubnetMode::Server).with_http_base(base.subscribe());
     let offer = ask(&h, req(MessageType::Discover, MAC_A, ipxe_bare)).await.unwrap();
     assert_eq!(file(&offer).as_deref(), Some(IPXE_URL));
-    *base.write().unwrap() = Some("https://pxe.lab.example:8443/bl".into());
+    base.send_modify(|n| n.http_base_url = Some("https://pxe.lab.example:8443/bl".into()));
     let offer = ask(&h, req(MessageType::Discover, MAC_A, ipxe_bare)).await.unwrap();
     assert_eq!(
         file(&offer).as_deref(),
         Some("https://pxe.lab.example:8443/bl/boot/ipxe?mac=${netX/mac}")
     );
-    *base.write().unwrap() = None;
+    base.send_modify(|n| n.http_base_url = None);
     let offer = ask(&h, req(MessageType::Discover, MAC_A, ipxe_bare)).await.unwrap();
     assert_eq!(file(&offer).as_deref(), Some(IPXE_URL));
 }
@@ -1294,4 +1296,37 @@ async fn two_nodes_never_lease_one_v6_address_twice() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     assert_eq!(a.table::<Lease6>().unwrap().list().unwrap().len(), 1);
+}
+
+/// The handler follows the control's published settings: after a change, the next request
+/// sees the new pool and architecture map, and a subnet that was not running is not added.
+#[tokio::test]
+async fn the_handler_follows_the_published_settings() {
+    use crate::dhcp::control::DhcpEffective;
+    let tx = tokio::sync::watch::Sender::new(std::sync::Arc::new(DhcpEffective::default()));
+    let h = handler(SubnetMode::Server).following(tx.subscribe());
+    let before = h.subnets();
+    let mut changed = subnet(SubnetMode::Server);
+    changed.range_start = Some(Ipv4Addr::new(10, 77, 0, 200));
+    changed.range_end = Some(Ipv4Addr::new(10, 77, 0, 201));
+    let mut extra = relayed();
+    extra.cidr = "10.99.0.0/24".parse().unwrap();
+    let mut arch = default_arch_map();
+    arch.insert(0, "custom.0".into());
+    tx.send_replace(std::sync::Arc::new(DhcpEffective {
+        subnets: vec![changed, extra],
+        subnets6: vec![],
+        arch_map: arch,
+    }));
+    let after = h.subnets();
+    assert_eq!(after.len(), before.len(), "a subnet not running is not added");
+    let s = after.iter().find(|s| s.key == "10.77.0.0/24").unwrap();
+    assert_eq!(s.cfg.range_start, Some(Ipv4Addr::new(10, 77, 0, 200)), "the new pool");
+    assert_eq!(h.arch_map().get(&0).map(String::as_str), Some("custom.0"));
+    let offer = ask(&h, req(MessageType::Discover, MAC_A, |_| {})).await.unwrap();
+    assert_eq!(
+        offer.msg.yiaddr(),
+        Ipv4Addr::new(10, 77, 0, 200),
+        "the next answer uses it"
+    );
 }

@@ -259,7 +259,7 @@ pub struct CacheStats {
 pub struct NetbootService {
     config: NetbootConfig,
     overlays: Kv,
-    root: Arc<std::sync::RwLock<PathBuf>>,
+    root: bootlane_boot::boot::netboot::Netboot,
     events: Arc<EventBus>,
     client: reqwest::Client,
     outbound: OutboundConfig,
@@ -284,7 +284,7 @@ impl NetbootService {
         config: &NetbootConfig,
         outbound: &OutboundConfig,
         store: &Store,
-        root: Arc<std::sync::RwLock<PathBuf>>,
+        root: bootlane_boot::boot::netboot::Netboot,
         events: Arc<EventBus>,
     ) -> Result<Arc<Self>> {
         let client = outbound::client_builder(outbound)
@@ -308,7 +308,7 @@ impl NetbootService {
     }
 
     fn cache_dir(&self) -> PathBuf {
-        self.root.read().map(|r| r.clone()).unwrap_or_default().join(CACHE_DIR)
+        self.root.borrow().root().join(CACHE_DIR)
     }
 
     /// The distribution `id`.

@@ -12,7 +12,7 @@
 use std::{
     io::{self, Write as _},
     path::{Path, PathBuf},
-    sync::{Arc, RwLock},
+    sync::Arc,
 };
 
 use serde::Serialize;
@@ -106,7 +106,7 @@ pub struct DeletedFile {
 
 /// The file API's service: reads the live boot root, owns uploads and deletes.
 pub struct FileService {
-    root: Arc<RwLock<PathBuf>>,
+    root: bootlane_boot::boot::netboot::Netboot,
     events: Arc<EventBus>,
     config: FilesConfig,
     free_space: FreeSpaceProbe,
@@ -171,14 +171,14 @@ async fn blocking<T: Send + 'static>(
 }
 
 impl FileService {
-    /// A service over the live boot root `root` (the settings' shared cell).
-    pub fn new(root: Arc<RwLock<PathBuf>>, config: FilesConfig, events: Arc<EventBus>) -> Arc<Self> {
+    /// A service over the live boot root: `root`, the netboot settings' receiver.
+    pub fn new(root: bootlane_boot::boot::netboot::Netboot, config: FilesConfig, events: Arc<EventBus>) -> Arc<Self> {
         Self::with_free_space(root, config, events, Arc::new(|p: &Path| fs2::available_space(p)))
     }
 
     /// [`FileService::new`] with another free-space probe (tests simulate a full disk).
     pub fn with_free_space(
-        root: Arc<RwLock<PathBuf>>,
+        root: bootlane_boot::boot::netboot::Netboot,
         config: FilesConfig,
         events: Arc<EventBus>,
         free_space: FreeSpaceProbe,
@@ -207,7 +207,7 @@ impl FileService {
     /// # Errors
     /// Creating or canonicalising it failed.
     pub fn root(&self) -> Result<PathBuf, ServiceError> {
-        let root = self.root.read().map(|g| g.clone()).unwrap_or_default();
+        let root = self.root.borrow().root();
         std::fs::create_dir_all(&root)
             .map_err(|e| ServiceError::io(format!("creating the boot root {}", root.display()), e))?;
         root.canonicalize()
@@ -680,7 +680,7 @@ mod tests {
 
     fn service(free: u64, max: u64) -> (tempfile::TempDir, Arc<FileService>) {
         let tmp = tempfile::tempdir().unwrap();
-        let cell = Arc::new(RwLock::new(tmp.path().join("boot")));
+        let cell = bootlane_boot::boot::netboot::NetbootSettings::with_root(&tmp.path().join("boot")).fixed();
         let s = FileService::with_free_space(
             cell,
             FilesConfig {

@@ -1191,7 +1191,7 @@ mod tests {
 
     fn service() -> (tempfile::TempDir, Store, Arc<OsImageService>) {
         let tmp = tempfile::tempdir().unwrap();
-        let cell = Arc::new(std::sync::RwLock::new(tmp.path().join("boot")));
+        let cell = bootlane_boot::boot::netboot::NetbootSettings::with_root(&tmp.path().join("boot")).fixed();
         let events = EventBus::in_memory();
         let files = FileService::with_free_space(
             cell,

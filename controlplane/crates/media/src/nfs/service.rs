@@ -180,7 +180,7 @@ enum Run {
 pub struct NfsService {
     kv: Kv,
     config: NfsConfig,
-    root: Arc<RwLock<PathBuf>>,
+    root: bootlane_boot::boot::netboot::Netboot,
     current: RwLock<NfsSettings>,
     write: tokio::sync::Mutex<()>,
     events: Arc<EventBus>,
@@ -196,7 +196,7 @@ impl NfsService {
     pub fn open(
         config: &NfsConfig,
         store: &Store,
-        root: Arc<RwLock<PathBuf>>,
+        root: bootlane_boot::boot::netboot::Netboot,
         events: Arc<EventBus>,
     ) -> Result<Arc<Self>, StoreError> {
         let kv = store.kv(TREE)?;
@@ -220,10 +220,7 @@ impl NfsService {
     }
 
     fn boot_root(&self) -> PathBuf {
-        self.root
-            .read()
-            .map(|g| g.clone())
-            .unwrap_or_else(|e| e.into_inner().clone())
+        self.root.borrow().root()
     }
 
     /// The settings and the system side: whether exportfs and nfsd are there, whether
@@ -602,7 +599,7 @@ mod tests {
         NfsService::open(
             &config,
             &Store::temporary(),
-            Arc::new(RwLock::new(root)),
+            bootlane_boot::boot::netboot::NetbootSettings::with_root(&root).fixed(),
             EventBus::in_memory(),
         )
         .unwrap()

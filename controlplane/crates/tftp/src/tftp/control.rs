@@ -12,7 +12,7 @@ use std::{
     path::PathBuf,
     sync::{
         atomic::{AtomicBool, Ordering},
-        Arc, RwLock,
+        Arc,
     },
 };
 
@@ -107,7 +107,7 @@ bootlane_core::store::node_tree!(SETTINGS_TREE);
 /// Live TFTP settings. Shared by the API and the TFTP service.
 pub struct TftpControl {
     base: TftpConfig,
-    default_root: Arc<RwLock<PathBuf>>,
+    default_root: bootlane_boot::boot::netboot::Netboot,
     layer: Layer<TftpSettings>,
     running: AtomicBool,
     events: Arc<EventBus>,
@@ -116,8 +116,8 @@ pub struct TftpControl {
 impl TftpControl {
     /// Opens the stored overrides over `base` (`[tftp]`). `default_enabled` is whether TFTP
     /// runs when neither the file nor an override says (on when a DHCP subnet is active);
-    /// `default_root` is the boot directory (shared with `/settings/netboot`, so a new boot
-    /// root reaches TFTP at its next start).
+    /// `default_root` follows the netboot settings' boot directory (a new boot root reaches
+    /// TFTP at its next start).
     ///
     /// # Errors
     /// Store errors.
@@ -125,7 +125,7 @@ impl TftpControl {
         store: &Store,
         base: &TftpConfig,
         default_enabled: bool,
-        default_root: Arc<RwLock<PathBuf>>,
+        default_root: bootlane_boot::boot::netboot::Netboot,
         events: Arc<EventBus>,
     ) -> Result<Arc<Self>, ServiceError> {
         let layer = settings_layer(store, base, default_enabled)?;
@@ -252,16 +252,12 @@ pub fn settings_layer(
 }
 
 /// `[tftp]` with the settings in effect, the root resolved to the boot root when unset.
-fn resolve(base: &TftpConfig, s: &TftpSettings, default_root: &RwLock<PathBuf>) -> TftpConfig {
+fn resolve(base: &TftpConfig, s: &TftpSettings, default_root: &bootlane_boot::boot::netboot::Netboot) -> TftpConfig {
     TftpConfig {
         enabled: Some(s.enabled),
         port: s.port,
         listen: s.listen,
-        root: Some(
-            s.root
-                .clone()
-                .unwrap_or_else(|| default_root.read().map(|g| g.clone()).unwrap_or_default()),
-        ),
+        root: Some(s.root.clone().unwrap_or_else(|| default_root.borrow().root())),
         timeout_ms: s.timeout_ms,
         retries: s.retries,
         max_transfers: s.max_transfers,

@@ -575,7 +575,7 @@ async fn settings_reach_the_running_server_and_older_stored_overrides_read_back(
         timeout_ms: 2000,
         ..Default::default()
     };
-    let boot_root = Arc::new(std::sync::RwLock::new(PathBuf::from("/srv/boot")));
+    let boot_root = bootlane_boot::boot::netboot::NetbootSettings::with_root(std::path::Path::new("/srv/boot")).fixed();
     let events = bootlane_core::events::EventBus::open(&store, Default::default()).unwrap();
     let control = TftpControl::open(&store, &base, true, boot_root, events).unwrap();
     let eff = control.effective();

@@ -8,8 +8,7 @@
 //! - `GET /leases6`, `DELETE /leases6/{duid}` and `POST /leases/prune` work on the lease
 //!   database the handler allocates from.
 //!
-//! State: the stored overrides (cached), the lease database, the server DUID, the
-//! running handler once DHCP started.
+//! State: the stored overrides (cached), the lease database, the server DUID.
 
 use std::{
     collections::BTreeMap,
@@ -20,10 +19,7 @@ use std::{
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{
-    handler::Dhcp6Handler,
-    leases::{Lease6, Lease6Db},
-};
+use super::leases::{Lease6, Lease6Db};
 use crate::dhcp::{
     config::{Subnet6Config, SubnetMode},
     leases::now_secs,
@@ -113,7 +109,6 @@ pub struct Dhcp6Control {
     overrides: RwLock<BTreeMap<String, Override6>>,
     leases: Arc<tokio::sync::Mutex<Lease6Db>>,
     duid: Vec<u8>,
-    handler: RwLock<Option<Arc<Dhcp6Handler>>>,
 }
 
 fn key_of(c: &Subnet6Config) -> String {
@@ -133,7 +128,6 @@ impl Dhcp6Control {
             duid: super::server_duid(&kv).await?,
             kv,
             leases: Arc::new(tokio::sync::Mutex::new(Lease6Db::load(store).await?)),
-            handler: RwLock::new(None),
         })
     }
 
@@ -159,17 +153,6 @@ impl Dhcp6Control {
     /// The lease database (shared with the handler).
     pub fn leases(&self) -> Arc<tokio::sync::Mutex<Lease6Db>> {
         self.leases.clone()
-    }
-
-    /// Connects (`Some`) or disconnects (`None`) the running handler.
-    pub fn attach(&self, handler: Option<Arc<Dhcp6Handler>>) {
-        if let Ok(mut g) = self.handler.write() {
-            *g = handler;
-        }
-    }
-
-    fn handler(&self) -> Option<Arc<Dhcp6Handler>> {
-        self.handler.read().ok().and_then(|g| g.clone())
     }
 
     fn overrides(&self) -> BTreeMap<String, Override6> {
@@ -205,26 +188,9 @@ impl Dhcp6Control {
         self.effective().iter().any(|s| s.mode != SubnetMode::Off)
     }
 
-    /// Pushes the effective subnets and `arch_map` into the running handler.
-    pub fn apply(&self, arch_map: BTreeMap<u16, String>) {
-        let Some(h) = self.handler() else { return };
-        let cfgs = self.effective();
-        let rebuilt = h
-            .subnets()
-            .iter()
-            .map(|s| {
-                cfgs.iter()
-                    .find(|c| key_of(c) == s.key)
-                    .map_or_else(|| s.clone(), |c| s.rebuild(c))
-            })
-            .collect();
-        h.set_subnets(rebuilt);
-        h.set_arch_map(arch_map);
-    }
-
-    /// The `subnets6` of `GET /services/dhcp`.
-    pub fn views(&self) -> Vec<Subnet6View> {
-        let running = self.handler().map(|h| h.subnets());
+    /// The `subnets6` of `GET /services/dhcp`; `running`: the server address each subnet
+    /// is served with, by key, while DHCP runs.
+    pub fn views(&self, running: Option<&BTreeMap<String, Ipv6Addr>>) -> Vec<Subnet6View> {
         self.effective()
             .into_iter()
             .map(|c| {
@@ -238,21 +204,19 @@ impl Dhcp6Control {
                     dns: c.dns.clone(),
                     lease_time_secs: c.lease_time_secs,
                     server_address: c.server_address,
-                    server: running
-                        .as_ref()
-                        .and_then(|r| r.iter().find(|s| s.key == key).map(|s| s.server)),
+                    server: running.and_then(|r| r.get(&key).copied()),
                 }
             })
             .collect()
     }
 
-    /// Validates and stores `patches`, then applies the live part. Returns whether new
-    /// sockets are needed (mode, interface or server address changed) and whether
-    /// anything changed.
+    /// Validates and stores `patches` (the caller publishes the effective settings).
+    /// Returns whether new sockets are needed (mode, interface or server address changed)
+    /// and whether anything changed.
     ///
     /// # Errors
     /// Invalid (unknown prefix, a value the file would refuse), store errors.
-    pub async fn update(&self, patches: Vec<Subnet6Patch>, arch_map: BTreeMap<u16, String>) -> Result<(bool, bool)> {
+    pub async fn update(&self, patches: Vec<Subnet6Patch>) -> Result<(bool, bool)> {
         let old = self.overrides();
         let mut overrides = old.clone();
         let before = self.effective();
@@ -302,7 +266,6 @@ impl Dhcp6Control {
         if let Ok(mut g) = self.overrides.write() {
             *g = overrides;
         }
-        self.apply(arch_map);
         Ok((restart, true))
     }
 

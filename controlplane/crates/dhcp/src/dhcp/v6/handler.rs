@@ -36,7 +36,7 @@ use ipnet::Ipv6Net;
 use super::leases::{IaKey, Lease6, Lease6Db};
 use crate::dhcp::{
     config::{Subnet6Config, SubnetMode},
-    handler::{secure_boot_file, HttpBaseUrl, SecureBootHosts, IPXE_SCRIPT_PATH},
+    handler::{secure_boot_file, SecureBootHosts, IPXE_SCRIPT_PATH},
     leases::now_secs,
 };
 use bootlane_core::events::EventKind;
@@ -226,12 +226,13 @@ pub struct Dhcp6Handler {
     subnets: RwLock<Arc<Vec<Subnet6>>>,
     arch_map: RwLock<Arc<BTreeMap<u16, String>>>,
     http_port: u16,
-    http_base: Option<HttpBaseUrl>,
+    http_base: Option<bootlane_boot::boot::netboot::Netboot>,
     secure_boot: Option<SecureBootHosts>,
     server_duid: Vec<u8>,
     leases: Arc<tokio::sync::Mutex<Lease6Db>>,
     events: Option<Arc<bootlane_core::events::EventBus>>,
     access: Option<Arc<bootlane_boot::access::gate::AccessGate>>,
+    follow: Option<std::sync::Mutex<crate::dhcp::handler::EffectiveRx>>,
 }
 
 impl Dhcp6Handler {
@@ -255,13 +256,43 @@ impl Dhcp6Handler {
             leases,
             events: None,
             access: None,
+            follow: None,
         };
         h.set_subnets(subnets);
         h
     }
 
-    /// Names the iPXE script URL from `base` when it holds a URL.
-    pub fn with_http_base(mut self, base: HttpBaseUrl) -> Self {
+    /// Follows the control's effective settings like
+    /// [`BootHandler::following`](crate::dhcp::handler::BootHandler::following).
+    pub fn following(mut self, rx: crate::dhcp::handler::EffectiveRx) -> Self {
+        self.follow = Some(std::sync::Mutex::new(rx));
+        self
+    }
+
+    /// Takes in a change of the followed settings, if any.
+    fn follow(&self) {
+        let Some(rx) = &self.follow else { return };
+        let mut rx = rx.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !rx.has_changed().unwrap_or(false) {
+            return;
+        }
+        let eff = rx.borrow_and_update().clone();
+        let current = self.subnets.read().map(|g| g.clone()).unwrap_or_default();
+        let rebuilt = current
+            .iter()
+            .map(|s| {
+                eff.subnets6
+                    .iter()
+                    .find(|c| c.prefix.trunc().to_string() == s.key)
+                    .map_or_else(|| s.clone(), |c| s.rebuild(c))
+            })
+            .collect();
+        self.set_subnets(rebuilt);
+        self.set_arch_map(eff.arch_map.clone());
+    }
+
+    /// Names the iPXE script URL from the netboot settings' `http_base_url` when set.
+    pub fn with_http_base(mut self, base: bootlane_boot::boot::netboot::Netboot) -> Self {
         self.http_base = Some(base);
         self
     }
@@ -286,6 +317,7 @@ impl Dhcp6Handler {
 
     /// The active subnets.
     pub fn subnets(&self) -> Arc<Vec<Subnet6>> {
+        self.follow();
         self.subnets.read().map(|g| g.clone()).unwrap_or_default()
     }
 
@@ -317,6 +349,7 @@ impl Dhcp6Handler {
     /// Handles one datagram; returns the reply's bytes, or `None` when nothing is due
     /// (undecodable, not for this server, not for a configured link). Never panics.
     pub async fn handle(&self, bytes: &[u8], ctx: &RecvContext6) -> Option<Vec<u8>> {
+        self.follow();
         // dhcproto 0.15 subtracts option lengths unchecked (vendor options shorter than
         // their enterprise number): an overflow panic in builds with overflow checks
         // (debug, tests, fuzzing), an error in release. A hostile datagram must not take
@@ -456,16 +489,14 @@ impl Dhcp6Handler {
             let base = self
                 .http_base
                 .as_ref()
-                .and_then(|b| b.read().ok().and_then(|g| g.clone()))
+                .and_then(|b| b.borrow().http_base_url.clone())
                 .unwrap_or_else(|| format!("http://{server}:{}", self.http_port));
             return Some(format!("{base}{IPXE_SCRIPT_PATH}"));
         }
         let arch = c.arch.unwrap_or(7);
-        let wants_sb = c.mac.is_some_and(|m| {
-            self.secure_boot
-                .as_ref()
-                .is_some_and(|h| h.read().is_ok_and(|g| g.contains(&m)))
-        });
+        let wants_sb = c
+            .mac
+            .is_some_and(|m| self.secure_boot.as_ref().is_some_and(|h| h.borrow().contains(&m)));
         let file = match (wants_sb && !c.http).then(|| secure_boot_file(arch)).flatten() {
             Some(f) => f.to_string(),
             None => self.arch_map.read().ok()?.get(&arch)?.clone(),
