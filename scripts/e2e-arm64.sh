@@ -91,7 +91,7 @@ api GET '/events?kind=boot.grub.served&size=50' >"$WORK/grub-events.json"
 json '[e for e in d["data"]["events"] if e["data"]["protocol"] == "tftp" and e["data"]["file"].lstrip("/") == "'"$CFG"'"][0]["data"]["profile"]' \
     <"$WORK/grub-events.json" | grep -qx "d-i arm64" || fail "no boot.grub.served event for $CFG over TFTP"
 for f in grubaa64.efi d-i-arm64/linux d-i-arm64/initrd.gz; do
-    plainlog | grep -a "TFTP transfer ended" | grep -a "file=/\?$f " | grep -q "Complete" || fail "no completed TFTP transfer of $f"
+    e2e_transfer_complete "$f"
 done
 log "server: grubaa64.efi, $CFG (event boot.grub.served), d-i-arm64/linux and d-i-arm64/initrd.gz sent over TFTP"
 log "boot duration: ${DURATION} s (AAVMF under TCG, GRUB, TFTP of the ARM64 installer, to 'Linux version')"

@@ -146,6 +146,19 @@ e2e_ovmf() {
     PIDS+=("$Q_PID")
 }
 
+# e2e_transfer_complete <file>: the server logged a completed TFTP transfer of <file> (with
+# or without a leading slash). The machine can start the kernel a moment before the server
+# has taken in the initrd's last ACK (the transfer threads run niced, behind the emulators),
+# so the line is awaited for up to 30 s before the check fails.
+e2e_transfer_complete() {
+    local f=$1 t0
+    t0=$(date +%s)
+    until plainlog | grep -a "TFTP transfer ended" | grep -a "file=/\?$f " | grep -q "Complete"; do
+        (($(date +%s) - t0 >= 30)) && fail "no completed TFTP transfer of $f"
+        sleep 1
+    done
+}
+
 # e2e_wait_serial <serial log> <pattern> <seconds> <qemu pid>: waits until the pattern is on
 # the serial console; on timeout or when QEMU ends first, prints the last TFTP transfers and
 # the console (escape sequences stripped) and fails.

@@ -98,7 +98,7 @@ api GET '/events?kind=boot.pxelinux.served&size=50' >"$WORK/pxl-events.json"
 json '[e for e in d["data"]["events"] if e["data"]["protocol"] == "tftp" and e["data"]["file"] == "'"$CFG"'" and not (e["remote_addr"] or "").startswith("'"$E2E_NET"'.9")][0]["data"]["profile"]' \
     <"$WORK/pxl-events.json" | grep -qx "d-i pxelinux" || fail "no boot.pxelinux.served event for $CFG over TFTP from the machine"
 for f in pxelinux.0 ldlinux.c32 "$CFG" d-i/linux d-i/initrd.gz; do
-    plainlog | grep -a "TFTP transfer ended" | grep -a "file=$f " | grep -q "Complete" || fail "no completed TFTP transfer of $f"
+    e2e_transfer_complete "$f"
 done
 log "server: pxelinux.0, ldlinux.c32, $CFG (event boot.pxelinux.served), d-i/linux and d-i/initrd.gz sent over TFTP"
 log "boot duration: ${DURATION} s (SeaBIOS, PXELINUX, TFTP of the installer, to 'Linux version')"
