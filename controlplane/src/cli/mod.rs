@@ -22,6 +22,7 @@ use bootlane_core::settings::{Group, Layer};
 
 use crate::{
     config::Config,
+    dhcp::settings::{ArchMapSettings, DhcpLayers, Subnets4, Subnets6},
     dns::service::DnsSettings,
     logging::{LoggingConfig, LoggingSettings},
     settings::{netboot_layer, GeneralSettings, NetbootSettings},
@@ -277,6 +278,15 @@ pub fn stored_overrides(cfg: &Config) -> String {
                 match Layer::open(&store, LoggingConfig::default().settings(), cfg.logging.settings()) {
                     Ok(layer) => out.push_str(&layer_sources(&format!("{tree}.{key}"), &layer)),
                     Err(e) => out.push_str(&format!("# {tree}.{key}: the values in effect cannot be read: {e}\n")),
+                }
+            }
+            if *tree == Subnets4::TREE && [Subnets4::KEY, Subnets6::KEY, ArchMapSettings::KEY].contains(&key.as_str()) {
+                let prefix = format!("{tree}.{key}");
+                match DhcpLayers::open(&store, &cfg.dhcp) {
+                    Ok(l) if key == Subnets4::KEY => out.push_str(&layer_sources(&prefix, &l.subnets)),
+                    Ok(l) if key == Subnets6::KEY => out.push_str(&layer_sources(&prefix, &l.subnets6)),
+                    Ok(l) => out.push_str(&layer_sources(&prefix, &l.arch_map)),
+                    Err(e) => out.push_str(&format!("# {prefix}: the values in effect cannot be read: {e}\n")),
                 }
             }
             if (*tree, key.as_str()) == (TftpSettings::TREE, TftpSettings::KEY) {
@@ -1170,6 +1180,10 @@ mod tests {
                 upstream: "9.9.9.9:53".into(),
                 ..Default::default()
             },
+            dhcp: serde_json::from_value(serde_json::json!({"subnets": [{"mode": "server", "interface": "br0",
+                "cidr": "10.77.0.0/24", "range_start": "10.77.0.100", "range_end": "10.77.0.199",
+                "lease_time_secs": 600}]}))
+            .unwrap(),
             ..Default::default()
         };
         assert!(super::stored_overrides(&cfg).contains("no database"));
@@ -1195,6 +1209,17 @@ mod tests {
                 .kv("tftp_settings")
                 .unwrap()
                 .put("overrides", &serde_json::json!({"retries": 7, "port": null}))
+                .await
+                .unwrap();
+            // As older versions store them: per subnet, null for "not overridden"; the map whole.
+            let dhcp = store.kv("dhcp_settings").unwrap();
+            dhcp.put(
+                "subnet_overrides",
+                &serde_json::json!({"10.77.0.0/24": {"router": "10.77.0.1", "dns": null}}),
+            )
+            .await
+            .unwrap();
+            dhcp.put("arch_map", &serde_json::json!({"7": "snponly.efi"}))
                 .await
                 .unwrap();
             store
@@ -1248,6 +1273,16 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("# access.mode = \"whitelist\""), "{text}");
+        // DHCP: per subnet and setting, and the architecture map whole.
+        for line in [
+            "# dhcp_settings.subnet_overrides.10.77.0.0/24.router = \"10.77.0.1\" (api)\n",
+            "# dhcp_settings.subnet_overrides.10.77.0.0/24.lease_time_secs = 600 (file)\n",
+            "# dhcp_settings.subnet_overrides.10.77.0.0/24.interface = \"br0\" (file)\n",
+            "# dhcp_settings.subnet_overrides.10.77.0.0/24.dns = null (default)\n",
+            "# dhcp_settings.arch_map.arch_map = {\"7\":\"snponly.efi\"} (api)\n",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
         assert!(!text.contains("k3y"), "{text}");
     }
 }

@@ -141,6 +141,14 @@ pub trait Group: Serialize + DeserializeOwned + Clone + PartialEq + Send + Sync 
     fn stored_overrides(doc: Map<String, Value>) -> Map<String, Value> {
         doc
     }
+
+    /// The document stored for these overrides (only for groups that store the overrides
+    /// alone, not [`Group::WHOLE_DOCUMENT`]): the inverse of [`Group::stored_overrides`].
+    /// The default stores the overrides as they are; a group whose older versions read
+    /// another shape writes that shape here, so they still read it.
+    fn stored_document(overrides: &Map<String, Value>) -> Value {
+        Value::Object(overrides.clone())
+    }
 }
 
 /// The answer of [`Layer::set`]: the value before and after, the keys that changed and
@@ -356,7 +364,7 @@ impl<G: Group> Layer<G> {
     }
 
     /// Changes the effective value to `new`: validates it (every problem, each naming its
-    /// key), stores the keys that differ from the file as the overrides (removing the
+    /// key; a message several keys share is given once), stores the keys that differ from the file as the overrides (removing the
     /// document when none do), publishes it and answers what changed and how it applies.
     /// Setting the value it already has stores and publishes nothing. Calls are
     /// serialised; a caller that builds `new` from [`Layer::get`] and acts on it (binds
@@ -367,7 +375,13 @@ impl<G: Group> Layer<G> {
     pub async fn set(&self, new: G) -> Result<Change<G>, ServiceError> {
         let problems = new.validate();
         if !problems.is_empty() {
-            let all: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            // A problem of several keys (a pool's two ends) is named once per key.
+            let mut all: Vec<String> = Vec::new();
+            for p in problems.iter().map(ToString::to_string) {
+                if !all.contains(&p) {
+                    all.push(p);
+                }
+            }
             return Err(ServiceError::Invalid(all.join("; ")));
         }
         let _w = self.write.lock().await;
@@ -409,7 +423,7 @@ impl<G: Group> Layer<G> {
                 self.kv.put(&api_keys_key::<G>(), &keys).await?;
                 self.kv.put(G::KEY, &a).await?;
             } else {
-                self.kv.put(G::KEY, &overrides).await?;
+                self.kv.put(G::KEY, &G::stored_document(&overrides)).await?;
             }
             *self.overrides.lock().unwrap_or_else(|e| e.into_inner()) = overrides;
             self.tx.send_replace(new.clone());

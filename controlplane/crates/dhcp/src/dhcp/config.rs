@@ -214,39 +214,10 @@ impl DhcpConfig {
         }
         for (i, s) in self.subnets.iter().enumerate() {
             let at = format!("[[dhcp.subnets]] #{} ({})", i + 1, s.cidr);
-            if s.interface.is_empty() {
-                bail!("{at}: interface must be set");
-            }
-            if s.lease_time_secs < 60 {
-                bail!("{at}: lease_time_secs must be at least 60");
+            if let Some((_, m)) = s.settings_problems().into_iter().next() {
+                bail!("{at}: {m}");
             }
             let net = s.cidr.trunc();
-            if net.prefix_len() > 30 {
-                bail!("{at}: the prefix must be /30 or shorter");
-            }
-            match (s.range_start, s.range_end) {
-                (Some(a), Some(b)) => {
-                    if !net.contains(&a) || !net.contains(&b) {
-                        bail!("{at}: range_start and range_end must lie inside {net}");
-                    }
-                    if u32::from(a) > u32::from(b) {
-                        bail!("{at}: range_start {a} is after range_end {b}");
-                    }
-                    if a == net.network() || b == net.broadcast() {
-                        bail!("{at}: the pool must not include the network or broadcast address");
-                    }
-                }
-                (None, None) if s.mode == SubnetMode::Server => {
-                    bail!("{at}: server mode needs range_start and range_end")
-                }
-                (None, None) => {}
-                _ => bail!("{at}: set both range_start and range_end, or neither"),
-            }
-            if let Some(r) = s.router {
-                if !net.contains(&r) {
-                    bail!("{at}: router {r} is not inside {net}");
-                }
-            }
             let mut macs = std::collections::HashSet::new();
             let mut ips = std::collections::HashSet::new();
             for r in &s.reservations {
@@ -279,41 +250,110 @@ impl Subnet6Config {
     /// # Errors
     /// The first problem, prefixed with `at` (which names the subnet).
     pub fn validate(&self, at: &str) -> anyhow::Result<()> {
+        match self.settings_problems().into_iter().next() {
+            Some((_, m)) => bail!("{at}: {m}"),
+            None => Ok(()),
+        }
+    }
+
+    /// Every problem of the subnet's settings, each with the keys it concerns (for the
+    /// settings layer, which drops stored keys the file no longer allows) and its message;
+    /// in the order [`Subnet6Config::validate`] checks them.
+    pub fn settings_problems(&self) -> Vec<(&'static [&'static str], String)> {
+        let mut p: Vec<(&'static [&'static str], String)> = Vec::new();
         if self.interface.is_empty() {
-            bail!("{at}: interface must be set");
+            p.push((&["interface"], "interface must be set".into()));
         }
         if self.lease_time_secs < 60 {
-            bail!("{at}: lease_time_secs must be at least 60");
+            p.push((&["lease_time_secs"], "lease_time_secs must be at least 60".into()));
         }
         let net = self.prefix.trunc();
         if net.prefix_len() > 120 {
-            bail!("{at}: the prefix must be /120 or shorter (a /64 is usual)");
+            p.push((&[], "the prefix must be /120 or shorter (a /64 is usual)".into()));
         }
+        const POOL: &[&str] = &["range_start", "range_end"];
         match (self.range_start, self.range_end) {
             (Some(a), Some(b)) => {
                 if !net.contains(&a) || !net.contains(&b) {
-                    bail!("{at}: range_start and range_end must lie inside {net}");
-                }
-                if u128::from(a) > u128::from(b) {
-                    bail!("{at}: range_start {a} is after range_end {b}");
-                }
-                if a == net.network() {
-                    bail!("{at}: the pool must not include the subnet-router anycast address {a}");
+                    p.push((POOL, format!("range_start and range_end must lie inside {net}")));
+                } else if u128::from(a) > u128::from(b) {
+                    p.push((POOL, format!("range_start {a} is after range_end {b}")));
+                } else if a == net.network() {
+                    p.push((
+                        POOL,
+                        format!("the pool must not include the subnet-router anycast address {a}"),
+                    ));
                 }
             }
             (None, None) if self.mode == SubnetMode::Server => {
-                bail!("{at}: server mode needs range_start and range_end")
+                p.push((
+                    &["mode", "range_start", "range_end"],
+                    "server mode needs range_start and range_end".into(),
+                ));
             }
             (None, None) => {}
-            _ => bail!("{at}: set both range_start and range_end, or neither"),
+            _ => p.push((POOL, "set both range_start and range_end, or neither".into())),
         }
         let unicast = |a: &Ipv6Addr| !a.is_unspecified() && !a.is_multicast();
         if let Some(bad) = self.dns.iter().flatten().find(|a| !unicast(a)) {
-            bail!("{at}: dns server {bad} must be a unicast address");
+            p.push((&["dns"], format!("dns server {bad} must be a unicast address")));
         }
         if let Some(a) = self.server_address.filter(|a| !unicast(a)) {
-            bail!("{at}: server_address {a} must be a unicast address");
+            p.push((
+                &["server_address"],
+                format!("server_address {a} must be a unicast address"),
+            ));
         }
-        Ok(())
+        p
+    }
+}
+
+impl SubnetConfig {
+    /// Every problem of the subnet's settings (interface set, lease time at least 60 s, a
+    /// prefix of /30 or shorter, the pool inside the subnet, ordered, without the network
+    /// and broadcast addresses, both ends or neither and required in server mode, the
+    /// router inside the subnet), each with the keys it concerns and its message, in the
+    /// order [`DhcpConfig::validate`] checks them. The reservations are checked there.
+    pub fn settings_problems(&self) -> Vec<(&'static [&'static str], String)> {
+        let mut p: Vec<(&'static [&'static str], String)> = Vec::new();
+        if self.interface.is_empty() {
+            p.push((&["interface"], "interface must be set".into()));
+        }
+        if self.lease_time_secs < 60 {
+            p.push((&["lease_time_secs"], "lease_time_secs must be at least 60".into()));
+        }
+        let net = self.cidr.trunc();
+        if net.prefix_len() > 30 {
+            p.push((&[], "the prefix must be /30 or shorter".into()));
+        }
+        const POOL: &[&str] = &["range_start", "range_end"];
+        match (self.range_start, self.range_end) {
+            (Some(a), Some(b)) => {
+                if !net.contains(&a) || !net.contains(&b) {
+                    p.push((POOL, format!("range_start and range_end must lie inside {net}")));
+                } else if u32::from(a) > u32::from(b) {
+                    p.push((POOL, format!("range_start {a} is after range_end {b}")));
+                } else if a == net.network() || b == net.broadcast() {
+                    p.push((
+                        POOL,
+                        "the pool must not include the network or broadcast address".into(),
+                    ));
+                }
+            }
+            (None, None) if self.mode == SubnetMode::Server => {
+                p.push((
+                    &["mode", "range_start", "range_end"],
+                    "server mode needs range_start and range_end".into(),
+                ));
+            }
+            (None, None) => {}
+            _ => p.push((POOL, "set both range_start and range_end, or neither".into())),
+        }
+        if let Some(r) = self.router {
+            if !net.contains(&r) {
+                p.push((&["router"], format!("router {r} is not inside {net}")));
+            }
+        }
+        p
     }
 }

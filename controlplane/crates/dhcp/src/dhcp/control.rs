@@ -4,10 +4,11 @@
 //! - Reservations stored in the store (`/dhcp/reservations`) are added to the
 //!   configuration file's reservations of their subnet.
 //! - Per-subnet settings changed by `PUT /services/dhcp` (pool range, router, DNS servers,
-//!   lease time) are stored as overrides over the file. The subnet's mode, interface and
-//!   server address need new sockets and are refused with a 400 saying so.
-//! - The architecture map (`PUT /services/archmap`) is stored whole and replaces
-//!   `[dhcp.arch_map]` over the built-in defaults.
+//!   lease time, Secure Boot; mode, interface and server address, which need new sockets:
+//!   the caller restarts the service) go through the settings layer as overrides over the
+//!   file, per subnet and per setting ([`super::settings`]).
+//! - The architecture map (`PUT /services/archmap`) goes through the settings layer as one
+//!   value replacing `[dhcp.arch_map]` over the built-in defaults.
 //! - Leases are deleted through the lease database the handler allocates from, so a
 //!   deleted address is free at once.
 //!
@@ -16,13 +17,13 @@
 //! the running handlers subscribe ([`DhcpControl::subscribe`]) and rebuild their subnets
 //! (keeping the server addresses resolved at start) at their next read. The running
 //! service reports the server addresses it serves with ([`DhcpControl::set_running`]) for
-//! the views. State: the stored overrides (cached), the shared lease database, the
-//! published settings, the running servers, and a mutex serialising writes.
+//! the views. State: the settings layers, the shared lease database, the published
+//! settings, the running servers, and a mutex serialising writes.
 
 use std::{
     collections::{BTreeMap, HashSet},
     net::Ipv4Addr,
-    sync::{Arc, RwLock},
+    sync::Arc,
 };
 
 use serde::{Deserialize, Serialize};
@@ -30,14 +31,16 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::{
-    config::{default_arch_map, DhcpConfig, Reservation, SubnetConfig, SubnetMode},
+    config::{DhcpConfig, Reservation, SubnetConfig, SubnetMode},
     leases::{now_secs, Lease, LeaseDb},
+    settings::{check_boot_file, ArchMapSettings, DhcpLayers, SubnetSettings, Subnets4},
     v6::leases::Lease6,
 };
 use bootlane_core::{
     events::{EventBus, EventKind, NewEvent},
     net::types::{normalise_mac, validate_host_label},
-    store::{Entity, Kv, Store, Table},
+    settings::{Group, Layer, Source},
+    store::{Entity, Store, Table},
 };
 
 type Result<T, E = ServiceError> = std::result::Result<T, E>;
@@ -97,26 +100,6 @@ pub struct ReservationInput {
     pub created_at: Option<serde_json::Value>,
     /// Read-only, ignored.
     pub updated_at: Option<serde_json::Value>,
-}
-
-/// Stored per-subnet overrides over the file's `[[dhcp.subnets]]`. `mode`, `interface`
-/// and `server_address` need new sockets: changing them restarts the DHCP service
-/// through the supervisor; the others apply live.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-struct SubnetOverride {
-    range_start: Option<Ipv4Addr>,
-    range_end: Option<Ipv4Addr>,
-    router: Option<Ipv4Addr>,
-    dns: Option<Vec<Ipv4Addr>>,
-    lease_time_secs: Option<u32>,
-    #[serde(default)]
-    mode: Option<SubnetMode>,
-    #[serde(default)]
-    interface: Option<String>,
-    #[serde(default)]
-    server_address: Option<Ipv4Addr>,
-    #[serde(default)]
-    secure_boot: Option<bool>,
 }
 
 /// One subnet in `PUT /services/dhcp`: `cidr` names a subnet of the configuration file;
@@ -297,12 +280,10 @@ pub struct SubnetStats {
     pub free: u64,
 }
 
-const SETTINGS_KEY: &str = "subnet_overrides";
 /// The tree of the DHCP settings (subnets and interfaces served, the DHCPv6 server DUID):
 /// each machine's own.
 pub(crate) const SETTINGS_TREE: &str = "dhcp_settings";
 bootlane_core::store::node_tree!(SETTINGS_TREE, identity = [super::v6::DUID_KEY]);
-const ARCH_KEY: &str = "arch_map";
 
 /// The effective DHCP settings the running handlers follow: the file's subnets with the
 /// stored overrides and reservations, the IPv6 subnets, the architecture map.
@@ -329,21 +310,18 @@ pub struct RunningServers {
 /// The live DHCP administration. Shared by the API and the DHCP service.
 pub struct DhcpControl {
     base: DhcpConfig,
-    kv: Kv,
     reservations: Table<StoredReservation>,
     leases: Arc<tokio::sync::Mutex<LeaseDb>>,
     effective: tokio::sync::watch::Sender<Arc<DhcpEffective>>,
     running: tokio::sync::watch::Sender<Option<RunningServers>>,
-    overrides: RwLock<BTreeMap<String, SubnetOverride>>,
-    arch: RwLock<Option<BTreeMap<u16, String>>>,
+    subnets: Layer<Subnets4>,
+    arch: Layer<ArchMapSettings>,
     write: tokio::sync::Mutex<()>,
     events: Arc<EventBus>,
     v6: super::v6::control::Dhcp6Control,
 }
 
-fn key_of(cfg: &SubnetConfig) -> String {
-    cfg.cidr.trunc().to_string()
-}
+use super::settings::key4 as key_of;
 
 fn hostname(h: &str) -> Result<String> {
     let h = h.trim().to_ascii_lowercase();
@@ -367,37 +345,17 @@ pub(crate) fn interface_name<'a>(name: &'a str, at: &str) -> Result<&'a str> {
     Ok(i)
 }
 
-/// Checks an architecture map entry's boot file.
-fn check_boot_file(code: u32, f: &str) -> Result<()> {
-    let bad = |why: &str| Err(ServiceError::Invalid(format!("arch {code}: boot_file {f:?} {why}")));
-    if f.is_empty() || f.len() > 255 {
-        return bad("must be 1-255 bytes");
-    }
-    if f.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        return bad("must not contain spaces or control characters");
-    }
-    if f.contains("://") {
-        let lower = f.to_ascii_lowercase();
-        if !(lower.starts_with("http://") || lower.starts_with("https://")) || f.len() <= "https://".len() {
-            return bad("must be a file name or an http:// or https:// URL");
-        }
-        return Ok(());
-    }
-    if f.starts_with('/') || f.split(['/', '\\']).any(|c| c == ".." || c.is_empty()) {
-        return bad("must be a path inside the boot directory (no leading '/', no '..')");
-    }
-    Ok(())
-}
-
 impl DhcpControl {
     /// Opens the stored overrides and reservations and loads the leases.
     ///
     /// # Errors
     /// Store errors.
     pub async fn open(store: &Store, base: &DhcpConfig, events: Arc<EventBus>) -> Result<Arc<Self>> {
-        let kv = store.kv(SETTINGS_TREE)?;
-        let overrides = kv.get(SETTINGS_KEY)?.unwrap_or_default();
-        let arch = kv.get(ARCH_KEY)?;
+        let DhcpLayers {
+            subnets,
+            subnets6,
+            arch_map,
+        } = DhcpLayers::open(store, base)?;
         let mut leases = LeaseDb::load(store).await?;
         if store.watch_link().is_some() {
             // Several nodes may serve one pool: each searches it from its own point.
@@ -405,16 +363,15 @@ impl DhcpControl {
         }
         let control = Arc::new(Self {
             base: base.clone(),
-            kv,
             reservations: store.table()?,
             leases: Arc::new(tokio::sync::Mutex::new(leases)),
             effective: tokio::sync::watch::Sender::new(Arc::default()),
             running: tokio::sync::watch::Sender::new(None),
-            overrides: RwLock::new(overrides),
-            arch: RwLock::new(arch),
+            subnets,
+            arch: arch_map,
             write: tokio::sync::Mutex::new(()),
             events,
-            v6: super::v6::control::Dhcp6Control::open(store, &base.subnets6).await?,
+            v6: super::v6::control::Dhcp6Control::open(store, &base.subnets6, subnets6).await?,
         });
         control.apply()?;
         Ok(control)
@@ -467,11 +424,7 @@ impl DhcpControl {
         Ok(self.effective_subnets()?.iter().any(|s| s.mode != SubnetMode::Off) || self.v6.any_active())
     }
 
-    fn overrides(&self) -> BTreeMap<String, SubnetOverride> {
-        self.overrides.read().map(|g| g.clone()).unwrap_or_default()
-    }
-
-    fn effective_with(&self, overrides: &BTreeMap<String, SubnetOverride>) -> Result<Vec<SubnetConfig>> {
+    fn effective_with(&self, settings: &Subnets4) -> Result<Vec<SubnetConfig>> {
         let stored = self.reservations.list()?;
         Ok(self
             .base
@@ -480,16 +433,8 @@ impl DhcpControl {
             .map(|s| {
                 let mut c = s.clone();
                 let key = key_of(&c);
-                if let Some(o) = overrides.get(&key) {
-                    c.mode = o.mode.unwrap_or(c.mode);
-                    c.interface = o.interface.clone().unwrap_or(c.interface);
-                    c.server_address = o.server_address.or(c.server_address);
-                    c.range_start = o.range_start.or(c.range_start);
-                    c.range_end = o.range_end.or(c.range_end);
-                    c.router = o.router.or(c.router);
-                    c.dns = o.dns.clone().or(c.dns);
-                    c.lease_time_secs = o.lease_time_secs.unwrap_or(c.lease_time_secs);
-                    c.secure_boot = o.secure_boot.unwrap_or(c.secure_boot);
+                if let Some(o) = settings.0.get(&key) {
+                    o.apply_to(&mut c);
                 }
                 c.reservations
                     .extend(stored.iter().filter(|r| r.subnet == key).map(|r| Reservation {
@@ -507,16 +452,22 @@ impl DhcpControl {
     /// # Errors
     /// Store errors.
     pub fn effective_subnets(&self) -> Result<Vec<SubnetConfig>> {
-        self.effective_with(&self.overrides())
+        self.effective_with(&self.subnets.get())
     }
 
     /// The effective architecture map: the stored one, else `[dhcp.arch_map]` over the
     /// defaults.
     pub fn arch_map(&self) -> BTreeMap<u16, String> {
-        if let Some(m) = self.arch.read().ok().and_then(|g| g.clone()) {
-            return m;
-        }
-        self.base.arch_map().unwrap_or_else(|_| default_arch_map())
+        self.arch.get().arch_map
+    }
+
+    /// Where each DHCP setting's value came from (`<subnet>.<setting>` keys of the IPv4
+    /// and IPv6 subnets, and `arch_map`): the file, a default or the API.
+    pub fn sources(&self) -> BTreeMap<String, Source> {
+        let mut all = self.subnets.sources();
+        all.extend(self.v6.sources());
+        all.extend(self.arch.sources());
+        all
     }
 
     /// Pushes the stored reservations and settings into the running handler: called
@@ -602,10 +553,7 @@ impl DhcpControl {
     pub async fn update_settings(&self, patch: DhcpSettingsPatch) -> Result<(DhcpSettingsView, bool)> {
         let _w = self.write.lock().await;
         let before = self.settings()?;
-        let old_overrides = self.overrides();
-        let mut overrides = old_overrides.clone();
-        let effective_before = self.effective_subnets()?;
-        let mut restart = false;
+        let mut next = self.subnets.get();
         for p in patch.subnets {
             let Some(base) = self
                 .base
@@ -619,19 +567,14 @@ impl DhcpControl {
                     p.cidr
                 )));
             };
-            let cur = effective_before.iter().find(|c| key_of(c) == key_of(base));
-            let o = overrides.entry(key_of(base)).or_default();
+            let o = next.0.entry(key_of(base)).or_insert_with(|| SubnetSettings::of(base));
             if let Some(m) = p.mode {
-                restart |= cur.is_none_or(|c| c.mode != m);
-                o.mode = Some(m);
+                o.mode = m;
             }
             if let Some(i) = &p.interface {
-                let i = interface_name(i, &format!("subnet {}", base.cidr))?;
-                restart |= cur.is_none_or(|c| c.interface != i);
-                o.interface = Some(i.to_string());
+                o.interface = interface_name(i, &format!("subnet {}", base.cidr))?.to_string();
             }
             if p.server_address.is_some() {
-                restart |= cur.is_none_or(|c| c.server_address != p.server_address);
                 o.server_address = p.server_address;
             }
             o.range_start = p.range_start.or(o.range_start);
@@ -640,26 +583,26 @@ impl DhcpControl {
             if p.dns.is_some() {
                 o.dns = p.dns;
             }
-            o.lease_time_secs = p.lease_time_secs.or(o.lease_time_secs);
-            o.secure_boot = p.secure_boot.or(o.secure_boot);
+            o.lease_time_secs = p.lease_time_secs.unwrap_or(o.lease_time_secs);
+            o.secure_boot = p.secure_boot.unwrap_or(o.secure_boot);
         }
-        let candidate = DhcpConfig {
-            subnets: self.effective_with(&overrides)?,
-            subnets6: Vec::new(),
-            arch_map: BTreeMap::new(),
-        };
-        candidate
+        let next6 = self.v6.patched(patch.subnets6)?;
+        // Both halves are checked before either is stored.
+        let problems: Vec<String> = next
             .validate()
-            .map_err(|e| ServiceError::Invalid(format!("{e:#}")))?;
-        let (restart6, changed6) = self.v6.update(patch.subnets6).await?;
-        restart |= restart6;
-        self.kv.put(SETTINGS_KEY, &overrides).await?;
-        if let Ok(mut g) = self.overrides.write() {
-            *g = overrides;
+            .into_iter()
+            .chain(next6.validate())
+            .map(|p| p.message)
+            .collect();
+        if let Some(first) = problems.first() {
+            return Err(ServiceError::Invalid(first.clone()));
         }
+        let change4 = self.subnets.set(next).await?;
+        let change6 = self.v6.set(next6).await?;
+        let restart = !change4.applied.restarted.is_empty() || !change6.applied.restarted.is_empty();
         self.apply()?;
         let after = self.settings()?;
-        if changed6 || old_overrides != self.overrides() {
+        if !change4.changed.is_empty() || !change6.changed.is_empty() {
             self.events.publish(NewEvent::write(
                 EventKind::DhcpSettingsChanged,
                 "settings",
@@ -690,16 +633,13 @@ impl DhcpControl {
             let code = u16::try_from(e.arch_code).map_err(|_| {
                 ServiceError::Invalid(format!("arch_code {} must be 0-65535 (RFC 4578 §2.1)", e.arch_code))
             })?;
-            check_boot_file(e.arch_code, e.boot_file.trim())?;
+            check_boot_file(e.arch_code, e.boot_file.trim()).map_err(ServiceError::Invalid)?;
             if out.insert(code, e.boot_file.trim().to_string()).is_some() {
                 return Err(ServiceError::Invalid(format!("arch_code {code} appears twice")));
             }
         }
         let before = arch_view(&self.arch_map());
-        self.kv.put(ARCH_KEY, &out).await?;
-        if let Ok(mut g) = self.arch.write() {
-            *g = Some(out.clone());
-        }
+        self.arch.set(ArchMapSettings { arch_map: out.clone() }).await?;
         self.apply()?;
         self.events.publish(NewEvent::write(
             EventKind::DhcpArchmapChanged,

@@ -15,6 +15,7 @@ pub mod handler;
 pub use bootlane_core::leases;
 pub mod packet;
 pub mod server;
+pub mod settings;
 pub mod v6;
 
 use std::{collections::BTreeSet, sync::Arc};

@@ -10,11 +10,7 @@
 //!
 //! State: the stored overrides (cached), the lease database, the server DUID.
 
-use std::{
-    collections::BTreeMap,
-    net::Ipv6Addr,
-    sync::{Arc, RwLock},
-};
+use std::{collections::BTreeMap, net::Ipv6Addr, sync::Arc};
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -23,27 +19,15 @@ use super::leases::{Lease6, Lease6Db};
 use crate::dhcp::{
     config::{Subnet6Config, SubnetMode},
     leases::now_secs,
+    settings::{Subnet6Settings, Subnets6},
 };
 use bootlane_core::{
     service_error::ServiceError,
-    store::{Kv, Store},
+    settings::{Change, Layer, Source},
+    store::Store,
 };
 
 type Result<T, E = ServiceError> = std::result::Result<T, E>;
-
-const OVERRIDES_KEY: &str = "subnet6_overrides";
-
-/// Stored per-subnet overrides over the file's `[[dhcp.subnets6]]`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-struct Override6 {
-    mode: Option<SubnetMode>,
-    interface: Option<String>,
-    server_address: Option<Ipv6Addr>,
-    range_start: Option<Ipv6Addr>,
-    range_end: Option<Ipv6Addr>,
-    dns: Option<Vec<Ipv6Addr>>,
-    lease_time_secs: Option<u32>,
-}
 
 /// One IPv6 subnet in `PUT /services/dhcp` (`subnets6`): `prefix` names a subnet of the
 /// configuration file; the other fields change it. A GET answer can be PUT back.
@@ -105,28 +89,25 @@ pub struct Subnet6View {
 /// The IPv6 half of the live DHCP administration.
 pub struct Dhcp6Control {
     base: Vec<Subnet6Config>,
-    kv: Kv,
-    overrides: RwLock<BTreeMap<String, Override6>>,
+    subnets: Layer<Subnets6>,
     leases: Arc<tokio::sync::Mutex<Lease6Db>>,
     duid: Vec<u8>,
 }
 
-fn key_of(c: &Subnet6Config) -> String {
-    c.prefix.trunc().to_string()
-}
+use crate::dhcp::settings::key6 as key_of;
 
 impl Dhcp6Control {
-    /// Opens the stored overrides, the server DUID and the DHCPv6 leases.
+    /// Opens the server DUID and the DHCPv6 leases; `subnets` is the settings layer of the
+    /// IPv6 subnets ([`crate::dhcp::settings::DhcpLayers`]).
     ///
     /// # Errors
     /// Store errors.
-    pub async fn open(store: &Store, base: &[Subnet6Config]) -> Result<Self> {
+    pub async fn open(store: &Store, base: &[Subnet6Config], subnets: Layer<Subnets6>) -> Result<Self> {
         let kv = store.kv(crate::dhcp::control::SETTINGS_TREE)?;
         Ok(Self {
             base: base.to_vec(),
-            overrides: RwLock::new(kv.get(OVERRIDES_KEY)?.unwrap_or_default()),
+            subnets,
             duid: super::server_duid(&kv).await?,
-            kv,
             leases: Arc::new(tokio::sync::Mutex::new(Lease6Db::load(store).await?)),
         })
     }
@@ -155,32 +136,27 @@ impl Dhcp6Control {
         self.leases.clone()
     }
 
-    fn overrides(&self) -> BTreeMap<String, Override6> {
-        self.overrides.read().map(|g| g.clone()).unwrap_or_default()
-    }
-
-    fn effective_with(&self, overrides: &BTreeMap<String, Override6>) -> Vec<Subnet6Config> {
+    fn effective_with(&self, settings: &Subnets6) -> Vec<Subnet6Config> {
         self.base
             .iter()
             .map(|s| {
                 let mut c = s.clone();
-                if let Some(o) = overrides.get(&key_of(s)) {
-                    c.mode = o.mode.unwrap_or(c.mode);
-                    c.interface = o.interface.clone().unwrap_or(c.interface);
-                    c.server_address = o.server_address.or(c.server_address);
-                    c.range_start = o.range_start.or(c.range_start);
-                    c.range_end = o.range_end.or(c.range_end);
-                    c.dns = o.dns.clone().or(c.dns);
-                    c.lease_time_secs = o.lease_time_secs.unwrap_or(c.lease_time_secs);
+                if let Some(o) = settings.0.get(&key_of(s)) {
+                    o.apply_to(&mut c);
                 }
                 c
             })
             .collect()
     }
 
+    /// Where each IPv6 subnet setting's value came from (`<prefix>.<setting>` keys).
+    pub fn sources(&self) -> BTreeMap<String, Source> {
+        self.subnets.sources()
+    }
+
     /// The effective IPv6 subnets: the file's with stored overrides.
     pub fn effective(&self) -> Vec<Subnet6Config> {
-        self.effective_with(&self.overrides())
+        self.effective_with(&self.subnets.get())
     }
 
     /// True when any effective IPv6 subnet is in `server` or `proxy` mode.
@@ -210,17 +186,13 @@ impl Dhcp6Control {
             .collect()
     }
 
-    /// Validates and stores `patches` (the caller publishes the effective settings).
-    /// Returns whether new sockets are needed (mode, interface or server address changed)
-    /// and whether anything changed.
+    /// The IPv6 subnets' settings with `patches` applied (not checked nor stored: see
+    /// [`Dhcp6Control::set`]).
     ///
     /// # Errors
-    /// Invalid (unknown prefix, a value the file would refuse), store errors.
-    pub async fn update(&self, patches: Vec<Subnet6Patch>) -> Result<(bool, bool)> {
-        let old = self.overrides();
-        let mut overrides = old.clone();
-        let before = self.effective();
-        let mut restart = false;
+    /// Invalid: a prefix not in the configuration file, a bad interface name.
+    pub fn patched(&self, patches: Vec<Subnet6Patch>) -> Result<Subnets6> {
+        let mut next = self.subnets.get();
         for p in patches {
             let want = p.prefix.trim();
             let Some(base) = self
@@ -233,19 +205,14 @@ impl Dhcp6Control {
                      [[dhcp.subnets6]] entry and a restart"
                 )));
             };
-            let cur = before.iter().find(|c| key_of(c) == key_of(base));
-            let o = overrides.entry(key_of(base)).or_default();
+            let o = next.0.entry(key_of(base)).or_insert_with(|| Subnet6Settings::of(base));
             if let Some(m) = p.mode {
-                restart |= cur.is_none_or(|c| c.mode != m);
-                o.mode = Some(m);
+                o.mode = m;
             }
             if let Some(i) = &p.interface {
-                let i = crate::dhcp::control::interface_name(i, &format!("IPv6 subnet {want}"))?;
-                restart |= cur.is_none_or(|c| c.interface != i);
-                o.interface = Some(i.to_string());
+                o.interface = crate::dhcp::control::interface_name(i, &format!("IPv6 subnet {want}"))?.to_string();
             }
             if p.server_address.is_some() {
-                restart |= cur.is_none_or(|c| c.server_address != p.server_address);
                 o.server_address = p.server_address;
             }
             o.range_start = p.range_start.or(o.range_start);
@@ -253,20 +220,19 @@ impl Dhcp6Control {
             if p.dns.is_some() {
                 o.dns = p.dns;
             }
-            o.lease_time_secs = p.lease_time_secs.or(o.lease_time_secs);
+            o.lease_time_secs = p.lease_time_secs.unwrap_or(o.lease_time_secs);
         }
-        for (i, c) in self.effective_with(&overrides).iter().enumerate() {
-            c.validate(&format!("subnets6 #{} ({})", i + 1, c.prefix))
-                .map_err(|e| ServiceError::Invalid(format!("{e:#}")))?;
-        }
-        if overrides == old {
-            return Ok((false, false));
-        }
-        self.kv.put(OVERRIDES_KEY, &overrides).await?;
-        if let Ok(mut g) = self.overrides.write() {
-            *g = overrides;
-        }
-        Ok((restart, true))
+        Ok(next)
+    }
+
+    /// Validates and stores the IPv6 subnets' settings through their settings layer (the
+    /// caller publishes the effective settings and restarts the service when the answer
+    /// names it).
+    ///
+    /// # Errors
+    /// Invalid (every problem, each naming the subnet), store errors.
+    pub async fn set(&self, next: Subnets6) -> Result<Change<Subnets6>> {
+        self.subnets.set(next).await
     }
 
     /// Every DHCPv6 lease, in id order.
