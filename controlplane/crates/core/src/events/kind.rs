@@ -429,12 +429,19 @@ impl EventKind {
         self.get_documentation().unwrap_or_default()
     }
 
-    /// The Markdown table of every kind the book's events chapter holds (checked by a
-    /// test, which prints it when the chapter drifts).
+    /// The Markdown table of every kind the book's events chapter holds, with the type of
+    /// its `data` ([`super::data::SHAPES`]; checked by a test, which prints it when the
+    /// chapter drifts).
     pub fn markdown_table() -> String {
-        let mut out = String::from("| Kind | What happened (`data`) |\n|---|---|\n");
-        for k in Self::ALL {
-            out.push_str(&format!("| `{}` | {} |\n", k.as_str(), k.description().trim()));
+        let mut out = String::from("| Kind | What happened (`data`) | `data` type |\n|---|---|---|\n");
+        for &k in Self::ALL {
+            let shapes: Vec<String> = super::data::shapes_of(k).map(|s| format!("`{s}`")).collect();
+            out.push_str(&format!(
+                "| `{}` | {} | {} |\n",
+                k.as_str(),
+                k.description().trim(),
+                shapes.join(", ")
+            ));
         }
         out
     }
