@@ -37,14 +37,14 @@ pub use dhcp::{Dhcp6LeaseChanged, DhcpLeaseBound, DhcpLeaseEnded, DhcpLeaseHeld}
 pub use install::{
     AnswerSettingsUpdated, AnswerTemplateChanged, BaselineChanged, ImportedId, ImportedResource, InstallTaskChanged,
     InstallTaskReport, InstallTaskStateChanged, InstallTokenRefused, NetbootCacheFetchFailed, NetbootCacheFilled,
-    NetbootOverlay, ScriptChanged, ScriptRun, StoreItemImported,
+    NetbootOverlay, ScriptChanged, ScriptRunReported, StoreItemImported,
 };
 pub use machines::{
     BmcBootDeviceSet, BmcBootReport, BmcConfigImported, BmcPowerChanged, BmcPowerFailed, BmcPowerRequested,
     WolHistoryCleared, WolScheduleFired, WolScheduleMissed, WolWake,
 };
 pub use media::{
-    ExtractedTree, ImageDetection, ImageKernel, ImageProgress, NfsApplyFailed, NfsExport, NfsExports,
+    ExtractedTree, ImageDetection, ImageKernel, ImageProgress, NfsApplyFailed, NfsExport, NfsExports, NfsUpdated,
     OsImageExtraction, OsImageInspected,
 };
 pub use system::{
@@ -136,7 +136,6 @@ impl EventData for Write {
         EventKind::HostCreated,
         EventKind::HostDeleted,
         EventKind::HostUpdated,
-        EventKind::NfsUpdated,
         EventKind::OsImageDeleted,
         EventKind::OsImageUpdated,
         EventKind::OsImageUploaded,
@@ -193,11 +192,12 @@ shapes![
     NetbootCacheFilled,
     NetbootOverlay,
     NfsApplyFailed,
+    NfsUpdated,
     OsImageExtraction,
     OsImageInspected,
     ImageProgress,
     ScriptChanged,
-    ScriptRun,
+    ScriptRunReported,
     ServiceFailed,
     ServiceStarted,
     StoreDisconnected,

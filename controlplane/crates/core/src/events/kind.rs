@@ -246,7 +246,7 @@ pub enum EventKind {
     /// The NFS exports could not be applied {error, wanted}.
     #[strum(serialize = "nfs.apply.failed")]
     NfsApplyFailed,
-    /// The NFS exports changed (write).
+    /// The NFS settings changed (a write: {action, before, after} with `applied`, whether `exportfs` ran).
     #[strum(serialize = "nfs.updated")]
     NfsUpdated,
     /// An OS image was deleted (write).

@@ -130,7 +130,7 @@ impl EventData for BaselineChanged {
 /// `script.run.succeeded|failed`: a machine reported running a script.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ScriptRun {
+pub struct ScriptRunReported {
     /// The machine's MAC, lower-case colon form.
     pub mac: String,
     /// The registered host with that MAC, else `null`.
@@ -147,7 +147,7 @@ pub struct ScriptRun {
     pub report_id: u64,
 }
 
-impl EventData for ScriptRun {
+impl EventData for ScriptRunReported {
     const KINDS: &'static [EventKind] = &[EventKind::ScriptRunFailed, EventKind::ScriptRunSucceeded];
 }
 
@@ -378,7 +378,7 @@ mod tests {
         for host_id in [Some(4u64), None] {
             let (task_id, exit_code, duration_ms, report_id) = (7u64, -1i32, 1500u64, 99u64);
             same_json(
-                &ScriptRun {
+                &ScriptRunReported {
                     mac: "52:54:00:77:00:07".into(),
                     host_id,
                     task_id,

@@ -1,6 +1,6 @@
 //! The `data` of OS image events (inspection, extraction, upload and extraction progress)
-//! and of NFS exports that could not be applied. Image uploads, changes and deletions and
-//! NFS changes are [`Write`](super::Write)s; mounting and unmounting carry no data.
+//! and of NFS exports changed or not applied. Image uploads, changes and deletions are
+//! [`Write`](super::Write)s; mounting and unmounting carry no data.
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -126,7 +126,27 @@ impl EventData for NfsApplyFailed {
     const KINDS: &'static [EventKind] = &[EventKind::NfsApplyFailed];
 }
 
-/// NFS settings ([`NfsApplyFailed::wanted`]), as `GET /nfs` shows them.
+/// `nfs.updated`: the NFS settings changed. Shaped as a write (`action`, `before`, `after`),
+/// so it goes into the audit log, with whether the exports were applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NfsUpdated {
+    /// Always `update`.
+    pub action: String,
+    /// The settings before.
+    pub before: NfsExports,
+    /// The settings after.
+    pub after: NfsExports,
+    /// True when the exports were applied (`exportfs` ran); false when only stored because
+    /// `exportfs` is missing.
+    pub applied: bool,
+}
+
+impl EventData for NfsUpdated {
+    const KINDS: &'static [EventKind] = &[EventKind::NfsUpdated];
+}
+
+/// NFS settings ([`NfsApplyFailed::wanted`], [`NfsUpdated`]), as `GET /nfs` shows them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NfsExports {
@@ -278,6 +298,36 @@ mod tests {
                 wanted: NfsExports::default(),
             },
             json!({"error": "e", "wanted": {"enabled": false, "exports": []}}),
+        );
+    }
+
+    #[test]
+    fn an_nfs_change_writes_what_the_nfs_service_wrote() {
+        // NewEvent::write(NfsUpdated, .., "update", .., Some(&before), Some(&new)), then
+        // `applied` added to its data.
+        let before = json!({"enabled": false, "exports": []});
+        let after = json!({"enabled": true, "exports": [{"path": "", "clients": ["10.0.0.7"],
+            "options": ["ro"], "comment": "lab"}]});
+        let mut old = json!({"action": "update", "before": before, "after": after});
+        if let serde_json::Value::Object(m) = &mut old {
+            m.insert("applied".into(), true.into());
+        }
+        same_json(
+            &NfsUpdated {
+                action: "update".into(),
+                before: NfsExports::default(),
+                after: NfsExports {
+                    enabled: true,
+                    exports: vec![NfsExport {
+                        path: String::new(),
+                        clients: vec!["10.0.0.7".into()],
+                        options: vec!["ro".into()],
+                        comment: "lab".into(),
+                    }],
+                },
+                applied: true,
+            },
+            old,
         );
     }
 }
