@@ -202,12 +202,6 @@ impl NewEvent {
         self
     }
 
-    /// Sets `data`.
-    pub fn data(mut self, data: serde_json::Value) -> Self {
-        self.data = data;
-        self
-    }
-
     /// Sets `data` from its typed shape (see [`EventData`]), the only way to set it; in
     /// debug builds, panics when `D` is not a shape of this event's kind.
     pub fn with<D: EventData>(mut self, data: &D) -> Self {
