@@ -227,7 +227,7 @@ mod tests {
         let why = String::new();
         same_json(&StoreDisconnected { error: why.clone() }, json!({ "error": why }));
         // system.rs: json!({ "bytes": bytes.len() }).
-        let bytes = vec![0u8; 42];
+        let bytes = [0u8; 42];
         same_json(&BackupCreated { bytes: 42 }, json!({ "bytes": bytes.len() }));
         assert_eq!(
             serde_json::to_value(RelayTruncated::default()).unwrap(),
