@@ -65,7 +65,7 @@ pub async fn build(
         events.publish(
             bootlane_core::events::NewEvent::new(kind, summary)
                 .resource("dataplane", "xdp")
-                .data(serde_json::to_value(&xdp).unwrap_or_default()),
+                .with(&xdp.event_data()),
         );
     }
     let dns = DnsService::open(&dns_cfg, &store, dataplane, events.clone(), token.clone()).await?;

@@ -72,7 +72,7 @@ pub fn report_link(store: &Store, events: Arc<EventBus>, token: CancellationToke
                     bootlane_core::events::EventKind::StoreDisconnected,
                     format!("the shared store is unreachable ({why}); answering from the last state, writes fail"),
                 )
-                .data(serde_json::json!({"error": why}))
+                .with(&bootlane_core::events::StoreDisconnected { error: why })
             };
             events.publish(ev);
         }
@@ -176,7 +176,7 @@ fn relay_payloads(node: &str, events: &[Arc<Event>]) -> Vec<String> {
         };
         if one.len() > room {
             let slim = Event {
-                data: serde_json::json!({"truncated": true}),
+                data: serde_json::to_value(bootlane_core::events::RelayTruncated::default()).unwrap_or_default(),
                 ..(**e).clone()
             };
             match serde_json::to_string(&slim) {
@@ -278,10 +278,15 @@ mod tests {
                 ))
             })
             .collect();
-        let long = bus.publish(
-            bootlane_core::events::NewEvent::new(bootlane_core::events::EventKind::SettingsChanged, "s")
-                .data(serde_json::json!({"after": "x".repeat(9000)})),
-        );
+        let long = bus.publish(bootlane_core::events::NewEvent::write(
+            bootlane_core::events::EventKind::SettingsChanged,
+            "settings",
+            "general",
+            "update",
+            "s",
+            None::<&()>,
+            Some(&"x".repeat(9000)),
+        ));
         let mut all = short.clone();
         all.push(long.clone());
         let payloads = relay_payloads("node-a", &all);

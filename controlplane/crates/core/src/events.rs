@@ -15,9 +15,11 @@
 //!
 //! Kinds and shapes: a publisher names its event's kind with an [`EventKind`] variant
 //! (`events/kind.rs`); the event keeps the dotted wire name as a string, so an event of a
-//! kind this version does not know, relayed by a newer node, passes through unchanged. The
-//! frequent fixed `data` shapes are structs ([`EventData`], `events/data.rs`) given to
-//! [`NewEvent::with`]; writes carry `{action, before, after}` ([`NewEvent::write`]).
+//! kind this version does not know, relayed by a newer node, passes through unchanged. Every
+//! kind's `data` has a type ([`EventData`], `events/data.rs` and its submodules by domain)
+//! given to [`NewEvent::with`]; writes carry [`Write`] (`{action, before, after}`, built by
+//! [`NewEvent::write`]) and kinds without data ([`NoData`]) are published with
+//! [`NewEvent::new`] alone. Publishers cannot set untyped JSON.
 //!
 //! Who did it: the API's session layer runs each request inside [`with_actor`], and
 //! [`EventBus::publish`] reads that task-local [`Actor`] (user name and client address),
@@ -55,9 +57,7 @@ use crate::{
 mod data;
 mod kind;
 
-pub use data::{
-    BootFileServed, EventData, IpxeServed, MenuServed, ServiceFailed, ServiceStarted, TftpRefused, TftpTransfer,
-};
+pub use data::*;
 pub use kind::EventKind;
 
 /// `[events]`: retention of the event history and of the audit log.
@@ -175,8 +175,9 @@ pub struct NewEvent {
     pub resource_id: Option<String>,
     /// One sentence.
     pub summary: String,
-    /// Details.
-    pub data: serde_json::Value,
+    /// Details, set from the kind's [`EventData`] shape ([`NewEvent::with`],
+    /// [`NewEvent::write`]); `null` until then.
+    data: serde_json::Value,
     /// Network client for events caused by a client rather than an API user.
     pub remote_addr: Option<String>,
 }
@@ -201,22 +202,17 @@ impl NewEvent {
         self
     }
 
-    /// Sets `data`.
-    pub fn data(mut self, data: serde_json::Value) -> Self {
-        self.data = data;
-        self
-    }
-
-    /// Sets `data` from its typed shape (see [`EventData`]); in debug builds, panics when
-    /// `D` is not a shape of this event's kind.
-    pub fn with<D: EventData>(self, data: &D) -> Self {
+    /// Sets `data` from its typed shape (see [`EventData`]), the only way to set it; in
+    /// debug builds, panics when `D` is not a shape of this event's kind.
+    pub fn with<D: EventData>(mut self, data: &D) -> Self {
         debug_assert!(
             D::KINDS.contains(&self.kind),
             "{} does not carry {}",
             self.kind,
             std::any::type_name::<D>()
         );
-        self.data(serde_json::to_value(data).unwrap_or_default())
+        self.data = serde_json::to_value(data).unwrap_or_default();
+        self
     }
 
     /// Sets the network client's address.
@@ -225,8 +221,10 @@ impl NewEvent {
         self
     }
 
-    /// A write of `resource` `id` (`action` is `create`/`update`/`delete`/...): `data`
-    /// holds `action`, `before` and `after`, and the event is copied into the audit log.
+    /// A write of `resource` `id` (`action` is `create`/`update`/`delete`/...): `data` is
+    /// [`Write`] (`action`, `before` and `after`, `null` for a missing one), and the event is
+    /// copied into the audit log. In debug builds, panics when `kind` is not a write kind
+    /// ([`Write::KINDS`]).
     pub fn write<B: Serialize, A: Serialize>(
         kind: EventKind,
         resource: &str,
@@ -237,11 +235,11 @@ impl NewEvent {
         after: Option<&A>,
     ) -> Self {
         let j = |v: Option<serde_json::Value>| v.unwrap_or(serde_json::Value::Null);
-        Self::new(kind, summary).resource(resource, id).data(serde_json::json!({
-            "action": action,
-            "before": j(before.and_then(|b| serde_json::to_value(b).ok())),
-            "after": j(after.and_then(|a| serde_json::to_value(a).ok())),
-        }))
+        Self::new(kind, summary).resource(resource, id).with(&Write {
+            action: action.to_string(),
+            before: j(before.and_then(|b| serde_json::to_value(b).ok())),
+            after: j(after.and_then(|a| serde_json::to_value(a).ok())),
+        })
     }
 }
 

@@ -192,7 +192,9 @@ pub async fn backup(
             bootlane_core::events::EventKind::SystemBackupCreated,
             format!("backup taken: {} bytes", bytes.len()),
         )
-        .data(serde_json::json!({ "bytes": bytes.len() })),
+        .with(&bootlane_core::events::BackupCreated {
+            bytes: bytes.len() as u64,
+        }),
     );
     Ok((
         [

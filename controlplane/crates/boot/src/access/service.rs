@@ -32,7 +32,7 @@ use super::{
     AccessConfig, Mode,
 };
 use bootlane_core::{
-    events::{EventBus, EventKind, NewEvent},
+    events::{wire_name, AccessRefused, EventBus, EventKind, NewEvent},
     leases::LeaseDb,
     net::types::MacAddr,
     service_error::{short_text, ServiceError},
@@ -525,17 +525,6 @@ impl AccessService {
         let Some(held) = limiter.admit(&key, Instant::now()) else {
             return;
         };
-        let mut data = serde_json::json!({
-            "mac": s.mac.map(|m| m.to_string()),
-            "ip": s.ip.map(|i| i.to_string()),
-            "protocol": s.protocol,
-            "arch": s.arch,
-            "vendor_class": s.vendor_class,
-            "suppressed": held,
-        });
-        if let (Some(d), Ok(serde_json::Value::Object(r))) = (data.as_object_mut(), serde_json::to_value(s.reason)) {
-            d.extend(r);
-        }
         let mut summary = format!(
             "{} request from {key} refused: {}",
             s.protocol.as_str(),
@@ -546,7 +535,7 @@ impl AccessService {
         }
         let mut e = NewEvent::new(EventKind::AccessRefused, summary)
             .resource(if s.mac.is_some() { "device" } else { "address" }, &key)
-            .data(data);
+            .with(&refused_data(s, held));
         if let Some(ip) = s.ip {
             e = e.remote(ip);
         }
@@ -573,6 +562,23 @@ impl AccessService {
                 }
             }
         });
+    }
+}
+
+/// The `data` of `access.refused` for `s`, with `held` refusals suppressed since the last.
+fn refused_data(s: &Sighting, held: u64) -> AccessRefused {
+    AccessRefused {
+        mac: s.mac.map(|m| m.to_string()),
+        ip: s.ip,
+        protocol: wire_name(&s.protocol),
+        arch: s.arch,
+        vendor_class: s.vendor_class.clone(),
+        suppressed: held,
+        reason: s.reason.label().to_string(),
+        entry: match s.reason {
+            Reason::Blacklisted { entry } => Some(entry),
+            Reason::NotWhitelisted | Reason::UnknownClient => None,
+        },
     }
 }
 
@@ -818,5 +824,51 @@ mod tests {
         assert_eq!(refused[0].data["reason"], "not_whitelisted");
         assert_eq!(refused[0].data["protocol"], "dhcp");
         assert_eq!(refused[0].data["mac"], "52:54:00:77:00:42");
+    }
+
+    /// What the service built before the data had a type.
+    fn old_refused_data(s: &Sighting, held: u64) -> serde_json::Value {
+        let mut data = serde_json::json!({
+            "mac": s.mac.map(|m| m.to_string()),
+            "ip": s.ip.map(|i| i.to_string()),
+            "protocol": s.protocol,
+            "arch": s.arch,
+            "vendor_class": s.vendor_class,
+            "suppressed": held,
+        });
+        if let (Some(d), Ok(serde_json::Value::Object(r))) = (data.as_object_mut(), serde_json::to_value(s.reason)) {
+            d.extend(r);
+        }
+        data
+    }
+
+    #[test]
+    fn the_refusal_data_is_what_it_was_for_every_reason_and_protocol() {
+        for protocol in [
+            Protocol::Dhcp,
+            Protocol::ProxyDhcp,
+            Protocol::Tftp,
+            Protocol::Http,
+            Protocol::Ipxe,
+        ] {
+            for reason in [
+                Reason::Blacklisted { entry: 12 },
+                Reason::NotWhitelisted,
+                Reason::UnknownClient,
+            ] {
+                let mut s = sighting("52:54:00:aa:00:01", "10.0.0.7", protocol);
+                s.reason = reason;
+                if reason == Reason::UnknownClient {
+                    s.mac = None;
+                }
+                for held in [0, 3] {
+                    assert_eq!(
+                        serde_json::to_value(refused_data(&s, held)).unwrap(),
+                        old_refused_data(&s, held),
+                        "{protocol:?} {reason:?}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -48,7 +48,7 @@ pub enum EventKind {
     /// Access control: the mode (off, blacklist, whitelist) changed (write).
     #[strum(serialize = "access.mode.changed")]
     AccessModeChanged,
-    /// A client was refused {mac, ip, protocol, reason (blacklisted, not_whitelisted, unknown_client), arch, vendor_class, suppressed}; at most one per device per minute.
+    /// A client was refused {mac, ip, protocol, reason (blacklisted, not_whitelisted, unknown_client), entry (blacklisted only), arch, vendor_class, suppressed}; at most one per device per minute.
     #[strum(serialize = "access.refused")]
     AccessRefused,
     /// A record of the unauthorised-clients list was deleted (write).
@@ -114,7 +114,7 @@ pub enum EventKind {
     /// A boot file was served over HTTP {file, bytes, status} (and `image` from a mounted OS image).
     #[strum(serialize = "boot.file.served")]
     BootFileServed,
-    /// A generated GRUB menu was served.
+    /// A generated GRUB menu was served {file, mac, profile, host, protocol}.
     #[strum(serialize = "boot.grub.served")]
     BootGrubServed,
     /// An iPXE script was served {mac, profile, host}, or an install task's {mac, install_task}.
@@ -123,7 +123,7 @@ pub enum EventKind {
     /// The iPXE script template was changed or reset (write).
     #[strum(serialize = "boot.ipxe_script.updated")]
     BootIpxeScriptUpdated,
-    /// A generated PXELINUX menu was served.
+    /// A generated PXELINUX menu was served {file, mac, profile, host, protocol}.
     #[strum(serialize = "boot.pxelinux.served")]
     BootPxelinuxServed,
     /// The XDP fast path attached (at start, or when DNS or its interfaces change); `data` is the XDP status.
@@ -153,7 +153,7 @@ pub enum EventKind {
     /// A client released its DHCPv4 lease {mac, ip, subnet}.
     #[strum(serialize = "dhcp.lease.released")]
     DhcpLeaseReleased,
-    /// A DHCPv4 lease was renewed {mac, ip, subnet, hostname, lease_time_secs, state} (`degraded` when the shared store was unreachable).
+    /// A DHCPv4 lease was renewed {mac, ip, subnet, hostname, lease_time_secs, state}, or answered from memory while the shared store was unreachable {mac, ip, subnet, lease_time_secs, state, degraded}.
     #[strum(serialize = "dhcp.lease.renewed")]
     DhcpLeaseRenewed,
     /// Expired DHCPv4 leases were pruned through the API (write).
@@ -219,10 +219,10 @@ pub enum EventKind {
     /// An install task was deleted {id, mac, state, reason}.
     #[strum(serialize = "install.task.deleted")]
     InstallTaskDeleted,
-    /// An installer reported on its task (progress, log line, result).
+    /// An installer reported on its task (progress, log line, result) {id, mac, kind, message}.
     #[strum(serialize = "install.task.report")]
     InstallTaskReport,
-    /// An install task changed state.
+    /// An install task changed state {id, mac, from, state, reason}.
     #[strum(serialize = "install.task.state")]
     InstallTaskState,
     /// An install task was changed {id, mac, state, reason}.
@@ -246,19 +246,19 @@ pub enum EventKind {
     /// The NFS exports could not be applied {error, wanted}.
     #[strum(serialize = "nfs.apply.failed")]
     NfsApplyFailed,
-    /// The NFS exports changed (write).
+    /// The NFS settings changed (a write: {action, before, after} with `applied`, whether `exportfs` ran).
     #[strum(serialize = "nfs.updated")]
     NfsUpdated,
     /// An OS image was deleted (write).
     #[strum(serialize = "os_image.deleted")]
     OsImageDeleted,
-    /// An OS image could not be extracted.
+    /// An OS image could not be extracted {extracted, extract_error}.
     #[strum(serialize = "os_image.extract.failed")]
     OsImageExtractFailed,
-    /// An OS image's extraction progressed.
+    /// An OS image's extraction progressed {bytes, total, percent} (every 5 %).
     #[strum(serialize = "os_image.extract.progress")]
     OsImageExtractProgress,
-    /// An OS image was extracted into its tree.
+    /// An OS image was extracted into its tree {extracted, extract_error}.
     #[strum(serialize = "os_image.extracted")]
     OsImageExtracted,
     /// An OS image failed inspection {state, reason, detection}.
@@ -303,10 +303,10 @@ pub enum EventKind {
     /// A post-install script was rolled back to an earlier version {name, type, version}.
     #[strum(serialize = "script.rolled_back")]
     ScriptRolledBack,
-    /// A machine reported a failed script run.
+    /// A machine reported a failed script run {mac, host_id, task_id, script, exit_code, duration_ms, report_id}.
     #[strum(serialize = "script.run.failed")]
     ScriptRunFailed,
-    /// A machine reported a successful script run.
+    /// A machine reported a successful script run {mac, host_id, task_id, script, exit_code, duration_ms, report_id}.
     #[strum(serialize = "script.run.succeeded")]
     ScriptRunSucceeded,
     /// A post-install script was changed {name, type, version}.
@@ -333,7 +333,7 @@ pub enum EventKind {
     /// The shared PostgreSQL store became unreachable {error}.
     #[strum(serialize = "store.disconnected")]
     StoreDisconnected,
-    /// An item of the community catalog was imported.
+    /// An item of the community catalog was imported {type, id, source, sha256, installed}.
     #[strum(serialize = "store.item.imported")]
     StoreItemImported,
     /// A backup was taken {bytes}.
@@ -351,16 +351,16 @@ pub enum EventKind {
     /// A TFTP transfer timed out {file, client, bytes, duration_ms, outcome} or was refused {file, client, error, code}.
     #[strum(serialize = "tftp.transfer.failed")]
     TftpTransferFailed,
-    /// A downloaded update was verified and kept.
+    /// A downloaded update was verified and kept {version, size, sha256, path}.
     #[strum(serialize = "update.download.completed")]
     UpdateDownloadCompleted,
-    /// An update download was refused; nothing was kept.
+    /// An update download was refused; nothing was kept {version, url, reason}.
     #[strum(serialize = "update.download.failed")]
     UpdateDownloadFailed,
-    /// An update download progressed.
+    /// An update download progressed {version, received, size, percent} (every 5 %).
     #[strum(serialize = "update.download.progress")]
     UpdateDownloadProgress,
-    /// An update download started.
+    /// An update download started {version, url, size}.
     #[strum(serialize = "update.download.started")]
     UpdateDownloadStarted,
     /// A user was created (write; no password or hash).
@@ -429,12 +429,19 @@ impl EventKind {
         self.get_documentation().unwrap_or_default()
     }
 
-    /// The Markdown table of every kind the book's events chapter holds (checked by a
-    /// test, which prints it when the chapter drifts).
+    /// The Markdown table of every kind the book's events chapter holds, with the type of
+    /// its `data` ([`super::data::SHAPES`]; checked by a test, which prints it when the
+    /// chapter drifts).
     pub fn markdown_table() -> String {
-        let mut out = String::from("| Kind | What happened (`data`) |\n|---|---|\n");
-        for k in Self::ALL {
-            out.push_str(&format!("| `{}` | {} |\n", k.as_str(), k.description().trim()));
+        let mut out = String::from("| Kind | What happened (`data`) | `data` type |\n|---|---|---|\n");
+        for &k in Self::ALL {
+            let shapes: Vec<String> = super::data::shapes_of(k).map(|s| format!("`{s}`")).collect();
+            out.push_str(&format!(
+                "| `{}` | {} | {} |\n",
+                k.as_str(),
+                k.description().trim(),
+                shapes.join(", ")
+            ));
         }
         out
     }

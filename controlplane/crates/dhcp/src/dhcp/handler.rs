@@ -35,7 +35,7 @@ use super::{
     leases::{now_secs, Lease, LeaseDb},
     packet::DhcpRequest,
 };
-use bootlane_core::events::EventKind;
+use bootlane_core::events::{DhcpLeaseBound, DhcpLeaseEnded, DhcpLeaseHeld, EventData, EventKind, NewEvent};
 use bootlane_core::net::{
     types::{normalise_mac, MacAddr},
     IfAddr,
@@ -398,17 +398,22 @@ impl BootHandler {
         self
     }
 
-    fn lease_event(&self, kind: EventKind, mac: MacAddr, ip: Ipv4Addr, subnet: &str, extra: serde_json::Value) {
+    fn lease_event<D: EventData>(&self, kind: EventKind, mac: MacAddr, ip: Ipv4Addr, data: &D) {
         if let Some(ev) = &self.events {
-            let mut data = serde_json::json!({"mac": mac.to_string(), "ip": ip.to_string(), "subnet": subnet});
-            if let (Some(d), serde_json::Value::Object(x)) = (data.as_object_mut(), extra) {
-                d.extend(x);
-            }
             ev.publish(
-                bootlane_core::events::NewEvent::new(kind, format!("DHCP lease {ip} {} for {mac}", kind.verb()))
+                NewEvent::new(kind, format!("DHCP lease {ip} {} for {mac}", kind.verb()))
                     .resource("lease", mac)
-                    .data(data),
+                    .with(data),
             );
+        }
+    }
+
+    /// The `data` of a lease that ended (declined, released).
+    fn ended(mac: MacAddr, ip: Ipv4Addr, s: &Subnet) -> DhcpLeaseEnded {
+        DhcpLeaseEnded {
+            mac: mac.to_string(),
+            ip,
+            subnet: s.key.clone(),
         }
     }
 
@@ -696,7 +701,7 @@ impl BootHandler {
                 match db.decline(&s.key, mac, ip, until).await {
                     Ok(()) => {
                         tracing::warn!(%mac, %ip, "DHCPDECLINE: address in use by another host; kept out of the pool for one lease time");
-                        self.lease_event(EventKind::DhcpLeaseDeclined, mac, ip, &s.key, serde_json::json!({}));
+                        self.lease_event(EventKind::DhcpLeaseDeclined, mac, ip, &Self::ended(mac, ip, s));
                     }
                     Err(e) => tracing::error!("storing a declined address failed: {e}"),
                 }
@@ -711,7 +716,7 @@ impl BootHandler {
                 match db.release(&s.key, mac, ip, now).await {
                     Ok(true) => {
                         tracing::info!(%mac, %ip, "DHCPRELEASE");
-                        self.lease_event(EventKind::DhcpLeaseReleased, mac, ip, &s.key, serde_json::json!({}));
+                        self.lease_event(EventKind::DhcpLeaseReleased, mac, ip, &Self::ended(mac, ip, s));
                     }
                     Ok(false) => {
                         tracing::debug!(%mac, %ip, "DHCPRELEASE for an unknown lease ignored")
@@ -824,8 +829,14 @@ impl BootHandler {
             },
             mac,
             ip,
-            &s.key,
-            serde_json::json!({"hostname": hostname, "lease_time_secs": s.cfg.lease_time_secs, "state": state}),
+            &DhcpLeaseBound {
+                mac: mac.to_string(),
+                ip,
+                subnet: s.key.clone(),
+                hostname,
+                lease_time_secs: s.cfg.lease_time_secs,
+                state: state.to_string(),
+            },
         );
         let dest = Self::dest(req, ctx, false, &mut r);
         Some(DhcpReply { msg: r, dest })
@@ -864,8 +875,14 @@ impl BootHandler {
             EventKind::DhcpLeaseRenewed,
             mac,
             ip,
-            &s.key,
-            serde_json::json!({"lease_time_secs": left, "state": state, "degraded": true}),
+            &DhcpLeaseHeld {
+                mac: mac.to_string(),
+                ip,
+                subnet: s.key.clone(),
+                lease_time_secs: left,
+                state: state.to_string(),
+                degraded: true,
+            },
         );
         let dest = Self::dest(req, ctx, false, &mut r);
         Some(DhcpReply { msg: r, dest })

@@ -28,7 +28,7 @@ use self::{
     handler::{BootHandler, Subnet},
     server::Server,
 };
-use bootlane_core::events::{EventKind, NewEvent};
+use bootlane_core::events::{DhcpLeaseEnded, EventKind, NewEvent};
 
 /// The running DHCP service.
 pub struct DhcpService {
@@ -220,7 +220,11 @@ async fn watch_expiry(control: Arc<DhcpControl>, token: CancellationToken) {
                         format!("DHCP lease {} of {} expired", l.ip, l.mac),
                     )
                     .resource("lease", &l.mac)
-                    .data(serde_json::json!({"mac": l.mac, "ip": l.ip.to_string(), "subnet": l.subnet})),
+                    .with(&DhcpLeaseEnded {
+                        mac: l.mac.clone(),
+                        ip: l.ip,
+                        subnet: l.subnet.clone(),
+                    }),
                 );
             }
         }

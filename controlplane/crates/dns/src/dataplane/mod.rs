@@ -98,6 +98,36 @@ impl XdpStatus {
         metrics::gauge!(XDP_ACTIVE).set(f64::from(u8::from(self.active)));
         metrics::gauge!(XDP_MAP_ENTRIES).set(self.map_entries as f64);
     }
+
+    /// The status as the `data` of the `dataplane.xdp.*` events.
+    pub fn event_data(&self) -> bootlane_core::events::DataplaneXdp {
+        let c = self.counters;
+        bootlane_core::events::DataplaneXdp {
+            mode: self.mode.clone(),
+            active: self.active,
+            reason: self.reason.clone(),
+            interfaces: self
+                .interfaces
+                .iter()
+                .map(|i| bootlane_core::events::DataplaneXdpInterface {
+                    name: i.name.clone(),
+                    attach_mode: i.attach_mode.clone(),
+                })
+                .collect(),
+            map_entries: self.map_entries as u64,
+            map_capacity: self.map_capacity,
+            counters: bootlane_core::events::DataplaneXdpCounters {
+                answered: c.answered,
+                pass_not_dns: c.pass_not_dns,
+                pass_miss: c.pass_miss,
+                pass_unsupported: c.pass_unsupported,
+                pass_too_long: c.pass_too_long,
+                pass_malformed: c.pass_malformed,
+                rrl_dropped: c.rrl_dropped,
+                rrl_slipped: c.rrl_slipped,
+            },
+        }
+    }
 }
 
 /// One attached interface.
@@ -234,4 +264,45 @@ pub fn load(cfg: &config::XdpConfig, listen: &[IpAddr]) -> std::sync::Arc<dyn Dn
     };
     tracing::warn!("{reason}");
     std::sync::Arc::new(NoDataplane { mode, reason })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_event_data_is_the_status_as_it_was_serialised() {
+        let mut status = XdpStatus {
+            mode: "auto".into(),
+            active: false,
+            reason: Some("not root".into()),
+            ..XdpStatus::default()
+        };
+        assert_eq!(
+            serde_json::to_value(status.event_data()).unwrap(),
+            serde_json::to_value(&status).unwrap()
+        );
+        status.active = true;
+        status.reason = None;
+        status.interfaces = vec![XdpInterface {
+            name: "eth0".into(),
+            attach_mode: "native".into(),
+        }];
+        status.map_entries = 12;
+        status.map_capacity = 65536;
+        status.counters = XdpCounters {
+            answered: 1,
+            pass_not_dns: 2,
+            pass_miss: 3,
+            pass_unsupported: 4,
+            pass_too_long: 5,
+            pass_malformed: 6,
+            rrl_dropped: 7,
+            rrl_slipped: 8,
+        };
+        assert_eq!(
+            serde_json::to_value(status.event_data()).unwrap(),
+            serde_json::to_value(&status).unwrap()
+        );
+    }
 }

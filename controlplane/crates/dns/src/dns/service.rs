@@ -380,7 +380,7 @@ impl DnsService {
             self.events.publish(
                 NewEvent::new(kind, summary)
                     .resource("dataplane", "xdp")
-                    .data(serde_json::to_value(&after).unwrap_or_default()),
+                    .with(&after.event_data()),
             );
         }
     }

@@ -27,7 +27,7 @@ use super::{
 };
 use bootlane_boot::{boot::catalog::BootCatalog, inventory::service::HostService};
 use bootlane_core::{
-    events::{EventBus, EventKind, NewEvent},
+    events::{wire_name, AnswerSettingsUpdated, AnswerTemplateChanged, EventBus, EventKind, NewEvent},
     net::types::normalise_mac,
     service_error::{short_text, ServiceError},
     store::{Entity, Kv, Store, Table},
@@ -286,11 +286,14 @@ impl AnswerTemplates {
         self.events.publish(
             NewEvent::new(EventKind::AnswerSettingsUpdated, "site install settings changed")
                 .resource("answer_settings", "site")
-                .data(serde_json::json!({
-                    "timezone": view.timezone, "locale": view.locale, "keyboard": view.keyboard,
-                    "ssh_keys": view.ssh_authorized_keys.len(), "mirror": view.mirror,
-                    "root_password_changed": password_changed,
-                })),
+                .with(&AnswerSettingsUpdated {
+                    timezone: view.timezone.clone(),
+                    locale: view.locale.clone(),
+                    keyboard: view.keyboard.clone(),
+                    ssh_keys: view.ssh_authorized_keys.len() as u64,
+                    mirror: view.mirror.clone(),
+                    root_password_changed: password_changed,
+                }),
         );
         Ok(view)
     }
@@ -422,7 +425,11 @@ impl AnswerTemplates {
                 format!("answer template {:?} {action} (version {})", t.name, t.version),
             )
             .resource("answer_template", t.id)
-            .data(serde_json::json!({"name": t.name, "format": t.format, "version": t.version})),
+            .with(&AnswerTemplateChanged {
+                name: t.name.clone(),
+                format: wire_name(&t.format),
+                version: t.version,
+            }),
         );
     }
 

@@ -38,7 +38,7 @@ use crate::{
 };
 use bootlane_boot::boot::catalog::{BootCatalog, ProfileInput};
 use bootlane_core::{
-    events::{EventBus, EventKind, NewEvent},
+    events::{wire_name, EventBus, EventKind, ImportedId, ImportedResource, NewEvent, StoreItemImported},
     net::outbound::OutboundConfig,
     service_error::ServiceError,
 };
@@ -112,7 +112,7 @@ pub struct Installed {
     pub kind: String,
     /// Its id (a number, or the distribution id of an overlay).
     #[schema(value_type = Object)]
-    pub id: serde_json::Value,
+    pub id: ImportedId,
     /// The name it is installed under.
     pub name: String,
     /// `created` or `replaced`.
@@ -451,7 +451,7 @@ impl CommunityService {
                 ),
             )
             .resource("store_item", format!("{}/{}", result.kind.as_str(), result.id))
-            .data(serde_json::to_value(&result).unwrap_or_default()),
+            .with(&imported_data(&result)),
         );
         Ok(result)
     }
@@ -714,7 +714,27 @@ fn clash(what: &str, name: &str, id: u64) -> ServiceError {
     ))
 }
 
-fn installed(kind: &str, id: serde_json::Value, name: &str, action: &str) -> Installed {
+/// The `data` of `store.item.imported`: the import's answer.
+fn imported_data(r: &ImportResult) -> StoreItemImported {
+    StoreItemImported {
+        kind: wire_name(&r.kind),
+        id: r.id.clone(),
+        source: r.source.clone(),
+        sha256: r.sha256.clone(),
+        installed: r
+            .installed
+            .iter()
+            .map(|i| ImportedResource {
+                kind: i.kind.clone(),
+                id: i.id.clone(),
+                name: i.name.clone(),
+                action: i.action.clone(),
+            })
+            .collect(),
+    }
+}
+
+fn installed(kind: &str, id: ImportedId, name: &str, action: &str) -> Installed {
     Installed {
         kind: kind.into(),
         id,
@@ -734,4 +754,34 @@ pub fn parse_kind(s: &str) -> Result<ItemType> {
             ItemType::names()
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_import_event_data_is_the_answer_as_it_was_serialised() {
+        for kind in ItemType::ALL {
+            let result = ImportResult {
+                kind,
+                id: "web".into(),
+                source: "local".into(),
+                sha256: "ab".repeat(32),
+                installed: vec![
+                    installed("script", 4.into(), "motd", "created"),
+                    installed(
+                        "netboot_overlay",
+                        "debian-12".to_string().into(),
+                        "debian-12",
+                        "replaced",
+                    ),
+                ],
+            };
+            assert_eq!(
+                serde_json::to_value(imported_data(&result)).unwrap(),
+                serde_json::to_value(&result).unwrap()
+            );
+        }
+    }
 }

@@ -32,7 +32,10 @@ use bootlane_boot::{
     inventory::service::HostService,
 };
 use bootlane_core::{
-    events::{EventBus, EventKind, NewEvent},
+    events::{
+        wire_name, EventBus, EventKind, InstallTaskChanged, InstallTaskReport, InstallTaskStateChanged,
+        InstallTokenRefused, NewEvent,
+    },
     net::types::{normalise_mac, MacAddr},
     service_error::{short_text, ServiceError},
     store::{Store, Table},
@@ -358,7 +361,12 @@ impl TaskService {
         self.events.publish(
             NewEvent::new(kind, summary)
                 .resource("install_task", t.id)
-                .data(serde_json::json!({"id": t.id, "mac": t.mac, "state": t.state, "reason": t.reason})),
+                .with(&InstallTaskChanged {
+                    id: t.id,
+                    mac: t.mac.clone(),
+                    state: wire_name(&t.state),
+                    reason: t.reason.clone(),
+                }),
         );
     }
 
@@ -486,7 +494,13 @@ impl TaskService {
                 ),
             )
             .resource("install_task", t.id)
-            .data(serde_json::json!({"id": t.id, "mac": t.mac, "from": from, "state": to, "reason": t.reason})),
+            .with(&InstallTaskStateChanged {
+                id: t.id,
+                mac: t.mac.clone(),
+                from: wire_name(&from),
+                state: wire_name(&to),
+                reason: t.reason.clone(),
+            }),
         );
         Ok(t)
     }
@@ -576,7 +590,10 @@ impl TaskService {
             EventKind::InstallTokenRefused,
             format!("{what} for install task id {id} refused"),
         )
-        .data(serde_json::json!({"what": what, "task_id": id}));
+        .with(&InstallTokenRefused {
+            what: what.to_string(),
+            task_id: id,
+        });
         if let Some(p) = peer {
             e = e.remote(p);
         }
@@ -859,7 +876,12 @@ impl TaskService {
             format!("install task {} ({}) reported {:?}: {short}", t.id, t.mac, kind).to_lowercase(),
         )
         .resource("install_task", t.id)
-        .data(serde_json::json!({"id": t.id, "mac": t.mac, "kind": kind, "message": short}));
+        .with(&InstallTaskReport {
+            id: t.id,
+            mac: t.mac.clone(),
+            kind: wire_name(&kind),
+            message: short,
+        });
         if let Some(p) = peer {
             e = e.remote(p);
         }

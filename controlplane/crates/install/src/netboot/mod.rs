@@ -25,7 +25,7 @@ use tokio::io::AsyncWriteExt;
 use utoipa::ToSchema;
 
 use bootlane_core::{
-    events::{EventBus, EventKind, NewEvent},
+    events::{EventBus, EventKind, NetbootCacheFetchFailed, NetbootCacheFilled, NetbootOverlay, NewEvent},
     net::outbound::{self, OutboundConfig},
     service_error::{short_text, ServiceError},
     store::{Kv, Store},
@@ -171,6 +171,15 @@ pub struct Overlay {
 }
 
 impl Overlay {
+    /// The overlay as the `data` of `netboot.overlay.updated`.
+    fn event_data(&self) -> NetbootOverlay {
+        NetbootOverlay {
+            mirror: self.mirror.clone(),
+            extra_args: self.extra_args.clone(),
+            extra_initrds: self.extra_initrds.clone(),
+        }
+    }
+
     /// Checks the overlay.
     ///
     /// # Errors
@@ -355,7 +364,7 @@ impl NetbootService {
                 format!("netboot overlay of {distro} stored"),
             )
             .resource("netboot_overlay", distro)
-            .data(serde_json::to_value(&o).unwrap_or_default()),
+            .with(&o.event_data()),
         );
         Ok(o)
     }
@@ -477,7 +486,11 @@ impl NetbootService {
                         EventKind::NetbootCacheFilled,
                         format!("{} fetched into the cache ({bytes} bytes)", f.upstream),
                     )
-                    .data(serde_json::json!({"path": rel, "upstream": f.upstream, "bytes": bytes})),
+                    .with(&NetbootCacheFilled {
+                        path: rel.clone(),
+                        upstream: f.upstream.clone(),
+                        bytes,
+                    }),
                 );
                 self.evict(&path).await;
                 Ok(rel)
@@ -489,7 +502,11 @@ impl NetbootService {
                         EventKind::NetbootCacheFetchFailed,
                         format!("fetching {} failed: {e}", f.upstream),
                     )
-                    .data(serde_json::json!({"path": rel, "upstream": f.upstream, "error": e.to_string()})),
+                    .with(&NetbootCacheFetchFailed {
+                        path: rel,
+                        upstream: f.upstream.clone(),
+                        error: e.to_string(),
+                    }),
                 );
                 Err(e)
             }
@@ -671,6 +688,23 @@ mod tests {
             ),
         ] {
             assert!(bad.validate().unwrap_err().to_string().contains(field));
+        }
+    }
+
+    #[test]
+    fn the_overlay_event_data_is_the_overlay_as_it_was_serialised() {
+        for o in [
+            Overlay::default(),
+            Overlay {
+                mirror: Some("http://mirror.lab/debian".into()),
+                extra_args: "console=ttyS0".into(),
+                extra_initrds: vec!["http://lab/extra.gz".into()],
+            },
+        ] {
+            assert_eq!(
+                serde_json::to_value(o.event_data()).unwrap(),
+                serde_json::to_value(&o).unwrap()
+            );
         }
     }
 }

@@ -30,7 +30,7 @@ use bootlane_boot::{
     inventory::{model::Host, service::HostService},
 };
 use bootlane_core::{
-    events::{EventBus, EventKind, NewEvent},
+    events::{wire_name, BaselineChanged, EventBus, EventData, EventKind, NewEvent, ScriptChanged, ScriptRunReported},
     net::types::{normalise_mac, MacAddr},
     service_error::{short_text, ServiceError},
     store::{Entity, Store, Table},
@@ -181,9 +181,9 @@ impl ScriptService {
         }))
     }
 
-    fn publish(&self, kind: EventKind, resource: &str, id: u64, message: String, data: serde_json::Value) {
+    fn publish<D: EventData>(&self, kind: EventKind, resource: &str, id: u64, message: String, data: &D) {
         self.events
-            .publish(NewEvent::new(kind, message).resource(resource, id).data(data));
+            .publish(NewEvent::new(kind, message).resource(resource, id).with(data));
     }
 
     // ----- scripts -------------------------------------------------------------------
@@ -302,7 +302,11 @@ impl ScriptService {
             "script",
             s.id,
             format!("script {:?} {action} (version {})", s.name, s.version),
-            serde_json::json!({"name": s.name, "type": s.kind, "version": s.version}),
+            &ScriptChanged {
+                name: s.name.clone(),
+                kind: wire_name(&s.kind),
+                version: s.version,
+            },
         );
     }
 
@@ -552,7 +556,11 @@ impl ScriptService {
             "baseline",
             b.id,
             format!("baseline {:?} {action} ({} scripts)", b.name, b.script_ids.len()),
-            serde_json::json!({"name": b.name, "script_ids": b.script_ids, "is_default": b.is_default}),
+            &BaselineChanged {
+                name: b.name.clone(),
+                script_ids: b.script_ids.clone(),
+                is_default: b.is_default,
+            },
         );
     }
 
@@ -911,10 +919,15 @@ impl ScriptService {
             ),
         )
         .resource("script", script_id)
-        .data(serde_json::json!({
-            "mac": r.mac, "host_id": r.host_id, "task_id": task_id, "script": r.script,
-            "exit_code": exit_code, "duration_ms": duration_ms, "report_id": r.id,
-        }));
+        .with(&ScriptRunReported {
+            mac: r.mac.clone(),
+            host_id: r.host_id,
+            task_id,
+            script: r.script.clone(),
+            exit_code,
+            duration_ms,
+            report_id: r.id,
+        });
         if let Some(p) = peer {
             e = e.remote(p);
         }

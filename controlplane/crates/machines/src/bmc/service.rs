@@ -31,7 +31,10 @@ use super::{
 };
 use bootlane_boot::inventory::{model::Host, service::HostService};
 use bootlane_core::{
-    events::{EventBus, EventKind, NewEvent},
+    events::{
+        wire_name, BmcBootDeviceSet, BmcBootReport, BmcConfigImported, BmcPowerChanged, BmcPowerFailed,
+        BmcPowerRequested, EventBus, EventKind, NewEvent,
+    },
     net::outbound::OutboundConfig,
     service_error::ServiceError,
     store::{Store, Table},
@@ -530,11 +533,11 @@ impl BmcService {
                 ),
             )
             .resource("bmc_config", "")
-            .data(serde_json::json!({
-                "imported": report.imported,
-                "failed": report.failed,
-                "ids": report.rows.iter().filter_map(|r| r.id).collect::<Vec<_>>(),
-            })),
+            .with(&BmcConfigImported {
+                imported: report.imported as u64,
+                failed: report.failed as u64,
+                ids: report.rows.iter().filter_map(|r| r.id).collect(),
+            }),
         );
         Ok(report)
     }
@@ -798,7 +801,11 @@ impl BmcService {
                 format!("{name}: power {} -> {}", state_word(before), state_word(after)),
             )
             .resource(res, rid)
-            .data(serde_json::json!({ "before": before, "after": after, "host_id": host_id.or(c.and_then(|c| c.host_id)) })),
+            .with(&BmcPowerChanged {
+                before: wire_name(&before),
+                after: wire_name(&after),
+                host_id: host_id.or(c.and_then(|c| c.host_id)),
+            }),
         );
     }
 
@@ -874,7 +881,11 @@ impl BmcService {
                     ),
                 )
                 .resource(res.clone(), rid.clone())
-                .data(serde_json::json!({ "action": action, "pxe": opts.pxe, "host_id": host_id })),
+                .with(&BmcPowerRequested {
+                    action: wire_name(&action),
+                    pxe: opts.pxe,
+                    host_id,
+                }),
             );
         }
         let r = self.run(c, t, action, opts).await;
@@ -903,7 +914,12 @@ impl BmcService {
                         format!("{name}: {} failed: {msg}", action.as_str()),
                     )
                     .resource(res, rid)
-                    .data(serde_json::json!({ "action": action, "pxe": opts.pxe, "error": msg, "host_id": host_id })),
+                    .with(&BmcPowerFailed {
+                        action: wire_name(&action),
+                        pxe: opts.pxe,
+                        error: msg,
+                        host_id,
+                    }),
                 );
                 Err(e)
             }
@@ -1018,12 +1034,7 @@ impl BmcService {
                 ),
             )
             .resource(res, rid)
-            .data(serde_json::json!({
-                "device": req.device,
-                "persistent": req.persistent,
-                "uefi": req.uefi,
-                "kept": kept,
-            })),
+            .with(&boot_device_set(req, kept)),
         );
     }
 
@@ -1130,6 +1141,22 @@ fn resource(c: Option<&BmcConfig>, host_id: Option<u64>) -> (String, String, Str
         (Some(c), _) => ("bmc_config".into(), c.id.to_string(), format!("BMC {}", c.name)),
         (None, Some(h)) => ("host".into(), h.to_string(), format!("host {h}'s BMC")),
         (None, None) => ("bmc_config".into(), String::new(), "BMC".into()),
+    }
+}
+
+/// The `data` of `bmc.boot_device.set`: `req` asked, `kept` read back.
+fn boot_device_set(req: BootRequest, kept: &BootReport) -> BmcBootDeviceSet {
+    BmcBootDeviceSet {
+        device: wire_name(&req.device),
+        persistent: req.persistent,
+        uefi: req.uefi,
+        kept: BmcBootReport {
+            device: kept.device.map(|d| wire_name(&d)),
+            target: kept.target.clone(),
+            persistent: kept.persistent,
+            uefi: kept.uefi,
+            enabled: kept.enabled,
+        },
     }
 }
 
@@ -1578,5 +1605,63 @@ mod tests {
                 .await,
             Err(ServiceError::Invalid(_))
         ));
+    }
+
+    #[test]
+    fn event_data_is_what_the_service_wrote_before_it_had_a_type() {
+        for device in [BootDevice::Pxe, BootDevice::Disk, BootDevice::Cdrom, BootDevice::Bios] {
+            let req = BootRequest {
+                device,
+                persistent: true,
+                uefi: None,
+            };
+            for kept in [
+                BootReport::default(),
+                BootReport {
+                    device: Some(device),
+                    target: "Force PXE".into(),
+                    persistent: Some(false),
+                    uefi: Some(true),
+                    enabled: Some(true),
+                },
+            ] {
+                let old = serde_json::json!({
+                    "device": req.device,
+                    "persistent": req.persistent,
+                    "uefi": req.uefi,
+                    "kept": kept,
+                });
+                assert_eq!(serde_json::to_value(boot_device_set(req, &kept)).unwrap(), old);
+            }
+        }
+        for (before, after) in [(PowerState::Off, PowerState::On), (PowerState::On, PowerState::Unknown)] {
+            let host_id = Some(3u64);
+            let new = BmcPowerChanged {
+                before: wire_name(&before),
+                after: wire_name(&after),
+                host_id,
+            };
+            assert_eq!(
+                serde_json::to_value(new).unwrap(),
+                serde_json::json!({ "before": before, "after": after, "host_id": host_id })
+            );
+        }
+        for action in [
+            PowerAction::PowerOn,
+            PowerAction::PowerOff,
+            PowerAction::Restart,
+            PowerAction::Status,
+        ] {
+            let new = BmcPowerFailed {
+                action: wire_name(&action),
+                pxe: false,
+                error: "e".into(),
+                host_id: None,
+            };
+            assert_eq!(
+                serde_json::to_value(new).unwrap(),
+                serde_json::json!({ "action": action, "pxe": false, "error": "e", "host_id": None::<u64> })
+            );
+        }
     }
 }

@@ -34,7 +34,9 @@ use super::{
 };
 use bootlane_boot::inventory::{model::Host, service::HostService};
 use bootlane_core::{
-    events::{current_actor, EventBus, EventKind, NewEvent},
+    events::{
+        current_actor, EventBus, EventKind, NewEvent, WolHistoryCleared, WolScheduleFired, WolScheduleMissed, WolWake,
+    },
     net::types::{normalise_mac, MacAddr},
     service_error::ServiceError,
     store::{Store, Table},
@@ -314,7 +316,7 @@ impl WolService {
             None => ("mac", rec.mac.clone()),
         };
         let who = host.map_or_else(|| rec.mac.clone(), |h| format!("host {} ({})", h.name, h.mac));
-        let data = serde_json::to_value(&rec).unwrap_or_default();
+        let data = wake_data(&rec);
         if sent == 0 {
             self.events.publish(
                 NewEvent::new(
@@ -322,7 +324,7 @@ impl WolService {
                     format!("wake of {who} failed: nothing could be sent"),
                 )
                 .resource(rkind, &rid)
-                .data(data),
+                .with(&data),
             );
             return Err(ServiceError::Conflict(format!(
                 "the magic packet could not be sent (history record {}): {}",
@@ -339,7 +341,7 @@ impl WolService {
                 ),
             )
             .resource(rkind, &rid)
-            .data(data),
+            .with(&data),
         );
         Ok(rec)
     }
@@ -458,7 +460,7 @@ impl WolService {
                 format!("WOL history cleared ({n} records)"),
             )
             .resource("wol_history", "")
-            .data(serde_json::json!({ "action": "delete", "deleted": n, "before": null, "after": null })),
+            .with(&WolHistoryCleared::new(n as u64)),
         );
         Ok(n)
     }
@@ -569,7 +571,10 @@ impl WolService {
                             format!("WOL schedule {}: {msg}", cur.name),
                         )
                         .resource("wol_schedule", cur.id)
-                        .data(serde_json::json!({ "missed": count, "last_slot": last })),
+                        .with(&WolScheduleMissed {
+                            missed: count,
+                            last_slot: last,
+                        }),
                     );
                 }
                 Due::Fire(slot) => {
@@ -598,7 +603,11 @@ impl WolService {
                             format!("WOL schedule {} ran: {status}", cur.name),
                         )
                         .resource("wol_schedule", cur.id)
-                        .data(serde_json::json!({ "slot": slot, "status": status, "error": error })),
+                        .with(&WolScheduleFired {
+                            slot,
+                            status: status.to_string(),
+                            error,
+                        }),
                     );
                 }
             }
@@ -670,6 +679,26 @@ impl WolService {
                 }
             }
         });
+    }
+}
+
+/// The `data` of `wol.sent` and `wol.failed`: the history record.
+fn wake_data(rec: &WolRecord) -> WolWake {
+    WolWake {
+        id: rec.id,
+        time: rec.time,
+        mac: rec.mac.clone(),
+        host_id: rec.host_id,
+        host_name: rec.host_name.clone(),
+        interfaces: rec.interfaces.clone(),
+        broadcasts: rec.broadcasts.clone(),
+        repeat: rec.repeat,
+        secureon: rec.secureon,
+        packets_sent: rec.packets_sent,
+        actor: rec.actor.clone(),
+        source: rec.source.clone(),
+        ok: rec.ok,
+        error: rec.error.clone(),
     }
 }
 
@@ -981,5 +1010,34 @@ mod tests {
             l.wol.create_schedule(input(vec![])).await,
             Err(ServiceError::Conflict(_))
         ));
+    }
+
+    #[test]
+    fn the_wake_data_is_the_history_record_as_it_was_serialised() {
+        for (host, error) in [
+            (Some((3u64, "pc3")), None),
+            (None, Some("eth1 -> 10.0.1.255:9: no route")),
+        ] {
+            let rec = WolRecord {
+                id: 41,
+                time: OffsetDateTime::now_utc(),
+                mac: "52:54:00:77:00:07".into(),
+                host_id: host.map(|h| h.0),
+                host_name: host.map(|h| h.1.to_string()),
+                interfaces: vec!["eth0".into(), "eth1".into()],
+                broadcasts: vec!["eth0:10.0.0.255:9".into()],
+                repeat: 3,
+                secureon: true,
+                packets_sent: 3,
+                actor: "admin".into(),
+                source: "schedule:2".into(),
+                ok: error.is_none(),
+                error: error.map(String::from),
+            };
+            assert_eq!(
+                serde_json::to_value(wake_data(&rec)).unwrap(),
+                serde_json::to_value(&rec).unwrap()
+            );
+        }
     }
 }

@@ -26,7 +26,10 @@ use super::{
     iso::{extract_tree, index_image, read_image, IsoIndex, IsoLimits},
 };
 use bootlane_core::{
-    events::{EventBus, EventKind, NewEvent},
+    events::{
+        wire_name, EventBus, EventKind, ExtractedTree, ImageDetection, ImageKernel, ImageProgress, NewEvent,
+        OsImageExtraction, OsImageInspected,
+    },
     service_error::{short_text, ServiceError},
     store::{Store, Table},
 };
@@ -576,7 +579,7 @@ impl OsImageService {
             self.events.publish(
                 NewEvent::new(kind, summary)
                     .resource("os_image", id)
-                    .data(serde_json::json!({"state": i.state, "reason": i.reason, "detection": i.detection})),
+                    .with(&inspected_data(i)),
             );
         }
         Ok(out)
@@ -940,7 +943,11 @@ impl OsImageService {
                             format!("OS image {name}: {pct} % extracted"),
                         )
                         .resource("os_image", id)
-                        .data(serde_json::json!({"bytes": done, "total": total, "percent": pct})),
+                        .with(&ImageProgress {
+                            bytes: done,
+                            total: Some(total),
+                            percent: Some(pct),
+                        }),
                     );
                 }
             })
@@ -998,10 +1005,8 @@ impl OsImageService {
                 format!("OS image {} could not be extracted: {reason}", after.name),
             ),
         };
-        self.events.publish(
-            e.resource("os_image", id)
-                .data(serde_json::json!({"extracted": after.extracted, "extract_error": after.extract_error})),
-        );
+        self.events
+            .publish(e.resource("os_image", id).with(&extraction_data(&after)));
         Ok(())
     }
 
@@ -1112,7 +1117,11 @@ impl ImageUpload {
                     ),
                 )
                 .resource("os_image", self.image.id)
-                .data(serde_json::json!({"bytes": written, "total": self.total, "percent": percent})),
+                .with(&ImageProgress {
+                    bytes: written,
+                    total: self.total,
+                    percent,
+                }),
             );
         }
         Ok(())
@@ -1179,6 +1188,47 @@ impl Drop for ImageUpload {
                     .await;
             });
         }
+    }
+}
+
+/// The `data` of `os_image.ready` and `os_image.failed` for image `i`.
+fn inspected_data(i: &OsImage) -> OsImageInspected {
+    OsImageInspected {
+        state: wire_name(&i.state),
+        reason: i.reason.clone(),
+        detection: i.detection.as_ref().map(|d| ImageDetection {
+            family: wire_name(&d.family),
+            product: d.product.clone(),
+            version: d.version.clone(),
+            arch: d.arch.clone(),
+            boot_method: wire_name(&d.boot_method),
+            kernel: d.kernel.clone(),
+            initrds: d.initrds.clone(),
+            cmdline: d.cmdline.clone(),
+            generic: d.generic,
+            candidates: d
+                .candidates
+                .iter()
+                .map(|c| ImageKernel {
+                    kernel: c.kernel.clone(),
+                    initrds: c.initrds.clone(),
+                })
+                .collect(),
+            notes: d.notes.clone(),
+        }),
+    }
+}
+
+/// The `data` of `os_image.extracted` and `os_image.extract.failed` for image `i`.
+fn extraction_data(i: &OsImage) -> OsImageExtraction {
+    OsImageExtraction {
+        extracted: i.extracted.as_ref().map(|x| ExtractedTree {
+            path: x.path.clone(),
+            files: x.files as u64,
+            bytes: x.bytes,
+            at: x.at,
+        }),
+        extract_error: i.extract_error.clone(),
     }
 }
 
@@ -1339,5 +1389,68 @@ mod tests {
             s.update(999, ImagePatch::default()).await,
             Err(ServiceError::NotFound(_))
         ));
+    }
+
+    #[test]
+    fn event_data_is_what_the_service_wrote_before_it_had_a_type() {
+        use crate::media::detect::{Family, KernelCandidate};
+        let now = OffsetDateTime::now_utc();
+        let mut i = OsImage {
+            id: 3,
+            name: "x.iso".into(),
+            description: String::new(),
+            file_name: "x.iso".into(),
+            path: "images/3.iso".into(),
+            size: 10,
+            sha256: None,
+            state: ImageState::Failed,
+            reason: Some("not an ISO".into()),
+            trees: Vec::new(),
+            file_count: 0,
+            detection: None,
+            extracted: None,
+            extract_error: Some("no space".into()),
+            mounted: false,
+            created_at: now,
+            updated_at: now,
+        };
+        let old_inspected =
+            |i: &OsImage| serde_json::json!({"state": i.state, "reason": i.reason, "detection": i.detection});
+        let old_extraction =
+            |i: &OsImage| serde_json::json!({"extracted": i.extracted, "extract_error": i.extract_error});
+        assert_eq!(serde_json::to_value(inspected_data(&i)).unwrap(), old_inspected(&i));
+        assert_eq!(serde_json::to_value(extraction_data(&i)).unwrap(), old_extraction(&i));
+        for (family, boot_method) in [
+            (Family::Unknown, BootMethod::Linux),
+            (Family::Windows, BootMethod::Wimboot),
+        ] {
+            i.state = ImageState::Ready;
+            i.reason = None;
+            i.detection = Some(Detection {
+                family,
+                product: Some("P".into()),
+                version: None,
+                arch: Some("x86_64".into()),
+                boot_method,
+                kernel: None,
+                initrds: vec!["a".into(), "b".into()],
+                cmdline: Some("quiet".into()),
+                generic: true,
+                candidates: vec![KernelCandidate {
+                    kernel: "boot/vmlinuz".into(),
+                    initrds: vec!["boot/initrd".into()],
+                }],
+                notes: vec!["check the kernel".into()],
+            });
+            i.extracted = Some(Extraction {
+                path: "images/3".into(),
+                files: 812,
+                bytes: 1 << 30,
+                at: now,
+            });
+            i.extract_error = None;
+            assert_eq!(serde_json::to_value(inspected_data(&i)).unwrap(), old_inspected(&i));
+            assert_eq!(serde_json::to_value(extraction_data(&i)).unwrap(), old_extraction(&i));
+        }
     }
 }

@@ -30,7 +30,7 @@ use super::{
     NfsConfig,
 };
 use bootlane_core::{
-    events::{EventBus, EventKind, NewEvent},
+    events::{EventBus, EventKind, NewEvent, NfsApplyFailed, NfsExports, NfsUpdated},
     service_error::ServiceError,
     store::{Kv, Store, StoreError},
 };
@@ -291,7 +291,10 @@ impl NfsService {
                 self.events.publish(
                     NewEvent::new(EventKind::NfsApplyFailed, format!("NFS exports not applied: {e}"))
                         .resource("service", "nfs")
-                        .data(serde_json::json!({ "error": e.to_string(), "wanted": &new })),
+                        .with(&NfsApplyFailed {
+                            error: e.to_string(),
+                            wanted: exports_data(&new),
+                        }),
                 );
                 return Err(e);
             }
@@ -307,19 +310,16 @@ impl NfsService {
             (false, true) => "NFS disabled: Bootlane's exports removed".to_owned(),
             (_, false) => "NFS settings stored, not applied: exportfs is missing".to_owned(),
         };
-        let mut ev = NewEvent::write(
-            EventKind::NfsUpdated,
-            "service",
-            "nfs",
-            "update",
-            summary,
-            Some(&before),
-            Some(&new),
+        self.events.publish(
+            NewEvent::new(EventKind::NfsUpdated, summary)
+                .resource("service", "nfs")
+                .with(&NfsUpdated {
+                    action: "update".into(),
+                    before: exports_data(&before),
+                    after: exports_data(&new),
+                    applied,
+                }),
         );
-        if let serde_json::Value::Object(m) = &mut ev.data {
-            m.insert("applied".into(), applied.into());
-        }
-        self.events.publish(ev);
         Ok(NfsApplied {
             enabled: new.enabled,
             exports: new.exports,
@@ -574,6 +574,23 @@ pub fn nfsd_running() -> bool {
     std::fs::read_to_string("/proc/fs/nfsd/threads").is_ok_and(|s| s.trim().parse::<u32>().is_ok_and(|n| n > 0))
 }
 
+/// `settings` as the `data` of an event.
+fn exports_data(settings: &NfsSettings) -> NfsExports {
+    NfsExports {
+        enabled: settings.enabled,
+        exports: settings
+            .exports
+            .iter()
+            .map(|x| bootlane_core::events::NfsExport {
+                path: x.path.clone(),
+                clients: x.clients.clone(),
+                options: x.options.clone(),
+                comment: x.comment.clone(),
+            })
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::PermissionsExt;
@@ -695,5 +712,26 @@ mod tests {
             "{:?}",
             v.status.problems
         );
+    }
+
+    #[test]
+    fn the_exports_in_event_data_are_the_settings_as_they_were_serialised() {
+        for settings in [
+            NfsSettings::default(),
+            NfsSettings {
+                enabled: true,
+                exports: vec![NfsExport {
+                    path: "images/3".into(),
+                    clients: vec!["10.0.0.0/24".into(), "10.0.1.7".into()],
+                    options: vec!["ro".into(), "no_subtree_check".into()],
+                    comment: "ubuntu".into(),
+                }],
+            },
+        ] {
+            assert_eq!(
+                serde_json::to_value(exports_data(&settings)).unwrap(),
+                serde_json::to_value(&settings).unwrap()
+            );
+        }
     }
 }

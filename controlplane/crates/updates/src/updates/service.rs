@@ -28,7 +28,10 @@ use super::{
     UpdatesConfig,
 };
 use bootlane_core::{
-    events::{EventBus, EventKind, NewEvent},
+    events::{
+        EventBus, EventKind, NewEvent, UpdateDownloadCompleted, UpdateDownloadFailed, UpdateDownloadProgress,
+        UpdateDownloadStarted,
+    },
     net::outbound::{self, OutboundConfig},
     service_error::ServiceError,
 };
@@ -440,7 +443,11 @@ impl UpdateService {
                 format!("downloading Bootlane {v} from {}", artifact.url),
             )
             .resource("update", &v)
-            .data(serde_json::json!({"version": v, "url": artifact.url, "size": artifact.size})),
+            .with(&UpdateDownloadStarted {
+                version: v.clone(),
+                url: artifact.url.clone(),
+                size: artifact.size,
+            }),
         );
         let this = self.clone();
         let source = url.to_string();
@@ -471,8 +478,12 @@ impl UpdateService {
                         ),
                     )
                     .resource("update", v)
-                    .data(serde_json::json!({"version": v, "size": s.size, "sha256": s.sha256,
-                        "path": self.dir.join(v).join(ARTIFACT_FILE)})),
+                    .with(&UpdateDownloadCompleted {
+                        version: v.to_string(),
+                        size: s.size,
+                        sha256: s.sha256.clone(),
+                        path: self.dir.join(v).join(ARTIFACT_FILE),
+                    }),
                 );
                 self.update_job(|j| {
                     j.state = JobState::Completed;
@@ -490,7 +501,11 @@ impl UpdateService {
                         format!("download of Bootlane {v} refused, nothing kept: {why}"),
                     )
                     .resource("update", v)
-                    .data(serde_json::json!({"version": v, "url": a.url, "reason": why})),
+                    .with(&UpdateDownloadFailed {
+                        version: v.to_string(),
+                        url: a.url.clone(),
+                        reason: why.clone(),
+                    }),
                 );
                 self.update_job(|j| {
                     j.state = JobState::Failed;
@@ -579,7 +594,12 @@ impl UpdateService {
                         format!("Bootlane {v}: {percent}% ({received} of {} bytes)", a.size),
                     )
                     .resource("update", v)
-                    .data(serde_json::json!({"version": v, "received": received, "size": a.size, "percent": percent})),
+                    .with(&UpdateDownloadProgress {
+                        version: v.to_string(),
+                        received,
+                        size: a.size,
+                        percent,
+                    }),
                 );
             }
         }

@@ -764,17 +764,20 @@ impl Dhcp6Handler {
     fn lease_event(&self, kind: EventKind, l: &Lease6, c: &Client6, degraded: bool) {
         let Some(ev) = &self.events else { return };
         let who = c.mac.map_or_else(|| l.duid.clone(), |m| m.to_string());
-        let mut data = serde_json::json!({
-            "duid": l.duid, "iaid": l.iaid, "ip": l.ip.to_string(), "subnet": l.subnet,
-            "mac": l.mac, "arch": l.arch, "expires_at": l.expires_at,
-        });
-        if degraded {
-            data["degraded"] = serde_json::Value::Bool(true);
-        }
+        let data = bootlane_core::events::Dhcp6LeaseChanged {
+            duid: l.duid.clone(),
+            iaid: l.iaid,
+            ip: l.ip,
+            subnet: l.subnet.clone(),
+            mac: l.mac.clone(),
+            arch: l.arch,
+            expires_at: l.expires_at,
+            degraded,
+        };
         ev.publish(
             bootlane_core::events::NewEvent::new(kind, format!("DHCPv6 lease {} {} for {who}", l.ip, kind.verb()))
                 .resource("lease6", &l.duid)
-                .data(data),
+                .with(&data),
         );
     }
 }
