@@ -251,15 +251,16 @@ impl bootlane_core::supervisor::Service for TftpUnit {
 /// is cancelled (the server stopped); new transfers take them from `limits`.
 async fn follow_limits(
     mut settings: tokio::sync::watch::Receiver<control::TftpSettings>,
-    limits: Arc<std::sync::RwLock<TftpLimits>>,
+    limits: tokio::sync::watch::Sender<TftpLimits>,
     token: CancellationToken,
 ) {
     loop {
         {
             let s = settings.borrow_and_update();
-            let mut l = limits.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-            l.timeout = std::time::Duration::from_millis(s.timeout_ms.max(10));
-            l.retries = s.retries;
+            limits.send_modify(|l| {
+                l.timeout = std::time::Duration::from_millis(s.timeout_ms.max(10));
+                l.retries = s.retries;
+            });
         }
         tokio::select! {
             _ = token.cancelled() => return,

@@ -16,13 +16,13 @@ use std::{
     io,
     net::SocketAddr,
     path::{Path, PathBuf},
-    sync::{Arc, RwLock, Weak},
+    sync::{Arc, Weak},
     time::{Duration, SystemTime},
 };
 
 use tokio::{
     net::UdpSocket,
-    sync::Semaphore,
+    sync::{watch, Semaphore},
     task::JoinSet,
     time::{timeout_at, Instant},
 };
@@ -116,7 +116,7 @@ pub enum Outcome {
 pub struct Server<H> {
     handler: Arc<H>,
     // Read per transfer, so `timeout` and `retries` can change live (`PUT /services/tftp`).
-    limits: Arc<RwLock<TftpLimits>>,
+    limits: watch::Sender<TftpLimits>,
     tasks: JoinSet<()>,
     token: CancellationToken,
     slots: Arc<Slots>,
@@ -218,7 +218,7 @@ impl<H: TftpHandler> Server<H> {
             handler,
             slots: Slots::new(limits.max_transfers, limits.max_per_client),
             cache: Arc::new(FileCache::default()),
-            limits: Arc::new(RwLock::new(limits)),
+            limits: watch::Sender::new(limits),
             tasks: JoinSet::new(),
             token,
             events: None,
@@ -240,7 +240,7 @@ impl<H: TftpHandler> Server<H> {
         self.tasks.spawn(listen(
             sock,
             self.handler.clone(),
-            self.limits.clone(),
+            self.limits.subscribe(),
             self.token.clone(),
             self.slots.clone(),
             self.cache.clone(),
@@ -251,9 +251,9 @@ impl<H: TftpHandler> Server<H> {
         Ok(local)
     }
 
-    /// The limits, shared: new transfers use whatever is stored there when they start
+    /// The limits' sender: new transfers take the value it last sent when they start
     /// (`max_transfers` and `max_per_client` are fixed at creation).
-    pub fn limits(&self) -> Arc<RwLock<TftpLimits>> {
+    pub fn limits(&self) -> watch::Sender<TftpLimits> {
         self.limits.clone()
     }
 
@@ -272,7 +272,7 @@ impl<H: TftpHandler> Server<H> {
 async fn listen<H: TftpHandler>(
     sock: UdpSocket,
     handler: Arc<H>,
-    shared_limits: Arc<RwLock<TftpLimits>>,
+    published: watch::Receiver<TftpLimits>,
     token: CancellationToken,
     slots: Arc<Slots>,
     cache: Arc<FileCache>,
@@ -297,7 +297,7 @@ async fn listen<H: TftpHandler>(
         let Some(ip) = local_ip else { continue };
         let (handler, token, cache, events) = (handler.clone(), token.clone(), cache.clone(), events.clone());
         let access = access.clone();
-        let limits = *shared_limits.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let limits = *published.borrow();
         // Both caps before anything is bound: a refused request costs one datagram,
         // answered from the listening socket.
         let Some(slot) = slots.try_take(peer.ip()) else {

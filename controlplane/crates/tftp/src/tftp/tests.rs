@@ -587,7 +587,7 @@ async fn settings_reach_the_running_server_and_older_stored_overrides_read_back(
         (Source::File, Source::Api, Source::Default)
     );
 
-    let limits = Arc::new(std::sync::RwLock::new(TftpLimits::default()));
+    let limits = tokio::sync::watch::Sender::new(TftpLimits::default());
     let token = CancellationToken::new();
     tokio::spawn(super::follow_limits(control.subscribe(), limits.clone(), token.clone()));
     let (_, restart) = control
@@ -599,14 +599,14 @@ async fn settings_reach_the_running_server_and_older_stored_overrides_read_back(
         .unwrap();
     assert!(!restart, "the timeout applies live");
     let t0 = std::time::Instant::now();
-    while limits.read().unwrap().timeout != Duration::from_millis(250) {
+    while limits.borrow().timeout != Duration::from_millis(250) {
         assert!(
             t0.elapsed() < Duration::from_secs(5),
             "the server's limits follow the settings"
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    assert_eq!(limits.read().unwrap().retries, 7);
+    assert_eq!(limits.borrow().retries, 7);
     let (_, restart) = control
         .set(TftpChange {
             port: Some(6969),
