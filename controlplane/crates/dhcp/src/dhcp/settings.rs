@@ -18,6 +18,7 @@
 
 use std::{
     collections::BTreeMap,
+    fmt,
     net::{Ipv4Addr, Ipv6Addr},
 };
 
@@ -187,17 +188,6 @@ fn flat_overrides(doc: Map<String, Value>) -> Map<String, Value> {
     out
 }
 
-fn ser_subnets<S: Serialize, Z: Serializer>(by_subnet: &BTreeMap<String, S>, z: Z) -> Result<Z::Ok, Z::Error> {
-    flatten(by_subnet).map_err(serde::ser::Error::custom)?.serialize(z)
-}
-
-fn de_subnets<'de, S: DeserializeOwned, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, S>, D::Error> {
-    nest(Map::deserialize(d)?)
-        .into_iter()
-        .map(|(k, v)| Ok((k, serde_json::from_value(v).map_err(serde::de::Error::custom)?)))
-        .collect()
-}
-
 /// When a subnet setting's change takes effect.
 fn subnet_effect(key: &str) -> Effect {
     match key.rsplit_once('.').map_or(key, |(_, setting)| setting) {
@@ -221,19 +211,88 @@ fn subnet_problems(label: &str, subnet: &str, problems: Vec<(&'static [&'static 
         .collect()
 }
 
-/// The settings of every `[[dhcp.subnets]]` subnet, by [`key4`].
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Subnets4(pub BTreeMap<String, SubnetSettings>);
+/// The settings a subnet group holds per subnet: IPv4 ([`SubnetSettings`]) or IPv6
+/// ([`Subnet6Settings`]).
+pub trait PerSubnet: Serialize + DeserializeOwned + Clone + PartialEq + fmt::Debug + Send + Sync + 'static {
+    /// The stored document's key in `dhcp_settings`.
+    const KEY: &'static str;
+    /// What the messages call a subnet (`subnet`, `IPv6 subnet`).
+    const LABEL: &'static str;
+    /// The problems of these settings on `subnet` (its key), as
+    /// [`SubnetConfig::settings_problems`] gives them; `Err` when `subnet` is not one.
+    fn problems(&self, subnet: &str) -> Result<Vec<(&'static [&'static str], String)>, String>;
+}
 
-impl Serialize for Subnets4 {
-    fn serialize<Z: Serializer>(&self, z: Z) -> Result<Z::Ok, Z::Error> {
-        ser_subnets(&self.0, z)
+impl PerSubnet for SubnetSettings {
+    const KEY: &'static str = "subnet_overrides";
+    const LABEL: &'static str = "subnet";
+
+    fn problems(&self, subnet: &str) -> Result<Vec<(&'static [&'static str], String)>, String> {
+        let cidr = subnet.parse().map_err(|_| format!("{subnet:?} is not a subnet"))?;
+        let mut c = SubnetConfig {
+            mode: self.mode,
+            interface: String::new(),
+            cidr,
+            range_start: None,
+            range_end: None,
+            router: None,
+            dns: None,
+            lease_time_secs: 0,
+            server_address: None,
+            reservations: Vec::new(),
+            secure_boot: false,
+        };
+        self.apply_to(&mut c);
+        Ok(c.settings_problems())
     }
 }
 
-impl<'de> Deserialize<'de> for Subnets4 {
+impl PerSubnet for Subnet6Settings {
+    const KEY: &'static str = "subnet6_overrides";
+    const LABEL: &'static str = "IPv6 subnet";
+
+    fn problems(&self, subnet: &str) -> Result<Vec<(&'static [&'static str], String)>, String> {
+        let prefix = subnet
+            .parse()
+            .map_err(|_| format!("{subnet:?} is not an IPv6 subnet"))?;
+        let mut c = Subnet6Config {
+            mode: self.mode,
+            interface: String::new(),
+            prefix,
+            range_start: None,
+            range_end: None,
+            dns: None,
+            lease_time_secs: 0,
+            server_address: None,
+        };
+        self.apply_to(&mut c);
+        Ok(c.settings_problems())
+    }
+}
+
+/// A subnet group: the settings of every subnet of one family, by subnet key ([`key4`],
+/// [`key6`]). Serialises flat, `{"<subnet>.<setting>": value}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Subnets<S>(pub BTreeMap<String, S>);
+
+/// The settings of every `[[dhcp.subnets]]` subnet.
+pub type Subnets4 = Subnets<SubnetSettings>;
+/// The settings of every `[[dhcp.subnets6]]` subnet.
+pub type Subnets6 = Subnets<Subnet6Settings>;
+
+impl<S: Serialize> Serialize for Subnets<S> {
+    fn serialize<Z: Serializer>(&self, z: Z) -> Result<Z::Ok, Z::Error> {
+        flatten(&self.0).map_err(serde::ser::Error::custom)?.serialize(z)
+    }
+}
+
+impl<'de, S: DeserializeOwned> Deserialize<'de> for Subnets<S> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        de_subnets(d).map(Self)
+        nest(Map::deserialize(d)?)
+            .into_iter()
+            .map(|(k, v)| Ok((k, serde_json::from_value(v).map_err(serde::de::Error::custom)?)))
+            .collect::<Result<_, _>>()
+            .map(Self)
     }
 }
 
@@ -244,66 +303,6 @@ impl Subnets4 {
     }
 }
 
-impl Group for Subnets4 {
-    const TREE: &'static str = super::control::SETTINGS_TREE;
-    const KEY: &'static str = "subnet_overrides";
-    const SERVICE: &'static str = "dhcp";
-
-    fn validate(&self) -> Vec<Problem> {
-        let mut out = Vec::new();
-        for (subnet, s) in &self.0 {
-            let Ok(cidr) = subnet.parse() else {
-                out.push(Problem::new(subnet, format!("{subnet:?} is not a subnet")));
-                continue;
-            };
-            let mut c = SubnetConfig {
-                mode: s.mode,
-                interface: String::new(),
-                cidr,
-                range_start: None,
-                range_end: None,
-                router: None,
-                dns: None,
-                lease_time_secs: 0,
-                server_address: None,
-                reservations: Vec::new(),
-                secure_boot: false,
-            };
-            s.apply_to(&mut c);
-            out.extend(subnet_problems("subnet", subnet, c.settings_problems()));
-        }
-        out
-    }
-
-    fn effect(key: &str) -> Effect {
-        subnet_effect(key)
-    }
-
-    fn stored_overrides(doc: Map<String, Value>) -> Map<String, Value> {
-        flat_overrides(doc)
-    }
-
-    fn stored_document(overrides: &Map<String, Value>) -> Value {
-        Value::Object(nest(overrides.clone()))
-    }
-}
-
-/// The settings of every `[[dhcp.subnets6]]` subnet, by [`key6`].
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Subnets6(pub BTreeMap<String, Subnet6Settings>);
-
-impl Serialize for Subnets6 {
-    fn serialize<Z: Serializer>(&self, z: Z) -> Result<Z::Ok, Z::Error> {
-        ser_subnets(&self.0, z)
-    }
-}
-
-impl<'de> Deserialize<'de> for Subnets6 {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        de_subnets(d).map(Self)
-    }
-}
-
 impl Subnets6 {
     /// The file's IPv6 subnets' settings.
     pub fn of(subnets: &[Subnet6Config]) -> Self {
@@ -311,30 +310,18 @@ impl Subnets6 {
     }
 }
 
-impl Group for Subnets6 {
+impl<S: PerSubnet> Group for Subnets<S> {
     const TREE: &'static str = super::control::SETTINGS_TREE;
-    const KEY: &'static str = "subnet6_overrides";
+    const KEY: &'static str = S::KEY;
     const SERVICE: &'static str = "dhcp";
 
     fn validate(&self) -> Vec<Problem> {
         let mut out = Vec::new();
         for (subnet, s) in &self.0 {
-            let Ok(prefix) = subnet.parse() else {
-                out.push(Problem::new(subnet, format!("{subnet:?} is not an IPv6 subnet")));
-                continue;
-            };
-            let mut c = Subnet6Config {
-                mode: s.mode,
-                interface: String::new(),
-                prefix,
-                range_start: None,
-                range_end: None,
-                dns: None,
-                lease_time_secs: 0,
-                server_address: None,
-            };
-            s.apply_to(&mut c);
-            out.extend(subnet_problems("IPv6 subnet", subnet, c.settings_problems()));
+            match s.problems(subnet) {
+                Ok(p) => out.extend(subnet_problems(S::LABEL, subnet, p)),
+                Err(m) => out.push(Problem::new(subnet, m)),
+            }
         }
         out
     }
@@ -434,7 +421,7 @@ impl DhcpLayers {
     /// Store errors; [`ServiceError::Invalid`] when the file's `[dhcp.arch_map]` has a key
     /// that is not an architecture code (the file check refuses it first).
     pub fn open(store: &Store, file: &DhcpConfig) -> Result<Self, ServiceError> {
-        let defaults4 = Subnets4(
+        let defaults4 = Subnets(
             file.subnets
                 .iter()
                 .map(|c| {
@@ -446,7 +433,7 @@ impl DhcpLayers {
                 })
                 .collect(),
         );
-        let defaults6 = Subnets6(
+        let defaults6 = Subnets(
             file.subnets6
                 .iter()
                 .map(|c| {
@@ -509,7 +496,7 @@ mod tests {
             Subnets4::stored_document(&overrides),
             json!({"10.77.0.0/24": {"router": "10.77.0.1"}})
         );
-        let src = sources(&Subnets4::default(), &f, &overrides);
+        let src = sources(&Subnets(BTreeMap::<String, SubnetSettings>::new()), &f, &overrides);
         assert_eq!(src["10.77.0.0/24.router"], Source::Api);
         assert_eq!(src["10.77.0.0/24.lease_time_secs"], Source::File);
     }
