@@ -8,6 +8,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { LocationProvider, Router, Route, useLocation } from 'preact-iso';
 import { api, setNavigate } from './api';
 import * as live from './live';
+import { currentRole, setRole, type Role } from './ui';
 import { Login } from './pages/login';
 import { Dashboard } from './pages/dashboard';
 import { DnsRecords, DnsSettings } from './pages/dns';
@@ -162,7 +163,9 @@ function Shell(props: { user: string; onLogout: () => void }) {
         <span class={`live ${up ? 'up' : 'down'}`} title={up ? 'live updates on' : 'live updates reconnecting'} data-testid="live">
           {up ? '● live' : '○ offline'}
         </span>
-        <span class="user">{props.user}</span>
+        <span class="user" data-testid="whoami">
+          {props.user} · {currentRole()}
+        </span>
         <button onClick={() => setAbout(true)}>About</button>
         <button
           onClick={async () => {
@@ -179,7 +182,9 @@ function Shell(props: { user: string; onLogout: () => void }) {
         {NAV.map(([group, items]) => (
           <div class="nav-group">
             <div class="nav-title">{group}</div>
-            {items.map(([label, href]) => (
+            {items
+              .filter(([, href]) => currentRole() === 'admin' || !ADMIN_PAGES.includes(href))
+              .map(([label, href]) => (
               <a href={href} class={path === href ? 'active' : ''} aria-current={path === href ? 'page' : undefined}>
                 {label}
               </a>
@@ -238,7 +243,11 @@ function NotFound() {
 interface Session {
   authenticated: boolean;
   username?: string | null;
+  role?: Role | null;
 }
+
+/** Pages only admins can use (the API answers others 403): hidden from other roles. */
+const ADMIN_PAGES = ['/services', '/services/dns', '/services/dhcp', '/services/tftp', '/services/nfs', '/settings', '/users', '/store', '/updates'];
 
 function App() {
   const loc = useLocation();
@@ -250,6 +259,7 @@ function App() {
     api<Session>('GET', '/auth/session').then(
       (s) => {
         if (s.authenticated) {
+          setRole(s.role ?? 'viewer');
           setUser(s.username ?? 'admin');
           live.start();
         } else {
@@ -263,7 +273,8 @@ function App() {
   if (onLogin) {
     return (
       <Login
-        onDone={(u) => {
+        onDone={(u, r) => {
+          setRole(r);
           setUser(u);
           live.start();
         }}

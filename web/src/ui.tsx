@@ -103,11 +103,30 @@ export function Pager(props: { page: number; size: number; total: number; go: (p
   );
 }
 
+/** The signed-in user's role: `viewer`, `operator` or `admin` (set at sign-in). */
+export type Role = 'viewer' | 'operator' | 'admin';
+let role: Role = 'viewer';
+/** Sets the signed-in user's role (what the forms offer; the API enforces it). */
+export function setRole(r: Role) {
+  role = r;
+}
+/** The signed-in user's role. */
+export function currentRole(): Role {
+  return role;
+}
+/** True when the role may change things (operator or admin); viewers only read. */
+export function canWrite(): boolean {
+  return role !== 'viewer';
+}
+const READ_ONLY = 'read only: your role is viewer';
+
 /** A button that asks before it runs `action` (destructive actions confirm). */
 export function Danger(props: { label: string; question: string; action: () => Promise<unknown> | void }) {
   return (
     <button
       class="danger"
+      disabled={!canWrite()}
+      title={canWrite() ? undefined : READ_ONLY}
       onClick={async () => {
         if (confirm(props.question)) await props.action();
       }}
@@ -250,7 +269,7 @@ export function Form(props: {
         );
       })}
       <div class="form-actions">
-        <button type="submit" class="primary" disabled={busy}>
+        <button type="submit" class="primary" disabled={busy || !canWrite()} title={canWrite() ? undefined : READ_ONLY}>
           {props.submitLabel}
         </button>
         {props.cancel && (

@@ -404,7 +404,7 @@ pub struct UserArgs {
 /// `bootlane user ...` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum UserCommand {
-    /// List the users and when each was created.
+    /// List the users, their roles and when each was created.
     List,
     /// Add a user. The password is read from the terminal (asked twice, not echoed) or,
     /// when standard input is not a terminal, as its first line; never from the command line.
@@ -414,6 +414,18 @@ pub enum UserCommand {
         /// Read the password as the first line of standard input even on a terminal.
         #[arg(long)]
         password_stdin: bool,
+        /// The user's role: `viewer`, `operator` or `admin`.
+        #[arg(long, default_value = "viewer", value_parser = parse_role)]
+        role: Role,
+    },
+    /// Set a user's role (`viewer`, `operator` or `admin`); open sessions follow at once.
+    /// The last admin cannot be made anything else.
+    Role {
+        /// Login name of an existing user.
+        username: String,
+        /// The new role.
+        #[arg(value_parser = parse_role)]
+        role: Role,
     },
     /// Set a user's password (ends that user's sessions). Read like `add`'s.
     Passwd {
@@ -423,14 +435,20 @@ pub enum UserCommand {
         #[arg(long)]
         password_stdin: bool,
     },
-    /// Delete a user and end their sessions. The last user cannot be deleted.
+    /// Delete a user and end their sessions. The last user, and the last admin, cannot be
+    /// deleted.
     Delete {
         /// Login name of an existing user.
         username: String,
     },
 }
 
-pub use crate::api::users::{add_user, delete_user, list_users, set_password};
+pub use crate::api::users::{add_user, delete_user, list_users, set_password, set_role};
+use crate::api::roles::Role;
+
+fn parse_role(s: &str) -> Result<Role, String> {
+    Role::parse(s)
+}
 
 /// Reads a password: from the terminal without echo, asked twice, unless `from_stdin`
 /// or standard input is not a terminal, then its first line (without the line end).
@@ -613,20 +631,29 @@ async fn user_via_api(args: &UserArgs, password: &str) -> anyhow::Result<()> {
         UserCommand::List => s.data("GET", "/api/v1/users", None).await.map(|v| {
             for u in v["users"].as_array().into_iter().flatten() {
                 println!(
-                    "{}\tcreated {}",
+                    "{}\t{}\tcreated {}",
                     u["username"].as_str().unwrap_or("?"),
+                    u["role"].as_str().unwrap_or("?"),
                     u["created_at"].as_str().unwrap_or("?")
                 );
             }
         }),
-        UserCommand::Add { username, .. } => s
+        UserCommand::Add { username, role, .. } => s
             .data(
                 "POST",
                 "/api/v1/users",
-                Some(&serde_json::json!({"username": username, "password": password})),
+                Some(&serde_json::json!({"username": username, "password": password, "role": role})),
             )
             .await
-            .map(|_| println!("added user {username} (through {api})")),
+            .map(|_| println!("added user {username}, {role} (through {api})")),
+        UserCommand::Role { username, role } => s
+            .data(
+                "PUT",
+                &format!("/api/v1/users/{}/role", enc(username)),
+                Some(&serde_json::json!({"role": role})),
+            )
+            .await
+            .map(|_| println!("{username} is now {role} (through {api})")),
         UserCommand::Passwd { username, .. } => s
             .data(
                 "PUT",
@@ -656,6 +683,7 @@ async fn user_inner(args: &UserArgs) -> anyhow::Result<()> {
         UserCommand::Add {
             username,
             password_stdin,
+            ..
         }
         | UserCommand::Passwd {
             username,
@@ -674,12 +702,16 @@ async fn user_inner(args: &UserArgs) -> anyhow::Result<()> {
                     .created_at
                     .format(&time::format_description::well_known::Rfc3339)
                     .unwrap_or_default();
-                println!("{}\tcreated {created}", u.username);
+                println!("{}\t{}\tcreated {created}", u.username, u.role);
             }
         }
-        UserCommand::Add { username, .. } => {
-            add_user(&store, username, &password).await?;
-            println!("added user {username}");
+        UserCommand::Add { username, role, .. } => {
+            add_user(&store, username, &password, *role).await?;
+            println!("added user {username}, {role}");
+        }
+        UserCommand::Role { username, role } => {
+            set_role(&store, username, *role).await?;
+            println!("{username} is now {role}");
         }
         UserCommand::Passwd { username, .. } => {
             set_password(&store, username, &password).await?;
@@ -1020,18 +1052,18 @@ mod tests {
     #[tokio::test]
     async fn users_are_added_listed_repassworded_and_deleted() {
         let store = Store::temporary();
-        add_user(&store, "admin", "old-Secret-Jw3nR8qT").await.unwrap();
-        add_user(&store, "ops", "ops-Secret-Lh5tW9zB").await.unwrap();
+        add_user(&store, "admin", "old-Secret-Jw3nR8qT", Role::Admin).await.unwrap();
+        add_user(&store, "ops", "ops-Secret-Lh5tW9zB", Role::Admin).await.unwrap();
         assert!(
-            add_user(&store, "ops", "ops-Secret-Qd4rM7yN").await.is_err(),
+            add_user(&store, "ops", "ops-Secret-Qd4rM7yN", Role::Admin).await.is_err(),
             "taken name"
         );
         assert!(
-            add_user(&store, "bad name", "ops-Secret-Qd4rM7yN").await.is_err(),
+            add_user(&store, "bad name", "ops-Secret-Qd4rM7yN", Role::Admin).await.is_err(),
             "bad name"
         );
-        assert!(add_user(&store, "carol", "").await.is_err(), "empty password");
-        let weak = add_user(&store, "carol", "carol1234567").await.unwrap_err().to_string();
+        assert!(add_user(&store, "carol", "", Role::Admin).await.is_err(), "empty password");
+        let weak = add_user(&store, "carol", "carol1234567", Role::Admin).await.unwrap_err().to_string();
         assert!(
             weak.contains("too easy to guess"),
             "the CLI's path applies the policy: {weak}"

@@ -6,8 +6,9 @@
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { api, ApiError } from '../api';
+import type { Role } from '../ui';
 
-export function Login(props: { onDone: (user: string) => void }) {
+export function Login(props: { onDone: (user: string, role: Role) => void }) {
   const { query, route } = useLocation();
   const [username, setUsername] = useState('admin');
   const [password, setPassword] = useState('');
@@ -17,8 +18,8 @@ export function Login(props: { onDone: (user: string) => void }) {
     e.preventDefault();
     setBusy(true);
     try {
-      await api('POST', '/auth/login', { username, password });
-      props.onDone(username);
+      const r = await api<{ role: Role }>('POST', '/auth/login', { username, password });
+      props.onDone(username, r.role);
       const next = query.next && query.next.startsWith('/') && !query.next.startsWith('//') ? query.next : '/';
       route(next, true);
     } catch (x) {

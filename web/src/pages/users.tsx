@@ -1,6 +1,8 @@
-// Users: who can log in. List, add (the password is sent once and stored as an argon2id
-// hash), change a password (that user's sessions end: your own too, which leads to the
-// login page), delete (not the last user). Live on `user.*` events.
+// Users: who can log in and with which role. List, add (the password is sent once and
+// stored as an argon2id hash; the role is viewer unless chosen), change a role (open
+// sessions follow at once; not the last admin), change a password (that user's sessions
+// end: your own too, which leads to the login page), delete (not the last user, nor the
+// last admin). Live on `user.*` events.
 
 import { useState } from 'preact/hooks';
 import { api } from '../api';
@@ -9,7 +11,10 @@ import { Danger, Err, Form, Header, Table, useGet, when } from '../ui';
 interface UserView {
   username: string;
   created_at: string;
+  role: string;
 }
+
+const ROLES = ['viewer', 'operator', 'admin'];
 
 export function Users() {
   const list = useGet<{ users: UserView[] }>('/users', ['user.']);
@@ -33,11 +38,13 @@ export function Users() {
             fields={[
               { name: 'username', label: 'User name', required: true, hint: "1-64 letters, digits, '.', '_', '-' or '@'" },
               { name: 'password', label: 'Password', type: 'password', required: true },
+              { name: 'role', label: 'Role', type: 'select', options: ROLES, hint: 'viewer reads; operator does the day-to-day work; admin also manages users, settings and services' },
             ]}
+            initial={{ role: 'viewer' }}
             submitLabel="Add"
             cancel={() => setAdding(false)}
             submit={async (v) => {
-              await api('POST', '/users', { username: String(v.username ?? ''), password: String(v.password ?? '') });
+              await api('POST', '/users', { username: String(v.username ?? ''), password: String(v.password ?? ''), role: String(v.role ?? 'viewer') });
               setAdding(false);
               setMsg(`Added ${v.username}.`);
               list.reload();
@@ -65,6 +72,25 @@ export function Users() {
         rows={list.data?.users}
         cols={[
           { h: 'User', f: (u) => u.username },
+          {
+            h: 'Role',
+            f: (u) => (
+              <select
+                aria-label={`role of ${u.username}`}
+                value={u.role}
+                onChange={(e) =>
+                  api('PUT', `/users/${encodeURIComponent(u.username)}/role`, { role: (e.target as HTMLSelectElement).value }).then(
+                    () => (setMsg(`${u.username} is now ${(e.target as HTMLSelectElement).value}.`), list.reload()),
+                    (x: Error) => (setErr(x.message), list.reload()),
+                  )
+                }
+              >
+                {ROLES.map((r) => (
+                  <option value={r}>{r}</option>
+                ))}
+              </select>
+            ),
+          },
           { h: 'Created', f: (u) => when(u.created_at) },
           { h: '', f: (u) => <button onClick={() => setPw(u.username)}>Change password</button> },
           {

@@ -57,7 +57,7 @@ fn entry_page(access: &AccessService, list: ListKind, lq: &ListQuery) -> Result<
 }
 
 /// The blacklist (refused in `blacklist` mode), in id order. `q` searches MAC and note.
-#[utoipa::path(get, path = "/api/v1/access/blacklist", tag = "access", params(ListQuery),
+#[utoipa::path(get, path = "/api/v1/access/blacklist", extensions(("x-bootlane-role" = json!("viewer"))), tag = "access", params(ListQuery),
     responses((status = 200, body = EntryList), (status = 400, description = "Bad paging"), (status = 401)))]
 pub async fn list_blacklist(
     State(access): State<Arc<AccessService>>,
@@ -67,7 +67,7 @@ pub async fn list_blacklist(
 }
 
 /// Add a MAC or a MAC prefix (OUI) to the blacklist; applies to the next packet.
-#[utoipa::path(post, path = "/api/v1/access/blacklist", tag = "access", request_body = EntryInput,
+#[utoipa::path(post, path = "/api/v1/access/blacklist", extensions(("x-bootlane-role" = json!("operator"))), tag = "access", request_body = EntryInput,
     responses((status = 201, body = AccessEntry), (status = 400, description = "Not a MAC or prefix, or a bad note (named)"),
         (status = 409, description = "Already on the blacklist, or the list is full"), (status = 401)))]
 pub async fn add_blacklist(
@@ -78,7 +78,7 @@ pub async fn add_blacklist(
 }
 
 /// Delete a blacklist entry; answers it.
-#[utoipa::path(delete, path = "/api/v1/access/blacklist/{id}", tag = "access", params(("id" = u64, Path, description = "Entry id")),
+#[utoipa::path(delete, path = "/api/v1/access/blacklist/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "access", params(("id" = u64, Path, description = "Entry id")),
     responses((status = 200, body = AccessEntry), (status = 400), (status = 404), (status = 401)))]
 pub async fn delete_blacklist(
     State(access): State<Arc<AccessService>>,
@@ -89,7 +89,7 @@ pub async fn delete_blacklist(
 
 /// The whitelist (the only machines served in `whitelist` mode), in id order. `q`
 /// searches MAC and note.
-#[utoipa::path(get, path = "/api/v1/access/whitelist", tag = "access", params(ListQuery),
+#[utoipa::path(get, path = "/api/v1/access/whitelist", extensions(("x-bootlane-role" = json!("viewer"))), tag = "access", params(ListQuery),
     responses((status = 200, body = EntryList), (status = 400, description = "Bad paging"), (status = 401)))]
 pub async fn list_whitelist(
     State(access): State<Arc<AccessService>>,
@@ -99,7 +99,7 @@ pub async fn list_whitelist(
 }
 
 /// Add a MAC or a MAC prefix (OUI) to the whitelist; applies to the next packet.
-#[utoipa::path(post, path = "/api/v1/access/whitelist", tag = "access", request_body = EntryInput,
+#[utoipa::path(post, path = "/api/v1/access/whitelist", extensions(("x-bootlane-role" = json!("operator"))), tag = "access", request_body = EntryInput,
     responses((status = 201, body = AccessEntry), (status = 400, description = "Not a MAC or prefix, or a bad note (named)"),
         (status = 409, description = "Already on the whitelist, or the list is full"), (status = 401)))]
 pub async fn add_whitelist(
@@ -110,7 +110,7 @@ pub async fn add_whitelist(
 }
 
 /// Delete a whitelist entry; answers it.
-#[utoipa::path(delete, path = "/api/v1/access/whitelist/{id}", tag = "access", params(("id" = u64, Path, description = "Entry id")),
+#[utoipa::path(delete, path = "/api/v1/access/whitelist/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "access", params(("id" = u64, Path, description = "Entry id")),
     responses((status = 200, body = AccessEntry), (status = 400), (status = 404), (status = 401)))]
 pub async fn delete_whitelist(
     State(access): State<Arc<AccessService>>,
@@ -132,7 +132,7 @@ pub struct DeviceList {
 /// Machines refused in `whitelist` mode, most recently seen first, with first and last
 /// seen, request count, last IP, architecture (option 93), vendor class (option 60) and
 /// the protocol of the last refusal. `q` searches MAC, last IP, vendor class and protocol.
-#[utoipa::path(get, path = "/api/v1/access/unauthorized", tag = "access", params(ListQuery),
+#[utoipa::path(get, path = "/api/v1/access/unauthorized", extensions(("x-bootlane-role" = json!("viewer"))), tag = "access", params(ListQuery),
     responses((status = 200, body = DeviceList), (status = 400, description = "Bad paging"), (status = 401)))]
 pub async fn list_unauthorized(
     State(access): State<Arc<AccessService>>,
@@ -161,7 +161,7 @@ pub async fn list_unauthorized(
 
 /// Delete an unauthorized device record; answers it (the device is recorded again at its
 /// next refused request).
-#[utoipa::path(delete, path = "/api/v1/access/unauthorized/{id}", tag = "access", params(("id" = u64, Path, description = "Device id")),
+#[utoipa::path(delete, path = "/api/v1/access/unauthorized/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "access", params(("id" = u64, Path, description = "Device id")),
     responses((status = 200, body = UnauthorizedDevice), (status = 400), (status = 404), (status = 401)))]
 pub async fn delete_unauthorized(
     State(access): State<Arc<AccessService>>,
@@ -212,7 +212,7 @@ async fn move_to(access: &AccessService, req: MoveRequest, list: ListKind) -> Re
 
 /// Move unauthorized devices to the whitelist: each becomes a whitelist entry for its MAC
 /// and leaves the unauthorized list (one transaction each); served from the next packet.
-#[utoipa::path(post, path = "/api/v1/access/unauthorized/add-to-whitelist", tag = "access", request_body = MoveRequest,
+#[utoipa::path(post, path = "/api/v1/access/unauthorized/add-to-whitelist", extensions(("x-bootlane-role" = json!("operator"))), tag = "access", request_body = MoveRequest,
     responses((status = 200, body = MoveAnswer), (status = 400, description = "Invalid field (named)"), (status = 401)))]
 pub async fn add_to_whitelist(
     State(access): State<Arc<AccessService>>,
@@ -223,7 +223,7 @@ pub async fn add_to_whitelist(
 
 /// Move unauthorized devices to the blacklist (each becomes a blacklist entry for its MAC
 /// and leaves the unauthorized list).
-#[utoipa::path(post, path = "/api/v1/access/unauthorized/add-to-blacklist", tag = "access", request_body = MoveRequest,
+#[utoipa::path(post, path = "/api/v1/access/unauthorized/add-to-blacklist", extensions(("x-bootlane-role" = json!("operator"))), tag = "access", request_body = MoveRequest,
     responses((status = 200, body = MoveAnswer), (status = 400, description = "Invalid field (named)"), (status = 401)))]
 pub async fn add_to_blacklist(
     State(access): State<Arc<AccessService>>,
@@ -234,7 +234,7 @@ pub async fn add_to_blacklist(
 
 /// The access mode in force, the configuration file's default and whether a mode was
 /// stored through the API.
-#[utoipa::path(get, path = "/api/v1/access/mode", tag = "access",
+#[utoipa::path(get, path = "/api/v1/access/mode", extensions(("x-bootlane-role" = json!("viewer"))), tag = "access",
     responses((status = 200, body = ModeView), (status = 401)))]
 pub async fn get_mode(State(access): State<Arc<AccessService>>) -> Result<Envelope<ModeView>> {
     Ok(Envelope::ok(access.mode()?))
@@ -251,7 +251,7 @@ pub struct ModeInput {
 
 /// Set the access mode; it is stored (wins over `[access] mode`) and applies to the next
 /// DHCP, TFTP or HTTP boot request.
-#[utoipa::path(put, path = "/api/v1/access/mode", tag = "access", request_body = ModeInput,
+#[utoipa::path(put, path = "/api/v1/access/mode", extensions(("x-bootlane-role" = json!("admin"))), tag = "access", request_body = ModeInput,
     responses((status = 200, body = ModeView), (status = 400, description = "Not a mode"), (status = 401)))]
 pub async fn put_mode(
     State(access): State<Arc<AccessService>>,

@@ -62,7 +62,7 @@ pub struct TemplateFilter {
 }
 
 /// List answer templates, in id order. `q` searches name, description and format.
-#[utoipa::path(get, path = "/api/v1/netboot/answer-templates", tag = "answer-templates", params(ListQuery, TemplateFilter),
+#[utoipa::path(get, path = "/api/v1/netboot/answer-templates", extensions(("x-bootlane-role" = json!("viewer"))), tag = "answer-templates", params(ListQuery, TemplateFilter),
     responses((status = 200, body = TemplateList), (status = 400, description = "Bad paging or filter"), (status = 401)))]
 pub async fn list(
     State(svc): State<Arc<AnswerTemplates>>,
@@ -88,7 +88,7 @@ pub async fn list(
 
 /// Create an answer template (stores its version 1). `content` or a `preset` key is
 /// required; the content must compile and render with the sample values.
-#[utoipa::path(post, path = "/api/v1/netboot/answer-templates", tag = "answer-templates", request_body = TemplateInput,
+#[utoipa::path(post, path = "/api/v1/netboot/answer-templates", extensions(("x-bootlane-role" = json!("operator"))), tag = "answer-templates", request_body = TemplateInput,
     responses((status = 201, body = AnswerTemplate), (status = 400, description = "Invalid field (named), or a template error with its line"),
         (status = 409, description = "Name taken"), (status = 401)))]
 pub async fn create(
@@ -99,7 +99,7 @@ pub async fn create(
 }
 
 /// Get one answer template.
-#[utoipa::path(get, path = "/api/v1/netboot/answer-templates/{id}", tag = "answer-templates",
+#[utoipa::path(get, path = "/api/v1/netboot/answer-templates/{id}", extensions(("x-bootlane-role" = json!("viewer"))), tag = "answer-templates",
     params(("id" = u64, Path, description = "Template id")),
     responses((status = 200, body = AnswerTemplate), (status = 400, description = "Not an id"), (status = 404), (status = 401)))]
 pub async fn get_one(
@@ -111,7 +111,7 @@ pub async fn get_one(
 
 /// Update an answer template (omitted fields keep their values); a new format or
 /// content stores a new version.
-#[utoipa::path(put, path = "/api/v1/netboot/answer-templates/{id}", tag = "answer-templates",
+#[utoipa::path(put, path = "/api/v1/netboot/answer-templates/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "answer-templates",
     params(("id" = u64, Path, description = "Template id")), request_body = TemplateInput,
     responses((status = 200, body = AnswerTemplate), (status = 400, description = "Invalid field (named), or a template error with its line"),
         (status = 404), (status = 409, description = "Name taken"), (status = 401)))]
@@ -125,7 +125,7 @@ pub async fn update(
 
 /// Delete an answer template and its versions; answers with the deleted template. Refused
 /// (409, naming them) while an install task that has not ended uses it.
-#[utoipa::path(delete, path = "/api/v1/netboot/answer-templates/{id}", tag = "answer-templates",
+#[utoipa::path(delete, path = "/api/v1/netboot/answer-templates/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "answer-templates",
     params(("id" = u64, Path, description = "Template id")),
     responses((status = 200, body = AnswerTemplate), (status = 400, description = "Not an id"), (status = 404),
         (status = 409, description = "Install tasks that have not ended use it (named)"), (status = 401)))]
@@ -162,7 +162,7 @@ pub struct PresetList {
 /// openSUSE AutoYaST, Windows autounattend, Fedora CoreOS Ignition, cloud-config), each
 /// with its installer's report-back hook. Start a template from one with
 /// `POST .../answer-templates {"name": ..., "preset": "<key>"}`.
-#[utoipa::path(get, path = "/api/v1/netboot/answer-templates/presets", tag = "answer-templates",
+#[utoipa::path(get, path = "/api/v1/netboot/answer-templates/presets", extensions(("x-bootlane-role" = json!("viewer"))), tag = "answer-templates",
     responses((status = 200, body = PresetList), (status = 401)))]
 pub async fn presets() -> Envelope<PresetList> {
     Envelope::ok(PresetList {
@@ -184,7 +184,7 @@ pub struct ValidateRequest {
 /// variables, a render with the sample values and the site settings), (2) the rendered
 /// output with its format's validator. Problems carry their line. A missing validator
 /// gives `syntax-checked-only`, never `valid`. The answer is 200 whatever the verdict.
-#[utoipa::path(post, path = "/api/v1/netboot/answer-templates/validate", tag = "answer-templates", request_body = ValidateRequest,
+#[utoipa::path(post, path = "/api/v1/netboot/answer-templates/validate", extensions(("x-bootlane-role" = json!("operator"))), tag = "answer-templates", request_body = ValidateRequest,
     responses((status = 200, body = Validation), (status = 400, description = "Invalid body (named field)"), (status = 401)))]
 pub async fn validate_body(
     State(svc): State<Arc<AnswerTemplates>>,
@@ -194,7 +194,7 @@ pub async fn validate_body(
 }
 
 /// Validate a stored template (both steps, with the sample values).
-#[utoipa::path(post, path = "/api/v1/netboot/answer-templates/{id}/validate", tag = "answer-templates",
+#[utoipa::path(post, path = "/api/v1/netboot/answer-templates/{id}/validate", extensions(("x-bootlane-role" = json!("operator"))), tag = "answer-templates",
     params(("id" = u64, Path, description = "Template id")),
     responses((status = 200, body = Validation), (status = 400, description = "Not an id"), (status = 404), (status = 401)))]
 pub async fn validate_one(
@@ -208,7 +208,7 @@ pub async fn validate_one(
 /// Render a template as an installer would get it, for a chosen host (`host_id` or
 /// `mac`) and task values, or (no body) with the sample values; answers the text, the
 /// values used and both validation steps.
-#[utoipa::path(post, path = "/api/v1/netboot/answer-templates/{id}/preview", tag = "answer-templates",
+#[utoipa::path(post, path = "/api/v1/netboot/answer-templates/{id}/preview", extensions(("x-bootlane-role" = json!("operator"))), tag = "answer-templates",
     params(("id" = u64, Path, description = "Template id")),
     request_body(content = Option<PreviewRequest>, description = "Optional; no body renders with the sample values"),
     responses((status = 200, body = Preview), (status = 400, description = "Invalid field (named)"),
@@ -235,7 +235,7 @@ pub struct TemplateVersionList {
 }
 
 /// A template's versions, newest first. `q` searches the comment.
-#[utoipa::path(get, path = "/api/v1/netboot/answer-templates/{id}/versions", tag = "answer-templates",
+#[utoipa::path(get, path = "/api/v1/netboot/answer-templates/{id}/versions", extensions(("x-bootlane-role" = json!("viewer"))), tag = "answer-templates",
     params(("id" = u64, Path, description = "Template id"), ListQuery),
     responses((status = 200, body = TemplateVersionList), (status = 400, description = "Not an id, or bad paging"), (status = 404), (status = 401)))]
 pub async fn versions(
@@ -257,7 +257,7 @@ pub async fn versions(
 }
 
 /// One version of a template.
-#[utoipa::path(get, path = "/api/v1/netboot/answer-templates/{id}/versions/{version}", tag = "answer-templates",
+#[utoipa::path(get, path = "/api/v1/netboot/answer-templates/{id}/versions/{version}", extensions(("x-bootlane-role" = json!("viewer"))), tag = "answer-templates",
     params(("id" = u64, Path, description = "Template id"), ("version" = u32, Path, description = "Version number")),
     responses((status = 200, body = TemplateVersion), (status = 400, description = "Not an id or version number"), (status = 404), (status = 401)))]
 pub async fn version(
@@ -269,7 +269,7 @@ pub async fn version(
 
 /// Roll a template back to a version: its format and content become current again, as
 /// a new version.
-#[utoipa::path(post, path = "/api/v1/netboot/answer-templates/{id}/rollback/{version}", tag = "answer-templates",
+#[utoipa::path(post, path = "/api/v1/netboot/answer-templates/{id}/rollback/{version}", extensions(("x-bootlane-role" = json!("operator"))), tag = "answer-templates",
     params(("id" = u64, Path, description = "Template id"), ("version" = u32, Path, description = "Version number")),
     responses((status = 200, body = AnswerTemplate), (status = 400, description = "Not an id or version number"), (status = 404), (status = 401)))]
 pub async fn rollback(
@@ -282,7 +282,7 @@ pub async fn rollback(
 /// The site install settings every answer template sees as `site` (time zone, locale,
 /// keyboard, SSH keys, mirror; the root password only as `has_root_password` and its
 /// SHA-512 crypt hash).
-#[utoipa::path(get, path = "/api/v1/netboot/answer-settings", tag = "answer-templates",
+#[utoipa::path(get, path = "/api/v1/netboot/answer-settings", extensions(("x-bootlane-role" = json!("admin"))), tag = "answer-templates",
     responses((status = 200, body = SiteSettings), (status = 401)))]
 pub async fn get_settings(State(svc): State<Arc<AnswerTemplates>>) -> Envelope<SiteSettings> {
     Envelope::ok(svc.site())
@@ -290,7 +290,7 @@ pub async fn get_settings(State(svc): State<Arc<AnswerTemplates>>) -> Envelope<S
 
 /// Change the site install settings (any subset). `root_password` is taken in plain
 /// text and stored only as its SHA-512 crypt hash; `""` removes it.
-#[utoipa::path(put, path = "/api/v1/netboot/answer-settings", tag = "answer-templates", request_body = SitePatch,
+#[utoipa::path(put, path = "/api/v1/netboot/answer-settings", extensions(("x-bootlane-role" = json!("admin"))), tag = "answer-templates", request_body = SitePatch,
     responses((status = 200, body = SiteSettings), (status = 400, description = "Invalid field (named)"), (status = 401)))]
 pub async fn put_settings(
     State(svc): State<Arc<AnswerTemplates>>,

@@ -54,6 +54,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::{
     error::{ApiError, Result},
     extract::{ApiJson, Envelope},
+    roles::{Role, RouteRoles},
     AppState,
 };
 use bootlane_core::{
@@ -186,6 +187,14 @@ pub struct User {
     /// Creation time.
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
+    /// The user's role; a user stored before roles existed reads as `admin` (every user
+    /// was one).
+    #[serde(default = "legacy_role")]
+    pub role: Role,
+}
+
+fn legacy_role() -> Role {
+    Role::Admin
 }
 
 /// A stored session (keyed by the SHA-256 of its token, so a stolen database holds no
@@ -216,6 +225,8 @@ pub struct LoginRequest {
 pub struct LoginResponse {
     /// User name.
     pub username: String,
+    /// The user's role.
+    pub role: Role,
     /// Session expiry, RFC 3339.
     #[serde(with = "time::serde::rfc3339")]
     #[schema(value_type = String, format = DateTime)]
@@ -229,6 +240,8 @@ pub struct SessionInfo {
     pub authenticated: bool,
     /// The session's user.
     pub username: Option<String>,
+    /// That user's role (what the UI offers; the API enforces it).
+    pub role: Option<Role>,
     /// Expiry, RFC 3339.
     #[serde(with = "time::serde::rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
@@ -481,6 +494,7 @@ impl Auth {
                 username: "admin".into(),
                 password_hash: hash_password(&pw).await?,
                 created_at: OffsetDateTime::now_utc(),
+                role: Role::Admin,
             };
             auth.users.put("admin", &user).await?;
             if generated {
@@ -636,6 +650,11 @@ impl Auth {
         Some(s)
     }
 
+    /// The role of `username` now; `None` for a user that no longer exists.
+    pub fn role(&self, username: &str) -> Option<Role> {
+        self.users.get::<User>(username).ok().flatten().map(|u| u.role)
+    }
+
     /// Ends a session.
     ///
     /// # Errors
@@ -673,9 +692,22 @@ pub fn token_from(headers: &HeaderMap) -> Option<String> {
         .map(|t| t.trim().to_string())
 }
 
+/// What [`require_session`] checks against: the server's state and the role each route
+/// declares.
+#[derive(Clone)]
+pub struct Guard {
+    /// The server's state (its sessions and users).
+    pub state: AppState,
+    /// The declared role of every route ([`RouteRoles::from_doc`]).
+    pub roles: Arc<RouteRoles>,
+}
+
 /// Middleware for protected routes: 401 with the envelope unless the request carries a
-/// live session.
-pub async fn require_session(State(state): State<AppState>, req: Request, next: Next) -> Response {
+/// live session, 403 with the envelope when the session's user has a role below the one
+/// the route declares ([`super::roles`]). The role is read per request, so a changed
+/// role applies to open sessions at once.
+pub async fn require_session(State(guard): State<Guard>, req: Request, next: Next) -> Response {
+    let state = &guard.state;
     let addr = req
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
@@ -685,6 +717,25 @@ pub async fn require_session(State(state): State<AppState>, req: Request, next: 
         None => None,
     };
     if let Some(s) = session {
+        let route = req
+            .extensions()
+            .get::<axum::extract::MatchedPath>()
+            .map(|m| m.as_str().to_owned())
+            .unwrap_or_default();
+        let role = state.auth.role(&s.username);
+        if !role.is_some_and(|r| guard.roles.allows(r, req.method(), &route)) {
+            let needs = match guard.roles.needs(req.method(), &route) {
+                Some(super::roles::Needs::Role(r)) => r.as_str(),
+                _ => "admin",
+            };
+            return ApiError::Forbidden(format!(
+                "{} {route} needs the {needs} role; {} has {}",
+                req.method(),
+                s.username,
+                role.map_or("no role", Role::as_str)
+            ))
+            .into_response();
+        }
         let actor = bootlane_core::events::Actor {
             user: s.username,
             remote_addr: addr,
@@ -698,7 +749,7 @@ pub async fn require_session(State(state): State<AppState>, req: Request, next: 
 }
 
 /// Log in.
-#[utoipa::path(post, path = "/api/v1/auth/login", tag = "auth", request_body = LoginRequest,
+#[utoipa::path(post, path = "/api/v1/auth/login", extensions(("x-bootlane-role" = json!("public"))), tag = "auth", request_body = LoginRequest,
     responses((status = 200, description = "Logged in; sets the bootlane_session cookie", body = LoginResponse),
               (status = 401, description = "Wrong user name or password"), (status = 429, description = "Too many failed attempts")))]
 pub async fn login(
@@ -716,7 +767,9 @@ pub async fn login(
         "{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
         auth.ttl().as_secs()
     );
+    let role = auth.role(&session.username).unwrap_or_default();
     let mut resp = Envelope::ok(LoginResponse {
+        role,
         username: session.username,
         expires_at: session.expires_at,
     })
@@ -729,7 +782,7 @@ pub async fn login(
 }
 
 /// Log out (ends the session and clears the cookie). Always succeeds.
-#[utoipa::path(post, path = "/api/v1/auth/logout", tag = "auth", responses((status = 200, description = "Logged out")))]
+#[utoipa::path(post, path = "/api/v1/auth/logout", extensions(("x-bootlane-role" = json!("public"))), tag = "auth", responses((status = 200, description = "Logged out")))]
 pub async fn logout(State(auth): State<Arc<Auth>>, headers: HeaderMap) -> Result<Response> {
     if let Some(t) = token_from(&headers) {
         auth.logout(&t).await?;
@@ -743,13 +796,14 @@ pub async fn logout(State(auth): State<Arc<Auth>>, headers: HeaderMap) -> Result
 }
 
 /// Check the session.
-#[utoipa::path(get, path = "/api/v1/auth/session", tag = "auth", responses((status = 200, body = SessionInfo)))]
+#[utoipa::path(get, path = "/api/v1/auth/session", extensions(("x-bootlane-role" = json!("public"))), tag = "auth", responses((status = 200, body = SessionInfo)))]
 pub async fn session(State(auth): State<Arc<Auth>>, headers: HeaderMap) -> Envelope<SessionInfo> {
     let s = match token_from(&headers) {
         Some(t) => auth.session(&t).await,
         None => None,
     };
     Envelope::ok(SessionInfo {
+        role: s.as_ref().and_then(|s| auth.role(&s.username)),
         authenticated: s.is_some(),
         username: s.as_ref().map(|s| s.username.clone()),
         expires_at: s.map(|s| s.expires_at),

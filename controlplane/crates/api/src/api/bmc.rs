@@ -57,7 +57,7 @@ pub struct BmcFilter {
 
 /// List BMC configs, in id order. `q` searches name, address, user, manufacturer, model
 /// and serial.
-#[utoipa::path(get, path = "/api/v1/bmc/configs", tag = "bmc", params(ListQuery, BmcFilter),
+#[utoipa::path(get, path = "/api/v1/bmc/configs", extensions(("x-bootlane-role" = json!("viewer"))), tag = "bmc", params(ListQuery, BmcFilter),
     responses((status = 200, body = BmcList), (status = 400, description = "Bad paging or filter"), (status = 401)))]
 pub async fn list(
     State(bmc): State<Arc<BmcService>>,
@@ -96,7 +96,7 @@ pub async fn list(
 
 /// Create a BMC config (`name`, `address`, `protocol`, `user` required). Nothing is sent
 /// to the BMC; `POST /bmc/{id}/refresh` reads it.
-#[utoipa::path(post, path = "/api/v1/bmc/configs", tag = "bmc", request_body = BmcInput,
+#[utoipa::path(post, path = "/api/v1/bmc/configs", extensions(("x-bootlane-role" = json!("operator"))), tag = "bmc", request_body = BmcInput,
     responses((status = 201, body = BmcView), (status = 400, description = "Invalid field (named)"),
         (status = 409, description = "Name taken, or the host already has a BMC"), (status = 401)))]
 pub async fn create(
@@ -107,7 +107,7 @@ pub async fn create(
 }
 
 /// Get one BMC config.
-#[utoipa::path(get, path = "/api/v1/bmc/configs/{id}", tag = "bmc", params(("id" = u64, Path, description = "BMC config id")),
+#[utoipa::path(get, path = "/api/v1/bmc/configs/{id}", extensions(("x-bootlane-role" = json!("viewer"))), tag = "bmc", params(("id" = u64, Path, description = "BMC config id")),
     responses((status = 200, body = BmcView), (status = 400), (status = 404), (status = 401)))]
 pub async fn get_one(State(bmc): State<Arc<BmcService>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<BmcView>> {
     Ok(Envelope::ok(BmcView::from(&bmc.get(id)?)))
@@ -115,7 +115,7 @@ pub async fn get_one(State(bmc): State<Arc<BmcService>>, ApiPath(id): ApiPath<u6
 
 /// Update a BMC config: omitted fields keep their values, `null` clears an optional one;
 /// a `password` replaces the stored one.
-#[utoipa::path(put, path = "/api/v1/bmc/configs/{id}", tag = "bmc", params(("id" = u64, Path, description = "BMC config id")),
+#[utoipa::path(put, path = "/api/v1/bmc/configs/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "bmc", params(("id" = u64, Path, description = "BMC config id")),
     request_body = BmcInput,
     responses((status = 200, body = BmcView), (status = 400), (status = 404), (status = 409), (status = 401)))]
 pub async fn update(
@@ -127,7 +127,7 @@ pub async fn update(
 }
 
 /// Delete a BMC config; answers it.
-#[utoipa::path(delete, path = "/api/v1/bmc/configs/{id}", tag = "bmc", params(("id" = u64, Path, description = "BMC config id")),
+#[utoipa::path(delete, path = "/api/v1/bmc/configs/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "bmc", params(("id" = u64, Path, description = "BMC config id")),
     responses((status = 200, body = BmcView), (status = 400), (status = 404), (status = 401)))]
 pub async fn delete(State(bmc): State<Arc<BmcService>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<BmcView>> {
     Ok(Envelope::ok(BmcView::from(&bmc.delete(id).await?)))
@@ -138,7 +138,7 @@ pub async fn delete(State(bmc): State<Arc<BmcService>>, ApiPath(id): ApiPath<u64
 /// verify_tls,host_id` optional; any order), one config per row, empty cells for defaults.
 /// Each row is checked like a create: a bad row imports nothing of itself and is reported
 /// with its line number and what was wrong; good rows are imported. At most 5000 rows.
-#[utoipa::path(post, path = "/api/v1/bmc/configs/import", tag = "bmc",
+#[utoipa::path(post, path = "/api/v1/bmc/configs/import", extensions(("x-bootlane-role" = json!("operator"))), tag = "bmc",
     request_body(content = String, content_type = "text/csv", description = "CSV with a header row"),
     responses((status = 200, body = ImportReport), (status = 400, description = "No usable header row, not UTF-8, too many rows"), (status = 401)))]
 pub async fn import(State(bmc): State<Arc<BmcService>>, body: Bytes) -> Result<Envelope<ImportReport>> {
@@ -151,7 +151,7 @@ pub async fn import(State(bmc): State<Arc<BmcService>>, body: Bytes) -> Result<E
 /// Probe a BMC without storing it: detect the protocol when none is given (Redfish
 /// service root first, then an IPMI session), read identity and power state. 502 when
 /// the BMC does not answer or refuses the credentials (the message says which).
-#[utoipa::path(post, path = "/api/v1/bmc/probe", tag = "bmc", request_body = ProbeInput,
+#[utoipa::path(post, path = "/api/v1/bmc/probe", extensions(("x-bootlane-role" = json!("operator"))), tag = "bmc", request_body = ProbeInput,
     responses((status = 200, body = ProbeResult), (status = 400, description = "Invalid field (named), or an address outside [bmc] allowed_networks"),
         (status = 502, description = "The BMC failed, refused the credentials or did not answer"), (status = 401)))]
 pub async fn probe(
@@ -163,7 +163,7 @@ pub async fn probe(
 
 /// Contact the BMC now: read identity and power state and record them (or the error, as
 /// `last_error`); answers the config.
-#[utoipa::path(post, path = "/api/v1/bmc/{id}/refresh", tag = "bmc", params(("id" = u64, Path, description = "BMC config id")),
+#[utoipa::path(post, path = "/api/v1/bmc/{id}/refresh", extensions(("x-bootlane-role" = json!("operator"))), tag = "bmc", params(("id" = u64, Path, description = "BMC config id")),
     responses((status = 200, body = BmcView), (status = 400), (status = 404),
         (status = 502, description = "The BMC failed, refused the credentials or did not answer"), (status = 401)))]
 pub async fn refresh(State(bmc): State<Arc<BmcService>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<BmcView>> {
@@ -182,7 +182,7 @@ pub struct StatusView {
 
 /// The last recorded status (power state, last checked, last error); does not contact
 /// the BMC (`POST /bmc/{id}/refresh` does).
-#[utoipa::path(get, path = "/api/v1/bmc/{id}/status", tag = "bmc", params(("id" = u64, Path, description = "BMC config id")),
+#[utoipa::path(get, path = "/api/v1/bmc/{id}/status", extensions(("x-bootlane-role" = json!("viewer"))), tag = "bmc", params(("id" = u64, Path, description = "BMC config id")),
     responses((status = 200, body = StatusView), (status = 400), (status = 404), (status = 401)))]
 pub async fn status(State(bmc): State<Arc<BmcService>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<StatusView>> {
     Ok(Envelope::ok(StatusView {
@@ -226,7 +226,7 @@ impl PowerRequest {
 
 /// Power on (body `pxe: true`: into PXE). Answers the state before and after; `settled`
 /// says whether the change showed within `[bmc] settle_secs`.
-#[utoipa::path(post, path = "/api/v1/bmc/{id}/power-on", tag = "bmc", params(("id" = u64, Path, description = "BMC config id")),
+#[utoipa::path(post, path = "/api/v1/bmc/{id}/power-on", extensions(("x-bootlane-role" = json!("operator"))), tag = "bmc", params(("id" = u64, Path, description = "BMC config id")),
     request_body(content = Option<PowerRequest>, description = "Optional"),
     responses((status = 200, body = PowerOutcome), (status = 400), (status = 404),
         (status = 502, description = "The BMC failed, refused the credentials or did not answer"), (status = 401)))]
@@ -241,7 +241,7 @@ pub async fn power_on(
 }
 
 /// Power off (hard, or `graceful: true`).
-#[utoipa::path(post, path = "/api/v1/bmc/{id}/power-off", tag = "bmc", params(("id" = u64, Path, description = "BMC config id")),
+#[utoipa::path(post, path = "/api/v1/bmc/{id}/power-off", extensions(("x-bootlane-role" = json!("operator"))), tag = "bmc", params(("id" = u64, Path, description = "BMC config id")),
     request_body(content = Option<PowerRequest>, description = "Optional"),
     responses((status = 200, body = PowerOutcome), (status = 400), (status = 404),
         (status = 502, description = "The BMC failed, refused the credentials or did not answer"), (status = 401)))]
@@ -256,7 +256,7 @@ pub async fn power_off(
 }
 
 /// Restart (hard power cycle, or `graceful: true`); a machine that is off is powered on.
-#[utoipa::path(post, path = "/api/v1/bmc/{id}/restart", tag = "bmc", params(("id" = u64, Path, description = "BMC config id")),
+#[utoipa::path(post, path = "/api/v1/bmc/{id}/restart", extensions(("x-bootlane-role" = json!("operator"))), tag = "bmc", params(("id" = u64, Path, description = "BMC config id")),
     request_body(content = Option<PowerRequest>, description = "Optional"),
     responses((status = 200, body = PowerOutcome), (status = 400), (status = 404),
         (status = 502, description = "The BMC failed, refused the credentials or did not answer"), (status = 401)))]
@@ -286,7 +286,7 @@ pub struct BootDeviceRequest {
 /// Set the boot device, then read back and report what the BMC actually kept (`matches`
 /// false and a `message` when it kept something else, e.g. a BMC that ignores the UEFI
 /// flag).
-#[utoipa::path(post, path = "/api/v1/bmc/{id}/boot-device", tag = "bmc", params(("id" = u64, Path, description = "BMC config id")),
+#[utoipa::path(post, path = "/api/v1/bmc/{id}/boot-device", extensions(("x-bootlane-role" = json!("operator"))), tag = "bmc", params(("id" = u64, Path, description = "BMC config id")),
     request_body = BootDeviceRequest,
     responses((status = 200, body = BootOutcome), (status = 400), (status = 404),
         (status = 502, description = "The BMC failed, refused the credentials or did not answer"), (status = 401)))]
@@ -354,7 +354,7 @@ async fn batch(bmc: &BmcService, req: BatchRequest, action: PowerAction) -> Resu
 }
 
 /// Power on several BMCs, `[bmc] concurrency` at a time; one result per id.
-#[utoipa::path(post, path = "/api/v1/bmc/batch/power-on", tag = "bmc", request_body = BatchRequest,
+#[utoipa::path(post, path = "/api/v1/bmc/batch/power-on", extensions(("x-bootlane-role" = json!("operator"))), tag = "bmc", request_body = BatchRequest,
     responses((status = 200, body = BatchAnswer), (status = 400, description = "Invalid field (named)"), (status = 401)))]
 pub async fn batch_power_on(
     State(bmc): State<Arc<BmcService>>,
@@ -364,7 +364,7 @@ pub async fn batch_power_on(
 }
 
 /// Power off several BMCs, `[bmc] concurrency` at a time; one result per id.
-#[utoipa::path(post, path = "/api/v1/bmc/batch/power-off", tag = "bmc", request_body = BatchRequest,
+#[utoipa::path(post, path = "/api/v1/bmc/batch/power-off", extensions(("x-bootlane-role" = json!("operator"))), tag = "bmc", request_body = BatchRequest,
     responses((status = 200, body = BatchAnswer), (status = 400, description = "Invalid field (named)"), (status = 401)))]
 pub async fn batch_power_off(
     State(bmc): State<Arc<BmcService>>,
@@ -374,7 +374,7 @@ pub async fn batch_power_off(
 }
 
 /// Restart several BMCs, `[bmc] concurrency` at a time; one result per id.
-#[utoipa::path(post, path = "/api/v1/bmc/batch/restart", tag = "bmc", request_body = BatchRequest,
+#[utoipa::path(post, path = "/api/v1/bmc/batch/restart", extensions(("x-bootlane-role" = json!("operator"))), tag = "bmc", request_body = BatchRequest,
     responses((status = 200, body = BatchAnswer), (status = 400, description = "Invalid field (named)"), (status = 401)))]
 pub async fn batch_restart(
     State(bmc): State<Arc<BmcService>>,
@@ -384,7 +384,7 @@ pub async fn batch_restart(
 }
 
 /// Read the power state of several BMCs (recorded as their last status); one result per id.
-#[utoipa::path(post, path = "/api/v1/bmc/batch/status", tag = "bmc", request_body = BatchRequest,
+#[utoipa::path(post, path = "/api/v1/bmc/batch/status", extensions(("x-bootlane-role" = json!("operator"))), tag = "bmc", request_body = BatchRequest,
     responses((status = 200, body = BatchAnswer), (status = 400, description = "Invalid field (named)"), (status = 401)))]
 pub async fn batch_status(
     State(bmc): State<Arc<BmcService>>,
@@ -433,7 +433,7 @@ pub struct HostPowerRequest {
 /// own `bmc_addr`/`bmc_user`/`bmc_password` (bare address or `ipmi://`: IPMI, port 623,
 /// cipher suite 3; `https://` or `redfish://`: Redfish over HTTPS; `http://`: Redfish over
 /// HTTP; `:port` optional). 409 when the host has neither.
-#[utoipa::path(post, path = "/api/v1/hosts/{id}/power", tag = "bmc", params(("id" = u64, Path, description = "Host id")),
+#[utoipa::path(post, path = "/api/v1/hosts/{id}/power", extensions(("x-bootlane-role" = json!("operator"))), tag = "bmc", params(("id" = u64, Path, description = "Host id")),
     request_body = HostPowerRequest,
     responses((status = 200, body = PowerOutcome), (status = 400), (status = 404, description = "No such host"),
         (status = 409, description = "The host has no BMC"),

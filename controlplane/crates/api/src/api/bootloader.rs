@@ -26,7 +26,7 @@ impl FromRef<AppState> for Arc<Bootloaders> {
 
 /// Every local file the arch map hands out that exists, with size, SHA-256, kind, PE
 /// machine type, iPXE version and the architecture codes naming it.
-#[utoipa::path(get, path = "/api/v1/bootloader/files", tag = "bootloader",
+#[utoipa::path(get, path = "/api/v1/bootloader/files", extensions(("x-bootlane-role" = json!("viewer"))), tag = "bootloader",
     responses((status = 200, body = Vec<MappedFile>), (status = 401)))]
 pub async fn files(State(b): State<Arc<Bootloaders>>) -> Result<Envelope<Vec<MappedFile>>> {
     Ok(Envelope::ok(b.files().await?))
@@ -34,7 +34,7 @@ pub async fn files(State(b): State<Arc<Bootloaders>>) -> Result<Envelope<Vec<Map
 
 /// Checks every arch-map entry: the file exists and is of the right kind for its
 /// architecture code; missing or wrong entries carry the fix.
-#[utoipa::path(get, path = "/api/v1/bootloader/check", tag = "bootloader",
+#[utoipa::path(get, path = "/api/v1/bootloader/check", extensions(("x-bootlane-role" = json!("viewer"))), tag = "bootloader",
     responses((status = 200, body = CheckReport), (status = 401)))]
 pub async fn check(State(b): State<Arc<Bootloaders>>) -> Result<Envelope<CheckReport>> {
     Ok(Envelope::ok(b.check().await))
@@ -49,7 +49,7 @@ pub struct CheckFile {
 }
 
 /// The bootloader analysis of one file under the boot root.
-#[utoipa::path(post, path = "/api/v1/bootloader/check-file", tag = "bootloader", request_body = CheckFile,
+#[utoipa::path(post, path = "/api/v1/bootloader/check-file", extensions(("x-bootlane-role" = json!("operator"))), tag = "bootloader", request_body = CheckFile,
     responses((status = 200, body = BootFileInfo), (status = 400, description = "A refused path"), (status = 401),
         (status = 404, description = "No such regular file")))]
 pub async fn check_file(

@@ -72,7 +72,7 @@ pub struct SourceQuery {
 /// List the catalog of every source, by type, id, then source. `q` searches id, name,
 /// description, author and tags. A failing source is listed under `sources` with its
 /// error; the others still answer.
-#[utoipa::path(get, path = "/api/v1/store/catalog", tag = "store", params(ListQuery, CatalogFilter),
+#[utoipa::path(get, path = "/api/v1/store/catalog", extensions(("x-bootlane-role" = json!("viewer"))), tag = "store", params(ListQuery, CatalogFilter),
     responses((status = 200, body = CatalogList), (status = 400, description = "Bad paging or filter (named)"),
         (status = 404, description = "Unknown source"), (status = 502, description = "The source asked for failed (named)"), (status = 401)))]
 pub async fn catalog(
@@ -122,7 +122,7 @@ pub async fn catalog(
 
 /// One catalog item with its content, verified (its sha256 is its content's and the
 /// index's).
-#[utoipa::path(get, path = "/api/v1/store/items/{type}/{id}", tag = "store",
+#[utoipa::path(get, path = "/api/v1/store/items/{type}/{id}", extensions(("x-bootlane-role" = json!("viewer"))), tag = "store",
     params(("type" = String, Path, description = "Item type"), ("id" = String, Path, description = "Item id"), SourceQuery),
     responses((status = 200, body = ItemDetail), (status = 404, description = "Unknown type, item or source"),
         (status = 502, description = "The source failed or serves a changed item (named)"), (status = 401)))]
@@ -137,7 +137,7 @@ pub async fn item(
 /// Import a catalog item: an answer template, a boot profile, a netboot overlay, a
 /// script, or a baseline with its scripts. The item's sha256 is checked before anything
 /// is written. A name in use is a 409 naming it unless `rename` or `overwrite` is given.
-#[utoipa::path(post, path = "/api/v1/store/import", tag = "store", request_body = ImportRequest,
+#[utoipa::path(post, path = "/api/v1/store/import", extensions(("x-bootlane-role" = json!("admin"))), tag = "store", request_body = ImportRequest,
     responses((status = 201, body = ImportResult), (status = 400, description = "Invalid field (named), or refused by the target resource"),
         (status = 404, description = "Unknown type, item or source"),
         (status = 409, description = "Name clash (named), or the item type cannot be installed here"),
@@ -166,7 +166,7 @@ pub struct ImportLocalForm {
 /// catalog's format) and optionally `rename` and `overwrite`. Same checks as an import
 /// from a source; a bundle whose sha256 is not its content's is refused (400) with
 /// nothing written.
-#[utoipa::path(post, path = "/api/v1/store/import-local", tag = "store",
+#[utoipa::path(post, path = "/api/v1/store/import-local", extensions(("x-bootlane-role" = json!("admin"))), tag = "store",
     request_body(content = ImportLocalForm, content_type = "multipart/form-data"),
     responses((status = 201, body = ImportResult), (status = 400, description = "Not an item, a wrong sha256, a missing part (named)"),
         (status = 409, description = "Name clash (named), or the item type cannot be installed here"),

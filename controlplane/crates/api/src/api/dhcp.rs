@@ -102,7 +102,7 @@ fn lease_state(active: bool, declined: bool) -> &'static str {
 }
 
 /// List leases, in id order. `q` searches MAC, IP and host name.
-#[utoipa::path(get, path = "/api/v1/leases", tag = "dhcp", params(ListQuery, LeaseFilter),
+#[utoipa::path(get, path = "/api/v1/leases", extensions(("x-bootlane-role" = json!("viewer"))), tag = "dhcp", params(ListQuery, LeaseFilter),
     responses((status = 200, body = LeaseList), (status = 400, description = "Bad filter or paging"), (status = 401)))]
 pub async fn list_leases(
     State(dhcp): State<Arc<DhcpControl>>,
@@ -175,7 +175,7 @@ pub struct Lease6List {
 }
 
 /// List DHCPv6 leases, in id order. `q` searches DUID, address and MAC.
-#[utoipa::path(get, path = "/api/v1/leases6", tag = "dhcp", params(ListQuery, Lease6Filter),
+#[utoipa::path(get, path = "/api/v1/leases6", extensions(("x-bootlane-role" = json!("viewer"))), tag = "dhcp", params(ListQuery, Lease6Filter),
     responses((status = 200, body = Lease6List), (status = 400, description = "Bad filter or paging"), (status = 401)))]
 pub async fn list_leases6(
     State(dhcp): State<Arc<DhcpControl>>,
@@ -221,7 +221,7 @@ pub async fn list_leases6(
 
 /// Delete every DHCPv6 lease of a client DUID (all IAs and subnets); the addresses are
 /// free at once. Answers the deleted leases.
-#[utoipa::path(delete, path = "/api/v1/leases6/{duid}", tag = "dhcp", params(("duid" = String, Path, description = "The client's DUID in hex (':' or '-' separators allowed)")),
+#[utoipa::path(delete, path = "/api/v1/leases6/{duid}", extensions(("x-bootlane-role" = json!("operator"))), tag = "dhcp", params(("duid" = String, Path, description = "The client's DUID in hex (':' or '-' separators allowed)")),
     responses((status = 200, body = Vec<Lease6>), (status = 400, description = "Not a DUID"), (status = 404, description = "No lease"), (status = 401)))]
 pub async fn delete_lease6(
     State(dhcp): State<Arc<DhcpControl>>,
@@ -235,7 +235,7 @@ pub async fn delete_lease6(
 }
 
 /// Per-subnet pool usage (subnets in `server` or `proxy` mode).
-#[utoipa::path(get, path = "/api/v1/leases/stats", tag = "dhcp",
+#[utoipa::path(get, path = "/api/v1/leases/stats", extensions(("x-bootlane-role" = json!("viewer"))), tag = "dhcp",
     responses((status = 200, body = Vec<SubnetStats>), (status = 401)))]
 pub async fn lease_stats(State(dhcp): State<Arc<DhcpControl>>) -> Result<Envelope<Vec<SubnetStats>>> {
     Ok(Envelope::ok(dhcp.stats().await?))
@@ -243,7 +243,7 @@ pub async fn lease_stats(State(dhcp): State<Arc<DhcpControl>>) -> Result<Envelop
 
 /// Delete every lease of a MAC (all subnets); the addresses are free at once. Answers
 /// the deleted leases.
-#[utoipa::path(delete, path = "/api/v1/leases/{mac}", tag = "dhcp", params(("mac" = String, Path, description = "MAC, any separator")),
+#[utoipa::path(delete, path = "/api/v1/leases/{mac}", extensions(("x-bootlane-role" = json!("operator"))), tag = "dhcp", params(("mac" = String, Path, description = "MAC, any separator")),
     responses((status = 200, body = Vec<Lease>), (status = 400, description = "Not a MAC"), (status = 404, description = "No lease"), (status = 401)))]
 pub async fn delete_lease(
     State(dhcp): State<Arc<DhcpControl>>,
@@ -278,7 +278,7 @@ pub struct BatchDeleteResult {
 }
 
 /// Delete the leases of several MACs.
-#[utoipa::path(post, path = "/api/v1/leases/batch-delete", tag = "dhcp", request_body = BatchDelete,
+#[utoipa::path(post, path = "/api/v1/leases/batch-delete", extensions(("x-bootlane-role" = json!("operator"))), tag = "dhcp", request_body = BatchDelete,
     responses((status = 200, body = BatchDeleteResult), (status = 400, description = "Empty or too long list"), (status = 401)))]
 pub async fn batch_delete(
     State(dhcp): State<Arc<DhcpControl>>,
@@ -317,7 +317,7 @@ pub struct PruneResult {
 }
 
 /// Delete every expired lease (and expired decline).
-#[utoipa::path(post, path = "/api/v1/leases/prune", tag = "dhcp",
+#[utoipa::path(post, path = "/api/v1/leases/prune", extensions(("x-bootlane-role" = json!("operator"))), tag = "dhcp",
     responses((status = 200, body = PruneResult), (status = 401)))]
 pub async fn prune(State(dhcp): State<Arc<DhcpControl>>) -> Result<Envelope<PruneResult>> {
     let removed = dhcp.prune().await?;
@@ -358,7 +358,7 @@ pub struct ReservationList {
 /// List reservations: the configuration file's (`source: config`, id 0, in file order)
 /// first, then the stored ones (`source: api`) in id order. `q` searches MAC, IP, host
 /// name and description.
-#[utoipa::path(get, path = "/api/v1/dhcp/reservations", tag = "dhcp", params(ListQuery, ReservationFilter),
+#[utoipa::path(get, path = "/api/v1/dhcp/reservations", extensions(("x-bootlane-role" = json!("viewer"))), tag = "dhcp", params(ListQuery, ReservationFilter),
     responses((status = 200, body = ReservationList), (status = 400, description = "Bad filter or paging"), (status = 401)))]
 pub async fn list_reservations(
     State(dhcp): State<Arc<DhcpControl>>,
@@ -413,7 +413,7 @@ pub async fn list_reservations(
 }
 
 /// Create a reservation; the DHCP server uses it at once.
-#[utoipa::path(post, path = "/api/v1/dhcp/reservations", tag = "dhcp", request_body = ReservationInput,
+#[utoipa::path(post, path = "/api/v1/dhcp/reservations", extensions(("x-bootlane-role" = json!("operator"))), tag = "dhcp", request_body = ReservationInput,
     responses((status = 201, body = StoredReservation), (status = 400, description = "Invalid, or the address is outside every configured subnet"),
         (status = 409, description = "Address or MAC already reserved"), (status = 401)))]
 pub async fn create_reservation(
@@ -425,7 +425,7 @@ pub async fn create_reservation(
 }
 
 /// Get one stored reservation.
-#[utoipa::path(get, path = "/api/v1/dhcp/reservations/{id}", tag = "dhcp", params(("id" = u64, Path, description = "Reservation id")),
+#[utoipa::path(get, path = "/api/v1/dhcp/reservations/{id}", extensions(("x-bootlane-role" = json!("viewer"))), tag = "dhcp", params(("id" = u64, Path, description = "Reservation id")),
     responses((status = 200, body = StoredReservation), (status = 404), (status = 401)))]
 pub async fn get_reservation(
     State(dhcp): State<Arc<DhcpControl>>,
@@ -435,7 +435,7 @@ pub async fn get_reservation(
 }
 
 /// Update a stored reservation (omitted fields keep their values); applies at once.
-#[utoipa::path(put, path = "/api/v1/dhcp/reservations/{id}", tag = "dhcp", params(("id" = u64, Path, description = "Reservation id")),
+#[utoipa::path(put, path = "/api/v1/dhcp/reservations/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "dhcp", params(("id" = u64, Path, description = "Reservation id")),
     request_body = ReservationInput,
     responses((status = 200, body = StoredReservation), (status = 400), (status = 404), (status = 409), (status = 401)))]
 pub async fn update_reservation(
@@ -448,7 +448,7 @@ pub async fn update_reservation(
 }
 
 /// Delete a stored reservation; answers with it.
-#[utoipa::path(delete, path = "/api/v1/dhcp/reservations/{id}", tag = "dhcp", params(("id" = u64, Path, description = "Reservation id")),
+#[utoipa::path(delete, path = "/api/v1/dhcp/reservations/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "dhcp", params(("id" = u64, Path, description = "Reservation id")),
     responses((status = 200, body = StoredReservation), (status = 404), (status = 401)))]
 pub async fn delete_reservation(
     State(dhcp): State<Arc<DhcpControl>>,
@@ -461,14 +461,14 @@ pub async fn delete_reservation(
 // ---- settings ----
 
 /// The effective architecture map (RFC 4578 client architecture → boot file).
-#[utoipa::path(get, path = "/api/v1/services/archmap", tag = "dhcp",
+#[utoipa::path(get, path = "/api/v1/services/archmap", extensions(("x-bootlane-role" = json!("viewer"))), tag = "dhcp",
     responses((status = 200, body = ArchMap), (status = 401)))]
 pub async fn get_archmap(State(dhcp): State<Arc<DhcpControl>>) -> Envelope<ArchMap> {
     Envelope::ok(arch_view(&dhcp.arch_map()))
 }
 
 /// Replace the architecture map (the whole map); applies to the next DHCP request.
-#[utoipa::path(put, path = "/api/v1/services/archmap", tag = "dhcp", request_body = ArchMap,
+#[utoipa::path(put, path = "/api/v1/services/archmap", extensions(("x-bootlane-role" = json!("admin"))), tag = "dhcp", request_body = ArchMap,
     responses((status = 200, body = ArchMap), (status = 400, description = "Code above 65535, duplicate code, bad file name or URL"), (status = 401)))]
 pub async fn put_archmap(
     State(dhcp): State<Arc<DhcpControl>>,
@@ -479,7 +479,7 @@ pub async fn put_archmap(
 }
 
 /// The built-in architecture map.
-#[utoipa::path(get, path = "/api/v1/services/archmap/defaults", tag = "dhcp",
+#[utoipa::path(get, path = "/api/v1/services/archmap/defaults", extensions(("x-bootlane-role" = json!("viewer"))), tag = "dhcp",
     responses((status = 200, body = ArchMap), (status = 401)))]
 pub async fn archmap_defaults() -> Envelope<ArchMap> {
     Envelope::ok(arch_view(&default_arch_map()))
@@ -500,7 +500,7 @@ async fn applied(supervisor: &Supervisor, service: &str, needs_restart: bool) ->
 }
 
 /// The effective DHCP settings per subnet.
-#[utoipa::path(get, path = "/api/v1/services/dhcp", tag = "dhcp",
+#[utoipa::path(get, path = "/api/v1/services/dhcp", extensions(("x-bootlane-role" = json!("viewer"))), tag = "dhcp",
     responses((status = 200, body = DhcpSettingsView), (status = 401)))]
 pub async fn get_dhcp(State(dhcp): State<Arc<DhcpControl>>) -> Result<Envelope<DhcpSettingsView>> {
     Ok(Envelope::ok(dhcp.settings()?))
@@ -509,7 +509,7 @@ pub async fn get_dhcp(State(dhcp): State<Arc<DhcpControl>>) -> Result<Envelope<D
 /// Change pool range, router, DNS servers or lease time of configured subnets; applied
 /// live. Changing `mode`, `interface` or `server_address`, or adding subnets, needs the
 /// configuration file and a restart (400 saying so).
-#[utoipa::path(put, path = "/api/v1/services/dhcp", tag = "dhcp", request_body = DhcpSettingsPatch,
+#[utoipa::path(put, path = "/api/v1/services/dhcp", extensions(("x-bootlane-role" = json!("admin"))), tag = "dhcp", request_body = DhcpSettingsPatch,
     responses((status = 200, body = DhcpSettingsView), (status = 400, description = "Invalid value or a restart-only change"), (status = 401)))]
 pub async fn put_dhcp(
     State(dhcp): State<Arc<DhcpControl>>,
@@ -590,14 +590,14 @@ fn tftp_view(tftp: &TftpControl) -> TftpView {
 }
 
 /// The TFTP settings in effect.
-#[utoipa::path(get, path = "/api/v1/services/tftp", tag = "dhcp",
+#[utoipa::path(get, path = "/api/v1/services/tftp", extensions(("x-bootlane-role" = json!("viewer"))), tag = "dhcp",
     responses((status = 200, body = TftpView), (status = 401)))]
 pub async fn get_tftp(State(tftp): State<Arc<TftpControl>>) -> Envelope<TftpView> {
     Envelope::ok(tftp_view(&tftp))
 }
 
 /// Change the TFTP timeout and retries (live); other changed fields are a 400.
-#[utoipa::path(put, path = "/api/v1/services/tftp", tag = "dhcp", request_body = TftpPatch,
+#[utoipa::path(put, path = "/api/v1/services/tftp", extensions(("x-bootlane-role" = json!("admin"))), tag = "dhcp", request_body = TftpPatch,
     responses((status = 200, body = TftpView), (status = 400, description = "Invalid value, or a change that needs the configuration file and a restart"), (status = 401)))]
 pub async fn put_tftp(
     State(tftp): State<Arc<TftpControl>>,

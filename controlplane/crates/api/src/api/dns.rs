@@ -71,7 +71,7 @@ pub struct DnsServiceView {
 }
 
 /// List DNS records, in id order. `q` searches name, FQDN and value.
-#[utoipa::path(get, path = "/api/v1/dns/records", tag = "dns", params(ListQuery, RecordFilter),
+#[utoipa::path(get, path = "/api/v1/dns/records", extensions(("x-bootlane-role" = json!("viewer"))), tag = "dns", params(ListQuery, RecordFilter),
     responses((status = 200, body = RecordList), (status = 400, description = "Bad filter or paging"), (status = 401)))]
 pub async fn list(
     State(dns): State<Arc<DnsService>>,
@@ -106,7 +106,7 @@ pub async fn list(
 }
 
 /// Create a DNS record.
-#[utoipa::path(post, path = "/api/v1/dns/records", tag = "dns", request_body = RecordInput,
+#[utoipa::path(post, path = "/api/v1/dns/records", extensions(("x-bootlane-role" = json!("operator"))), tag = "dns", request_body = RecordInput,
     responses((status = 201, body = DnsRecord), (status = 400, description = "Invalid record"), (status = 409, description = "Identical record exists"), (status = 401)))]
 pub async fn create(
     State(dns): State<Arc<DnsService>>,
@@ -117,14 +117,14 @@ pub async fn create(
 }
 
 /// Get one DNS record.
-#[utoipa::path(get, path = "/api/v1/dns/records/{id}", tag = "dns", params(("id" = u64, Path, description = "Record id")),
+#[utoipa::path(get, path = "/api/v1/dns/records/{id}", extensions(("x-bootlane-role" = json!("viewer"))), tag = "dns", params(("id" = u64, Path, description = "Record id")),
     responses((status = 200, body = DnsRecord), (status = 404), (status = 401)))]
 pub async fn get_one(State(dns): State<Arc<DnsService>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<DnsRecord>> {
     Ok(Envelope::ok(dns.get(id)?))
 }
 
 /// Update a DNS record (omitted fields keep their values).
-#[utoipa::path(put, path = "/api/v1/dns/records/{id}", tag = "dns", params(("id" = u64, Path, description = "Record id")), request_body = RecordInput,
+#[utoipa::path(put, path = "/api/v1/dns/records/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "dns", params(("id" = u64, Path, description = "Record id")), request_body = RecordInput,
     responses((status = 200, body = DnsRecord), (status = 400), (status = 404), (status = 409), (status = 401)))]
 pub async fn update(
     State(dns): State<Arc<DnsService>>,
@@ -136,7 +136,7 @@ pub async fn update(
 }
 
 /// Delete a DNS record; answers with the deleted record.
-#[utoipa::path(delete, path = "/api/v1/dns/records/{id}", tag = "dns", params(("id" = u64, Path, description = "Record id")),
+#[utoipa::path(delete, path = "/api/v1/dns/records/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "dns", params(("id" = u64, Path, description = "Record id")),
     responses((status = 200, body = DnsRecord), (status = 400, description = "Auto-record"), (status = 404), (status = 401)))]
 pub async fn delete(State(dns): State<Arc<DnsService>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<DnsRecord>> {
     let r = dns.delete(id).await?;
@@ -156,13 +156,13 @@ fn view(dns: &DnsService) -> DnsServiceView {
 }
 
 /// DNS settings and live state (sockets, XDP fast path, counters).
-#[utoipa::path(get, path = "/api/v1/services/dns", tag = "dns", responses((status = 200, body = DnsServiceView), (status = 401)))]
+#[utoipa::path(get, path = "/api/v1/services/dns", extensions(("x-bootlane-role" = json!("viewer"))), tag = "dns", responses((status = 200, body = DnsServiceView), (status = 401)))]
 pub async fn get_settings(State(dns): State<Arc<DnsService>>) -> Envelope<DnsServiceView> {
     Envelope::ok(view(&dns))
 }
 
 /// Change DNS settings (any subset); applied live, no restart.
-#[utoipa::path(put, path = "/api/v1/services/dns", tag = "dns", request_body = DnsSettingsPatch,
+#[utoipa::path(put, path = "/api/v1/services/dns", extensions(("x-bootlane-role" = json!("admin"))), tag = "dns", request_body = DnsSettingsPatch,
     responses((status = 200, body = DnsServiceView), (status = 400, description = "Invalid value or the new port cannot be bound"), (status = 401)))]
 pub async fn put_settings(
     State(dns): State<Arc<DnsService>>,

@@ -90,7 +90,7 @@ fn parse_time(key: &str, v: &Option<String>) -> Result<Option<OffsetDateTime>> {
 }
 
 /// List events, newest first, with filters and paging.
-#[utoipa::path(get, path = "/api/v1/events", tag = "events", params(EventQuery),
+#[utoipa::path(get, path = "/api/v1/events", extensions(("x-bootlane-role" = json!("viewer"))), tag = "events", params(EventQuery),
     responses((status = 200, body = EventList), (status = 400, description = "Bad filter or paging"), (status = 401)))]
 pub async fn list(State(bus): State<Arc<EventBus>>, ApiQuery(q): ApiQuery<EventQuery>) -> Result<Envelope<EventList>> {
     let (page, size) = paging(q.page, q.size)?;
@@ -146,7 +146,7 @@ pub struct StreamQuery {
 }
 
 /// Events as server-sent events; resumes after `Last-Event-ID`.
-#[utoipa::path(get, path = "/api/v1/events/stream", tag = "events", params(StreamQuery,
+#[utoipa::path(get, path = "/api/v1/events/stream", extensions(("x-bootlane-role" = json!("viewer"))), tag = "events", params(StreamQuery,
         ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this event id")),
     responses((status = 200, description = "An endless text/event-stream: `id:` event id, `event:` kind, `data:` the event as JSON", content_type = "text/event-stream", body = String),
         (status = 400, description = "Bad Last-Event-ID"), (status = 401)))]
@@ -291,7 +291,7 @@ pub struct AuditList {
 }
 
 /// The audit log (derived from write events), newest first.
-#[utoipa::path(get, path = "/api/v1/audit-logs", tag = "events", params(AuditQuery),
+#[utoipa::path(get, path = "/api/v1/audit-logs", extensions(("x-bootlane-role" = json!("viewer"))), tag = "events", params(AuditQuery),
     responses((status = 200, body = AuditList), (status = 400, description = "Bad filter or paging"), (status = 401)))]
 pub async fn audit_logs(
     State(bus): State<Arc<EventBus>>,
@@ -333,7 +333,7 @@ pub async fn audit_logs(
 /// count, or `broken` with the first entry whose chain breaks (its id, the expected
 /// hash, the one found). Entries from before the chain existed are counted as
 /// `unchained`. Reads the whole log.
-#[utoipa::path(get, path = "/api/v1/audit-logs/verify", tag = "events",
+#[utoipa::path(get, path = "/api/v1/audit-logs/verify", extensions(("x-bootlane-role" = json!("viewer"))), tag = "events",
     responses((status = 200, body = Verification, description = "The verdict (a broken chain is a 200 with `status: broken`)"),
         (status = 401), (status = 500, description = "The log, anchor or key could not be read")))]
 pub async fn audit_verify(State(bus): State<Arc<EventBus>>) -> Result<Envelope<Verification>> {

@@ -79,7 +79,7 @@ pub struct DeleteQuery {
 }
 
 /// List a directory of the boot root, sorted by name.
-#[utoipa::path(get, path = "/api/v1/files", tag = "files", params(ListQuery),
+#[utoipa::path(get, path = "/api/v1/files", extensions(("x-bootlane-role" = json!("viewer"))), tag = "files", params(ListQuery),
     responses((status = 200, body = FileListing), (status = 400, description = "A refused path, or not a directory"),
         (status = 401), (status = 404, description = "No such directory")))]
 pub async fn list(
@@ -90,7 +90,7 @@ pub async fn list(
 }
 
 /// The boot root's path and the total and free space of its volume.
-#[utoipa::path(get, path = "/api/v1/files/root", tag = "files",
+#[utoipa::path(get, path = "/api/v1/files/root", extensions(("x-bootlane-role" = json!("viewer"))), tag = "files",
     responses((status = 200, body = BootRootInfo), (status = 401)))]
 pub async fn root(State(files): State<Arc<FileService>>) -> Result<Envelope<BootRootInfo>> {
     Ok(Envelope::ok(files.root_info()?))
@@ -98,7 +98,7 @@ pub async fn root(State(files): State<Arc<FileService>>) -> Result<Envelope<Boot
 
 /// Delete a file, a symlink (not its target), an empty directory, or a non-empty one with
 /// `recursive=true`. Publishes `file.deleted`.
-#[utoipa::path(delete, path = "/api/v1/files", tag = "files", params(DeleteQuery),
+#[utoipa::path(delete, path = "/api/v1/files", extensions(("x-bootlane-role" = json!("operator"))), tag = "files", params(DeleteQuery),
     responses((status = 200, body = DeletedFile), (status = 400, description = "A refused path, or the root"),
         (status = 401), (status = 404, description = "No such file or directory"),
         (status = 409, description = "A non-empty directory without recursive=true")))]
@@ -227,7 +227,7 @@ pub(crate) async fn small_text(mut field: Field<'_>, name: &str) -> Result<Strin
 /// `dir` and renamed into place when complete (a cut-off upload leaves nothing). Bounded
 /// by `[files] max_upload_bytes` (413) and the free space, checked before and while
 /// writing (507, the partial file removed). Publishes `file.uploaded`.
-#[utoipa::path(post, path = "/api/v1/files/upload", tag = "files",
+#[utoipa::path(post, path = "/api/v1/files/upload", extensions(("x-bootlane-role" = json!("operator"))), tag = "files",
     request_body(content = UploadForm, content_type = "multipart/form-data"),
     responses((status = 201, body = UploadedFile), (status = 400, description = "A refused path, a missing or malformed part"),
         (status = 401), (status = 404, description = "No such directory"),

@@ -44,7 +44,7 @@ pub struct HostList {
 
 /// List hosts, in id order. `q` searches name, MAC (any separator, partial MACs too)
 /// and IP.
-#[utoipa::path(get, path = "/api/v1/hosts", tag = "hosts", params(ListQuery),
+#[utoipa::path(get, path = "/api/v1/hosts", extensions(("x-bootlane-role" = json!("viewer"))), tag = "hosts", params(ListQuery),
     responses((status = 200, body = HostList), (status = 400, description = "Bad paging"), (status = 401)))]
 pub async fn list(
     State(hosts): State<Arc<HostService>>,
@@ -72,7 +72,7 @@ pub async fn list(
 }
 
 /// Register a host.
-#[utoipa::path(post, path = "/api/v1/hosts", tag = "hosts", request_body = HostInput,
+#[utoipa::path(post, path = "/api/v1/hosts", extensions(("x-bootlane-role" = json!("operator"))), tag = "hosts", request_body = HostInput,
     responses((status = 201, body = HostView), (status = 400, description = "Invalid field or unknown profile_id"),
         (status = 409, description = "Name or MAC already registered"), (status = 401)))]
 pub async fn create(
@@ -84,14 +84,14 @@ pub async fn create(
 }
 
 /// Get one host.
-#[utoipa::path(get, path = "/api/v1/hosts/{id}", tag = "hosts", params(("id" = u64, Path, description = "Host id")),
+#[utoipa::path(get, path = "/api/v1/hosts/{id}", extensions(("x-bootlane-role" = json!("viewer"))), tag = "hosts", params(("id" = u64, Path, description = "Host id")),
     responses((status = 200, body = HostView), (status = 404), (status = 401)))]
 pub async fn get_one(State(hosts): State<Arc<HostService>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<HostView>> {
     Ok(Envelope::ok(HostView::from(&hosts.get(id)?)))
 }
 
 /// Update a host: omitted fields keep their values, `null` clears an optional one.
-#[utoipa::path(put, path = "/api/v1/hosts/{id}", tag = "hosts", params(("id" = u64, Path, description = "Host id")),
+#[utoipa::path(put, path = "/api/v1/hosts/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "hosts", params(("id" = u64, Path, description = "Host id")),
     request_body = HostInput,
     responses((status = 200, body = HostView), (status = 400), (status = 404), (status = 409), (status = 401)))]
 pub async fn update(
@@ -104,7 +104,7 @@ pub async fn update(
 }
 
 /// Delete a host; answers with the deleted host.
-#[utoipa::path(delete, path = "/api/v1/hosts/{id}", tag = "hosts", params(("id" = u64, Path, description = "Host id")),
+#[utoipa::path(delete, path = "/api/v1/hosts/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "hosts", params(("id" = u64, Path, description = "Host id")),
     responses((status = 200, body = HostView), (status = 404), (status = 401)))]
 pub async fn delete(State(hosts): State<Arc<HostService>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<HostView>> {
     let h = hosts.delete(id).await?;
@@ -138,7 +138,7 @@ pub enum BootConfigFormat {
 /// `ipxe` (default) built exactly as `GET /boot/ipxe?mac=<its MAC>`, `pxelinux` exactly as
 /// its `pxelinux.cfg/01-<mac>`, `grub` exactly as its `grub/grub.cfg-<mac>`, with the
 /// request's `Host` (or the netboot `http_base_url`) as server address.
-#[utoipa::path(get, path = "/api/v1/hosts/{id}/boot-config", tag = "hosts",
+#[utoipa::path(get, path = "/api/v1/hosts/{id}/boot-config", extensions(("x-bootlane-role" = json!("viewer"))), tag = "hosts",
     params(("id" = u64, Path, description = "Host id"), BootConfigQuery),
     responses((status = 200, description = "The iPXE script, PXELINUX or GRUB configuration", content_type = "text/plain", body = String),
         (status = 400, description = "No usable Host header, the template fails, or an unknown format"),

@@ -69,7 +69,7 @@ pub struct TaskList {
 }
 
 /// List install tasks, newest first, filtered by state, host or MAC.
-#[utoipa::path(get, path = "/api/v1/netboot/tasks", tag = "install-tasks", params(TaskQuery),
+#[utoipa::path(get, path = "/api/v1/netboot/tasks", extensions(("x-bootlane-role" = json!("viewer"))), tag = "install-tasks", params(TaskQuery),
     responses((status = 200, body = TaskList), (status = 400, description = "A bad filter or paging (named)"), (status = 401)))]
 pub async fn list(
     State(tasks): State<Arc<TaskService>>,
@@ -96,7 +96,7 @@ pub async fn list(
 /// Create an install task (`pending`): the machine (`host_id` or `mac`), what it boots
 /// (`source`), the answer template and options. Its next iPXE boot runs the installer
 /// with the answer URL.
-#[utoipa::path(post, path = "/api/v1/netboot/tasks", tag = "install-tasks", request_body = TaskInput,
+#[utoipa::path(post, path = "/api/v1/netboot/tasks", extensions(("x-bootlane-role" = json!("operator"))), tag = "install-tasks", request_body = TaskInput,
     responses((status = 201, body = TaskView), (status = 400, description = "A bad or missing field (named)"),
         (status = 409, description = "The machine already has a pending or installing task"), (status = 401)))]
 pub async fn create(
@@ -107,14 +107,14 @@ pub async fn create(
 }
 
 /// Get one install task with its reports.
-#[utoipa::path(get, path = "/api/v1/netboot/tasks/{id}", tag = "install-tasks", params(("id" = u64, Path, description = "Task id")),
+#[utoipa::path(get, path = "/api/v1/netboot/tasks/{id}", extensions(("x-bootlane-role" = json!("viewer"))), tag = "install-tasks", params(("id" = u64, Path, description = "Task id")),
     responses((status = 200, body = TaskView), (status = 400), (status = 404), (status = 401)))]
 pub async fn get_one(State(tasks): State<Arc<TaskService>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<TaskView>> {
     Ok(Envelope::ok(tasks.get(id)?))
 }
 
 /// Change a pending or failed task (absent fields are kept).
-#[utoipa::path(put, path = "/api/v1/netboot/tasks/{id}", tag = "install-tasks", params(("id" = u64, Path, description = "Task id")),
+#[utoipa::path(put, path = "/api/v1/netboot/tasks/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "install-tasks", params(("id" = u64, Path, description = "Task id")),
     request_body = TaskInput,
     responses((status = 200, body = TaskView), (status = 400, description = "A bad field (named)"), (status = 404),
         (status = 409, description = "Installing or ended"), (status = 401)))]
@@ -127,21 +127,21 @@ pub async fn update(
 }
 
 /// Delete a task that is not installing.
-#[utoipa::path(delete, path = "/api/v1/netboot/tasks/{id}", tag = "install-tasks", params(("id" = u64, Path, description = "Task id")),
+#[utoipa::path(delete, path = "/api/v1/netboot/tasks/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "install-tasks", params(("id" = u64, Path, description = "Task id")),
     responses((status = 200, body = TaskView), (status = 400), (status = 404), (status = 409, description = "Installing: cancel it first"), (status = 401)))]
 pub async fn delete(State(tasks): State<Arc<TaskService>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<TaskView>> {
     Ok(Envelope::ok(tasks.delete(id).await?))
 }
 
 /// Cancel a task that has not ended: its token is revoked, the machine boots its profile.
-#[utoipa::path(post, path = "/api/v1/netboot/tasks/{id}/cancel", tag = "install-tasks", params(("id" = u64, Path, description = "Task id")),
+#[utoipa::path(post, path = "/api/v1/netboot/tasks/{id}/cancel", extensions(("x-bootlane-role" = json!("operator"))), tag = "install-tasks", params(("id" = u64, Path, description = "Task id")),
     responses((status = 200, body = TaskView), (status = 400), (status = 404), (status = 409, description = "Already ended"), (status = 401)))]
 pub async fn cancel(State(tasks): State<Arc<TaskService>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<TaskView>> {
     Ok(Envelope::ok(tasks.cancel(id).await?))
 }
 
 /// Retry a failed task: `pending` again with a new token.
-#[utoipa::path(post, path = "/api/v1/netboot/tasks/{id}/retry", tag = "install-tasks", params(("id" = u64, Path, description = "Task id")),
+#[utoipa::path(post, path = "/api/v1/netboot/tasks/{id}/retry", extensions(("x-bootlane-role" = json!("operator"))), tag = "install-tasks", params(("id" = u64, Path, description = "Task id")),
     responses((status = 200, body = TaskView), (status = 400), (status = 404),
         (status = 409, description = "Not failed, or the machine has another active task"), (status = 401)))]
 pub async fn retry(State(tasks): State<Arc<TaskService>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<TaskView>> {
@@ -166,7 +166,7 @@ fn limited(tasks: &TaskService, ip: Option<std::net::IpAddr>) -> Result<()> {
 
 /// What a booting machine will do: `install`, `local`, `hold` (failed, waiting for a
 /// retry) or `none`. Public; says nothing else about the task.
-#[utoipa::path(get, path = "/api/v1/netboot/task/by-mac/{mac}", tag = "install-tasks", params(("mac" = String, Path, description = "MAC address")),
+#[utoipa::path(get, path = "/api/v1/netboot/task/by-mac/{mac}", extensions(("x-bootlane-role" = json!("public"))), tag = "install-tasks", params(("mac" = String, Path, description = "MAC address")),
     responses((status = 200, body = MacTask), (status = 400, description = "Not a MAC"), (status = 429)))]
 pub async fn by_mac(
     State(tasks): State<Arc<TaskService>>,
@@ -189,7 +189,7 @@ pub struct TokenQuery {
 /// answer URL; only to the address holding the MAC's DHCP lease unless
 /// `[install_tasks] answer_lease_check = false`). The first fetch makes the task
 /// `installing`. Every refusal is the same 403.
-#[utoipa::path(get, path = "/api/v1/netboot/answer/{task_id}", tag = "install-tasks",
+#[utoipa::path(get, path = "/api/v1/netboot/answer/{task_id}", extensions(("x-bootlane-role" = json!("public"))), tag = "install-tasks",
     params(("task_id" = u64, Path, description = "Task id"), TokenQuery),
     responses((status = 200, content_type = "text/plain", body = String, description = "The answer file"),
         (status = 400, description = "A template that does not render, or a bad id"),
@@ -218,7 +218,7 @@ pub async fn answer(
 /// `installed`), `failed` (the body is the installer's log; its last 64 KiB are kept),
 /// `booted` (the installed system's first boot: `done`). A report for a task that has
 /// ended is answered with `ignored: true`.
-#[utoipa::path(post, path = "/api/v1/netboot/report/{task_id}/{token}/{kind}", tag = "install-tasks",
+#[utoipa::path(post, path = "/api/v1/netboot/report/{task_id}/{token}/{kind}", extensions(("x-bootlane-role" = json!("public"))), tag = "install-tasks",
     params(("task_id" = u64, Path, description = "Task id"), ("token" = String, Path, description = "The task's token"),
         ("kind" = String, Path, description = "progress, done, failed or booted")),
     request_body(content = String, content_type = "text/plain", description = "The message or log"),
@@ -257,7 +257,7 @@ pub struct ReportQuery {
 
 /// The same report as a GET with the message in `msg`, for installers whose only HTTP
 /// client cannot POST (the Debian installer's busybox `wget`).
-#[utoipa::path(get, path = "/api/v1/netboot/report/{task_id}/{token}/{kind}", tag = "install-tasks",
+#[utoipa::path(get, path = "/api/v1/netboot/report/{task_id}/{token}/{kind}", extensions(("x-bootlane-role" = json!("public"))), tag = "install-tasks",
     params(("task_id" = u64, Path, description = "Task id"), ("token" = String, Path, description = "The task's token"),
         ("kind" = String, Path, description = "progress, done, failed or booted"), ReportQuery),
     responses((status = 200, body = ReportOutcome), (status = 400, description = "Unknown kind or bad id"),

@@ -58,7 +58,7 @@ pub struct LogFileList {
 }
 
 /// The log files (names `bootlane.<stamp>[.<n>].log`), newest first.
-#[utoipa::path(get, path = "/api/v1/logs/files", tag = "logs",
+#[utoipa::path(get, path = "/api/v1/logs/files", extensions(("x-bootlane-role" = json!("viewer"))), tag = "logs",
     responses((status = 200, body = LogFileList), (status = 401)))]
 pub async fn list_files(State(logs): State<Arc<LogControl>>) -> Result<Envelope<LogFileList>> {
     Ok(Envelope::ok(LogFileList {
@@ -92,7 +92,7 @@ pub struct DiskUsage {
 }
 
 /// Disk use of the log files and free space on their volume.
-#[utoipa::path(get, path = "/api/v1/logs/disk-usage", tag = "logs",
+#[utoipa::path(get, path = "/api/v1/logs/disk-usage", extensions(("x-bootlane-role" = json!("viewer"))), tag = "logs",
     responses((status = 200, body = DiskUsage), (status = 401)))]
 pub async fn disk_usage(State(logs): State<Arc<LogControl>>) -> Result<Envelope<DiskUsage>> {
     let files: Vec<FileUsage> = list(&logs)?
@@ -138,7 +138,7 @@ pub struct CleanupResult {
 }
 
 /// Remove old log files (never the current one; only files of the log-file pattern).
-#[utoipa::path(post, path = "/api/v1/logs/cleanup", tag = "logs", request_body = CleanupRequest,
+#[utoipa::path(post, path = "/api/v1/logs/cleanup", extensions(("x-bootlane-role" = json!("admin"))), tag = "logs", request_body = CleanupRequest,
     responses((status = 200, body = CleanupResult), (status = 400, description = "No rule given"), (status = 401)))]
 pub async fn cleanup(
     State(logs): State<Arc<LogControl>>,
@@ -217,7 +217,7 @@ fn log_events(
 /// [`LogLine`] in JSON; a client that falls behind gets an event `lagged` with
 /// `{"skipped": n}` (logging never waits for it); a comment every 15 s keeps the
 /// connection open.
-#[utoipa::path(get, path = "/api/v1/logs/stream", tag = "logs", params(StreamParams),
+#[utoipa::path(get, path = "/api/v1/logs/stream", extensions(("x-bootlane-role" = json!("viewer"))), tag = "logs", params(StreamParams),
     responses((status = 200, description = "Server-sent events: `log` (data: LogLine JSON) and `lagged` (data: {\"skipped\": n})", content_type = "text/event-stream"),
         (status = 400, description = "Unknown level"), (status = 401)))]
 pub async fn stream(
@@ -263,14 +263,14 @@ fn view(logs: &LogControl, settings: LoggingSettings) -> LoggingSettingsView {
 }
 
 /// The logging settings (level, rotation, size cap, retention).
-#[utoipa::path(get, path = "/api/v1/settings/logging", tag = "logs",
+#[utoipa::path(get, path = "/api/v1/settings/logging", extensions(("x-bootlane-role" = json!("viewer"))), tag = "logs",
     responses((status = 200, body = LoggingSettingsView), (status = 401)))]
 pub async fn get_settings(State(logs): State<Arc<LogControl>>) -> Envelope<LoggingSettingsView> {
     Envelope::ok(view(&logs, logs.settings()))
 }
 
 /// Change any subset of the logging settings; stored, and applied live.
-#[utoipa::path(put, path = "/api/v1/settings/logging", tag = "logs", request_body = LoggingSettingsPatch,
+#[utoipa::path(put, path = "/api/v1/settings/logging", extensions(("x-bootlane-role" = json!("admin"))), tag = "logs", request_body = LoggingSettingsPatch,
     responses((status = 200, body = LoggingApplied), (status = 400, description = "Bad filter, out-of-range number or unknown key (the message names it)"), (status = 401)))]
 pub async fn put_settings(
     State(logs): State<Arc<LogControl>>,

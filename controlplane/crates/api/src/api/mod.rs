@@ -37,6 +37,7 @@ pub mod nfs;
 pub mod openapi;
 pub mod os_images;
 pub mod profiles;
+pub mod roles;
 pub mod scripts;
 pub mod services;
 pub mod settings_api;
@@ -68,6 +69,8 @@ mod tests_nfs;
 mod tests_os_images;
 #[cfg(test)]
 mod tests_pxelinux;
+#[cfg(test)]
+mod tests_roles;
 #[cfg(test)]
 mod tests_scripts;
 #[cfg(test)]
@@ -352,7 +355,11 @@ fn split(state: Option<&AppState>) -> (Router<AppState>, Router<AppState>, utoip
     openapi::protect(protected.get_openapi_mut());
     openapi::protect(scraped.get_openapi_mut());
     if let Some(state) = state {
-        protected = protected.route_layer(middleware::from_fn_with_state(state.clone(), auth::require_session));
+        let guard = auth::Guard {
+            state: state.clone(),
+            roles: std::sync::Arc::new(roles::RouteRoles::from_doc(protected.get_openapi_mut())),
+        };
+        protected = protected.route_layer(middleware::from_fn_with_state(guard, auth::require_session));
         scraped = scraped.route_layer(middleware::from_fn_with_state(
             state.clone(),
             system::require_scrape_auth,

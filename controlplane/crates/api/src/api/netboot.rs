@@ -175,7 +175,7 @@ fn all_entries(nb: &NetbootService, d: &netboot::Distro) -> Result<Vec<Resolved>
 }
 
 /// The catalog's groups.
-#[utoipa::path(get, path = "/api/v1/netboot/groups", tag = "netboot", responses((status = 200, body = GroupList), (status = 401)))]
+#[utoipa::path(get, path = "/api/v1/netboot/groups", extensions(("x-bootlane-role" = json!("viewer"))), tag = "netboot", responses((status = 200, body = GroupList), (status = 401)))]
 pub async fn list_groups() -> Envelope<GroupList> {
     Envelope::ok(GroupList {
         groups: netboot::groups().to_vec(),
@@ -183,7 +183,7 @@ pub async fn list_groups() -> Envelope<GroupList> {
 }
 
 /// The built-in catalog of netbootable distributions, with the mirror in force.
-#[utoipa::path(get, path = "/api/v1/netboot/catalog", tag = "netboot", params(CatalogQuery),
+#[utoipa::path(get, path = "/api/v1/netboot/catalog", extensions(("x-bootlane-role" = json!("viewer"))), tag = "netboot", params(CatalogQuery),
     responses((status = 200, body = CatalogList), (status = 400), (status = 401)))]
 pub async fn catalog(
     State(nb): State<Arc<NetbootService>>,
@@ -208,7 +208,7 @@ pub async fn catalog(
 }
 
 /// One distribution: every version and architecture resolved with the overlay.
-#[utoipa::path(get, path = "/api/v1/netboot/catalog/{distro}", tag = "netboot", params(("distro" = String, Path, description = "Distribution id")),
+#[utoipa::path(get, path = "/api/v1/netboot/catalog/{distro}", extensions(("x-bootlane-role" = json!("viewer"))), tag = "netboot", params(("distro" = String, Path, description = "Distribution id")),
     responses((status = 200, body = DistroDetail), (status = 404, description = "Not in the catalog"), (status = 401)))]
 pub async fn distro(
     State(nb): State<Arc<NetbootService>>,
@@ -223,7 +223,7 @@ pub async fn distro(
 }
 
 /// Which catalog entries have all their files in the cache (a boot that needs no upstream).
-#[utoipa::path(get, path = "/api/v1/netboot/check-files", tag = "netboot", responses((status = 200, body = CheckFiles), (status = 401)))]
+#[utoipa::path(get, path = "/api/v1/netboot/check-files", extensions(("x-bootlane-role" = json!("viewer"))), tag = "netboot", responses((status = 200, body = CheckFiles), (status = 401)))]
 pub async fn check_files(State(nb): State<Arc<NetbootService>>) -> Result<Envelope<CheckFiles>> {
     let mut entries = Vec::new();
     for d in netboot::distros() {
@@ -251,7 +251,7 @@ pub async fn check_files(State(nb): State<Arc<NetbootService>>) -> Result<Envelo
 }
 
 /// Every stored overlay.
-#[utoipa::path(get, path = "/api/v1/netboot/overlays", tag = "netboot", responses((status = 200, body = OverlayList), (status = 401)))]
+#[utoipa::path(get, path = "/api/v1/netboot/overlays", extensions(("x-bootlane-role" = json!("viewer"))), tag = "netboot", responses((status = 200, body = OverlayList), (status = 401)))]
 pub async fn list_overlays(State(nb): State<Arc<NetbootService>>) -> Result<Envelope<OverlayList>> {
     Ok(Envelope::ok(OverlayList {
         overlays: nb.overlays()?,
@@ -259,7 +259,7 @@ pub async fn list_overlays(State(nb): State<Arc<NetbootService>>) -> Result<Enve
 }
 
 /// The overlay of a distribution (404 when none is stored).
-#[utoipa::path(get, path = "/api/v1/netboot/overlays/{distro}", tag = "netboot", params(("distro" = String, Path, description = "Distribution id")),
+#[utoipa::path(get, path = "/api/v1/netboot/overlays/{distro}", extensions(("x-bootlane-role" = json!("viewer"))), tag = "netboot", params(("distro" = String, Path, description = "Distribution id")),
     responses((status = 200, body = Overlay), (status = 404), (status = 401)))]
 pub async fn get_overlay(
     State(nb): State<Arc<NetbootService>>,
@@ -273,7 +273,7 @@ pub async fn get_overlay(
 }
 
 /// Store the overlay of a distribution (replaces it whole).
-#[utoipa::path(put, path = "/api/v1/netboot/overlays/{distro}", tag = "netboot", params(("distro" = String, Path, description = "Distribution id")),
+#[utoipa::path(put, path = "/api/v1/netboot/overlays/{distro}", extensions(("x-bootlane-role" = json!("operator"))), tag = "netboot", params(("distro" = String, Path, description = "Distribution id")),
     request_body = Overlay,
     responses((status = 200, body = Overlay), (status = 400, description = "Invalid field (named)"), (status = 404), (status = 401)))]
 pub async fn put_overlay(
@@ -285,7 +285,7 @@ pub async fn put_overlay(
 }
 
 /// Remove the overlay of a distribution.
-#[utoipa::path(delete, path = "/api/v1/netboot/overlays/{distro}", tag = "netboot", params(("distro" = String, Path, description = "Distribution id")),
+#[utoipa::path(delete, path = "/api/v1/netboot/overlays/{distro}", extensions(("x-bootlane-role" = json!("operator"))), tag = "netboot", params(("distro" = String, Path, description = "Distribution id")),
     responses((status = 200, body = Overlay), (status = 404), (status = 401)))]
 pub async fn delete_overlay(
     State(nb): State<Arc<NetbootService>>,
@@ -297,7 +297,7 @@ pub async fn delete_overlay(
 /// Create a boot profile from a catalog entry (with its overlay): one `linux` entry whose
 /// kernel and initrds are the `/boot/netboot/...` paths (served from the cache, fetched
 /// from upstream at the first boot), then "Boot from local disk".
-#[utoipa::path(post, path = "/api/v1/profiles/from-netboot", tag = "netboot", request_body = FromNetboot,
+#[utoipa::path(post, path = "/api/v1/profiles/from-netboot", extensions(("x-bootlane-role" = json!("operator"))), tag = "netboot", request_body = FromNetboot,
     responses((status = 201, body = Profile), (status = 400, description = "Invalid field (named)"),
         (status = 404, description = "Not in the catalog"), (status = 409, description = "The profile name is taken"), (status = 401)))]
 pub async fn from_netboot(
@@ -356,7 +356,7 @@ pub async fn from_netboot(
 }
 
 /// The netboot cache: files, bytes, cap, hits, misses, evictions, fetch errors.
-#[utoipa::path(get, path = "/api/v1/netboot/cache-stats", tag = "netboot", responses((status = 200, body = CacheStats), (status = 401)))]
+#[utoipa::path(get, path = "/api/v1/netboot/cache-stats", extensions(("x-bootlane-role" = json!("viewer"))), tag = "netboot", responses((status = 200, body = CacheStats), (status = 401)))]
 pub async fn cache_stats(State(nb): State<Arc<NetbootService>>) -> Envelope<CacheStats> {
     Envelope::ok(nb.stats())
 }

@@ -33,7 +33,7 @@ fn begin(diag: &NetDiag) -> Result<RunGuard> {
 
 /// Ping a host from the server and answer every reply line with the summary. Waits for
 /// the whole run (count × interval, at most about 40 s with the largest bounds).
-#[utoipa::path(post, path = "/api/v1/network/ping", tag = "network", request_body = PingRequest,
+#[utoipa::path(post, path = "/api/v1/network/ping", extensions(("x-bootlane-role" = json!("operator"))), tag = "network", request_body = PingRequest,
     responses((status = 200, body = PingResult, description = "Reply lines and the summary; a run stopped early (no raw-socket permission) has `summary.error`"),
         (status = 400, description = "A bound or the target is invalid (named)"),
         (status = 409, description = "This user already has a run going"), (status = 401)))]
@@ -47,7 +47,7 @@ pub async fn ping(
 }
 
 /// Trace the route to a host and answer the hops with their statistics over all rounds.
-#[utoipa::path(post, path = "/api/v1/network/traceroute", tag = "network", request_body = TracerouteRequest,
+#[utoipa::path(post, path = "/api/v1/network/traceroute", extensions(("x-bootlane-role" = json!("operator"))), tag = "network", request_body = TracerouteRequest,
     responses((status = 200, body = TraceSummary, description = "Hops up to the target; a run stopped early has `error`"),
         (status = 400, description = "A bound or the target is invalid (named)"),
         (status = 409, description = "This user already has a run going"), (status = 401)))]
@@ -62,7 +62,7 @@ pub async fn traceroute(
 
 /// Ping, streamed: one `reply` event per echo request (a `PingReply`), then one
 /// `summary` event (a `PingSummary`). Closing the connection stops the run.
-#[utoipa::path(post, path = "/api/v1/network/ping/stream", tag = "network", request_body = PingRequest,
+#[utoipa::path(post, path = "/api/v1/network/ping/stream", extensions(("x-bootlane-role" = json!("operator"))), tag = "network", request_body = PingRequest,
     responses((status = 200, content_type = "text/event-stream", body = String,
         description = "`event: reply` lines (PingReply JSON), then `event: summary` (PingSummary JSON)"),
         (status = 400, description = "A bound or the target is invalid (named)"),
@@ -98,7 +98,7 @@ pub async fn ping_stream(
 /// Traceroute, streamed: one `hop` event per hop in TTL order (a `TraceHop`, sent when
 /// the first round settles it), then one `summary` event (a `TraceSummary` with every
 /// hop's statistics over all rounds).
-#[utoipa::path(post, path = "/api/v1/network/traceroute/stream", tag = "network", request_body = TracerouteRequest,
+#[utoipa::path(post, path = "/api/v1/network/traceroute/stream", extensions(("x-bootlane-role" = json!("operator"))), tag = "network", request_body = TracerouteRequest,
     responses((status = 200, content_type = "text/event-stream", body = String,
         description = "`event: hop` lines (TraceHop JSON), then `event: summary` (TraceSummary JSON)"),
         (status = 400, description = "A bound or the target is invalid (named)"),

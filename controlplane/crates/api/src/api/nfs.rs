@@ -23,7 +23,7 @@ use super::{
 use bootlane_media::nfs::service::{BrowseAnswer, NfsApplied, NfsPatch, NfsService, NfsView, PathCheck};
 
 /// The NFS settings, Bootlane's exports file state and the kernel's export table.
-#[utoipa::path(get, path = "/api/v1/services/nfs", tag = "nfs", responses((status = 200, body = NfsView), (status = 401)))]
+#[utoipa::path(get, path = "/api/v1/services/nfs", extensions(("x-bootlane-role" = json!("viewer"))), tag = "nfs", responses((status = 200, body = NfsView), (status = 401)))]
 pub async fn get_nfs(State(nfs): State<Arc<NfsService>>) -> Envelope<NfsView> {
     Envelope::ok(nfs.view().await)
 }
@@ -33,7 +33,7 @@ pub async fn get_nfs(State(nfs): State<Arc<NfsService>>) -> Envelope<NfsView> {
 /// a whitelist, and `rw` needs `[nfs] allow_rw`. The exports file is rewritten and
 /// `exportfs -ra` run; when exportfs is not installed the settings are stored and the
 /// answer says `applied: false` with the reason.
-#[utoipa::path(put, path = "/api/v1/services/nfs", tag = "nfs", request_body = NfsPatch,
+#[utoipa::path(put, path = "/api/v1/services/nfs", extensions(("x-bootlane-role" = json!("admin"))), tag = "nfs", request_body = NfsPatch,
     responses((status = 200, body = NfsApplied), (status = 400, description = "Invalid field (named)"),
         (status = 502, description = "exportfs refused the exports (its stderr quoted); the previous exports were restored"),
         (status = 401)))]
@@ -55,7 +55,7 @@ pub struct ValidatePathRequest {
 /// Whether a path can be exported: a directory under the boot root, its canonical path,
 /// whether it looks like an extracted image tree, and the problems. Path problems are in
 /// the answer (`ok: false`), not an error.
-#[utoipa::path(post, path = "/api/v1/services/nfs/validate-path", tag = "nfs", request_body = ValidatePathRequest,
+#[utoipa::path(post, path = "/api/v1/services/nfs/validate-path", extensions(("x-bootlane-role" = json!("admin"))), tag = "nfs", request_body = ValidatePathRequest,
     responses((status = 200, body = PathCheck), (status = 400, description = "Malformed body"), (status = 401)))]
 pub async fn validate_path(
     State(nfs): State<Arc<NfsService>>,
@@ -75,7 +75,7 @@ pub struct BrowseQuery {
 
 /// The subdirectories of a directory of the boot root, each with its export path, image
 /// kind and whether it is exported (symlinks leading out are left out).
-#[utoipa::path(get, path = "/api/v1/services/nfs/browse-path", tag = "nfs", params(BrowseQuery),
+#[utoipa::path(get, path = "/api/v1/services/nfs/browse-path", extensions(("x-bootlane-role" = json!("viewer"))), tag = "nfs", params(BrowseQuery),
     responses((status = 200, body = BrowseAnswer), (status = 400, description = "Refused path (the rule named) or not a directory"),
         (status = 404, description = "No such directory"), (status = 401)))]
 pub async fn browse_path(

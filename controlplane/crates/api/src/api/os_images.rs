@@ -50,7 +50,7 @@ pub struct OsImageList {
 
 /// List OS images, in id order. `q` searches name, description, file name, state, and the
 /// detected family, product and version.
-#[utoipa::path(get, path = "/api/v1/os-images", tag = "os-images", params(ListQuery),
+#[utoipa::path(get, path = "/api/v1/os-images", extensions(("x-bootlane-role" = json!("viewer"))), tag = "os-images", params(ListQuery),
     responses((status = 200, body = OsImageList), (status = 400, description = "Bad paging"), (status = 401)))]
 pub async fn list(
     State(images): State<Arc<OsImageService>>,
@@ -86,7 +86,7 @@ pub async fn list(
 }
 
 /// Get one OS image with its state, reason and detection.
-#[utoipa::path(get, path = "/api/v1/os-images/{id}", tag = "os-images", params(("id" = u64, Path, description = "OS image id")),
+#[utoipa::path(get, path = "/api/v1/os-images/{id}", extensions(("x-bootlane-role" = json!("viewer"))), tag = "os-images", params(("id" = u64, Path, description = "OS image id")),
     responses((status = 200, body = OsImage), (status = 400), (status = 404), (status = 401)))]
 pub async fn get_one(
     State(images): State<Arc<OsImageService>>,
@@ -96,7 +96,7 @@ pub async fn get_one(
 }
 
 /// Change an OS image's name or description (absent fields are kept).
-#[utoipa::path(put, path = "/api/v1/os-images/{id}", tag = "os-images", params(("id" = u64, Path, description = "OS image id")),
+#[utoipa::path(put, path = "/api/v1/os-images/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "os-images", params(("id" = u64, Path, description = "OS image id")),
     request_body = ImagePatch,
     responses((status = 200, body = OsImage), (status = 400, description = "Invalid field (named)"), (status = 404), (status = 401)))]
 pub async fn update(
@@ -153,7 +153,7 @@ fn in_use(users: &[String], id: u64, what: &str) -> ApiError {
 
 /// Delete an OS image, its ISO file and its extracted tree; answers the image as it was.
 /// Refused (409, naming them) while a profile boots from it.
-#[utoipa::path(delete, path = "/api/v1/os-images/{id}", tag = "os-images", params(("id" = u64, Path, description = "OS image id")),
+#[utoipa::path(delete, path = "/api/v1/os-images/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "os-images", params(("id" = u64, Path, description = "OS image id")),
     responses((status = 200, body = OsImage), (status = 400), (status = 404),
         (status = 409, description = "Still uploading or extracting, or a profile boots from it (named)"), (status = 401)))]
 pub async fn delete(
@@ -173,7 +173,7 @@ pub async fn delete(
 /// `/boot/images/<id>/...`). Answers at once with the image `extracting`; it returns to
 /// `ready` with `extracted` set (`os_image.extracted`) or with `extract_error`
 /// (`os_image.extract.failed`); `os_image.extract.progress` events on the way.
-#[utoipa::path(post, path = "/api/v1/os-images/{id}/extract", tag = "os-images", params(("id" = u64, Path, description = "OS image id")),
+#[utoipa::path(post, path = "/api/v1/os-images/{id}/extract", extensions(("x-bootlane-role" = json!("operator"))), tag = "os-images", params(("id" = u64, Path, description = "OS image id")),
     responses((status = 200, body = OsImage), (status = 400), (status = 404),
         (status = 409, description = "Not ready or mounted (uploading, inspecting, failed, already extracting)"),
         (status = 507, description = "The files do not fit on the boot root's volume"), (status = 401)))]
@@ -187,7 +187,7 @@ pub async fn extract(
 /// Mount the image: its files are served from inside the ISO at
 /// `/boot/images/<id>/<path>` (with Range), without extracting it; the same profile works
 /// mounted or extracted.
-#[utoipa::path(post, path = "/api/v1/os-images/{id}/mount", tag = "os-images", params(("id" = u64, Path, description = "OS image id")),
+#[utoipa::path(post, path = "/api/v1/os-images/{id}/mount", extensions(("x-bootlane-role" = json!("operator"))), tag = "os-images", params(("id" = u64, Path, description = "OS image id")),
     responses((status = 200, body = OsImage), (status = 400), (status = 404),
         (status = 409, description = "Not ready"), (status = 401)))]
 pub async fn mount(State(images): State<Arc<OsImageService>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<OsImage>> {
@@ -196,7 +196,7 @@ pub async fn mount(State(images): State<Arc<OsImageService>>, ApiPath(id): ApiPa
 
 /// Unmount the image (back to `ready`). Refused (409, naming them) while a profile boots
 /// from it and it is not extracted: those machines would fail to boot.
-#[utoipa::path(post, path = "/api/v1/os-images/{id}/unmount", tag = "os-images", params(("id" = u64, Path, description = "OS image id")),
+#[utoipa::path(post, path = "/api/v1/os-images/{id}/unmount", extensions(("x-bootlane-role" = json!("operator"))), tag = "os-images", params(("id" = u64, Path, description = "OS image id")),
     responses((status = 200, body = OsImage), (status = 400), (status = 404),
         (status = 409, description = "Not mounted, or a profile boots from it and it is not extracted"), (status = 401)))]
 pub async fn unmount(
@@ -254,7 +254,7 @@ pub struct Browse {
 
 /// File browser: a directory inside an OS image (both its ISO 9660 and UDF trees,
 /// case-insensitive paths) or of the boot root (the path rules of `GET /files`).
-#[utoipa::path(get, path = "/api/v1/fs/browse", tag = "os-images", params(BrowseQuery),
+#[utoipa::path(get, path = "/api/v1/fs/browse", extensions(("x-bootlane-role" = json!("admin"))), tag = "os-images", params(BrowseQuery),
     responses((status = 200, body = Browse), (status = 400, description = "A bad path (named)"),
         (status = 404, description = "No such image or directory"), (status = 409, description = "The image is not ready"), (status = 401)))]
 pub async fn browse(
@@ -325,7 +325,7 @@ pub struct FromImage {
 /// the command line are `{base_url}/boot/images/<id>`), then "Boot from local disk". An
 /// image neither extracted nor mounted is mounted first. Windows images boot through
 /// `wimboot`, which must be in the boot root.
-#[utoipa::path(post, path = "/api/v1/profiles/from-image", tag = "os-images", request_body = FromImage,
+#[utoipa::path(post, path = "/api/v1/profiles/from-image", extensions(("x-bootlane-role" = json!("operator"))), tag = "os-images", request_body = FromImage,
     responses((status = 201, body = Profile), (status = 400, description = "Invalid field (named)"),
         (status = 404, description = "No such image"),
         (status = 409, description = "Not ready, nothing bootable detected, wimboot missing, or the profile name is taken"), (status = 401)))]
@@ -408,7 +408,7 @@ pub async fn from_image(
 }
 
 /// Download the ISO file (with `Range`, `Content-Disposition: attachment`).
-#[utoipa::path(get, path = "/api/v1/os-images/{id}/file", tag = "os-images", params(("id" = u64, Path, description = "OS image id")),
+#[utoipa::path(get, path = "/api/v1/os-images/{id}/file", extensions(("x-bootlane-role" = json!("viewer"))), tag = "os-images", params(("id" = u64, Path, description = "OS image id")),
     responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>, description = "The ISO"),
         (status = 206, description = "The range asked for"), (status = 400), (status = 404),
         (status = 409, description = "Still uploading"), (status = 401)))]
@@ -474,7 +474,7 @@ pub enum ImportMode {
 
 /// Import an ISO already on the server (under `[files] import_dir`): copied into the boot
 /// root like an upload (progress events, SHA-256, then inspection in the background).
-#[utoipa::path(post, path = "/api/v1/os-images/import", tag = "os-images", request_body = ImportRequest,
+#[utoipa::path(post, path = "/api/v1/os-images/import", extensions(("x-bootlane-role" = json!("operator"))), tag = "os-images", request_body = ImportRequest,
     responses((status = 201, body = OsImage), (status = 400, description = "Import off, or a bad path (named)"),
         (status = 404, description = "No such file"), (status = 413), (status = 507), (status = 401)))]
 pub async fn import(
@@ -489,7 +489,7 @@ pub async fn import(
 
 /// Inspect the image again: answers it `inspecting`; it becomes `ready` or `failed` in
 /// the background (`os_image.ready` / `os_image.failed`).
-#[utoipa::path(post, path = "/api/v1/os-images/{id}/reprocess", tag = "os-images", params(("id" = u64, Path, description = "OS image id")),
+#[utoipa::path(post, path = "/api/v1/os-images/{id}/reprocess", extensions(("x-bootlane-role" = json!("operator"))), tag = "os-images", params(("id" = u64, Path, description = "OS image id")),
     responses((status = 200, body = OsImage), (status = 400), (status = 404),
         (status = 409, description = "Uploading or already inspecting"), (status = 401)))]
 pub async fn reprocess(
@@ -520,7 +520,7 @@ pub struct ImageUploadForm {
 /// then `ready` with the detection or `failed` with a reason: poll
 /// `GET /os-images/{id}` or watch the events). Bounded by `[files] max_upload_bytes`
 /// (413) and the free space (507).
-#[utoipa::path(post, path = "/api/v1/os-images/upload", tag = "os-images",
+#[utoipa::path(post, path = "/api/v1/os-images/upload", extensions(("x-bootlane-role" = json!("operator"))), tag = "os-images",
     request_body(content = ImageUploadForm, content_type = "multipart/form-data"),
     responses((status = 201, body = OsImage), (status = 400, description = "A missing or malformed part"),
         (status = 401), (status = 413, description = "Larger than [files] max_upload_bytes"),

@@ -35,7 +35,7 @@ pub struct ProfileList {
 }
 
 /// List profiles, in id order. `q` searches name and description.
-#[utoipa::path(get, path = "/api/v1/profiles", tag = "profiles", params(ListQuery),
+#[utoipa::path(get, path = "/api/v1/profiles", extensions(("x-bootlane-role" = json!("viewer"))), tag = "profiles", params(ListQuery),
     responses((status = 200, body = ProfileList), (status = 400, description = "Bad paging"), (status = 401)))]
 pub async fn list(
     State(catalog): State<Arc<BootCatalog>>,
@@ -56,7 +56,7 @@ pub async fn list(
 }
 
 /// Create a profile (stores its first script version).
-#[utoipa::path(post, path = "/api/v1/profiles", tag = "profiles", request_body = ProfileInput,
+#[utoipa::path(post, path = "/api/v1/profiles", extensions(("x-bootlane-role" = json!("operator"))), tag = "profiles", request_body = ProfileInput,
     responses((status = 201, body = Profile), (status = 400, description = "Invalid menu or name"),
         (status = 409, description = "Name taken"), (status = 401)))]
 pub async fn create(
@@ -68,7 +68,7 @@ pub async fn create(
 }
 
 /// Get one profile.
-#[utoipa::path(get, path = "/api/v1/profiles/{id}", tag = "profiles", params(("id" = u64, Path, description = "Profile id")),
+#[utoipa::path(get, path = "/api/v1/profiles/{id}", extensions(("x-bootlane-role" = json!("viewer"))), tag = "profiles", params(("id" = u64, Path, description = "Profile id")),
     responses((status = 200, body = Profile), (status = 404), (status = 401)))]
 pub async fn get_one(State(catalog): State<Arc<BootCatalog>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<Profile>> {
     Ok(Envelope::ok(catalog.profile(id)?))
@@ -76,7 +76,7 @@ pub async fn get_one(State(catalog): State<Arc<BootCatalog>>, ApiPath(id): ApiPa
 
 /// Update a profile (omitted fields keep their values); `is_default: true` moves the
 /// default flag here.
-#[utoipa::path(put, path = "/api/v1/profiles/{id}", tag = "profiles", params(("id" = u64, Path, description = "Profile id")),
+#[utoipa::path(put, path = "/api/v1/profiles/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "profiles", params(("id" = u64, Path, description = "Profile id")),
     request_body = ProfileInput,
     responses((status = 200, body = Profile), (status = 400), (status = 404), (status = 409), (status = 401)))]
 pub async fn update(
@@ -89,7 +89,7 @@ pub async fn update(
 }
 
 /// Delete a profile and its script versions; answers with the deleted profile.
-#[utoipa::path(delete, path = "/api/v1/profiles/{id}", tag = "profiles", params(("id" = u64, Path, description = "Profile id")),
+#[utoipa::path(delete, path = "/api/v1/profiles/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "profiles", params(("id" = u64, Path, description = "Profile id")),
     responses((status = 200, body = Profile), (status = 404), (status = 409, description = "Default profile, or used by a host"), (status = 401)))]
 pub async fn delete(State(catalog): State<Arc<BootCatalog>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<Profile>> {
     let p = catalog.delete_profile(id).await?;
@@ -108,7 +108,7 @@ pub struct VersionList {
 
 /// Script versions of a profile, newest (highest id) first. `q` searches the comment
 /// and the checksum.
-#[utoipa::path(get, path = "/api/v1/profiles/{profileId}/script-versions", tag = "profiles",
+#[utoipa::path(get, path = "/api/v1/profiles/{profileId}/script-versions", extensions(("x-bootlane-role" = json!("viewer"))), tag = "profiles",
     params(("profileId" = u64, Path, description = "Profile id"), ListQuery),
     responses((status = 200, body = VersionList), (status = 404), (status = 401)))]
 pub async fn versions(
@@ -132,7 +132,7 @@ pub async fn versions(
 }
 
 /// One script version.
-#[utoipa::path(get, path = "/api/v1/profiles/{profileId}/script-versions/{verId}", tag = "profiles",
+#[utoipa::path(get, path = "/api/v1/profiles/{profileId}/script-versions/{verId}", extensions(("x-bootlane-role" = json!("viewer"))), tag = "profiles",
     params(("profileId" = u64, Path, description = "Profile id"), ("verId" = u64, Path, description = "Version id")),
     responses((status = 200, body = ScriptVersion), (status = 404), (status = 401)))]
 pub async fn version(
@@ -143,7 +143,7 @@ pub async fn version(
 }
 
 /// Unified diff from a version to the current script.
-#[utoipa::path(get, path = "/api/v1/profiles/{profileId}/script-diff/{verId}", tag = "profiles",
+#[utoipa::path(get, path = "/api/v1/profiles/{profileId}/script-diff/{verId}", extensions(("x-bootlane-role" = json!("viewer"))), tag = "profiles",
     params(("profileId" = u64, Path, description = "Profile id"), ("verId" = u64, Path, description = "Version id")),
     responses((status = 200, body = ScriptDiff), (status = 404), (status = 401)))]
 pub async fn diff(
@@ -155,7 +155,7 @@ pub async fn diff(
 
 /// Restore a version's menu (timeout and entries); stores a new version. Answers the
 /// profile.
-#[utoipa::path(post, path = "/api/v1/profiles/{profileId}/script-rollback/{verId}", tag = "profiles",
+#[utoipa::path(post, path = "/api/v1/profiles/{profileId}/script-rollback/{verId}", extensions(("x-bootlane-role" = json!("operator"))), tag = "profiles",
     params(("profileId" = u64, Path, description = "Profile id"), ("verId" = u64, Path, description = "Version id")),
     responses((status = 200, body = Profile), (status = 400, description = "The stored menu no longer validates"), (status = 404), (status = 401)))]
 pub async fn rollback(
@@ -208,14 +208,14 @@ fn script_view(catalog: &BootCatalog) -> IpxeScriptView {
 }
 
 /// The iPXE script template.
-#[utoipa::path(get, path = "/api/v1/services/ipxe-script", tag = "profiles",
+#[utoipa::path(get, path = "/api/v1/services/ipxe-script", extensions(("x-bootlane-role" = json!("viewer"))), tag = "profiles",
     responses((status = 200, body = IpxeScriptView), (status = 401)))]
 pub async fn get_script(State(catalog): State<Arc<BootCatalog>>) -> Envelope<IpxeScriptView> {
     Envelope::ok(script_view(&catalog))
 }
 
 /// Replace the iPXE script template; applies to the next script request.
-#[utoipa::path(put, path = "/api/v1/services/ipxe-script", tag = "profiles", request_body = IpxeScriptInput,
+#[utoipa::path(put, path = "/api/v1/services/ipxe-script", extensions(("x-bootlane-role" = json!("admin"))), tag = "profiles", request_body = IpxeScriptInput,
     responses((status = 200, body = IpxeScriptView), (status = 400, description = "The template does not compile or render (minijinja's message)"), (status = 401)))]
 pub async fn put_script(
     State(catalog): State<Arc<BootCatalog>>,
@@ -252,7 +252,7 @@ pub struct ProfilePreview {
 /// A profile's boot configuration in one loader's format, and what of it cannot run
 /// under Secure Boot. The server address is the request's `Host` (or the netboot
 /// `http_base_url`).
-#[utoipa::path(get, path = "/api/v1/profiles/{id}/preview", tag = "profiles",
+#[utoipa::path(get, path = "/api/v1/profiles/{id}/preview", extensions(("x-bootlane-role" = json!("viewer"))), tag = "profiles",
     params(("id" = u64, Path, description = "Profile id"), PreviewQuery),
     responses((status = 200, body = ProfilePreview),
         (status = 400, description = "No usable Host header, an unknown format, or the iPXE template fails"),

@@ -71,7 +71,7 @@ pub struct ScriptFilter {
 }
 
 /// List scripts, in id order. `q` searches name and description.
-#[utoipa::path(get, path = "/api/v1/scripts", tag = "scripts", params(ListQuery, ScriptFilter),
+#[utoipa::path(get, path = "/api/v1/scripts", extensions(("x-bootlane-role" = json!("viewer"))), tag = "scripts", params(ListQuery, ScriptFilter),
     responses((status = 200, body = ScriptList), (status = 400, description = "Bad paging or filter"), (status = 401)))]
 pub async fn list(
     State(svc): State<Arc<ScriptService>>,
@@ -93,7 +93,7 @@ pub async fn list(
 }
 
 /// Create a script (stores its version 1). A rendered script must be a valid template.
-#[utoipa::path(post, path = "/api/v1/scripts", tag = "scripts", request_body = ScriptInput,
+#[utoipa::path(post, path = "/api/v1/scripts", extensions(("x-bootlane-role" = json!("operator"))), tag = "scripts", request_body = ScriptInput,
     responses((status = 201, body = Script), (status = 400, description = "Invalid field (named), or a template error with its line"),
         (status = 409, description = "Name taken"), (status = 401)))]
 pub async fn create(
@@ -104,7 +104,7 @@ pub async fn create(
 }
 
 /// Get one script.
-#[utoipa::path(get, path = "/api/v1/scripts/{id}", tag = "scripts", params(("id" = u64, Path, description = "Script id")),
+#[utoipa::path(get, path = "/api/v1/scripts/{id}", extensions(("x-bootlane-role" = json!("viewer"))), tag = "scripts", params(("id" = u64, Path, description = "Script id")),
     responses((status = 200, body = Script), (status = 400, description = "Not an id"), (status = 404), (status = 401)))]
 pub async fn get_one(State(svc): State<Arc<ScriptService>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<Script>> {
     Ok(Envelope::ok(svc.get(id_ok(id, "script")?)?))
@@ -112,7 +112,7 @@ pub async fn get_one(State(svc): State<Arc<ScriptService>>, ApiPath(id): ApiPath
 
 /// Update a script (omitted fields keep their values); a change of type, content,
 /// variables or render flag stores a new version.
-#[utoipa::path(put, path = "/api/v1/scripts/{id}", tag = "scripts", params(("id" = u64, Path, description = "Script id")),
+#[utoipa::path(put, path = "/api/v1/scripts/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "scripts", params(("id" = u64, Path, description = "Script id")),
     request_body = ScriptInput,
     responses((status = 200, body = Script), (status = 400, description = "Invalid field (named)"), (status = 404),
         (status = 409, description = "Name taken"), (status = 401)))]
@@ -125,7 +125,7 @@ pub async fn update(
 }
 
 /// Delete a script and its versions (409 naming the baselines that use it).
-#[utoipa::path(delete, path = "/api/v1/scripts/{id}", tag = "scripts", params(("id" = u64, Path, description = "Script id")),
+#[utoipa::path(delete, path = "/api/v1/scripts/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "scripts", params(("id" = u64, Path, description = "Script id")),
     responses((status = 200, body = Script), (status = 400, description = "Not an id"), (status = 404),
         (status = 409, description = "A baseline uses it (named)"), (status = 401)))]
 pub async fn delete(State(svc): State<Arc<ScriptService>>, ApiPath(id): ApiPath<u64>) -> Result<Envelope<Script>> {
@@ -133,7 +133,7 @@ pub async fn delete(State(svc): State<Arc<ScriptService>>, ApiPath(id): ApiPath<
 }
 
 /// A script's versions, newest first.
-#[utoipa::path(get, path = "/api/v1/scripts/{id}/versions", tag = "scripts", params(("id" = u64, Path, description = "Script id")),
+#[utoipa::path(get, path = "/api/v1/scripts/{id}/versions", extensions(("x-bootlane-role" = json!("viewer"))), tag = "scripts", params(("id" = u64, Path, description = "Script id")),
     responses((status = 200, body = Vec<ScriptRevision>), (status = 400, description = "Not an id"), (status = 404), (status = 401)))]
 pub async fn versions(
     State(svc): State<Arc<ScriptService>>,
@@ -143,7 +143,7 @@ pub async fn versions(
 }
 
 /// One version of a script.
-#[utoipa::path(get, path = "/api/v1/scripts/{id}/versions/{version}", tag = "scripts",
+#[utoipa::path(get, path = "/api/v1/scripts/{id}/versions/{version}", extensions(("x-bootlane-role" = json!("viewer"))), tag = "scripts",
     params(("id" = u64, Path, description = "Script id"), ("version" = u32, Path, description = "Version number")),
     responses((status = 200, body = ScriptRevision), (status = 400, description = "Not an id"), (status = 404), (status = 401)))]
 pub async fn version(
@@ -154,7 +154,7 @@ pub async fn version(
 }
 
 /// The unified diff from a version to the current content.
-#[utoipa::path(get, path = "/api/v1/scripts/{id}/diff/{version}", tag = "scripts",
+#[utoipa::path(get, path = "/api/v1/scripts/{id}/diff/{version}", extensions(("x-bootlane-role" = json!("viewer"))), tag = "scripts",
     params(("id" = u64, Path, description = "Script id"), ("version" = u32, Path, description = "Version number")),
     responses((status = 200, body = ScriptDiff), (status = 400, description = "Not an id"), (status = 404), (status = 401)))]
 pub async fn diff(
@@ -165,7 +165,7 @@ pub async fn diff(
 }
 
 /// Restore a version (stored as a new version).
-#[utoipa::path(post, path = "/api/v1/scripts/{id}/rollback/{version}", tag = "scripts",
+#[utoipa::path(post, path = "/api/v1/scripts/{id}/rollback/{version}", extensions(("x-bootlane-role" = json!("operator"))), tag = "scripts",
     params(("id" = u64, Path, description = "Script id"), ("version" = u32, Path, description = "Version number")),
     responses((status = 200, body = Script), (status = 400, description = "Not an id"), (status = 404), (status = 401)))]
 pub async fn rollback(
@@ -188,7 +188,7 @@ pub struct BaselineList {
 }
 
 /// List baselines, in id order. `q` searches name and description.
-#[utoipa::path(get, path = "/api/v1/baselines", tag = "baselines", params(ListQuery),
+#[utoipa::path(get, path = "/api/v1/baselines", extensions(("x-bootlane-role" = json!("viewer"))), tag = "baselines", params(ListQuery),
     responses((status = 200, body = BaselineList), (status = 400, description = "Bad paging"), (status = 401)))]
 pub async fn list_baselines(
     State(svc): State<Arc<ScriptService>>,
@@ -208,7 +208,7 @@ pub async fn list_baselines(
 }
 
 /// Create a baseline.
-#[utoipa::path(post, path = "/api/v1/baselines", tag = "baselines", request_body = BaselineInput,
+#[utoipa::path(post, path = "/api/v1/baselines", extensions(("x-bootlane-role" = json!("operator"))), tag = "baselines", request_body = BaselineInput,
     responses((status = 201, body = Baseline), (status = 400, description = "Invalid field (named): an unknown or repeated script"),
         (status = 409, description = "Name taken"), (status = 401)))]
 pub async fn create_baseline(
@@ -219,7 +219,7 @@ pub async fn create_baseline(
 }
 
 /// Get one baseline.
-#[utoipa::path(get, path = "/api/v1/baselines/{id}", tag = "baselines", params(("id" = u64, Path, description = "Baseline id")),
+#[utoipa::path(get, path = "/api/v1/baselines/{id}", extensions(("x-bootlane-role" = json!("viewer"))), tag = "baselines", params(("id" = u64, Path, description = "Baseline id")),
     responses((status = 200, body = Baseline), (status = 400, description = "Not an id"), (status = 404), (status = 401)))]
 pub async fn get_baseline(
     State(svc): State<Arc<ScriptService>>,
@@ -229,7 +229,7 @@ pub async fn get_baseline(
 }
 
 /// Update a baseline (omitted fields keep their values).
-#[utoipa::path(put, path = "/api/v1/baselines/{id}", tag = "baselines", params(("id" = u64, Path, description = "Baseline id")),
+#[utoipa::path(put, path = "/api/v1/baselines/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "baselines", params(("id" = u64, Path, description = "Baseline id")),
     request_body = BaselineInput,
     responses((status = 200, body = Baseline), (status = 400, description = "Invalid field (named)"), (status = 404),
         (status = 409, description = "Name taken"), (status = 401)))]
@@ -242,7 +242,7 @@ pub async fn update_baseline(
 }
 
 /// Delete a baseline (409 naming the hosts and profiles assigned it).
-#[utoipa::path(delete, path = "/api/v1/baselines/{id}", tag = "baselines", params(("id" = u64, Path, description = "Baseline id")),
+#[utoipa::path(delete, path = "/api/v1/baselines/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "baselines", params(("id" = u64, Path, description = "Baseline id")),
     responses((status = 200, body = Baseline), (status = 400, description = "Not an id"), (status = 404),
         (status = 409, description = "Assigned to hosts or profiles (named)"), (status = 401)))]
 pub async fn delete_baseline(
@@ -253,7 +253,7 @@ pub async fn delete_baseline(
 }
 
 /// A baseline's scripts, in run order.
-#[utoipa::path(get, path = "/api/v1/baselines/{id}/scripts", tag = "baselines", params(("id" = u64, Path, description = "Baseline id")),
+#[utoipa::path(get, path = "/api/v1/baselines/{id}/scripts", extensions(("x-bootlane-role" = json!("viewer"))), tag = "baselines", params(("id" = u64, Path, description = "Baseline id")),
     responses((status = 200, body = Vec<Script>), (status = 400, description = "Not an id"), (status = 404), (status = 401)))]
 pub async fn baseline_scripts(
     State(svc): State<Arc<ScriptService>>,
@@ -271,7 +271,7 @@ pub struct ScriptOrder {
 }
 
 /// Set a baseline's scripts (ordered, full replace, each script once).
-#[utoipa::path(put, path = "/api/v1/baselines/{id}/scripts", tag = "baselines", params(("id" = u64, Path, description = "Baseline id")),
+#[utoipa::path(put, path = "/api/v1/baselines/{id}/scripts", extensions(("x-bootlane-role" = json!("operator"))), tag = "baselines", params(("id" = u64, Path, description = "Baseline id")),
     request_body = ScriptOrder,
     responses((status = 200, body = Vec<Script>), (status = 400, description = "An unknown or repeated script (named)"),
         (status = 404), (status = 401)))]
@@ -301,7 +301,7 @@ pub struct AssignedQuery {
 
 /// The baselines that apply to a machine (its host's, its profile's, the default;
 /// deduplicated, in order) and their scripts rendered for it.
-#[utoipa::path(get, path = "/api/v1/baselines/assigned", tag = "baselines", params(AssignedQuery),
+#[utoipa::path(get, path = "/api/v1/baselines/assigned", extensions(("x-bootlane-role" = json!("viewer"))), tag = "baselines", params(AssignedQuery),
     responses((status = 200, body = Assignment), (status = 400, description = "Not a MAC, or os_version without os_family"), (status = 401)))]
 pub async fn assigned(
     State(svc): State<Arc<ScriptService>>,
@@ -326,7 +326,7 @@ pub async fn assigned(
 }
 
 /// A host's script reports, newest first (the last 100 are kept).
-#[utoipa::path(get, path = "/api/v1/hosts/{id}/script-reports", tag = "baselines", params(("id" = u64, Path, description = "Host id")),
+#[utoipa::path(get, path = "/api/v1/hosts/{id}/script-reports", extensions(("x-bootlane-role" = json!("viewer"))), tag = "baselines", params(("id" = u64, Path, description = "Host id")),
     responses((status = 200, body = Vec<ScriptReport>), (status = 400, description = "Not an id"), (status = 404), (status = 401)))]
 pub async fn host_reports(
     State(svc): State<Arc<ScriptService>>,
@@ -431,7 +431,7 @@ pub struct PullQuery {
 
 /// A machine's scripts as JSON (public; the install task's token). Every refusal is the
 /// same 403.
-#[utoipa::path(get, path = "/api/v1/netboot/baseline/{task_id}", tag = "baselines",
+#[utoipa::path(get, path = "/api/v1/netboot/baseline/{task_id}", extensions(("x-bootlane-role" = json!("public"))), tag = "baselines",
     params(("task_id" = u64, Path, description = "Install task id"), PullQuery),
     responses((status = 200, body = Assignment), (status = 400, description = "Bad id"), (status = 403, description = "Refused"), (status = 429)))]
 pub async fn pull(
@@ -446,7 +446,7 @@ pub async fn pull(
 /// The machine's Unix bundle: one `sh` program that runs its `sh`, `bash` and `python`
 /// scripts in order, stops at the first failure and reports each result (public; the
 /// install task's token).
-#[utoipa::path(get, path = "/api/v1/netboot/baseline/{task_id}/bundle.sh", tag = "baselines",
+#[utoipa::path(get, path = "/api/v1/netboot/baseline/{task_id}/bundle.sh", extensions(("x-bootlane-role" = json!("public"))), tag = "baselines",
     params(("task_id" = u64, Path, description = "Install task id"), PullQuery),
     responses((status = 200, content_type = "text/x-shellscript", body = String, description = "The bundle"),
         (status = 400, description = "Bad id"), (status = 403, description = "Refused"), (status = 429)))]
@@ -459,7 +459,7 @@ pub async fn bundle_sh(p: Public, ApiPath(id): ApiPath<u64>, ApiQuery(q): ApiQue
 /// The machine's Windows bundle: one PowerShell program that runs its `powershell` and
 /// `cmd` scripts in order, stops at the first failure and reports each result (public;
 /// the install task's token).
-#[utoipa::path(get, path = "/api/v1/netboot/baseline/{task_id}/bundle.ps1", tag = "baselines",
+#[utoipa::path(get, path = "/api/v1/netboot/baseline/{task_id}/bundle.ps1", extensions(("x-bootlane-role" = json!("public"))), tag = "baselines",
     params(("task_id" = u64, Path, description = "Install task id"), PullQuery),
     responses((status = 200, content_type = "text/plain", body = String, description = "The bundle"),
         (status = 400, description = "Bad id"), (status = 403, description = "Refused"), (status = 429)))]
@@ -486,7 +486,7 @@ pub struct ScriptReportQuery {
 /// A machine reports one script's result (public; the install task's token): the id,
 /// exit code and duration as query parameters, the output (its last 4 KiB are kept) as
 /// the `text/plain` body. A failure is a `script.run.failed` event.
-#[utoipa::path(post, path = "/api/v1/netboot/baseline/{task_id}/report", tag = "baselines",
+#[utoipa::path(post, path = "/api/v1/netboot/baseline/{task_id}/report", extensions(("x-bootlane-role" = json!("public"))), tag = "baselines",
     params(("task_id" = u64, Path, description = "Install task id"), ScriptReportQuery),
     request_body(content = String, content_type = "text/plain", description = "The script's output"),
     responses((status = 201, body = ScriptReport), (status = 400, description = "A missing parameter or a script not assigned to the machine"),
@@ -502,7 +502,7 @@ pub async fn report(
 
 /// The same report as a GET without output, for machines whose only HTTP client cannot
 /// POST (busybox `wget`).
-#[utoipa::path(get, path = "/api/v1/netboot/baseline/{task_id}/report", tag = "baselines",
+#[utoipa::path(get, path = "/api/v1/netboot/baseline/{task_id}/report", extensions(("x-bootlane-role" = json!("public"))), tag = "baselines",
     params(("task_id" = u64, Path, description = "Install task id"), ScriptReportQuery),
     responses((status = 201, body = ScriptReport), (status = 400, description = "A missing parameter or a script not assigned to the machine"),
         (status = 403, description = "Refused"), (status = 429)))]

@@ -25,7 +25,7 @@ pub struct ServiceList {
 }
 
 /// Every service with its state.
-#[utoipa::path(get, path = "/api/v1/services", tag = "services",
+#[utoipa::path(get, path = "/api/v1/services", extensions(("x-bootlane-role" = json!("viewer"))), tag = "services",
     responses((status = 200, body = ServiceList), (status = 401)))]
 pub async fn list(State(sup): State<Arc<Supervisor>>) -> Envelope<ServiceList> {
     Envelope::ok(ServiceList { services: sup.list() })
@@ -33,7 +33,7 @@ pub async fn list(State(sup): State<Arc<Supervisor>>) -> Envelope<ServiceList> {
 
 /// Start, stop or restart one service; answers its state afterwards (a failed start is
 /// state `failed` with the reason, not an error).
-#[utoipa::path(post, path = "/api/v1/services/{name}/{action}", tag = "services",
+#[utoipa::path(post, path = "/api/v1/services/{name}/{action}", extensions(("x-bootlane-role" = json!("admin"))), tag = "services",
     params(("name" = String, Path, description = "dns, dhcp, tftp or http-boot"),
            ("action" = String, Path, description = "start, stop or restart")),
     responses((status = 200, body = ServiceStatus), (status = 400, description = "Unknown service or action"), (status = 401)))]
@@ -74,7 +74,7 @@ pub struct BatchResult {
 }
 
 /// Run one action on several services, in the order given; per-name results.
-#[utoipa::path(post, path = "/api/v1/services/batch/{action}", tag = "services",
+#[utoipa::path(post, path = "/api/v1/services/batch/{action}", extensions(("x-bootlane-role" = json!("admin"))), tag = "services",
     params(("action" = String, Path, description = "start, stop or restart")), request_body = BatchRequest,
     responses((status = 200, body = BatchResult), (status = 400, description = "Unknown action or empty list"), (status = 401)))]
 pub async fn batch(
@@ -118,7 +118,7 @@ pub struct AutoStart {
 }
 
 /// Set whether a service starts with the server (stored; honoured at the next start).
-#[utoipa::path(put, path = "/api/v1/services/{name}/auto-start", tag = "services",
+#[utoipa::path(put, path = "/api/v1/services/{name}/auto-start", extensions(("x-bootlane-role" = json!("admin"))), tag = "services",
     params(("name" = String, Path, description = "dns, dhcp, tftp or http-boot")), request_body = AutoStart,
     responses((status = 200, body = ServiceStatus), (status = 400, description = "Unknown service"), (status = 401)))]
 pub async fn auto_start(

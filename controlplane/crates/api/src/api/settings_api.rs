@@ -96,7 +96,7 @@ async fn tree(s: &SettingsCtx) -> Result<SettingsTree> {
 }
 
 /// The whole settings tree.
-#[utoipa::path(get, path = "/api/v1/settings", tag = "settings",
+#[utoipa::path(get, path = "/api/v1/settings", extensions(("x-bootlane-role" = json!("viewer"))), tag = "settings",
     responses((status = 200, body = SettingsTree), (status = 401)))]
 pub async fn get_all(State(s): State<SettingsCtx>) -> Result<Envelope<SettingsTree>> {
     Ok(Envelope::ok(tree(&s).await?))
@@ -122,7 +122,7 @@ pub struct TreePatch {
 
 /// Update several groups at once (applied group by group, in the order general,
 /// interfaces, netboot, dns; the first invalid group stops the rest).
-#[utoipa::path(put, path = "/api/v1/settings", tag = "settings", request_body = TreePatch,
+#[utoipa::path(put, path = "/api/v1/settings", extensions(("x-bootlane-role" = json!("admin"))), tag = "settings", request_body = TreePatch,
     responses((status = 200, body = SettingsTree), (status = 400, description = "Invalid key or value"), (status = 401)))]
 pub async fn put_all(State(s): State<SettingsCtx>, ApiJson(p): ApiJson<TreePatch>) -> Result<Envelope<SettingsTree>> {
     if let Some(g) = p.general {
@@ -141,7 +141,7 @@ pub async fn put_all(State(s): State<SettingsCtx>, ApiJson(p): ApiJson<TreePatch
 }
 
 /// General settings.
-#[utoipa::path(get, path = "/api/v1/settings/general", tag = "settings",
+#[utoipa::path(get, path = "/api/v1/settings/general", extensions(("x-bootlane-role" = json!("viewer"))), tag = "settings",
     responses((status = 200, body = GeneralSettings), (status = 401)))]
 pub async fn get_general(State(s): State<SettingsCtx>) -> Envelope<GeneralSettings> {
     Envelope::ok(s.settings.general())
@@ -157,7 +157,7 @@ async fn general(s: &SettingsCtx, p: GeneralPatch) -> Result<Changed<GeneralSett
 }
 
 /// Change general settings (any subset).
-#[utoipa::path(put, path = "/api/v1/settings/general", tag = "settings", request_body = GeneralPatch,
+#[utoipa::path(put, path = "/api/v1/settings/general", extensions(("x-bootlane-role" = json!("admin"))), tag = "settings", request_body = GeneralPatch,
     responses((status = 200, body = Changed<GeneralSettings>), (status = 400, description = "Invalid key or value"), (status = 401)))]
 pub async fn put_general(
     State(s): State<SettingsCtx>,
@@ -167,7 +167,7 @@ pub async fn put_general(
 }
 
 /// Which interfaces and addresses each service uses.
-#[utoipa::path(get, path = "/api/v1/settings/interfaces", tag = "settings",
+#[utoipa::path(get, path = "/api/v1/settings/interfaces", extensions(("x-bootlane-role" = json!("viewer"))), tag = "settings",
     responses((status = 200, body = InterfaceSettings), (status = 401)))]
 pub async fn get_interfaces(State(s): State<SettingsCtx>) -> Result<Envelope<InterfaceSettings>> {
     Ok(Envelope::ok(interfaces_of(&s)?))
@@ -245,7 +245,7 @@ async fn interfaces(s: &SettingsCtx, p: InterfacesPatch) -> Result<Changed<Inter
 }
 
 /// Change the interfaces services use; services whose sockets change are restarted.
-#[utoipa::path(put, path = "/api/v1/settings/interfaces", tag = "settings", request_body = InterfacesPatch,
+#[utoipa::path(put, path = "/api/v1/settings/interfaces", extensions(("x-bootlane-role" = json!("admin"))), tag = "settings", request_body = InterfacesPatch,
     responses((status = 200, body = Changed<InterfaceSettings>), (status = 400, description = "Invalid key or value"), (status = 401)))]
 pub async fn put_interfaces(
     State(s): State<SettingsCtx>,
@@ -255,7 +255,7 @@ pub async fn put_interfaces(
 }
 
 /// Netboot settings.
-#[utoipa::path(get, path = "/api/v1/settings/netboot", tag = "settings",
+#[utoipa::path(get, path = "/api/v1/settings/netboot", extensions(("x-bootlane-role" = json!("viewer"))), tag = "settings",
     responses((status = 200, body = NetbootSettings), (status = 401)))]
 pub async fn get_netboot(State(s): State<SettingsCtx>) -> Envelope<NetbootSettings> {
     Envelope::ok(s.settings.netboot())
@@ -279,7 +279,7 @@ async fn netboot(s: &SettingsCtx, p: NetbootPatch) -> Result<Changed<NetbootSett
 
 /// Change netboot settings (the boot root: live for HTTP boot, TFTP restarted; the HTTP
 /// base URL: live for DHCP answers and iPXE scripts).
-#[utoipa::path(put, path = "/api/v1/settings/netboot", tag = "settings", request_body = NetbootPatch,
+#[utoipa::path(put, path = "/api/v1/settings/netboot", extensions(("x-bootlane-role" = json!("admin"))), tag = "settings", request_body = NetbootPatch,
     responses((status = 200, body = Changed<NetbootSettings>), (status = 400, description = "Invalid key or value"), (status = 401)))]
 pub async fn put_netboot(
     State(s): State<SettingsCtx>,
@@ -322,14 +322,14 @@ fn interface_list(s: &SettingsCtx) -> Vec<InterfaceInfo> {
 }
 
 /// The host's network interfaces with the services bound there.
-#[utoipa::path(get, path = "/api/v1/interfaces", tag = "settings",
+#[utoipa::path(get, path = "/api/v1/interfaces", extensions(("x-bootlane-role" = json!("viewer"))), tag = "settings",
     responses((status = 200, body = Vec<InterfaceInfo>), (status = 401)))]
 pub async fn list_interfaces(State(s): State<SettingsCtx>) -> Envelope<Vec<InterfaceInfo>> {
     Envelope::ok(interface_list(&s))
 }
 
 /// The same list under the network-diagnostics group.
-#[utoipa::path(get, path = "/api/v1/network/interfaces", tag = "settings",
+#[utoipa::path(get, path = "/api/v1/network/interfaces", extensions(("x-bootlane-role" = json!("viewer"))), tag = "settings",
     responses((status = 200, body = Vec<InterfaceInfo>), (status = 401)))]
 pub async fn list_network_interfaces(State(s): State<SettingsCtx>) -> Envelope<Vec<InterfaceInfo>> {
     Envelope::ok(interface_list(&s))

@@ -40,7 +40,7 @@ pub struct ActivityQuery {
 /// DHCP offers and acks, TFTP transfers completed, iPXE scripts served, DNS queries of
 /// the userspace server and of the XDP fast path. Sampled every 10 s, kept 24 h in
 /// memory (lost on restart).
-#[utoipa::path(get, path = "/api/v1/stats/activity", tag = "stats", params(ActivityQuery),
+#[utoipa::path(get, path = "/api/v1/stats/activity", extensions(("x-bootlane-role" = json!("viewer"))), tag = "stats", params(ActivityQuery),
     responses((status = 200, body = ActivityHistory), (status = 400, description = "minutes out of 1-1440"), (status = 401)))]
 pub async fn activity(
     State(a): State<Arc<Activity>>,
@@ -73,7 +73,7 @@ pub struct PoolUsage {
 }
 
 /// Lease pool usage per subnet (subnets in `server` or `proxy` mode).
-#[utoipa::path(get, path = "/api/v1/stats/pools", tag = "stats",
+#[utoipa::path(get, path = "/api/v1/stats/pools", extensions(("x-bootlane-role" = json!("viewer"))), tag = "stats",
     responses((status = 200, body = Vec<PoolUsage>), (status = 401)))]
 pub async fn pools(State(s): State<AppState>) -> Result<Envelope<Vec<PoolUsage>>> {
     let stats = s.dhcp.stats().await?;

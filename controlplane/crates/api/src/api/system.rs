@@ -38,7 +38,7 @@ pub struct VersionInfo {
 }
 
 /// Current version.
-#[utoipa::path(get, path = "/api/v1/version", tag = "system", responses((status = 200, body = VersionInfo)))]
+#[utoipa::path(get, path = "/api/v1/version", extensions(("x-bootlane-role" = json!("viewer"))), tag = "system", responses((status = 200, body = VersionInfo)))]
 pub async fn version() -> Envelope<VersionInfo> {
     Envelope::ok(VersionInfo {
         version: env!("CARGO_PKG_VERSION").into(),
@@ -76,7 +76,7 @@ pub struct Status {
 }
 
 /// Service status (no authentication).
-#[utoipa::path(get, path = "/api/v1/status", tag = "system", responses((status = 200, body = Status)))]
+#[utoipa::path(get, path = "/api/v1/status", extensions(("x-bootlane-role" = json!("public"))), tag = "system", responses((status = 200, body = Status)))]
 pub async fn status(
     State(dns): State<Arc<DnsService>>,
     State(started): State<Instant>,
@@ -102,7 +102,7 @@ pub async fn status(
 /// Prometheus metrics of every service (every series is listed in the book's metrics reference).
 /// Scrape-time values (DNS and XDP counters, leases per subnet, store size) are copied
 /// into the recorder first, then everything is rendered.
-#[utoipa::path(get, path = "/api/v1/metrics", tag = "system",
+#[utoipa::path(get, path = "/api/v1/metrics", extensions(("x-bootlane-role" = json!("viewer"))), tag = "system",
     responses((status = 200, description = "Prometheus text format (0.0.4)", content_type = "text/plain"),
               (status = 401, description = "No valid session, no matching `[metrics] bearer_token`, and `[metrics] public` is false")))]
 pub async fn metrics(
@@ -176,7 +176,7 @@ pub fn public_router() -> OpenApiRouter<AppState> {
 /// SHA-256, then one line per record. Writes wait while it is taken. It holds password
 /// hashes and sessions: keep it like the data directory. `bootlane restore` restores it
 /// with the server stopped. Publishes `system.backup.created`.
-#[utoipa::path(get, path = "/api/v1/system/backup", tag = "system",
+#[utoipa::path(get, path = "/api/v1/system/backup", extensions(("x-bootlane-role" = json!("admin"))), tag = "system",
     responses((status = 200, content_type = "application/x-ndjson", body = String,
         description = "The backup file (Content-Disposition: attachment)"), (status = 401)))]
 pub async fn backup(

@@ -30,7 +30,7 @@ impl FromRef<AppState> for Arc<UpdateService> {
 /// Check for updates: the running version, the newest one the update source lists,
 /// whether it is newer, its notes and its artifact for this platform. Without
 /// `[updates] manifest_url`: says so, contacting nothing.
-#[utoipa::path(post, path = "/api/v1/version/check", tag = "system",
+#[utoipa::path(post, path = "/api/v1/version/check", extensions(("x-bootlane-role" = json!("admin"))), tag = "system",
     responses((status = 200, body = UpdateCheck),
               (status = 502, description = "The update source failed (URL and reason named)")))]
 pub async fn version_check(State(u): State<Arc<UpdateService>>) -> Result<Envelope<UpdateCheck>> {
@@ -51,7 +51,7 @@ pub struct DownloadRequest {
 /// SHA-256 and minisign signature are verified and it is stored under
 /// `<data_dir>/updates/<version>/`, or `update.download.failed` naming why (nothing kept).
 /// Never replaces the running binary (`bootlane update install` does, see the book's updates chapter).
-#[utoipa::path(post, path = "/api/v1/version/download", tag = "system",
+#[utoipa::path(post, path = "/api/v1/version/download", extensions(("x-bootlane-role" = json!("admin"))), tag = "system",
     request_body(content = Option<DownloadRequest>, description = "Optional; `{}` or no body = the newest"),
     responses((status = 202, body = DownloadJob),
               (status = 404, description = "Version not listed, or no artifact for this platform"),
@@ -70,14 +70,14 @@ pub async fn version_download(State(u): State<Arc<UpdateService>>, body: Bytes) 
 }
 
 /// The current or last download job (`null` when none ran since the server started).
-#[utoipa::path(get, path = "/api/v1/version/download", tag = "system",
+#[utoipa::path(get, path = "/api/v1/version/download", extensions(("x-bootlane-role" = json!("viewer"))), tag = "system",
     responses((status = 200, body = Option<DownloadJob>)))]
 pub async fn version_download_state(State(u): State<Arc<UpdateService>>) -> Envelope<Option<DownloadJob>> {
     Envelope::ok(u.job())
 }
 
 /// The verified downloads stored under `<data_dir>/updates/`, newest version first.
-#[utoipa::path(get, path = "/api/v1/version/downloads", tag = "system",
+#[utoipa::path(get, path = "/api/v1/version/downloads", extensions(("x-bootlane-role" = json!("viewer"))), tag = "system",
     responses((status = 200, body = Vec<StoredUpdate>)))]
 pub async fn version_downloads(State(u): State<Arc<UpdateService>>) -> Envelope<Vec<StoredUpdate>> {
     Envelope::ok(u.stored())

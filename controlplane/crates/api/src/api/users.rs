@@ -18,6 +18,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     auth::{hash_password, password_policy, Session, User, SESSIONS_KV, USERS_KV},
+    roles::Role,
     error::Result,
     extract::{ApiJson, ApiPath, Envelope},
     AppState,
@@ -36,6 +37,28 @@ pub struct UserView {
     /// When the user was created.
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
+    /// The user's role.
+    pub role: Role,
+}
+
+impl UserView {
+    fn of(u: &User) -> Self {
+        Self {
+            username: u.username.clone(),
+            created_at: u.created_at,
+            role: u.role,
+        }
+    }
+}
+
+/// The number of admins among the stored users.
+fn admins(store: &Store) -> Result<usize, ServiceError> {
+    Ok(store
+        .kv(USERS_KV)?
+        .iter::<User>()?
+        .iter()
+        .filter(|(_, u)| u.role == Role::Admin)
+        .count())
 }
 
 fn check_username(name: &str) -> Result<(), ServiceError> {
@@ -71,20 +94,17 @@ pub fn list_users(store: &Store) -> Result<Vec<UserView>, ServiceError> {
         .kv(USERS_KV)?
         .iter::<User>()?
         .into_iter()
-        .map(|(name, u)| UserView {
-            username: name,
-            created_at: u.created_at,
-        })
+        .map(|(name, u)| UserView { username: name, ..UserView::of(&u) })
         .collect())
 }
 
-/// Creates `username` with `password` (argon2id, as login expects).
+/// Creates `username` with `password` (argon2id, as login expects) and `role`.
 ///
 /// # Errors
 /// [`ServiceError::Invalid`] for a bad name or a password the policy refuses
 /// ([`password_policy`], the message names the rule),
 /// [`ServiceError::Conflict`] for a taken name; store errors.
-pub async fn add_user(store: &Store, username: &str, password: &str) -> Result<UserView, ServiceError> {
+pub async fn add_user(store: &Store, username: &str, password: &str, role: Role) -> Result<UserView, ServiceError> {
     check_username(username)?;
     check_password(username, password)?;
     let users = store.kv(USERS_KV)?;
@@ -97,12 +117,10 @@ pub async fn add_user(store: &Store, username: &str, password: &str) -> Result<U
         username: username.into(),
         password_hash: hash(password).await?,
         created_at: OffsetDateTime::now_utc(),
+        role,
     };
     users.put(username, &user).await?;
-    Ok(UserView {
-        username: user.username,
-        created_at: user.created_at,
-    })
+    Ok(UserView::of(&user))
 }
 
 /// Replaces the password of `username` and ends their sessions; answers how many ended.
@@ -121,11 +139,31 @@ pub async fn set_password(store: &Store, username: &str, password: &str) -> Resu
     end_sessions(store, username).await
 }
 
+/// Changes the role of `username`; answers the user as it now is.
+///
+/// # Errors
+/// [`ServiceError::NotFound`] for an unknown user, [`ServiceError::Conflict`] when that
+/// would leave no admin; store errors.
+pub async fn set_role(store: &Store, username: &str, role: Role) -> Result<UserView, ServiceError> {
+    let users = store.kv(USERS_KV)?;
+    let Some(mut user) = users.get::<User>(username)? else {
+        return Err(ServiceError::NotFound(format!("no user {username:?}")));
+    };
+    if user.role == Role::Admin && role != Role::Admin && admins(store)? <= 1 {
+        return Err(ServiceError::Conflict(format!(
+            "refusing to make {username:?}, the last admin, a {role}: make another user admin first"
+        )));
+    }
+    user.role = role;
+    users.put(username, &user).await?;
+    Ok(UserView::of(&user))
+}
+
 /// Deletes `username` and ends their sessions.
 ///
 /// # Errors
 /// [`ServiceError::NotFound`] for an unknown user, [`ServiceError::Conflict`] for the last
-/// user (nobody could log in any more); store errors.
+/// user or the last admin (nobody could log in, or manage users, any more); store errors.
 pub async fn delete_user(store: &Store, username: &str) -> Result<UserView, ServiceError> {
     let users = store.kv(USERS_KV)?;
     let Some(user) = users.get::<User>(username)? else {
@@ -136,12 +174,14 @@ pub async fn delete_user(store: &Store, username: &str) -> Result<UserView, Serv
             "refusing to delete {username:?}, the last user: add another user first"
         )));
     }
+    if user.role == Role::Admin && admins(store)? <= 1 {
+        return Err(ServiceError::Conflict(format!(
+            "refusing to delete {username:?}, the last admin: make another user admin first"
+        )));
+    }
     users.remove(username).await?;
     end_sessions(store, username).await?;
-    Ok(UserView {
-        username: user.username,
-        created_at: user.created_at,
-    })
+    Ok(UserView::of(&user))
 }
 
 async fn end_sessions(store: &Store, username: &str) -> Result<usize, ServiceError> {
@@ -192,6 +232,17 @@ pub struct NewUser {
     /// easy to guess (zxcvbn score 3 or more); stored as an argon2id hash.
     #[schema(min_length = 12, max_length = 1024)]
     pub password: String,
+    /// The role: `viewer` (the default), `operator` or `admin`.
+    #[serde(default)]
+    pub role: Role,
+}
+
+/// Body of `PUT /users/{username}/role`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewRole {
+    /// `viewer`, `operator` or `admin`.
+    pub role: Role,
 }
 
 /// Body of `PUT /users/{username}/password`.
@@ -213,7 +264,7 @@ pub struct PasswordChanged {
 }
 
 /// The users, in name order.
-#[utoipa::path(get, path = "/api/v1/users", tag = "users", responses((status = 200, body = UserList), (status = 401)))]
+#[utoipa::path(get, path = "/api/v1/users", extensions(("x-bootlane-role" = json!("admin"))), tag = "users", responses((status = 200, body = UserList), (status = 401)))]
 pub async fn list(State(users): State<Arc<Users>>) -> Result<Envelope<UserList>> {
     Ok(Envelope::ok(UserList {
         users: list_users(&users.store)?,
@@ -221,7 +272,7 @@ pub async fn list(State(users): State<Arc<Users>>) -> Result<Envelope<UserList>>
 }
 
 /// Create a user.
-#[utoipa::path(post, path = "/api/v1/users", tag = "users", request_body = NewUser,
+#[utoipa::path(post, path = "/api/v1/users", extensions(("x-bootlane-role" = json!("admin"))), tag = "users", request_body = NewUser,
     responses((status = 201, body = UserView), (status = 400, description = "Bad name or password (named)"),
         (status = 409, description = "The name is taken"), (status = 401)))]
 pub async fn create(
@@ -229,7 +280,7 @@ pub async fn create(
     ApiJson(req): ApiJson<NewUser>,
 ) -> Result<(StatusCode, Envelope<UserView>)> {
     let _w = users.write.lock().await;
-    let u = add_user(&users.store, &req.username, &req.password).await?;
+    let u = add_user(&users.store, &req.username, &req.password, req.role).await?;
     users.events.publish(NewEvent::write(
         EventKind::UserCreated,
         "user",
@@ -244,7 +295,7 @@ pub async fn create(
 
 /// Set a user's password; ends that user's sessions (log in again afterwards when it is
 /// your own).
-#[utoipa::path(put, path = "/api/v1/users/{username}/password", tag = "users",
+#[utoipa::path(put, path = "/api/v1/users/{username}/password", extensions(("x-bootlane-role" = json!("admin"))), tag = "users",
     params(("username" = String, Path, description = "Login name")), request_body = NewPassword,
     responses((status = 200, body = PasswordChanged), (status = 400, description = "A password the policy refuses (the rule is named)"),
         (status = 404, description = "No such user"), (status = 401)))]
@@ -271,7 +322,7 @@ pub async fn password(
 }
 
 /// Delete a user and end their sessions; the last user cannot be deleted (409).
-#[utoipa::path(delete, path = "/api/v1/users/{username}", tag = "users",
+#[utoipa::path(delete, path = "/api/v1/users/{username}", extensions(("x-bootlane-role" = json!("admin"))), tag = "users",
     params(("username" = String, Path, description = "Login name")),
     responses((status = 200, body = UserView), (status = 404, description = "No such user"),
         (status = 409, description = "The last user"), (status = 401)))]
@@ -290,11 +341,38 @@ pub async fn delete(State(users): State<Arc<Users>>, ApiPath(username): ApiPath<
     Ok(Envelope::ok(u))
 }
 
+/// Change a user's role; applies to that user's open sessions at once. The last admin
+/// cannot be made anything else (409).
+#[utoipa::path(put, path = "/api/v1/users/{username}/role", extensions(("x-bootlane-role" = json!("admin"))), tag = "users",
+    params(("username" = String, Path, description = "Login name")), request_body = NewRole,
+    responses((status = 200, body = UserView), (status = 400, description = "Not a role"),
+        (status = 404, description = "No such user"), (status = 409, description = "The last admin"), (status = 401), (status = 403)))]
+pub async fn role(
+    State(users): State<Arc<Users>>,
+    ApiPath(username): ApiPath<String>,
+    ApiJson(req): ApiJson<NewRole>,
+) -> Result<Envelope<UserView>> {
+    let _w = users.write.lock().await;
+    let before = list_users(&users.store)?.into_iter().find(|u| u.username == username);
+    let u = set_role(&users.store, &username, req.role).await?;
+    users.events.publish(NewEvent::write(
+        EventKind::UserRoleChanged,
+        "user",
+        &u.username,
+        "update",
+        format!("role of {} set to {}", u.username, u.role),
+        before.as_ref(),
+        Some(&u),
+    ));
+    Ok(Envelope::ok(u))
+}
+
 /// The user routes.
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list, create))
         .routes(routes!(password))
+        .routes(routes!(role))
         .routes(routes!(delete))
 }
 

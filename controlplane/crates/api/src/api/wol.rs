@@ -128,7 +128,7 @@ fn options(interface: Option<String>, repeat: Option<u64>, password: Option<&str
 /// broadcast and to 255.255.255.255, on every `[wol] ports` port). The answer is the
 /// history record. 409 when no interface can broadcast or nothing could be sent (the
 /// failure is recorded in the history too).
-#[utoipa::path(post, path = "/api/v1/hosts/{id}/wake", tag = "wol", params(("id" = u64, Path, description = "Host id")),
+#[utoipa::path(post, path = "/api/v1/hosts/{id}/wake", extensions(("x-bootlane-role" = json!("operator"))), tag = "wol", params(("id" = u64, Path, description = "Host id")),
     request_body(content = Option<WakeRequest>, description = "Optional; no body wakes with the defaults"),
     responses((status = 200, body = WolRecord), (status = 400, description = "Invalid field (named)"), (status = 404, description = "No such host"),
         (status = 409, description = "No interface can broadcast, or nothing could be sent"), (status = 401)))]
@@ -143,7 +143,7 @@ pub async fn wake(
 
 /// Wake several hosts in order, pausing `stagger_ms` between them so a rack does not
 /// power up at once; one result per host (an unknown id is a failed result, not a 404).
-#[utoipa::path(post, path = "/api/v1/hosts/batch/wake", tag = "wol", request_body = BatchWakeRequest,
+#[utoipa::path(post, path = "/api/v1/hosts/batch/wake", extensions(("x-bootlane-role" = json!("operator"))), tag = "wol", request_body = BatchWakeRequest,
     responses((status = 200, body = BatchWakeAnswer), (status = 400, description = "Invalid field (named)"), (status = 401)))]
 pub async fn batch_wake(
     State(wol): State<Arc<WolService>>,
@@ -240,7 +240,7 @@ fn page(records: Vec<WolRecord>, lq: &ListQuery, f: &HistoryFilter) -> Result<Hi
 
 /// The wake history, newest first. `q` searches MAC, host name, interfaces, actor,
 /// source and error.
-#[utoipa::path(get, path = "/api/v1/wol/history", tag = "wol", params(ListQuery, HistoryFilter),
+#[utoipa::path(get, path = "/api/v1/wol/history", extensions(("x-bootlane-role" = json!("viewer"))), tag = "wol", params(ListQuery, HistoryFilter),
     responses((status = 200, body = HistoryList), (status = 400, description = "Bad paging or filter"), (status = 401)))]
 pub async fn history(
     State(wol): State<Arc<WolService>>,
@@ -258,7 +258,7 @@ pub struct Cleared {
 }
 
 /// Delete the whole wake history.
-#[utoipa::path(delete, path = "/api/v1/wol/history", tag = "wol",
+#[utoipa::path(delete, path = "/api/v1/wol/history", extensions(("x-bootlane-role" = json!("operator"))), tag = "wol",
     responses((status = 200, body = Cleared), (status = 401)))]
 pub async fn clear_history(State(wol): State<Arc<WolService>>) -> Result<Envelope<Cleared>> {
     Ok(Envelope::ok(Cleared {
@@ -267,7 +267,7 @@ pub async fn clear_history(State(wol): State<Arc<WolService>>) -> Result<Envelop
 }
 
 /// The wake history of one MAC, newest first (paged like `GET /wol/history`).
-#[utoipa::path(get, path = "/api/v1/wol/history/{key}", tag = "wol",
+#[utoipa::path(get, path = "/api/v1/wol/history/{key}", extensions(("x-bootlane-role" = json!("viewer"))), tag = "wol",
     params(("key" = String, Path, description = "MAC address, any separator"), ListQuery),
     responses((status = 200, body = HistoryList), (status = 400, description = "Not a MAC, or bad paging"), (status = 401)))]
 pub async fn history_of_mac(
@@ -285,7 +285,7 @@ pub async fn history_of_mac(
 }
 
 /// Delete one history record; answers it.
-#[utoipa::path(delete, path = "/api/v1/wol/history/{key}", tag = "wol",
+#[utoipa::path(delete, path = "/api/v1/wol/history/{key}", extensions(("x-bootlane-role" = json!("operator"))), tag = "wol",
     params(("key" = u64, Path, description = "History record id")),
     responses((status = 200, body = WolRecord), (status = 400, description = "Not an id"), (status = 404), (status = 401)))]
 pub async fn delete_record(
@@ -310,7 +310,7 @@ pub struct WolInterfaces {
 }
 
 /// Interfaces WOL can broadcast on, with their subnet-directed broadcast addresses.
-#[utoipa::path(get, path = "/api/v1/wol/interfaces", tag = "wol",
+#[utoipa::path(get, path = "/api/v1/wol/interfaces", extensions(("x-bootlane-role" = json!("viewer"))), tag = "wol",
     responses((status = 200, body = WolInterfaces), (status = 401)))]
 pub async fn interfaces(State(wol): State<Arc<WolService>>) -> Envelope<WolInterfaces> {
     Envelope::ok(WolInterfaces {
@@ -327,7 +327,7 @@ pub struct ScheduleList {
 }
 
 /// Every wake schedule with its last run, last status and error, and next run.
-#[utoipa::path(get, path = "/api/v1/wol/schedules", tag = "wol",
+#[utoipa::path(get, path = "/api/v1/wol/schedules", extensions(("x-bootlane-role" = json!("viewer"))), tag = "wol",
     responses((status = 200, body = ScheduleList), (status = 401)))]
 pub async fn schedules(State(wol): State<Arc<WolService>>) -> Result<Envelope<ScheduleList>> {
     Ok(Envelope::ok(ScheduleList {
@@ -337,7 +337,7 @@ pub async fn schedules(State(wol): State<Arc<WolService>>) -> Result<Envelope<Sc
 
 /// Create a wake schedule: a cron expression read in a time zone, and targets. Runs
 /// missed while the server was down are reported (`last_status: missed`), never fired late.
-#[utoipa::path(post, path = "/api/v1/wol/schedule", tag = "wol", request_body = ScheduleInput,
+#[utoipa::path(post, path = "/api/v1/wol/schedule", extensions(("x-bootlane-role" = json!("operator"))), tag = "wol", request_body = ScheduleInput,
     responses((status = 201, body = ScheduleView), (status = 400, description = "Invalid field (named)"),
         (status = 409, description = "Too many schedules"), (status = 401)))]
 pub async fn create_schedule(
@@ -348,7 +348,7 @@ pub async fn create_schedule(
 }
 
 /// Delete a wake schedule; answers it.
-#[utoipa::path(delete, path = "/api/v1/wol/schedule/{id}", tag = "wol", params(("id" = u64, Path, description = "Schedule id")),
+#[utoipa::path(delete, path = "/api/v1/wol/schedule/{id}", extensions(("x-bootlane-role" = json!("operator"))), tag = "wol", params(("id" = u64, Path, description = "Schedule id")),
     responses((status = 200, body = ScheduleView), (status = 400), (status = 404), (status = 401)))]
 pub async fn delete_schedule(
     State(wol): State<Arc<WolService>>,

@@ -148,6 +148,7 @@ impl EventData for Write {
         EventKind::TftpSettingsChanged,
         EventKind::UserCreated,
         EventKind::UserDeleted,
+        EventKind::UserRoleChanged,
         EventKind::UserPasswordChanged,
         EventKind::WolScheduleCreated,
         EventKind::WolScheduleDeleted,

@@ -372,6 +372,9 @@ pub enum EventKind {
     /// A user's password was changed (write; no password or hash).
     #[strum(serialize = "user.password_changed")]
     UserPasswordChanged,
+    /// A user's role was changed (write: before and after, without password or hash).
+    #[strum(serialize = "user.role_changed")]
+    UserRoleChanged,
     /// Nothing could be sent to wake a machine; `data` is the history record.
     #[strum(serialize = "wol.failed")]
     WolFailed,
