@@ -762,7 +762,7 @@ test('Users: add one (a bad name beside its field), it logs in; change its passw
   await page.goto(`${server.base}/users`);
   await login(page);
   await page.getByRole('heading', { name: 'Users' }).waitFor();
-  await page.getByTestId('users').getByText('admin', { exact: true }).waitFor();
+  await page.getByTestId('users').locator('td:first-child', { hasText: /^admin$/ }).waitFor();
   await page.getByRole('button', { name: 'Add user' }).click();
   const form = page.getByTestId('user-form');
   await form.locator('input[name=username]').fill('bad name');
@@ -785,7 +785,7 @@ test('Users: add one (a bad name beside its field), it logs in; change its passw
   await row.getByRole('button', { name: 'Delete' }).click(); // confirmed by the dialog handler
   await row.waitFor({ state: 'detached' });
   // admin is now the only user: deleting it is refused with the server's reason.
-  await page.getByTestId('users').locator('tr', { hasText: 'admin' }).getByRole('button', { name: 'Delete' }).click();
+  await page.getByTestId('users').locator('tr').filter({ has: page.locator('td:first-child', { hasText: /^admin$/ }) }).getByRole('button', { name: 'Delete' }).click();
   await page.locator('main .error').filter({ hasText: /last (user|admin)/ }).waitFor();
   await ctx.close();
 });

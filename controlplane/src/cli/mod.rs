@@ -443,8 +443,8 @@ pub enum UserCommand {
     },
 }
 
-pub use crate::api::users::{add_user, delete_user, list_users, set_password, set_role};
 use crate::api::roles::Role;
+pub use crate::api::users::{add_user, delete_user, list_users, set_password, set_role};
 
 fn parse_role(s: &str) -> Result<Role, String> {
     Role::parse(s)
@@ -1052,18 +1052,39 @@ mod tests {
     #[tokio::test]
     async fn users_are_added_listed_repassworded_and_deleted() {
         let store = Store::temporary();
-        add_user(&store, "admin", "old-Secret-Jw3nR8qT", Role::Admin).await.unwrap();
-        add_user(&store, "ops", "ops-Secret-Lh5tW9zB", Role::Admin).await.unwrap();
+        add_user(&store, "admin", "old-Secret-Jw3nR8qT", crate::api::roles::Role::Admin)
+            .await
+            .unwrap();
+        add_user(&store, "ops", "ops-Secret-Lh5tW9zB", crate::api::roles::Role::Admin)
+            .await
+            .unwrap();
         assert!(
-            add_user(&store, "ops", "ops-Secret-Qd4rM7yN", Role::Admin).await.is_err(),
+            add_user(&store, "ops", "ops-Secret-Qd4rM7yN", crate::api::roles::Role::Admin)
+                .await
+                .is_err(),
             "taken name"
         );
         assert!(
-            add_user(&store, "bad name", "ops-Secret-Qd4rM7yN", Role::Admin).await.is_err(),
+            add_user(
+                &store,
+                "bad name",
+                "ops-Secret-Qd4rM7yN",
+                crate::api::roles::Role::Admin
+            )
+            .await
+            .is_err(),
             "bad name"
         );
-        assert!(add_user(&store, "carol", "", Role::Admin).await.is_err(), "empty password");
-        let weak = add_user(&store, "carol", "carol1234567", Role::Admin).await.unwrap_err().to_string();
+        assert!(
+            add_user(&store, "carol", "", crate::api::roles::Role::Admin)
+                .await
+                .is_err(),
+            "empty password"
+        );
+        let weak = add_user(&store, "carol", "carol1234567", crate::api::roles::Role::Admin)
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(
             weak.contains("too easy to guess"),
             "the CLI's path applies the policy: {weak}"

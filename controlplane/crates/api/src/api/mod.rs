@@ -357,7 +357,7 @@ fn split(state: Option<&AppState>) -> (Router<AppState>, Router<AppState>, utoip
     if let Some(state) = state {
         let guard = auth::Guard {
             state: state.clone(),
-            roles: std::sync::Arc::new(roles::RouteRoles::from_doc(protected.get_openapi_mut())),
+            roles: Arc::new(roles::RouteRoles::from_doc(protected.get_openapi_mut())),
         };
         protected = protected.route_layer(middleware::from_fn_with_state(guard, auth::require_session));
         scraped = scraped.route_layer(middleware::from_fn_with_state(

@@ -26,9 +26,7 @@ use utoipa::{openapi::OpenApi, ToSchema};
 pub const EXTENSION: &str = "x-bootlane-role";
 
 /// A user's role, from least to most allowed (`viewer < operator < admin`).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema, Default,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Reads everything but secrets.
@@ -134,11 +132,14 @@ impl RouteRoles {
     /// What `method` on the route template `path` needs; `None` when it declares nothing.
     /// A `HEAD` falls back to the route's `GET`.
     pub fn needs(&self, method: &Method, path: &str) -> Option<Needs> {
-        self.by_route.get(&(method.clone(), path.to_owned())).copied().or_else(|| {
-            (method == Method::HEAD)
-                .then(|| self.by_route.get(&(Method::GET, path.to_owned())).copied())
-                .flatten()
-        })
+        self.by_route
+            .get(&(method.clone(), path.to_owned()))
+            .copied()
+            .or_else(|| {
+                (method == Method::HEAD)
+                    .then(|| self.by_route.get(&(Method::GET, path.to_owned())).copied())
+                    .flatten()
+            })
     }
 
     /// The operations that declare no role (`METHOD /path`), sorted.
@@ -177,7 +178,10 @@ mod tests {
         assert_eq!(roles.undeclared(), &[] as &[String], "routes without x-bootlane-role");
         let get = |p: &str| roles.needs(&Method::GET, p);
         assert_eq!(get("/api/v1/hosts"), Some(Needs::Role(Role::Viewer)));
-        assert_eq!(roles.needs(&Method::POST, "/api/v1/hosts"), Some(Needs::Role(Role::Operator)));
+        assert_eq!(
+            roles.needs(&Method::POST, "/api/v1/hosts"),
+            Some(Needs::Role(Role::Operator))
+        );
         assert_eq!(get("/api/v1/users"), Some(Needs::Role(Role::Admin)));
         assert_eq!(roles.needs(&Method::POST, "/api/v1/auth/login"), Some(Needs::Public));
         assert_eq!(roles.needs(&Method::HEAD, "/api/v1/hosts"), get("/api/v1/hosts"));

@@ -18,7 +18,11 @@ const PW: &str = "role-Tester-Kq7wN2xB";
 async fn sign_in(t: &mut T, user: &str) {
     t.cookie = None;
     let (s, h, v) = t
-        .call(Method::POST, "/api/v1/auth/login", Some(json!({"username": user, "password": PW})))
+        .call(
+            Method::POST,
+            "/api/v1/auth/login",
+            Some(json!({"username": user, "password": PW})),
+        )
         .await;
     assert_eq!(s, StatusCode::OK, "{v}");
     assert!(v["data"]["role"].is_string(), "the login answer names the role: {v}");
@@ -83,7 +87,11 @@ async fn the_role_walk_over_the_openapi_document() {
     let (mut writes, mut admin_only) = (0, 0);
     for (m, p, n) in &ops {
         if *m != Method::GET {
-            assert_ne!(*n, Needs::Role(Role::Viewer), "{m} {p}: a write route must need more than viewer");
+            assert_ne!(
+                *n,
+                Needs::Role(Role::Viewer),
+                "{m} {p}: a write route must need more than viewer"
+            );
         }
     }
     sign_in(&mut t, "vera").await;
@@ -116,7 +124,10 @@ async fn the_role_walk_over_the_openapi_document() {
         assert!(is_error(&v, "needs the admin role"), "{m} {p}: {v}");
     }
     // The walk covered the document: the write routes and the admin-only ones.
-    assert!(writes > 100 && admin_only > 25, "{writes} writes, {admin_only} admin-only");
+    assert!(
+        writes > 100 && admin_only > 25,
+        "{writes} writes, {admin_only} admin-only"
+    );
     // An operator does day-to-day work: a host created.
     t.expect(
         Method::POST,
@@ -134,24 +145,57 @@ async fn a_role_change_reaches_an_open_session_and_the_last_admin_stays() {
     let admin = t.cookie.clone();
     sign_in(&mut t, "vera").await;
     let vera = t.cookie.clone();
-    let v = t.expect(Method::GET, "/api/v1/auth/session", None, StatusCode::OK, "").await;
+    let v = t
+        .expect(Method::GET, "/api/v1/auth/session", None, StatusCode::OK, "")
+        .await;
     assert_eq!(v["data"]["role"], "viewer");
     let host = json!({"mac": "52:54:00:aa:00:02", "name": "vera-made"});
-    t.expect(Method::POST, "/api/v1/hosts", Some(host.clone()), StatusCode::FORBIDDEN, "needs the operator role")
-        .await;
+    t.expect(
+        Method::POST,
+        "/api/v1/hosts",
+        Some(host.clone()),
+        StatusCode::FORBIDDEN,
+        "needs the operator role",
+    )
+    .await;
     t.cookie = admin.clone();
-    t.expect(Method::PUT, "/api/v1/users/vera/role", Some(json!({"role": "operator"})), StatusCode::OK, "")
-        .await;
+    t.expect(
+        Method::PUT,
+        "/api/v1/users/vera/role",
+        Some(json!({"role": "operator"})),
+        StatusCode::OK,
+        "",
+    )
+    .await;
     t.cookie = vera;
-    t.expect(Method::POST, "/api/v1/hosts", Some(host), StatusCode::CREATED, "").await;
+    t.expect(Method::POST, "/api/v1/hosts", Some(host), StatusCode::CREATED, "")
+        .await;
     t.cookie = admin;
-    t.expect(Method::PUT, "/api/v1/users/vera/role", Some(json!({"role": "root"})), StatusCode::BAD_REQUEST, "")
-        .await;
+    t.expect(
+        Method::PUT,
+        "/api/v1/users/vera/role",
+        Some(json!({"role": "root"})),
+        StatusCode::BAD_REQUEST,
+        "",
+    )
+    .await;
     // admin is the only admin: not demoted, not deleted.
-    t.expect(Method::PUT, "/api/v1/users/admin/role", Some(json!({"role": "viewer"})), StatusCode::CONFLICT, "last admin")
-        .await;
-    t.expect(Method::DELETE, "/api/v1/users/admin", None, StatusCode::CONFLICT, "last admin")
-        .await;
+    t.expect(
+        Method::PUT,
+        "/api/v1/users/admin/role",
+        Some(json!({"role": "viewer"})),
+        StatusCode::CONFLICT,
+        "last admin",
+    )
+    .await;
+    t.expect(
+        Method::DELETE,
+        "/api/v1/users/admin",
+        None,
+        StatusCode::CONFLICT,
+        "last admin",
+    )
+    .await;
     let v = t.expect(Method::GET, "/api/v1/users", None, StatusCode::OK, "").await;
     let roles: Vec<(&str, &str)> = v["data"]["users"]
         .as_array()

@@ -18,9 +18,9 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     auth::{hash_password, password_policy, Session, User, SESSIONS_KV, USERS_KV},
-    roles::Role,
     error::Result,
     extract::{ApiJson, ApiPath, Envelope},
+    roles::Role,
     AppState,
 };
 use bootlane_core::{
@@ -94,7 +94,10 @@ pub fn list_users(store: &Store) -> Result<Vec<UserView>, ServiceError> {
         .kv(USERS_KV)?
         .iter::<User>()?
         .into_iter()
-        .map(|(name, u)| UserView { username: name, ..UserView::of(&u) })
+        .map(|(name, u)| UserView {
+            username: name,
+            ..UserView::of(&u)
+        })
         .collect())
 }
 
