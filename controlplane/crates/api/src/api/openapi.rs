@@ -96,8 +96,10 @@ fn error_envelope() -> Schema {
 }
 
 /// The error statuses `op` can answer, with a description for each. `protected` ops add
-/// 401; `has_input` (path/query parameters or a body) adds 400; a body adds 413 and 415.
-/// 403, 409 and 429 only where the annotation declares them (they come from the handler).
+/// 401, and 403 when they declare the operator or admin role ([`super::roles`]);
+/// `has_input` (path/query parameters or a body) adds 400; a body adds 413 and 415.
+/// Otherwise 403, 409 and 429 only where the annotation declares them (they come from the
+/// handler).
 fn error_statuses(op: &Operation) -> Vec<(&'static str, &'static str)> {
     let declared = |s: &str| op.responses.responses.contains_key(s);
     let has_body = op.request_body.is_some();
@@ -110,7 +112,17 @@ fn error_statuses(op: &Operation) -> Vec<(&'static str, &'static str)> {
     if protected || declared("401") {
         out.push(("401", "No valid session (cookie or bearer token), or wrong credentials"));
     }
-    if declared("403") {
+    let role = op
+        .extensions
+        .as_ref()
+        .and_then(|e| e.get(super::roles::EXTENSION))
+        .and_then(|v| v.as_str());
+    if protected && matches!(role, Some("operator" | "admin")) {
+        out.push((
+            "403",
+            "The signed-in user's role is below the one this route declares (`x-bootlane-role`); `error` names it",
+        ));
+    } else if declared("403") {
         out.push((
             "403",
             "Refused: a wrong, expired or revoked token (the same answer for every cause)",
