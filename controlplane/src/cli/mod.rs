@@ -1099,6 +1099,8 @@ mod tests {
             let s = Session {
                 username: who.into(),
                 expires_at: exp,
+                role: None,
+                source: Default::default(),
             };
             sessions.put(key, &s).await.unwrap();
         }

@@ -48,6 +48,8 @@ pub struct Config {
     pub server: ServerConfig,
     /// `[api]` section.
     pub api: ApiConfig,
+    /// `[auth]` section: directory and single sign-on, second factors.
+    pub auth: crate::auth::AuthConfig,
     /// `[dns]` section.
     pub dns: bootlane_dns::dns::config::DnsConfig,
     /// `[dhcp]` section: DHCP / proxyDHCP per subnet. Default: no subnets (off).
@@ -101,6 +103,7 @@ impl Default for Config {
             data_dir: PathBuf::from("/var/lib/bootlane"),
             server: ServerConfig::default(),
             api: ApiConfig::default(),
+            auth: Default::default(),
             dns: bootlane_dns::dns::config::DnsConfig::default(),
             dhcp: Default::default(),
             tftp: Default::default(),

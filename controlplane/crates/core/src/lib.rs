@@ -4,6 +4,7 @@ pub mod audit;
 pub mod backup;
 pub mod escape;
 pub mod events;
+pub mod identity;
 pub mod leases;
 pub mod logging;
 pub mod memory;

@@ -203,9 +203,30 @@ fn legacy_role() -> Role {
 pub struct Session {
     /// Owner.
     pub username: String,
-    /// Expiry.
+    /// Expiry: the session's maximum age is fixed when it starts (`[api] session_ttl_secs`).
     #[serde(with = "time::serde::rfc3339")]
     pub expires_at: OffsetDateTime,
+    /// The role given at sign-in to a user from a directory or an OpenID provider (their
+    /// groups are read again at each sign-in, never later); `None` for a local user, whose
+    /// stored role is read at each request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
+    /// Where the user was authenticated.
+    #[serde(default)]
+    pub source: SignIn,
+}
+
+/// Where a session's user was authenticated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SignIn {
+    /// A local account (the `users` tree), by password.
+    #[default]
+    Local,
+    /// An LDAP directory (`[auth.ldap]`), by a bind with the user's password.
+    Ldap,
+    /// An OpenID Connect provider (`[auth.oidc]`), by the authorization code flow.
+    Oidc,
 }
 
 /// `POST /auth/login` body.
@@ -613,6 +634,23 @@ impl Auth {
             f.by_addr.map.remove(&ip);
             f.by_user.map.remove(name);
         }
+        self.start_session(ip, username, None, SignIn::Local).await
+    }
+
+    /// Creates a session for `username` authenticated by `source` from `ip` and publishes
+    /// `auth.login`; returns `(token, session)`. `role` is `None` for a local user (the
+    /// stored role applies at each request) and the mapped role for a directory or
+    /// single-sign-on user.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn start_session(
+        &self,
+        ip: IpAddr,
+        username: &str,
+        role: Option<Role>,
+        source: SignIn,
+    ) -> Result<(String, Session)> {
         let token: String = rand::thread_rng()
             .sample_iter(&Alphanumeric)
             .take(43)
@@ -621,6 +659,8 @@ impl Auth {
         let session = Session {
             username: username.into(),
             expires_at: OffsetDateTime::now_utc() + self.ttl(),
+            role,
+            source,
         };
         self.sessions.put(&hash_token(&token), &session).await?;
         bootlane_core::events::with_actor(
@@ -650,9 +690,18 @@ impl Auth {
         Some(s)
     }
 
-    /// The role of `username` now; `None` for a user that no longer exists.
+    /// The role of the local user `username` now; `None` for a user that no longer exists.
     pub fn role(&self, username: &str) -> Option<Role> {
         self.users.get::<User>(username).ok().flatten().map(|u| u.role)
+    }
+
+    /// The role a session acts with: the one given at sign-in for a directory or
+    /// single-sign-on user, else the local user's stored role now (`None` once deleted).
+    pub fn session_role(&self, session: &Session) -> Option<Role> {
+        match session.role {
+            Some(r) => Some(r),
+            None => self.role(&session.username),
+        }
     }
 
     /// Ends a session.
@@ -722,7 +771,7 @@ pub async fn require_session(State(guard): State<Guard>, req: Request, next: Nex
             .get::<axum::extract::MatchedPath>()
             .map(|m| m.as_str().to_owned())
             .unwrap_or_default();
-        let role = state.auth.role(&s.username);
+        let role = state.auth.session_role(&s);
         if !role.is_some_and(|r| guard.roles.allows(r, req.method(), &route)) {
             let needs = match guard.roles.needs(req.method(), &route) {
                 Some(super::roles::Needs::Role(r)) => r.as_str(),
@@ -767,7 +816,7 @@ pub async fn login(
         "{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
         auth.ttl().as_secs()
     );
-    let role = auth.role(&session.username).unwrap_or_default();
+    let role = auth.session_role(&session).unwrap_or_default();
     let mut resp = Envelope::ok(LoginResponse {
         role,
         username: session.username,
@@ -803,7 +852,7 @@ pub async fn session(State(auth): State<Arc<Auth>>, headers: HeaderMap) -> Envel
         None => None,
     };
     Envelope::ok(SessionInfo {
-        role: s.as_ref().and_then(|s| auth.role(&s.username)),
+        role: s.as_ref().and_then(|s| auth.session_role(s)),
         authenticated: s.is_some(),
         username: s.as_ref().map(|s| s.username.clone()),
         expires_at: s.map(|s| s.expires_at),
