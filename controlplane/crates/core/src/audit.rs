@@ -59,6 +59,11 @@ pub struct AuditEntry {
     pub timestamp: OffsetDateTime,
     /// Who: the user name (`system` for changes the server made itself).
     pub user: String,
+    /// The API token the change came with, by name (its owner is `user`); absent for a
+    /// signed-in session and for the server's own changes, so entries chained before
+    /// tokens existed keep their encoding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
     /// From where: the client address of the request.
     pub remote_addr: Option<String>,
     /// `create`, `update`, `delete` or another verb (`rollback`, `start`, `login`, ...).
@@ -566,6 +571,7 @@ mod tests {
             id,
             timestamp: OffsetDateTime::now_utc(),
             user: "alice".into(),
+            token: None,
             remote_addr: Some("192.0.2.1".into()),
             action: "update".into(),
             resource: "host".into(),

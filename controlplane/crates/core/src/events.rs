@@ -120,6 +120,10 @@ pub struct Event {
     pub resource_id: Option<String>,
     /// User name for API actions, `system` for everything the server does on its own.
     pub actor: String,
+    /// The name of the API token the action came with (its owner is `actor`); absent for
+    /// sessions and for the server's own events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
     /// Client address of the API request, or the network client (DHCP/TFTP/HTTP boot).
     pub remote_addr: Option<String>,
     /// One human sentence.
@@ -138,12 +142,15 @@ crate::store::entity!(Event, "events");
 pub use crate::audit::AuditEntry;
 
 /// Who caused an event: set for the duration of an API request by [`with_actor`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Actor {
-    /// User name.
+    /// User name (for an API token, the token's owner).
     pub user: String,
     /// Client address (`ip:port` or `ip`).
     pub remote_addr: Option<String>,
+    /// The name of the API token the request carried, if it came with one rather than a
+    /// session.
+    pub token: Option<String>,
 }
 
 tokio::task_local! {
@@ -161,6 +168,7 @@ pub fn current_actor() -> Actor {
     ACTOR.try_with(Clone::clone).unwrap_or_else(|_| Actor {
         user: "system".into(),
         remote_addr: None,
+        token: None,
     })
 }
 
@@ -379,6 +387,7 @@ impl EventBus {
             resource: e.resource,
             resource_id: e.resource_id,
             actor: actor.user,
+            token: actor.token,
             remote_addr: e.remote_addr.or(actor.remote_addr),
             summary: e.summary,
             data: e.data,
@@ -559,6 +568,7 @@ pub fn audit_entry(e: &Event) -> Option<AuditEntry> {
         id: e.id,
         timestamp: e.time,
         user: e.actor.clone(),
+        token: e.token.clone(),
         remote_addr: e.remote_addr.clone(),
         action,
         resource: e.resource.clone().unwrap_or_default(),
@@ -725,6 +735,7 @@ mod tests {
         let actor = Actor {
             user: "alice".into(),
             remote_addr: Some("10.0.0.9".into()),
+            token: None,
         };
         let e = with_actor(actor, async {
             bus.publish(NewEvent::new(EventKind::ServiceStopped, "inside"))
@@ -732,6 +743,8 @@ mod tests {
         .await;
         assert_eq!(e.actor, "alice");
         assert_eq!(e.remote_addr.as_deref(), Some("10.0.0.9"));
+        assert_eq!(e.token, None);
+        assert!(serde_json::to_value(&*e).unwrap().get("token").is_none());
     }
 
     #[tokio::test]
@@ -766,6 +779,7 @@ mod tests {
         let actor = Actor {
             user: "bob".into(),
             remote_addr: Some("192.0.2.1".into()),
+            token: Some("ci-deploy".into()),
         };
         with_actor(actor, async {
             bus.publish(NewEvent::write(
@@ -784,6 +798,11 @@ mod tests {
         let audit: Vec<AuditEntry> = bus.audit_newest_first().map(Result::unwrap).collect();
         assert_eq!(audit.len(), 1);
         assert_eq!(audit[0].user, "bob");
+        assert_eq!(
+            audit[0].token.as_deref(),
+            Some("ci-deploy"),
+            "the audit entry names the token"
+        );
         assert_eq!(audit[0].action, "create");
         assert_eq!(audit[0].resource_id, "7");
         assert_eq!(audit[0].after["name"], "pc7");

@@ -7,7 +7,21 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 /// A user's role, from least to most allowed (`viewer < operator < admin`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema, schemars::JsonSchema, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    ToSchema,
+    schemars::JsonSchema,
+    Default,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Reads everything but secrets.

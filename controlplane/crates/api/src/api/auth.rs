@@ -667,6 +667,7 @@ impl Auth {
             bootlane_core::events::Actor {
                 user: username.into(),
                 remote_addr: Some(ip.to_string()),
+                token: None,
             },
             async {
                 self.events.publish(
@@ -788,6 +789,7 @@ pub async fn require_session(State(guard): State<Guard>, req: Request, next: Nex
         let actor = bootlane_core::events::Actor {
             user: s.username,
             remote_addr: addr,
+            token: None,
         };
         return bootlane_core::events::with_actor(actor, next.run(req)).await;
     }
