@@ -31,6 +31,10 @@ pub struct BackupArgs {
     /// Read that user's password as the first line of standard input even on a terminal.
     #[arg(long)]
     pub password_stdin: bool,
+    /// An API token (an admin's) to use instead of `--as` and a password when the server
+    /// runs: sent as `Authorization: Bearer`.
+    #[arg(long, env = "BOOTLANE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
 }
 
 /// Arguments of `bootlane restore`.
@@ -79,8 +83,14 @@ async fn backup_inner(args: &BackupArgs) -> anyhow::Result<String> {
 /// The running server's backup: log in, `GET /api/v1/system/backup`, log out.
 async fn from_server(args: &BackupArgs) -> anyhow::Result<Vec<u8>> {
     let api = super::api_url(args.api.as_deref(), args.config.as_deref())?;
-    let password = super::read_password_once(&args.as_user, args.password_stdin)?;
-    let s = super::ApiSession::login(&api, &args.as_user, &password, std::time::Duration::from_secs(120)).await?;
+    let s = super::ApiSession::open(
+        &api,
+        args.token.as_deref(),
+        &args.as_user,
+        || super::read_password_once(&args.as_user, args.password_stdin),
+        std::time::Duration::from_secs(120),
+    )
+    .await?;
     let r = s.raw("GET", "/api/v1/system/backup", None).await;
     s.logout().await;
     let (code, body) = r?;

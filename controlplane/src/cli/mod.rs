@@ -101,10 +101,14 @@ pub enum ConfigCommand {
         /// User to log in as for that (its password is asked, or read with `--password-stdin`).
         #[arg(long = "as", default_value = "admin")]
         as_user: String,
-        /// Read that password as the first line of standard input. Without it and without a
-        /// terminal, the running server's settings are not asked for.
+        /// Read that password as the first line of standard input. Without it (or a
+        /// token) and without a terminal, the running server's settings are not asked for.
         #[arg(long)]
         password_stdin: bool,
+        /// An API token to use instead of a password (an admin's: the settings are
+        /// admin-only).
+        #[arg(long, env = "BOOTLANE_TOKEN", hide_env_values = true)]
+        token: Option<String>,
     },
 }
 
@@ -186,15 +190,27 @@ const RUNNING_NOTE: &str = "# not read from the store: the running server holds 
 /// The running server's settings in force (`GET /api/v1/settings`, `GET /access/mode`) as
 /// TOML comments, secrets hidden, asked as `as_user`; or a comment saying why not (no
 /// password given and no terminal to ask on, login refused, server unreachable).
-pub fn running_settings(config: Option<&Path>, api: Option<&str>, as_user: &str, password_stdin: bool) -> String {
+pub fn running_settings(
+    config: Option<&Path>,
+    api: Option<&str>,
+    as_user: &str,
+    token: Option<&str>,
+    password_stdin: bool,
+) -> String {
     use std::io::IsTerminal;
-    if !password_stdin && !std::io::stdin().is_terminal() {
+    if token.is_none() && !password_stdin && !std::io::stdin().is_terminal() {
         return "# (give --password-stdin, or run on a terminal, to ask the running server for them)\n".into();
     }
     let run = async {
         let api = api_url(api, config)?;
-        let password = read_password_once(as_user, password_stdin)?;
-        let s = ApiSession::login(&api, as_user, &password, std::time::Duration::from_secs(10)).await?;
+        let s = ApiSession::open(
+            &api,
+            token,
+            as_user,
+            || read_password_once(as_user, password_stdin),
+            std::time::Duration::from_secs(10),
+        )
+        .await?;
         let settings = s.data("GET", "/api/v1/settings", None).await;
         let mode = s.data("GET", "/api/v1/access/mode", None).await;
         s.logout().await;
@@ -342,6 +358,7 @@ pub fn config(cmd: &ConfigCommand) -> ExitCode {
             api,
             as_user,
             password_stdin,
+            token,
         } => match config_show(config.as_deref()) {
             // The file's settings are printed before the running server's are asked for
             // (which may prompt for a password).
@@ -350,7 +367,13 @@ pub fn config(cmd: &ConfigCommand) -> ExitCode {
                 if text.contains(RUNNING_NOTE) {
                     print!(
                         "{}",
-                        running_settings(config.as_deref(), api.as_deref(), as_user, *password_stdin)
+                        running_settings(
+                            config.as_deref(),
+                            api.as_deref(),
+                            as_user,
+                            token.as_deref(),
+                            *password_stdin,
+                        )
                     );
                 }
                 ExitCode::SUCCESS
@@ -396,6 +419,10 @@ pub struct UserArgs {
     /// with `--password-stdin` the new password is the first line and this one the second).
     #[arg(long = "as", default_value = "admin", global = true)]
     pub as_user: String,
+    /// An API token (an admin's) to use instead of `--as` and a password when the server
+    /// runs: sent as `Authorization: Bearer`.
+    #[arg(long, env = "BOOTLANE_TOKEN", hide_env_values = true, global = true)]
+    pub token: Option<String>,
     /// What to do.
     #[command(subcommand)]
     pub command: UserCommand,
@@ -519,7 +546,8 @@ fn open_store(data_dir: &Path) -> anyhow::Result<Option<Store>> {
 /// stop it: `user` and `backup` while it holds the database).
 pub(crate) struct ApiSession {
     api: String,
-    cookie: String,
+    /// The header that authenticates each call: the session cookie, or an API token.
+    credential: (&'static str, String),
     timeout: std::time::Duration,
 }
 
@@ -552,9 +580,45 @@ impl ApiSession {
             .to_string();
         Ok(Self {
             api: api.to_string(),
-            cookie,
+            credential: ("cookie", cookie),
             timeout,
         })
+    }
+
+    /// Uses the API token `token` (`--token` / `BOOTLANE_TOKEN`, sent as
+    /// `Authorization: Bearer`) with `api`, checked once with `GET /api/v1/auth/session`.
+    ///
+    /// # Errors
+    /// The server unreachable, or the token refused (unknown, revoked or expired).
+    pub(crate) async fn with_token(api: &str, token: &str, timeout: std::time::Duration) -> anyhow::Result<Self> {
+        let s = Self {
+            api: api.to_string(),
+            credential: ("authorization", format!("Bearer {}", token.trim())),
+            timeout,
+        };
+        let v = s.data("GET", "/api/v1/auth/session", None).await?;
+        if v["authenticated"] != true {
+            bail!("{api} refused the API token (unknown, revoked or expired)");
+        }
+        Ok(s)
+    }
+
+    /// With `token`, [`ApiSession::with_token`]; else logs in as `user` with the password
+    /// `password()` gives (asked only then).
+    ///
+    /// # Errors
+    /// As those two, or reading the password.
+    pub(crate) async fn open(
+        api: &str,
+        token: Option<&str>,
+        user: &str,
+        password: impl FnOnce() -> anyhow::Result<String>,
+        timeout: std::time::Duration,
+    ) -> anyhow::Result<Self> {
+        match token {
+            Some(t) => Self::with_token(api, t, timeout).await,
+            None => Self::login(api, user, &password()?, timeout).await,
+        }
     }
 
     /// `method path` with an optional JSON body; the status and the raw answer.
@@ -567,7 +631,7 @@ impl ApiSession {
         path: &str,
         body: Option<&serde_json::Value>,
     ) -> anyhow::Result<(hyper::StatusCode, hyper::body::Bytes)> {
-        let mut headers = vec![("cookie", self.cookie.clone())];
+        let mut headers = vec![self.credential.clone()];
         let bytes = match body {
             Some(b) => {
                 headers.push(("content-type", "application/json".to_string()));
@@ -597,9 +661,11 @@ impl ApiSession {
         Ok(v.get_mut("data").map(serde_json::Value::take).unwrap_or_default())
     }
 
-    /// Ends the session (errors ignored: it expires anyway).
+    /// Ends the session (errors ignored: it expires anyway); nothing for an API token.
     pub(crate) async fn logout(self) {
-        let _ = self.raw("POST", "/api/v1/auth/logout", None).await;
+        if self.credential.0 == "cookie" {
+            let _ = self.raw("POST", "/api/v1/auth/logout", None).await;
+        }
     }
 }
 
@@ -624,8 +690,14 @@ async fn user_via_api(args: &UserArgs, password: &str) -> anyhow::Result<()> {
             ..
         }
     );
-    let mine = read_password_once(&args.as_user, stdin)?;
-    let s = ApiSession::login(&api, &args.as_user, &mine, std::time::Duration::from_secs(30)).await?;
+    let s = ApiSession::open(
+        &api,
+        args.token.as_deref(),
+        &args.as_user,
+        || read_password_once(&args.as_user, stdin),
+        std::time::Duration::from_secs(30),
+    )
+    .await?;
     let enc = |u: &str| u.replace('@', "%40");
     let r = match &args.command {
         UserCommand::List => s.data("GET", "/api/v1/users", None).await.map(|v| {

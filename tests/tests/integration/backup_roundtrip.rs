@@ -99,14 +99,49 @@ fn backup_while_running_then_restore_brings_everything_back() {
         "{out}"
     );
 
-    // 2. Backup while the server runs: through the API.
+    // 2. Backup while the server runs: through the API, with an API token instead of a
+    // password (a viewer's token is refused: backups are admin-only).
+    let token = |name: &str, role: &str| {
+        data(
+            &s,
+            "POST",
+            "/tokens",
+            Some(&json!({"name": name, "role": role, "expires_in_days": 1})),
+        )["secret"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (admin_token, viewer_token) = (token("backup job", "admin"), token("reader", "viewer"));
     let file = s.data_dir.join("backup.jsonl");
     let (ok, out) = run(
         &srv,
-        &format!("backup --config {cfg} --output {} --password-stdin", file.display()),
-        ADMIN_PASSWORD,
+        &format!(
+            "backup --config {cfg} --output {} --token {viewer_token}",
+            file.display()
+        ),
+        "",
     );
+    assert!(!ok && out.contains("needs the admin role"), "{out}");
+    let (ok, out) = run(&srv, &format!("user list --config {cfg} --token {admin_token}"), "");
+    assert!(ok && out.contains("ops\tviewer"), "{out}");
+    // The token from the environment, standard input empty: no password is asked for.
+    let out = srv.sh_out(&format!(
+        "BOOTLANE_TOKEN={admin_token} {} backup --config {cfg} --output {} 2>&1 </dev/null",
+        bootlane_bin().display(),
+        file.display()
+    ));
+    let (ok, out) = (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned());
     assert!(ok, "backup failed: {out}");
+    let used = data(&s, "GET", "/tokens", None);
+    assert!(
+        used["tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "backup job" && t["last_used_at"].is_string()),
+        "{used}"
+    );
     assert!(out.contains("records in"), "{out}");
     let text = std::fs::read_to_string(&file).unwrap();
     let manifest: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();

@@ -263,10 +263,13 @@ pub struct SessionInfo {
     pub username: Option<String>,
     /// That user's role (what the UI offers; the API enforces it).
     pub role: Option<Role>,
-    /// Expiry, RFC 3339.
+    /// Expiry (of the session, or of the API token the request came with), RFC 3339.
     #[serde(with = "time::serde::rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub expires_at: Option<OffsetDateTime>,
+    /// The API token's name when the request came with one instead of a session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
 }
 
 /// Users, sessions and throttling.
@@ -282,6 +285,23 @@ pub struct Auth {
     /// Failed logins whose event was suppressed since start.
     suppressed: std::sync::atomic::AtomicU64,
     events: Arc<EventBus>,
+    tokens: super::tokens::Tokens,
+}
+
+/// Who is making a request, as [`require_session`] found it: put in the request's
+/// extensions for the handlers that act on the caller's own things (tokens).
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The user (a token's owner for a token).
+    pub username: String,
+    /// The role the request acts with (`None`: a session whose local user was deleted).
+    pub role: Option<Role>,
+    /// How the user signed in (a token's owner: how they had signed in to create it).
+    pub source: SignIn,
+    /// The API token's name when the request came with one.
+    pub token: Option<String>,
+    /// The session's or the token's expiry.
+    pub expires_at: OffsetDateTime,
 }
 
 fn hash_token(token: &str) -> String {
@@ -499,6 +519,7 @@ impl Auth {
             verifications: Arc::new(std::sync::atomic::AtomicU64::new(0)),
             failed_events: Mutex::new(TokenBuckets::new(MAX_TRACKED, FAILED_EVENT_BURST, FAILED_EVENT_REFILL)),
             suppressed: std::sync::atomic::AtomicU64::new(0),
+            tokens: super::tokens::Tokens::open(store, events.clone())?,
             events,
         };
         // Made now, so the first unknown-user login costs no more than later ones.
@@ -705,6 +726,40 @@ impl Auth {
         }
     }
 
+    /// The API tokens.
+    pub fn tokens(&self) -> &super::tokens::Tokens {
+        &self.tokens
+    }
+
+    /// Who presents `credential` (a session token, or an API token `blt_...` used from
+    /// `from`); `None` when it is neither a live session nor a live token. A token acts
+    /// with its role capped by its local owner's current role; a token whose local owner no
+    /// longer exists is refused.
+    pub async fn caller(&self, credential: &str, from: Option<IpAddr>) -> Option<Caller> {
+        if credential.starts_with(super::tokens::PREFIX) {
+            let t = self.tokens.authenticate(credential, from).await?;
+            let role = match t.owner_source {
+                SignIn::Local => t.role.min(self.role(&t.owner)?),
+                SignIn::Ldap | SignIn::Oidc => t.role,
+            };
+            return Some(Caller {
+                username: t.owner,
+                role: Some(role),
+                source: t.owner_source,
+                token: Some(t.name),
+                expires_at: t.expires_at,
+            });
+        }
+        let s = self.session(credential).await?;
+        Some(Caller {
+            role: self.session_role(&s),
+            username: s.username,
+            source: s.source,
+            token: None,
+            expires_at: s.expires_at,
+        })
+    }
+
     /// Ends a session.
     ///
     /// # Errors
@@ -756,46 +811,48 @@ pub struct Guard {
 /// live session, 403 with the envelope when the session's user has a role below the one
 /// the route declares ([`super::roles`]). The role is read per request, so a changed
 /// role applies to open sessions at once.
-pub async fn require_session(State(guard): State<Guard>, req: Request, next: Next) -> Response {
+pub async fn require_session(State(guard): State<Guard>, mut req: Request, next: Next) -> Response {
     let state = &guard.state;
-    let addr = req
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip().to_string());
-    let session = match token_from(req.headers()) {
-        Some(t) => state.auth.session(&t).await,
+    let ip = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+    let credential = token_from(req.headers());
+    let caller = match &credential {
+        Some(t) => state.auth.caller(t, ip).await,
         None => None,
     };
-    if let Some(s) = session {
+    if let Some(c) = caller {
         let route = req
             .extensions()
             .get::<axum::extract::MatchedPath>()
             .map(|m| m.as_str().to_owned())
             .unwrap_or_default();
-        let role = state.auth.session_role(&s);
-        if !role.is_some_and(|r| guard.roles.allows(r, req.method(), &route)) {
+        if !c.role.is_some_and(|r| guard.roles.allows(r, req.method(), &route)) {
             let needs = match guard.roles.needs(req.method(), &route) {
                 Some(super::roles::Needs::Role(r)) => r.as_str(),
                 _ => "admin",
             };
+            let who = match &c.token {
+                Some(t) => format!("{}'s token {t:?}", c.username),
+                None => c.username.clone(),
+            };
             return ApiError::Forbidden(format!(
-                "{} {route} needs the {needs} role; {} has {}",
+                "{} {route} needs the {needs} role; {who} has {}",
                 req.method(),
-                s.username,
-                role.map_or("no role", Role::as_str)
+                c.role.map_or("no role", Role::as_str)
             ))
             .into_response();
         }
         let actor = bootlane_core::events::Actor {
-            user: s.username,
-            remote_addr: addr,
-            token: None,
+            user: c.username.clone(),
+            remote_addr: ip.map(|ip| ip.to_string()),
+            token: c.token.clone(),
         };
+        req.extensions_mut().insert(c);
         return bootlane_core::events::with_actor(actor, next.run(req)).await;
     }
-    match token_from(req.headers()) {
+    match credential {
+        Some(t) if t.starts_with(super::tokens::PREFIX) => ApiError::Unauthorized("the API token is unknown, revoked or expired; create a new one with POST /api/v1/tokens".into()).into_response(),
         Some(_) => ApiError::Unauthorized("the session has expired or was logged out; log in again with POST /api/v1/auth/login".into()).into_response(),
-        None => ApiError::Unauthorized("authentication required: log in with POST /api/v1/auth/login {\"username\", \"password\"} and send the bootlane_session cookie".into()).into_response(),
+        None => ApiError::Unauthorized("authentication required: log in with POST /api/v1/auth/login {\"username\", \"password\"} and send the bootlane_session cookie, or send an API token as Authorization: Bearer".into()).into_response(),
     }
 }
 
@@ -848,16 +905,22 @@ pub async fn logout(State(auth): State<Arc<Auth>>, headers: HeaderMap) -> Result
 
 /// Check the session.
 #[utoipa::path(get, path = "/api/v1/auth/session", extensions(("x-bootlane-role" = json!("public"))), tag = "auth", responses((status = 200, body = SessionInfo)))]
-pub async fn session(State(auth): State<Arc<Auth>>, headers: HeaderMap) -> Envelope<SessionInfo> {
-    let s = match token_from(&headers) {
-        Some(t) => auth.session(&t).await,
+pub async fn session(
+    State(auth): State<Arc<Auth>>,
+    headers: HeaderMap,
+    ext: axum::http::Extensions,
+) -> Envelope<SessionInfo> {
+    let ip = ext.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+    let c = match token_from(&headers) {
+        Some(t) => auth.caller(&t, ip).await,
         None => None,
     };
     Envelope::ok(SessionInfo {
-        role: s.as_ref().and_then(|s| auth.session_role(s)),
-        authenticated: s.is_some(),
-        username: s.as_ref().map(|s| s.username.clone()),
-        expires_at: s.map(|s| s.expires_at),
+        authenticated: c.is_some(),
+        role: c.as_ref().and_then(|c| c.role),
+        username: c.as_ref().map(|c| c.username.clone()),
+        expires_at: c.as_ref().map(|c| c.expires_at),
+        token: c.and_then(|c| c.token),
     })
 }
 

@@ -78,7 +78,10 @@ mod tests_scripts_service;
 #[cfg(test)]
 mod tests_store;
 #[cfg(test)]
+mod tests_tokens;
+#[cfg(test)]
 mod tests_updates;
+pub mod tokens;
 pub mod ui;
 pub mod updates;
 pub mod users;
@@ -330,6 +333,7 @@ pub fn resources() -> Resources {
             .merge(access::router())
             .merge(bmc::router())
             .merge(users::router())
+            .merge(tokens::router())
             .merge(netboot::router())
             .merge(os_images::router())
             .merge(nfs::router())

@@ -119,6 +119,8 @@ pub(crate) struct T {
     pub(crate) fake: Arc<FakeTable>,
     /// `bootlane_session=...` after [`T::login`]; sent with every request.
     pub(crate) cookie: Option<String>,
+    /// `Authorization: Bearer` credential sent with every request (an API token).
+    pub(crate) bearer: Option<String>,
     /// `Host` header sent with every request (the boot tests build URLs from it).
     pub(crate) host: Option<&'static str>,
     /// The data directory when the client made it (removed on drop).
@@ -157,6 +159,7 @@ pub(crate) async fn app_on(mut config: Config, store: Store) -> T {
         state,
         fake,
         cookie: None,
+        bearer: None,
         host: None,
         _dir: dir,
     }
@@ -168,6 +171,9 @@ impl T {
         let mut req = Request::builder().method(method).uri(path);
         if let Some(c) = &self.cookie {
             req = req.header(header::COOKIE, c);
+        }
+        if let Some(b) = &self.bearer {
+            req = req.header(header::AUTHORIZATION, format!("Bearer {b}"));
         }
         if let Some(h) = self.host {
             req = req.header(header::HOST, h);

@@ -11,11 +11,15 @@ use super::{
     test_support::{is_error, setup, T},
 };
 
+/// Routes where a signed-in user writes only their own credentials (their API tokens),
+/// the one kind of write a viewer may make.
+const SELF_SERVICE: &[&str] = &["/api/v1/tokens"];
+
 /// A password the policy accepts, for the test users.
-const PW: &str = "role-Tester-Kq7wN2xB";
+pub(crate) const PW: &str = "role-Tester-Kq7wN2xB";
 
 /// `t` signed in as `user` (the cookie replaced).
-async fn sign_in(t: &mut T, user: &str) {
+pub(crate) async fn sign_in(t: &mut T, user: &str) {
     t.cookie = None;
     let (s, h, v) = t
         .call(
@@ -31,7 +35,7 @@ async fn sign_in(t: &mut T, user: &str) {
 }
 
 /// A client with `vera` (viewer) and `otto` (operator) added by the admin, signed in as admin.
-async fn with_users() -> T {
+pub(crate) async fn with_users() -> T {
     let mut t = setup().await;
     t.login().await;
     for (u, r) in [("vera", "viewer"), ("otto", "operator")] {
@@ -86,7 +90,7 @@ async fn the_role_walk_over_the_openapi_document() {
     let ops = operations();
     let (mut writes, mut admin_only) = (0, 0);
     for (m, p, n) in &ops {
-        if *m != Method::GET {
+        if *m != Method::GET && !SELF_SERVICE.iter().any(|s| p.starts_with(s)) {
             assert_ne!(
                 *n,
                 Needs::Role(Role::Viewer),

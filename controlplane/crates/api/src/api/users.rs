@@ -162,7 +162,7 @@ pub async fn set_role(store: &Store, username: &str, role: Role) -> Result<UserV
     Ok(UserView::of(&user))
 }
 
-/// Deletes `username` and ends their sessions.
+/// Deletes `username`, ends their sessions and removes their API tokens.
 ///
 /// # Errors
 /// [`ServiceError::NotFound`] for an unknown user, [`ServiceError::Conflict`] for the last
@@ -184,6 +184,7 @@ pub async fn delete_user(store: &Store, username: &str) -> Result<UserView, Serv
     }
     users.remove(username).await?;
     end_sessions(store, username).await?;
+    super::tokens::remove_owned(store, username).await?;
     Ok(UserView::of(&user))
 }
 

@@ -146,6 +146,8 @@ impl EventData for Write {
         EventKind::ServiceAutoStartChanged,
         EventKind::SettingsChanged,
         EventKind::TftpSettingsChanged,
+        EventKind::TokenCreated,
+        EventKind::TokenRevoked,
         EventKind::UserCreated,
         EventKind::UserDeleted,
         EventKind::UserRoleChanged,

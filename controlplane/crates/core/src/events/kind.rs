@@ -351,6 +351,12 @@ pub enum EventKind {
     /// A TFTP transfer timed out {file, client, bytes, duration_ms, outcome} or was refused {file, client, error, code}.
     #[strum(serialize = "tftp.transfer.failed")]
     TftpTransferFailed,
+    /// An API token was created (write: its name, role, owner and expiry; never the secret or its hash).
+    #[strum(serialize = "token.created")]
+    TokenCreated,
+    /// An API token was revoked (write: the token as it was).
+    #[strum(serialize = "token.revoked")]
+    TokenRevoked,
     /// A downloaded update was verified and kept {version, size, sha256, path}.
     #[strum(serialize = "update.download.completed")]
     UpdateDownloadCompleted,
