@@ -580,6 +580,49 @@ mod tests {
         }
     }
 
+    /// `Auth` with the directory at `url` (and the local user `admin`).
+    async fn auth_with(url: &str) -> (crate::api::auth::Auth, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let a = crate::api::auth::Auth::open(
+            &bootlane_core::store::Store::temporary(),
+            dir.path(),
+            Duration::from_secs(3600),
+            Some(LOCAL_PASSWORD.into()),
+            bootlane_core::events::EventBus::in_memory(),
+        )
+        .await
+        .unwrap()
+        .with_directory(Directory::new(&cfg(url)).unwrap());
+        (a, dir)
+    }
+
+    const LOCAL_PASSWORD: &str = "unit-Tq8vWz3nLp-admin";
+
+    #[tokio::test]
+    async fn local_users_never_reach_the_directory_and_others_get_503_when_it_is_down() {
+        use crate::api::error::ApiError;
+        let ip: std::net::IpAddr = "192.0.2.7".parse().unwrap();
+        let (url, accepted) = silent_server().await;
+        let (auth, _d) = auth_with(&url).await;
+        // The local admin: checked locally, wrong and right password alike.
+        let e = auth.login(ip, "admin", "not-the-password").await.unwrap_err();
+        assert!(matches!(e, ApiError::Unauthorized(_)), "{e:?}");
+        let (_, s) = auth.login(ip, "admin", LOCAL_PASSWORD).await.unwrap();
+        assert_eq!((s.source, s.role), (crate::api::auth::SignIn::Local, None));
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
+        // Anyone else asks the directory, which does not answer: 503, not counted.
+        let e = auth.login(ip, "alice", "secret").await.unwrap_err();
+        assert!(matches!(e, ApiError::ServiceUnavailable(_)), "{e:?}");
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
+        // An empty password: 401 without asking it.
+        let e = auth.login(ip, "alice", "").await.unwrap_err();
+        assert!(
+            matches!(&e, ApiError::Unauthorized(m) if m == "wrong user name or password"),
+            "{e:?}"
+        );
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+
     #[test]
     fn setup_errors_name_the_file() {
         let mut c = cfg("ldaps://dir.example.org");
