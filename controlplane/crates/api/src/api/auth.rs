@@ -614,7 +614,7 @@ impl Auth {
     /// Checks the password (one argon2 verification off the async workers, also for an
     /// unknown user) and creates a session; returns `(token, session)`. A name that is
     /// not a local user is checked against the directory when `[auth.ldap]` is set
-    /// ([`Auth::directory_login`]); a local user is always checked locally.
+    /// ([`super::ldap::Directory::authenticate`]); a local user is always checked locally.
     ///
     /// # Errors
     /// 429 when the address, its network or the user name is throttled (before any
