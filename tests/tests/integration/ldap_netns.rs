@@ -19,8 +19,9 @@
 //!    the operator added to the viewers group gets `viewer` at the next sign-in, user
 //!    names built to widen the DN or a filter (`,`, `*`) are refused, and after five
 //!    failures from the address even the right password answers 429;
-//! 3. a CA that did not sign the directory's certificate: 503;
-//! 4. slapd stopped: a directory user's sign-in answers 503 while the local admin still
+//! 3. `ldaps://` instead of StartTLS: the admin again, a wrong password 401;
+//! 4. a CA that did not sign the directory's certificate: 503;
+//! 5. slapd stopped: a directory user's sign-in answers 503 while the local admin still
 //!    signs in.
 
 use std::{path::Path, time::Duration};
@@ -215,7 +216,7 @@ fn ldap_sign_in_maps_directory_groups_to_roles() {
         std::process::Command::new("ip")
             .args(["netns", "exec", &ns.name, "/usr/sbin/slapd", "-d", "0", "-f"])
             .arg(&conf)
-            .args(["-h", "ldap://127.0.0.1:3389/"])
+            .args(["-h", "ldap://127.0.0.1:3389/ ldaps://127.0.0.1:3636/"])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -334,13 +335,18 @@ fn ldap_sign_in_maps_directory_groups_to_roles() {
     expect_refused(&s, "alice", "wrong-Pw", 401, "wrong user name or password");
     expect_refused(&s, "alice", "alice-Pw-1", 429, "too many failed logins");
 
-    // 3. The wrong CA: the directory's certificate is not trusted: 503, local admin works.
+    // 3. ldaps:// (TLS from the first byte) instead of StartTLS.
+    restart_with(&mut s, &ldap_section(d, &template).replace(URL, "ldaps://localhost:3636"));
+    expect_role(&s, "alice", "alice-Pw-1", "admin");
+    expect_refused(&s, "alice", "wrong-Pw", 401, "wrong user name or password");
+
+    // 4. The wrong CA: the directory's certificate is not trusted: 503, local admin works.
     let other = ldap_section(d, &template).replace("/ca.pem", "/other-ca.pem");
     restart_with(&mut s, &other);
     expect_refused(&s, "alice", "alice-Pw-1", 503, "directory");
     assert!(s.log_text().contains("directory sign-in failed"), "{}", s.log_text());
 
-    // 4. The directory is down: 503, and the local admin still signs in.
+    // 5. The directory is down: 503, and the local admin still signs in.
     restart_with(&mut s, &ldap_section(d, &template));
     drop(slapd);
     std::thread::sleep(Duration::from_millis(300));
