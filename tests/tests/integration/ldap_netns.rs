@@ -336,7 +336,10 @@ fn ldap_sign_in_maps_directory_groups_to_roles() {
     expect_refused(&s, "alice", "alice-Pw-1", 429, "too many failed logins");
 
     // 3. ldaps:// (TLS from the first byte) instead of StartTLS.
-    restart_with(&mut s, &ldap_section(d, &template).replace(URL, "ldaps://localhost:3636"));
+    restart_with(
+        &mut s,
+        &ldap_section(d, &template).replace(URL, "ldaps://localhost:3636"),
+    );
     expect_role(&s, "alice", "alice-Pw-1", "admin");
     expect_refused(&s, "alice", "wrong-Pw", 401, "wrong user name or password");
 
