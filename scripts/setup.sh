@@ -101,6 +101,11 @@ check pebble pebble
 # ... and certutil puts pebble's root into the NSS database Chromium trusts, so the browser
 # check of the UI over HTTPS verifies the chain as a user's browser would.
 check certutil libnss3-tools
+# Directory sign-in ([auth.ldap]): the LDAP test runs its own OpenLDAP slapd (a generated
+# configuration in a temporary directory, in the test's network namespace; the package's
+# own service is never started here: policy-rc.d) and loads it with ldapadd/ldapmodify.
+check /usr/sbin/slapd slapd
+check ldapadd ldap-utils
 
 if ((${#need_pkgs[@]})); then
   mapfile -t uniq < <(printf '%s\n' "${need_pkgs[@]}" | sort -u)

@@ -100,3 +100,7 @@ mod cluster_netns;
 // unit's descriptor limit while another address is served within 1 s (caps, header-read
 // timeout, refusals counted, graceful shutdown).
 mod https_netns;
+
+// Directory sign-in: a real OpenLDAP slapd (StartTLS with a test CA) in a namespace;
+// groups mapped to roles, refusals, group changes at the next sign-in, a directory down.
+mod ldap_netns;

@@ -10,4 +10,20 @@ use serde::{Deserialize, Serialize};
 /// `[auth]` section.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
-pub struct AuthConfig {}
+pub struct AuthConfig {
+    /// `[auth.ldap]`: sign-in with a directory account (LDAP over TLS); unset: none.
+    pub ldap: Option<crate::auth_ldap::LdapConfig>,
+}
+
+impl AuthConfig {
+    /// Checks every subsection that is set.
+    ///
+    /// # Errors
+    /// The first problem, naming the key.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if let Some(l) = &self.ldap {
+            l.validate()?;
+        }
+        Ok(())
+    }
+}

@@ -457,6 +457,7 @@ impl Config {
             self.updates.validate(),
             self.store.validate(),
             self.outbound.validate(),
+            self.auth.validate(),
         ] {
             if let Err(e) = r {
                 out.push(e);

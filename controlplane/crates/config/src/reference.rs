@@ -59,9 +59,18 @@ fn resolve<'a>(s: &'a Value, defs: &'a Value) -> &'a Value {
 }
 
 /// The struct a property opens as a section: a table (`[x]`) or an array of tables
-/// (`[[x]]`), else `None` for a plain key.
+/// (`[[x]]`), else `None` for a plain key. An optional struct (`Option<T>`: `anyOf` the
+/// struct and `null`) is a section too (`[auth.ldap]`).
 fn section_of<'a>(prop: &'a Value, defs: &'a Value) -> Option<(&'a Value, bool)> {
-    let target = resolve(prop, defs);
+    let mut target = resolve(prop, defs);
+    if let Some([a, b]) = target.get("anyOf").and_then(Value::as_array).map(Vec::as_slice) {
+        let is_null = |v: &Value| v.get("type").and_then(Value::as_str) == Some("null");
+        match (is_null(a), is_null(b)) {
+            (false, true) => target = resolve(a, defs),
+            (true, false) => target = resolve(b, defs),
+            _ => {}
+        }
+    }
     if target.get("properties").is_some() {
         return Some((target, false));
     }

@@ -286,6 +286,8 @@ pub struct Auth {
     suppressed: std::sync::atomic::AtomicU64,
     events: Arc<EventBus>,
     tokens: super::tokens::Tokens,
+    /// `[auth.ldap]`: the directory asked for a name that is not a local user.
+    directory: Option<Arc<super::ldap::Directory>>,
 }
 
 /// Who is making a request, as [`require_session`] found it: put in the request's
@@ -521,6 +523,7 @@ impl Auth {
             suppressed: std::sync::atomic::AtomicU64::new(0),
             tokens: super::tokens::Tokens::open(store, events.clone())?,
             events,
+            directory: None,
         };
         // Made now, so the first unknown-user login costs no more than later ones.
         off_workers(|| dummy_hash().len()).await?;
@@ -630,17 +633,23 @@ impl Auth {
     }
 
     /// Checks the password (one argon2 verification off the async workers, also for an
-    /// unknown user) and creates a session; returns `(token, session)`.
+    /// unknown user) and creates a session; returns `(token, session)`. A name that is
+    /// not a local user is checked against the directory when `[auth.ldap]` is set
+    /// ([`super::ldap::Directory::authenticate`]); a local user is always checked locally.
     ///
     /// # Errors
     /// 429 when the address, its network or the user name is throttled (before any
-    /// password work), 401 on a wrong user or password.
+    /// password work), 401 on a wrong user or password; for a directory user also 403
+    /// (no group maps to a role) and 503 (the directory is unavailable).
     pub async fn login(&self, ip: IpAddr, username: &str, password: &str) -> Result<(String, Session)> {
         let name = cut_to_bytes(username, MAX_LOGGED_USERNAME);
         if let Some(e) = self.throttled(ip, name) {
             return Err(e);
         }
         let stored = self.users.get::<User>(username)?.map(|u| u.password_hash);
+        if let (None, Some(dir)) = (&stored, &self.directory) {
+            return self.directory_login(dir, ip, username, password).await;
+        }
         let (pw, counter) = (password.to_owned(), self.verifications.clone());
         let ok = off_workers(move || verify_blocking(stored.as_deref(), &pw, &counter))
             .await
@@ -656,6 +665,59 @@ impl Auth {
             f.by_user.map.remove(name);
         }
         self.start_session(ip, username, None, SignIn::Local).await
+    }
+
+    /// Uses `directory` (`[auth.ldap]`) for the names that are not local users.
+    pub fn with_directory(mut self, directory: super::ldap::Directory) -> Self {
+        self.directory = Some(Arc::new(directory));
+        self
+    }
+
+    /// Signs `username` (not a local user) in with the directory: on success a session
+    /// with the role the user's groups map to ([`SignIn::Ldap`]); a refusal counts as a
+    /// failed login like a wrong local password.
+    ///
+    /// # Errors
+    /// 401 "wrong user name or password" (unknown user, wrong or empty password), 403
+    /// when no group of the user maps to a role, 503 when the directory is unavailable
+    /// (the cause is logged), store errors.
+    async fn directory_login(
+        &self,
+        directory: &super::ldap::Directory,
+        ip: IpAddr,
+        username: &str,
+        password: &str,
+    ) -> Result<(String, Session)> {
+        use super::ldap::DirectoryError;
+        let name = cut_to_bytes(username, MAX_LOGGED_USERNAME);
+        match directory.authenticate(username, password).await {
+            Ok(role) => {
+                {
+                    let mut f = self.failures.lock().expect("failures lock");
+                    f.by_addr.map.remove(&ip);
+                    f.by_user.map.remove(name);
+                }
+                tracing::info!(user = ?name, %ip, role = role.as_str(), "directory sign-in");
+                self.start_session(ip, username, Some(role), SignIn::Ldap).await
+            }
+            Err(DirectoryError::Refused) => {
+                self.record_failure(ip, name);
+                self.failed_login_event(ip, username);
+                Err(ApiError::Unauthorized("wrong user name or password".into()))
+            }
+            Err(DirectoryError::NoRole) => {
+                tracing::warn!(user = ?name, %ip, "directory sign-in refused: no group maps to a role");
+                Err(ApiError::Forbidden(format!(
+                    "{name:?} is in no directory group that maps to a Bootlane role; ask an administrator to map one of the user's groups in [auth.ldap] group_roles"
+                )))
+            }
+            Err(DirectoryError::Unavailable(why)) => {
+                tracing::warn!(user = ?name, %ip, url = directory.url(), "directory sign-in failed: {why}");
+                Err(ApiError::ServiceUnavailable(
+                    "the directory ([auth.ldap]) is unavailable; local accounts can still sign in; the server log has the cause".into(),
+                ))
+            }
+        }
     }
 
     /// Creates a session for `username` authenticated by `source` from `ip` and publishes
@@ -859,16 +921,18 @@ pub async fn require_session(State(guard): State<Guard>, mut req: Request, next:
 /// Log in.
 #[utoipa::path(post, path = "/api/v1/auth/login", extensions(("x-bootlane-role" = json!("public"))), tag = "auth", request_body = LoginRequest,
     responses((status = 200, description = "Logged in; sets the bootlane_session cookie", body = LoginResponse),
-              (status = 401, description = "Wrong user name or password"), (status = 429, description = "Too many failed attempts")))]
+              (status = 401, description = "Wrong user name or password"),
+              (status = 403, description = "A directory user in no group that maps to a role"),
+              (status = 429, description = "Too many failed attempts"),
+              (status = 503, description = "The directory ([auth.ldap]) is unavailable")))]
 pub async fn login(
     State(auth): State<Arc<Auth>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     ApiJson(req): ApiJson<LoginRequest>,
 ) -> Result<Response> {
-    if req.username.is_empty() || req.password.is_empty() {
-        return Err(ApiError::BadRequest(
-            "'username' and 'password' must not be empty".into(),
-        ));
+    // An empty password is refused as a wrong one (401, counted) by `Auth::login`.
+    if req.username.is_empty() {
+        return Err(ApiError::BadRequest("'username' must not be empty".into()));
     }
     let (token, session) = auth.login(peer.ip(), &req.username, &req.password).await?;
     let cookie = format!(

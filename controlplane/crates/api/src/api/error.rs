@@ -46,6 +46,10 @@ pub enum ApiError {
     /// answer; the message names it and the cause.
     #[error("{0}")]
     BadGateway(String),
+    /// 503: a service the request needs (the `[auth.ldap]` directory) cannot be reached
+    /// or answered unexpectedly; the message says which.
+    #[error("{0}")]
+    ServiceUnavailable(String),
     /// 507: not enough free space on the boot root's volume (uploads).
     #[error("{0}")]
     InsufficientStorage(String),
@@ -72,6 +76,7 @@ impl ApiError {
             Self::TooManyRequests(..) => StatusCode::TOO_MANY_REQUESTS,
             Self::InsufficientStorage(_) => StatusCode::INSUFFICIENT_STORAGE,
             Self::BadGateway(_) => StatusCode::BAD_GATEWAY,
+            Self::ServiceUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

@@ -98,8 +98,8 @@ fn error_envelope() -> Schema {
 /// The error statuses `op` can answer, with a description for each. `protected` ops add
 /// 401, and 403 when they declare the operator or admin role ([`super::roles`]);
 /// `has_input` (path/query parameters or a body) adds 400; a body adds 413 and 415.
-/// Otherwise 403, 409 and 429 only where the annotation declares them (they come from the
-/// handler).
+/// Otherwise 403, 409, 429, 502, 503 and 507 only where the annotation declares them
+/// (they come from the handler).
 fn error_statuses(op: &Operation) -> Vec<(&'static str, &'static str)> {
     let declared = |s: &str| op.responses.responses.contains_key(s);
     let has_body = op.request_body.is_some();
@@ -145,6 +145,12 @@ fn error_statuses(op: &Operation) -> Vec<(&'static str, &'static str)> {
         out.push((
             "502",
             "A device Bootlane drives (a BMC) failed, refused the credentials or did not answer; `error` says which",
+        ));
+    }
+    if declared("503") {
+        out.push((
+            "503",
+            "A service the request needs (the [auth.ldap] directory) is unavailable; `error` says which",
         ));
     }
     if declared("507") {
