@@ -79,6 +79,7 @@ mod tests_scripts_service;
 mod tests_store;
 #[cfg(test)]
 mod tests_updates;
+pub mod totp;
 pub mod ui;
 pub mod updates;
 pub mod users;
@@ -330,6 +331,7 @@ pub fn resources() -> Resources {
             .merge(access::router())
             .merge(bmc::router())
             .merge(users::router())
+            .merge(totp::router())
             .merge(netboot::router())
             .merge(os_images::router())
             .merge(nfs::router())

@@ -183,6 +183,7 @@ pub async fn delete_user(store: &Store, username: &str) -> Result<UserView, Serv
         )));
     }
     users.remove(username).await?;
+    store.kv(super::totp::TOTP_KV)?.remove(username).await?;
     end_sessions(store, username).await?;
     Ok(UserView::of(&user))
 }

@@ -149,6 +149,8 @@ impl EventData for Write {
         EventKind::UserCreated,
         EventKind::UserDeleted,
         EventKind::UserRoleChanged,
+        EventKind::UserTotpDisabled,
+        EventKind::UserTotpEnabled,
         EventKind::UserPasswordChanged,
         EventKind::WolScheduleCreated,
         EventKind::WolScheduleDeleted,
