@@ -101,6 +101,8 @@ check pebble pebble
 # ... and certutil puts pebble's root into the NSS database Chromium trusts, so the browser
 # check of the UI over HTTPS verifies the chain as a user's browser would.
 check certutil libnss3-tools
+# TOTP second factors: the browser test computes the one-time codes with oathtool.
+check oathtool oathtool
 
 if ((${#need_pkgs[@]})); then
   mapfile -t uniq < <(printf '%s\n' "${need_pkgs[@]}" | sort -u)

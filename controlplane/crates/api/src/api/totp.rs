@@ -847,6 +847,34 @@ mod tests {
         assert!(t.unseal(&rec.secret).is_ok());
     }
 
+    #[tokio::test]
+    async fn the_offline_reset_removes_the_factor_of_a_known_user() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::temporary();
+        let t = Totp::open(&store, dir.path()).unwrap();
+        store
+            .kv(USERS_KV)
+            .unwrap()
+            .put(
+                "alice",
+                &User {
+                    username: "alice".into(),
+                    password_hash: String::new(),
+                    created_at: OffsetDateTime::now_utc(),
+                    role: Role::Admin,
+                },
+            )
+            .await
+            .unwrap();
+        t.enrol("alice").await.unwrap();
+        let g = totp_of(&t, "alice");
+        t.confirm("alice", &g.generate(T0), T0).await.unwrap();
+        assert!(reset(&store, "alice").await.unwrap());
+        assert!(!t.is_enabled("alice"));
+        assert!(!reset(&store, "alice").await.unwrap());
+        assert!(reset(&store, "nobody").await.is_err());
+    }
+
     mod api {
         use axum::http::{Method, StatusCode};
         use serde_json::json;
