@@ -121,6 +121,10 @@ test('TOTP: enrol with the QR code and secret, sign in with a code, wrong and re
   // Sign in with another recovery code and turn the second factor off with a third.
   await signIn(page, recovery[1].toUpperCase());
   await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+  // The users page shows whose second factor is on, with the admin's way to turn it off.
+  await page.goto(`${server.base}/users`);
+  const adminRow = page.getByTestId('users').locator('tr').filter({ has: page.locator('td:first-child', { hasText: /^admin$/ }) });
+  await adminRow.getByRole('button', { name: 'Turn off two-factor' }).waitFor();
   await page.getByTestId('account').click();
   assert.match(await page.getByTestId('totp-state').innerText(), /on; 8 recovery codes left/);
   await page.fill('#totp-off-code', recovery[2]);

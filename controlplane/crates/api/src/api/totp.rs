@@ -920,6 +920,8 @@ mod tests {
                 .await;
             assert_eq!(v["data"]["enabled"], true);
             assert_eq!(v["data"]["recovery_codes_left"], RECOVERY_CODES);
+            let v = t.expect(Method::GET, "/api/v1/users", None, StatusCode::OK, "").await;
+            assert_eq!(v["data"]["users"][0]["totp_enabled"], true, "{v}");
             // The right password alone: 401 with the hint.
             let (s, _, v) = t.call(Method::POST, "/api/v1/auth/login", Some(login_body(None))).await;
             assert_eq!(s, StatusCode::UNAUTHORIZED);
