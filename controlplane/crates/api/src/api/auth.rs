@@ -618,7 +618,7 @@ impl Auth {
 
     /// Checks the password (one argon2 verification off the async workers, also for an
     /// unknown user), then for a local user with a second factor on the one-time code
-    /// `otp` ([`Auth::second_factor`]), and creates a session; returns `(token, session)`.
+    /// `otp` ([`super::totp`]), and creates a session; returns `(token, session)`.
     ///
     /// # Errors
     /// 429 when the address, its network or the user name is throttled (before any
