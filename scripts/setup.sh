@@ -106,6 +106,8 @@ check certutil libnss3-tools
 # own service is never started here: policy-rc.d) and loads it with ldapadd/ldapmodify.
 check /usr/sbin/slapd slapd
 check ldapadd ldap-utils
+# TOTP second factors: the browser test computes the one-time codes with oathtool.
+check oathtool oathtool
 
 if ((${#need_pkgs[@]})); then
   mapfile -t uniq < <(printf '%s\n' "${need_pkgs[@]}" | sort -u)

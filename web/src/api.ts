@@ -5,11 +5,13 @@
 
 export const BASE = '/api/v1';
 
-/** A failed API call: the HTTP status and the server's `error` text. */
+/** A failed API call: the HTTP status, the server's `error` text and the rest of the
+ * error envelope (machine-readable hints such as `otp_required`). */
 export class ApiError extends Error {
   constructor(
     public status: number,
     message: string,
+    public detail: Record<string, unknown> = {},
   ) {
     super(message);
   }
@@ -75,8 +77,12 @@ export async function api<T = unknown>(method: string, path: string, body?: unkn
   if (resp.status === 401 && !path.startsWith('/auth/login')) {
     toLogin();
   }
+  // `[auth.totp] required_for_admins`: this session may only enrol a second factor.
+  if (resp.status === 403 && env.error?.startsWith('enrol a second factor first') && !location.pathname.startsWith('/account')) {
+    navigate('/account');
+  }
   if (!resp.ok || env.success === false) {
-    throw new ApiError(resp.status, env.error ?? `${method} ${path} answered ${resp.status}`);
+    throw new ApiError(resp.status, env.error ?? `${method} ${path} answered ${resp.status}`, env as Record<string, unknown>);
   }
   return env.data as T;
 }

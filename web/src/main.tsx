@@ -25,6 +25,7 @@ import { Network } from './pages/network';
 import { Access } from './pages/access';
 import { Power } from './pages/power';
 import { Users } from './pages/users';
+import { Account } from './pages/account';
 import { OsImages, NetbootCatalog } from './pages/media';
 import { Nfs } from './pages/nfs';
 import { InstallTasks } from './pages/install';
@@ -166,6 +167,9 @@ function Shell(props: { user: string; onLogout: () => void }) {
         <span class="user" data-testid="whoami">
           {props.user} · {currentRole()}
         </span>
+        <button onClick={() => route('/account')} data-testid="account">
+          Account
+        </button>
         <button onClick={() => setAbout(true)}>About</button>
         <button
           onClick={async () => {
@@ -214,6 +218,7 @@ function Shell(props: { user: string; onLogout: () => void }) {
           <Route path="/access" component={Access} />
           <Route path="/power" component={Power} />
           <Route path="/users" component={Users} />
+          <Route path="/account" component={Account} />
           <Route path="/os-images" component={OsImages} />
           <Route path="/netboot" component={NetbootCatalog} />
           <Route path="/answer-templates" component={AnswerTemplates} />

@@ -468,6 +468,13 @@ pub enum UserCommand {
         /// Login name of an existing user.
         username: String,
     },
+    /// Turn off a user's second factor (TOTP), e.g. after a lost device: they sign in with
+    /// the password alone until they enrol again (break-glass; works with the server
+    /// stopped).
+    TotpReset {
+        /// Login name of an existing local user.
+        username: String,
+    },
 }
 
 use crate::api::roles::Role;
@@ -743,6 +750,15 @@ async fn user_via_api(args: &UserArgs, password: &str) -> anyhow::Result<()> {
             .data("DELETE", &format!("/api/v1/users/{}", enc(username)), None)
             .await
             .map(|_| println!("deleted user {username} (through {api})")),
+        UserCommand::TotpReset { username } => s
+            .data("DELETE", &format!("/api/v1/users/{}/totp", enc(username)), None)
+            .await
+            .map(|v| {
+                println!(
+                    "{} (through {api})",
+                    totp_reset_text(username, v["was_enabled"] == true)
+                )
+            }),
     };
     s.logout().await;
     r
@@ -793,8 +809,20 @@ async fn user_inner(args: &UserArgs) -> anyhow::Result<()> {
             delete_user(&store, username).await?;
             println!("deleted user {username}");
         }
+        UserCommand::TotpReset { username } => {
+            let was = crate::api::totp::reset(&store, username).await?;
+            println!("{}", totp_reset_text(username, was));
+        }
     }
     Ok(())
+}
+
+fn totp_reset_text(username: &str, was: bool) -> String {
+    if was {
+        format!("second factor of {username} turned off; they sign in with the password until they enrol again")
+    } else {
+        format!("{username} had no second factor on")
+    }
 }
 
 /// Runs `bootlane user ...`: exit 0, or 1 with the error on stderr.

@@ -12,18 +12,25 @@ export function Login(props: { onDone: (user: string, role: Role) => void }) {
   const { query, route } = useLocation();
   const [username, setUsername] = useState('admin');
   const [password, setPassword] = useState('');
+  // The one-time code: asked for once the server answers `otp_required` (a second factor).
+  const [otp, setOtp] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const submit = async (e: Event) => {
     e.preventDefault();
     setBusy(true);
     try {
-      const r = await api<{ role: Role }>('POST', '/auth/login', { username, password });
+      const r = await api<{ role: Role }>('POST', '/auth/login', otp === null ? { username, password } : { username, password, otp });
       props.onDone(username, r.role);
       const next = query.next && query.next.startsWith('/') && !query.next.startsWith('//') ? query.next : '/';
       route(next, true);
     } catch (x) {
-      setError(x instanceof ApiError ? x.message : String(x));
+      if (x instanceof ApiError && x.detail.otp_required === true && otp === null) {
+        setOtp('');
+        setError(null);
+      } else {
+        setError(x instanceof ApiError ? x.message : String(x));
+      }
     } finally {
       setBusy(false);
     }
@@ -53,6 +60,21 @@ export function Login(props: { onDone: (user: string, role: Role) => void }) {
             onInput={(e) => setPassword(e.currentTarget.value)}
           />
         </div>
+        {otp !== null && (
+          <div class="field">
+            <label for="otp">One-time code</label>
+            <input
+              id="otp"
+              name="otp"
+              autocomplete="one-time-code"
+              inputMode="numeric"
+              autofocus
+              value={otp}
+              onInput={(e) => setOtp(e.currentTarget.value)}
+            />
+            <small>The 6-digit code of your authenticator app, or a recovery code.</small>
+          </div>
+        )}
         <button type="submit" class="primary" disabled={busy}>
           Log in
         </button>

@@ -2,7 +2,8 @@
 // stored as an argon2id hash; the role is viewer unless chosen), change a role (open
 // sessions follow at once; not the last admin), change a password (that user's sessions
 // end: your own too, which leads to the login page), delete (not the last user, nor the
-// last admin). Live on `user.*` events.
+// last admin), turn off a user's second factor (a lost authenticator). Live on `user.*`
+// events.
 
 import { useState } from 'preact/hooks';
 import { api } from '../api';
@@ -12,6 +13,7 @@ interface UserView {
   username: string;
   created_at: string;
   role: string;
+  totp_enabled?: boolean;
 }
 
 const ROLES = ['viewer', 'operator', 'admin'];
@@ -92,6 +94,24 @@ export function Users() {
             ),
           },
           { h: 'Created', f: (u) => when(u.created_at) },
+          {
+            h: 'Two-factor',
+            f: (u) =>
+              u.totp_enabled ? (
+                <Danger
+                  label="Turn off two-factor"
+                  question={`Turn off the second factor of ${u.username}? They sign in with the password alone until they enrol again.`}
+                  action={() =>
+                    api('DELETE', `/users/${encodeURIComponent(u.username)}/totp`).then(
+                      () => (setMsg(`Second factor of ${u.username} turned off.`), list.reload()),
+                      (e: Error) => setErr(e.message),
+                    )
+                  }
+                />
+              ) : (
+                'off'
+              ),
+          },
           { h: '', f: (u) => <button onClick={() => setPw(u.username)}>Change password</button> },
           {
             h: '',

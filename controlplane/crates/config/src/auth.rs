@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 pub struct AuthConfig {
     /// `[auth.ldap]`: sign-in with a directory account (LDAP over TLS); unset: none.
     pub ldap: Option<crate::auth_ldap::LdapConfig>,
+    /// `[auth.totp]`: second factors (TOTP) for local accounts.
+    pub totp: TotpConfig,
 }
 
 impl AuthConfig {
@@ -26,4 +28,18 @@ impl AuthConfig {
         }
         Ok(())
     }
+}
+
+/// `[auth.totp]`: one-time codes (TOTP, RFC 6238: HMAC-SHA-1, 6 digits, 30-second steps,
+/// one step of clock skew accepted either way) as a second factor for local accounts.
+/// Each local user turns it on for themselves (enrolment in the web UI or through
+/// `POST /api/v1/auth/totp/enrol`); it does not apply to directory or single-sign-on
+/// users, whose provider has its own.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct TotpConfig {
+    /// When true, a local admin without a second factor who signs in gets a session that
+    /// can only enrol one (every other signed-in route answers 403 until the enrolment is
+    /// confirmed). Default: false.
+    pub required_for_admins: bool,
 }

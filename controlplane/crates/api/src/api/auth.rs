@@ -239,6 +239,11 @@ pub struct LoginRequest {
     /// Password (not empty).
     #[schema(min_length = 1)]
     pub password: String,
+    /// For a user with a second factor on: the current 6-digit code or a recovery code
+    /// ([`super::totp`]); without it such a login answers 401 with `"otp_required": true`.
+    #[serde(default)]
+    #[schema(max_length = 64)]
+    pub otp: Option<String>,
 }
 
 /// `POST /auth/login` answer.
@@ -288,6 +293,8 @@ pub struct Auth {
     tokens: super::tokens::Tokens,
     /// `[auth.ldap]`: the directory asked for a name that is not a local user.
     directory: Option<Arc<super::ldap::Directory>>,
+    /// Second factors of local users.
+    totp: super::totp::Totp,
 }
 
 /// Who is making a request, as [`require_session`] found it: put in the request's
@@ -524,6 +531,7 @@ impl Auth {
             tokens: super::tokens::Tokens::open(store, events.clone())?,
             events,
             directory: None,
+            totp: super::totp::Totp::open(store, data_dir)?,
         };
         // Made now, so the first unknown-user login costs no more than later ones.
         off_workers(|| dummy_hash().len()).await?;
@@ -561,7 +569,7 @@ impl Auth {
     }
 
     /// The 429 for a login from `ip` as `name` (already cut), if any counter is over.
-    fn throttled(&self, ip: IpAddr, name: &str) -> Option<ApiError> {
+    pub(super) fn throttled(&self, ip: IpAddr, name: &str) -> Option<ApiError> {
         let mut f = self.failures.lock().expect("failures lock");
         let net = source_network(ip);
         let prefix = if net.is_ipv4() { 24 } else { 64 };
@@ -580,7 +588,7 @@ impl Auth {
         ))
     }
 
-    fn record_failure(&self, ip: IpAddr, name: &str) {
+    pub(super) fn record_failure(&self, ip: IpAddr, name: &str) {
         let mut f = self.failures.lock().expect("failures lock");
         f.by_addr.record(ip);
         f.by_net.record(source_network(ip));
@@ -595,7 +603,7 @@ impl Auth {
     /// Publishes `auth.login_failed` for `username` from `ip` (the name cut to
     /// [`MAX_LOGGED_USERNAME`] bytes) when the source network has budget left, else
     /// counts it in [`LOGIN_FAILED_EVENTS_SUPPRESSED`].
-    fn failed_login_event(&self, ip: IpAddr, username: &str) {
+    pub(super) fn failed_login_event(&self, ip: IpAddr, username: &str) {
         let allowed = self
             .failed_events
             .lock()
@@ -633,15 +641,23 @@ impl Auth {
     }
 
     /// Checks the password (one argon2 verification off the async workers, also for an
-    /// unknown user) and creates a session; returns `(token, session)`. A name that is
-    /// not a local user is checked against the directory when `[auth.ldap]` is set
+    /// unknown user), then for a local user with a second factor on the one-time code
+    /// `otp` ([`super::totp`]), and creates a session; returns `(token, session)`. A name
+    /// that is not a local user is checked against the directory when `[auth.ldap]` is set
     /// ([`super::ldap::Directory::authenticate`]); a local user is always checked locally.
     ///
     /// # Errors
     /// 429 when the address, its network or the user name is throttled (before any
-    /// password work), 401 on a wrong user or password; for a directory user also 403
-    /// (no group maps to a role) and 503 (the directory is unavailable).
-    pub async fn login(&self, ip: IpAddr, username: &str, password: &str) -> Result<(String, Session)> {
+    /// password work), 401 on a wrong user or password, a missing code
+    /// ([`super::totp::OTP_REQUIRED`]) or a wrong or reused one; for a directory user also
+    /// 403 (no group maps to a role) and 503 (the directory is unavailable).
+    pub async fn login(
+        &self,
+        ip: IpAddr,
+        username: &str,
+        password: &str,
+        otp: Option<&str>,
+    ) -> Result<(String, Session)> {
         let name = cut_to_bytes(username, MAX_LOGGED_USERNAME);
         if let Some(e) = self.throttled(ip, name) {
             return Err(e);
@@ -659,6 +675,7 @@ impl Auth {
             self.failed_login_event(ip, username);
             return Err(ApiError::Unauthorized("wrong user name or password".into()));
         }
+        self.second_factor(ip, username, otp).await?;
         {
             let mut f = self.failures.lock().expect("failures lock");
             f.by_addr.map.remove(&ip);
@@ -761,6 +778,11 @@ impl Auth {
         )
         .await;
         Ok((token, session))
+    }
+
+    /// Second factors of local users ([`super::totp`]).
+    pub fn totp(&self) -> &super::totp::Totp {
+        &self.totp
     }
 
     /// The live session for `token`; expired sessions are removed.
@@ -903,6 +925,9 @@ pub async fn require_session(State(guard): State<Guard>, mut req: Request, next:
             ))
             .into_response();
         }
+        if let Some(refusal) = super::totp::enrolment_gate(state, &c, req.method(), &route) {
+            return refusal;
+        }
         let actor = bootlane_core::events::Actor {
             user: c.username.clone(),
             remote_addr: ip.map(|ip| ip.to_string()),
@@ -921,7 +946,7 @@ pub async fn require_session(State(guard): State<Guard>, mut req: Request, next:
 /// Log in.
 #[utoipa::path(post, path = "/api/v1/auth/login", extensions(("x-bootlane-role" = json!("public"))), tag = "auth", request_body = LoginRequest,
     responses((status = 200, description = "Logged in; sets the bootlane_session cookie", body = LoginResponse),
-              (status = 401, description = "Wrong user name or password"),
+              (status = 401, description = "Wrong user name, password or one-time code; `\"otp_required\": true` when a code is needed"),
               (status = 403, description = "A directory user in no group that maps to a role"),
               (status = 429, description = "Too many failed attempts"),
               (status = 503, description = "The directory ([auth.ldap]) is unavailable")))]
@@ -934,7 +959,21 @@ pub async fn login(
     if req.username.is_empty() {
         return Err(ApiError::BadRequest("'username' must not be empty".into()));
     }
-    let (token, session) = auth.login(peer.ip(), &req.username, &req.password).await?;
+    if req.otp.as_ref().is_some_and(|o| o.len() > super::totp::MAX_CODE_BYTES) {
+        return Err(ApiError::BadRequest(format!(
+            "'otp' must be at most {} bytes",
+            super::totp::MAX_CODE_BYTES
+        )));
+    }
+    let (token, session) = match auth
+        .login(peer.ip(), &req.username, &req.password, req.otp.as_deref())
+        .await
+    {
+        Err(ApiError::Unauthorized(m)) if m == super::totp::OTP_REQUIRED => {
+            return Ok(super::totp::otp_required_response())
+        }
+        r => r?,
+    };
     let cookie = format!(
         "{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
         auth.ttl().as_secs()
@@ -1032,7 +1071,7 @@ mod tests {
         let (a, bus, _dir) = auth().await;
         // 1 + 2n bytes: byte 64 falls inside a two-byte character.
         let long = format!("a{}", "\u{e9}".repeat(50_000));
-        assert!(a.login("192.0.2.1".parse().unwrap(), &long, "x").await.is_err());
+        assert!(a.login("192.0.2.1".parse().unwrap(), &long, "x", None).await.is_err());
         let ev = failed_events(&bus);
         assert_eq!(ev.len(), 1);
         let id = ev[0].resource_id.as_deref().unwrap();
@@ -1050,12 +1089,12 @@ mod tests {
         // throttle): the first FAILED_EVENT_BURST are published, the rest counted.
         for i in 1..=8u8 {
             let ip: IpAddr = format!("198.51.100.{i}").parse().unwrap();
-            assert!(a.login(ip, &format!("guess{i}"), "x").await.is_err());
+            assert!(a.login(ip, &format!("guess{i}"), "x", None).await.is_err());
         }
         assert_eq!(failed_events(&bus).len(), FAILED_EVENT_BURST as usize);
         assert_eq!(a.suppressed_failed_events(), 8 - u64::from(FAILED_EVENT_BURST));
         // Another network has its own budget; an IPv6 /64 is one source.
-        assert!(a.login("203.0.113.7".parse().unwrap(), "x", "x").await.is_err());
+        assert!(a.login("203.0.113.7".parse().unwrap(), "x", "x", None).await.is_err());
         assert_eq!(failed_events(&bus).len(), FAILED_EVENT_BURST as usize + 1);
         assert_eq!(
             source_network("2001:db8:1:2:3:4:5:6".parse().unwrap()),
@@ -1072,11 +1111,11 @@ mod tests {
         let (a, _bus, _dir) = auth().await;
         let ip: IpAddr = "192.0.2.10".parse().unwrap();
         let n0 = a.verifications();
-        assert!(a.login(ip, "admin", "wrong-password").await.is_err());
+        assert!(a.login(ip, "admin", "wrong-password", None).await.is_err());
         assert_eq!(a.verifications(), n0 + 1, "a wrong password: one verification");
-        assert!(a.login(ip, "nobody-here", "wrong-password").await.is_err());
+        assert!(a.login(ip, "nobody-here", "wrong-password", None).await.is_err());
         assert_eq!(a.verifications(), n0 + 2, "an unknown user: one verification too");
-        assert!(a.login(ip, "admin", TEST_PASSWORD).await.is_ok());
+        assert!(a.login(ip, "admin", TEST_PASSWORD, None).await.is_ok());
         assert_eq!(a.verifications(), n0 + 3);
         // The dummy carries the parameters a real hash gets, so the work is the same.
         let real: User = a.users.get("admin").unwrap().unwrap();
@@ -1099,28 +1138,31 @@ mod tests {
         for i in 0..MAX_USER_FAILURES {
             let ip: IpAddr = format!("10.{i}.0.1").parse().unwrap();
             assert!(matches!(
-                a.login(ip, "admin", "wrong").await,
+                a.login(ip, "admin", "wrong", None).await,
                 Err(ApiError::Unauthorized(_))
             ));
         }
-        let m = too_many(a.login("10.200.0.1".parse().unwrap(), "admin", TEST_PASSWORD).await);
+        let m = too_many(
+            a.login("10.200.0.1".parse().unwrap(), "admin", TEST_PASSWORD, None)
+                .await,
+        );
         assert!(m.contains("user name \"admin\""), "{m}");
         // Per network: 20 failures from 20 addresses of one /64, then a 21st address.
         for i in 1..=MAX_NETWORK_FAILURES {
             let ip: IpAddr = format!("2001:db8::{i:x}").parse().unwrap();
             assert!(matches!(
-                a.login(ip, &format!("u{i}"), "wrong").await,
+                a.login(ip, &format!("u{i}"), "wrong", None).await,
                 Err(ApiError::Unauthorized(_))
             ));
         }
-        let m = too_many(a.login("2001:db8::ffff".parse().unwrap(), "other", "wrong").await);
+        let m = too_many(a.login("2001:db8::ffff".parse().unwrap(), "other", "wrong", None).await);
         assert!(m.contains("2001:db8::/64"), "{m}");
         // Per address: 5 failures from one address.
         let ip: IpAddr = "172.16.5.5".parse().unwrap();
         for i in 0..MAX_FAILURES {
-            let _ = a.login(ip, &format!("v{i}"), "wrong").await;
+            let _ = a.login(ip, &format!("v{i}"), "wrong", None).await;
         }
-        let m = too_many(a.login(ip, "w", "wrong").await);
+        let m = too_many(a.login(ip, "w", "wrong", None).await);
         assert!(m.contains("from 172.16.5.5"), "{m}");
     }
 

@@ -605,17 +605,17 @@ mod tests {
         let (url, accepted) = silent_server().await;
         let (auth, _d) = auth_with(&url).await;
         // The local admin: checked locally, wrong and right password alike.
-        let e = auth.login(ip, "admin", "not-the-password").await.unwrap_err();
+        let e = auth.login(ip, "admin", "not-the-password", None).await.unwrap_err();
         assert!(matches!(e, ApiError::Unauthorized(_)), "{e:?}");
-        let (_, s) = auth.login(ip, "admin", LOCAL_PASSWORD).await.unwrap();
+        let (_, s) = auth.login(ip, "admin", LOCAL_PASSWORD, None).await.unwrap();
         assert_eq!((s.source, s.role), (crate::api::auth::SignIn::Local, None));
         assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
         // Anyone else asks the directory, which does not answer: 503, not counted.
-        let e = auth.login(ip, "alice", "secret").await.unwrap_err();
+        let e = auth.login(ip, "alice", "secret", None).await.unwrap_err();
         assert!(matches!(e, ApiError::ServiceUnavailable(_)), "{e:?}");
         assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
         // An empty password: 401 without asking it.
-        let e = auth.login(ip, "alice", "").await.unwrap_err();
+        let e = auth.login(ip, "alice", "", None).await.unwrap_err();
         assert!(
             matches!(&e, ApiError::Unauthorized(m) if m == "wrong user name or password"),
             "{e:?}"

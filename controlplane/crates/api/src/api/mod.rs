@@ -83,6 +83,7 @@ mod tests_tokens;
 #[cfg(test)]
 mod tests_updates;
 pub mod tokens;
+pub mod totp;
 pub mod ui;
 pub mod updates;
 pub mod users;
@@ -335,6 +336,7 @@ pub fn resources() -> Resources {
             .merge(bmc::router())
             .merge(users::router())
             .merge(tokens::router())
+            .merge(totp::router())
             .merge(netboot::router())
             .merge(os_images::router())
             .merge(nfs::router())

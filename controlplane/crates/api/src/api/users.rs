@@ -39,6 +39,9 @@ pub struct UserView {
     pub created_at: OffsetDateTime,
     /// The user's role.
     pub role: Role,
+    /// Whether the user's second factor (TOTP) is on; only in `GET /users`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub totp_enabled: Option<bool>,
 }
 
 impl UserView {
@@ -47,6 +50,7 @@ impl UserView {
             username: u.username.clone(),
             created_at: u.created_at,
             role: u.role,
+            totp_enabled: None,
         }
     }
 }
@@ -90,15 +94,17 @@ async fn hash(pw: &str) -> Result<String, ServiceError> {
 /// # Errors
 /// Store errors.
 pub fn list_users(store: &Store) -> Result<Vec<UserView>, ServiceError> {
-    Ok(store
-        .kv(USERS_KV)?
-        .iter::<User>()?
-        .into_iter()
-        .map(|(name, u)| UserView {
+    let totp = store.kv(super::totp::TOTP_KV)?;
+    let mut out = Vec::new();
+    for (name, u) in store.kv(USERS_KV)?.iter::<User>()? {
+        let on = totp.get::<super::totp::TotpRecord>(&name)?.is_some_and(|r| r.enabled);
+        out.push(UserView {
+            totp_enabled: Some(on),
             username: name,
             ..UserView::of(&u)
-        })
-        .collect())
+        });
+    }
+    Ok(out)
 }
 
 /// Creates `username` with `password` (argon2id, as login expects) and `role`.
@@ -183,6 +189,7 @@ pub async fn delete_user(store: &Store, username: &str) -> Result<UserView, Serv
         )));
     }
     users.remove(username).await?;
+    store.kv(super::totp::TOTP_KV)?.remove(username).await?;
     end_sessions(store, username).await?;
     super::tokens::remove_owned(store, username).await?;
     Ok(UserView::of(&user))
@@ -357,7 +364,13 @@ pub async fn role(
     ApiJson(req): ApiJson<NewRole>,
 ) -> Result<Envelope<UserView>> {
     let _w = users.write.lock().await;
-    let before = list_users(&users.store)?.into_iter().find(|u| u.username == username);
+    let before = list_users(&users.store)?
+        .into_iter()
+        .find(|u| u.username == username)
+        .map(|u| UserView {
+            totp_enabled: None,
+            ..u
+        });
     let u = set_role(&users.store, &username, req.role).await?;
     users.events.publish(NewEvent::write(
         EventKind::UserRoleChanged,

@@ -151,6 +151,8 @@ impl EventData for Write {
         EventKind::UserCreated,
         EventKind::UserDeleted,
         EventKind::UserRoleChanged,
+        EventKind::UserTotpDisabled,
+        EventKind::UserTotpEnabled,
         EventKind::UserPasswordChanged,
         EventKind::WolScheduleCreated,
         EventKind::WolScheduleDeleted,

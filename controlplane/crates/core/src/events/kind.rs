@@ -381,6 +381,12 @@ pub enum EventKind {
     /// A user's role was changed (write: before and after, without password or hash).
     #[strum(serialize = "user.role_changed")]
     UserRoleChanged,
+    /// A user's second factor (TOTP) was turned off by the user or an admin, also through `bootlane user totp-reset` while the server runs (write: before and after, never the secret or a code).
+    #[strum(serialize = "user.totp_disabled")]
+    UserTotpDisabled,
+    /// A user confirmed a second factor (TOTP) enrolment and it is now on (write: before and after, never the secret or a code).
+    #[strum(serialize = "user.totp_enabled")]
+    UserTotpEnabled,
     /// Nothing could be sent to wake a machine; `data` is the history record.
     #[strum(serialize = "wol.failed")]
     WolFailed,
