@@ -170,8 +170,11 @@ export function Form(props: {
   submit: (v: Values) => Promise<unknown>;
   cancel?: () => void;
   testid?: string;
+  /** The form changes only the signed-in user's own things (a viewer may submit it). */
+  own?: boolean;
 }) {
   const [v, setV] = useState<Values>(props.initial ?? {});
+  const may = props.own || canWrite();
   const [err, setErr] = useState<{ field?: string; msg: string } | null>(null);
   const [busy, setBusy] = useState(false);
   const names = props.fields.map((f) => f.name);
@@ -269,7 +272,7 @@ export function Form(props: {
         );
       })}
       <div class="form-actions">
-        <button type="submit" class="primary" disabled={busy || !canWrite()} title={canWrite() ? undefined : READ_ONLY}>
+        <button type="submit" class="primary" disabled={busy || !may} title={may ? undefined : READ_ONLY}>
           {props.submitLabel}
         </button>
         {props.cancel && (

@@ -3,10 +3,12 @@
 // typing), then a code from the app confirms it and the recovery codes are shown this
 // once. On: how many recovery codes are left, and turning it off with a current code
 // (or a recovery code). Directory and single-sign-on users get the server's 403 text.
+// Below it, the user's API tokens ([`ApiTokens`]).
 
 import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { Err, Header, useAction, useGet } from '../ui';
+import { ApiTokens } from './tokens';
 
 interface TotpState {
   enabled: boolean;
@@ -121,6 +123,7 @@ export function Account() {
           <button type="submit">Turn off two-factor sign-in</button>
         </form>
       )}
+      <ApiTokens />
     </section>
   );
 }
