@@ -26,16 +26,12 @@
 //! or a code). State: the sealing key, in memory, and a lock that serialises every
 //! read-check-write of a record (so two requests cannot both spend one code).
 
-use std::{io::Write, net::IpAddr, os::unix::fs::PermissionsExt, path::Path, sync::Arc};
+use std::{net::IpAddr, path::Path, sync::Arc};
 
 use axum::{
     extract::State,
     http::{HeaderMap, Method, StatusCode},
     response::{IntoResponse, Response},
-};
-use chacha20poly1305::{
-    aead::{Aead, AeadCore, KeyInit, OsRng, Payload},
-    XChaCha20Poly1305, XNonce,
 };
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -54,6 +50,7 @@ use super::{
 };
 use bootlane_core::{
     events::{EventBus, EventKind, NewEvent},
+    sealed::{KeySpec, Sealer},
     store::{Kv, Store},
 };
 
@@ -76,9 +73,12 @@ pub const ISSUER: &str = "Bootlane";
 /// The 403 message of a session restricted by `[auth.totp] required_for_admins`.
 pub const ENROL_FIRST: &str = "enrol a second factor first: POST /api/v1/auth/totp/enrol";
 
-const SEAL_PREFIX: &str = "v1:";
-const SEAL_AAD: &[u8] = b"bootlane totp secret v1";
-const NONCE_LEN: usize = 24;
+const SEAL: KeySpec = KeySpec {
+    file: KEY_FILE,
+    aad: b"bootlane totp secret v1",
+    what: "TOTP key",
+    when_lost: "delete it and reset every user's second factor (bootlane user totp-reset)",
+};
 /// Recovery-code alphabet (RFC 4648 base32, lower case): 5 bits a character.
 const RECOVERY_ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz234567";
 
@@ -117,42 +117,8 @@ pub enum Verdict {
 /// The second factors: the [`TOTP_KV`] tree and the sealing key.
 pub struct Totp {
     kv: Kv,
-    cipher: XChaCha20Poly1305,
+    sealer: Sealer,
     lock: tokio::sync::Mutex<()>,
-}
-
-/// Reads `<data_dir>/totp.key`, creating it (32 random bytes, mode 0600) when absent, and
-/// putting it back to 0600 when found looser.
-fn open_key(data_dir: &Path) -> anyhow::Result<XChaCha20Poly1305> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let path = data_dir.join(KEY_FILE);
-    let key = match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&path)
-    {
-        Ok(mut f) => {
-            let key = XChaCha20Poly1305::generate_key(&mut OsRng);
-            f.write_all(&key).and_then(|()| f.sync_all())?;
-            key.to_vec()
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            if std::fs::metadata(&path)?.permissions().mode() & 0o077 != 0 {
-                tracing::warn!(path = %path.display(), "the TOTP key was readable by others; set to mode 0600");
-                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-            }
-            std::fs::read(&path)?
-        }
-        Err(e) => return Err(anyhow::anyhow!("creating the TOTP key {}: {e}", path.display())),
-    };
-    XChaCha20Poly1305::new_from_slice(&key).map_err(|_| {
-        anyhow::anyhow!(
-            "the TOTP key {} is not 32 bytes; restore it from a backup, or delete it and reset every user's \
-             second factor (bootlane user totp-reset)",
-            path.display()
-        )
-    })
 }
 
 /// Current Unix time in seconds.
@@ -175,7 +141,7 @@ fn hash_recovery(code: &str) -> String {
 /// A new recovery code: 16 base32 characters (80 random bits) in groups of four,
 /// `abcd-efgh-ijkl-mnop`.
 fn new_recovery_code() -> String {
-    let mut rng = OsRng;
+    let mut rng = rand::rngs::OsRng;
     let chars: Vec<char> = (0..16)
         .map(|_| char::from(RECOVERY_ALPHABET[rng.gen_range(0..RECOVERY_ALPHABET.len())]))
         .collect();
@@ -222,43 +188,21 @@ impl Totp {
     pub fn open(store: &Store, data_dir: &Path) -> anyhow::Result<Self> {
         Ok(Self {
             kv: store.kv(TOTP_KV)?,
-            cipher: open_key(data_dir)?,
+            sealer: Sealer::open(data_dir, SEAL)?,
             lock: tokio::sync::Mutex::new(()),
         })
     }
 
     fn seal(&self, secret: &[u8]) -> String {
-        let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
-        let ct = self
-            .cipher
-            .encrypt(
-                &nonce,
-                Payload {
-                    msg: secret,
-                    aad: SEAL_AAD,
-                },
-            )
-            .expect("XChaCha20-Poly1305 encryption of an in-memory buffer cannot fail");
-        let mut out = nonce.to_vec();
-        out.extend_from_slice(&ct);
-        format!("{SEAL_PREFIX}{}", hex::encode(out))
+        self.sealer.seal(secret)
     }
 
     fn unseal(&self, sealed: &str) -> Result<Vec<u8>> {
-        let bad = || {
+        self.sealer.open_sealed(sealed).ok_or_else(|| {
             ApiError::Internal(anyhow::anyhow!(
                 "a stored TOTP secret cannot be decrypted with this data directory's totp.key (reset it with bootlane user totp-reset)"
             ))
-        };
-        let raw = sealed
-            .strip_prefix(SEAL_PREFIX)
-            .and_then(|h| hex::decode(h).ok())
-            .filter(|r| r.len() >= NONCE_LEN)
-            .ok_or_else(bad)?;
-        let (nonce, ct) = raw.split_at(NONCE_LEN);
-        self.cipher
-            .decrypt(XNonce::from_slice(nonce), Payload { msg: ct, aad: SEAL_AAD })
-            .map_err(|_| bad())
+        })
     }
 
     /// The stored record of `username`, if any.
@@ -287,7 +231,7 @@ impl Totp {
                     .into(),
             ));
         }
-        let secret: [u8; 20] = OsRng.gen();
+        let secret: [u8; 20] = rand::rngs::OsRng.gen();
         let totp = generator(secret.to_vec(), username)?;
         let png = totp
             .get_qr_base64()
@@ -825,6 +769,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_key_file_is_private_and_another_key_cannot_unseal() {
+        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let store = Store::temporary();
         let t = Totp::open(&store, dir.path()).unwrap();
