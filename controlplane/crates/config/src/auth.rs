@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields, default)]
 pub struct AuthConfig {
     /// `[auth.ldap]`: sign-in with a directory account (LDAP over TLS); unset: none.
-    pub ldap: Option<crate::auth_ldap::LdapConfig>,
+    pub ldap: Option<bootlane_identity::ldap::config::LdapConfig>,
     /// `[auth.totp]`: second factors (TOTP) for local accounts.
     pub totp: TotpConfig,
 }

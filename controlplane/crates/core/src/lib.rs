@@ -10,7 +10,6 @@ pub mod logging;
 pub mod memory;
 pub mod metrics;
 pub mod net;
-pub mod sealed;
 pub mod service_error;
 pub mod settings;
 pub mod store;

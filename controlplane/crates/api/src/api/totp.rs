@@ -50,9 +50,9 @@ use super::{
 };
 use bootlane_core::{
     events::{EventBus, EventKind, NewEvent},
-    sealed::{KeySpec, Sealer},
     store::{Kv, Store},
 };
+use bootlane_identity::sealed::{KeySpec, Sealer};
 
 /// Store key-value table holding the [`TotpRecord`]s, keyed by user name.
 pub const TOTP_KV: &str = "totp";

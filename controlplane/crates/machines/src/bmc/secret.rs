@@ -1,4 +1,4 @@
-//! BMC passwords at rest, sealed ([`bootlane_core::sealed`]: XChaCha20-Poly1305) with a
+//! BMC passwords at rest, sealed ([`bootlane_identity::sealed`]: XChaCha20-Poly1305) with a
 //! random 32-byte key in `<data_dir>/bmc.key` (mode 0600) and associated data naming the
 //! purpose, so a sealed BMC password cannot be passed off as anything else. Losing the
 //! key file loses the stored passwords (they must be entered again), nothing else.
@@ -7,10 +7,8 @@
 
 use std::path::Path;
 
-use bootlane_core::{
-    sealed::{KeySpec, Sealer},
-    service_error::ServiceError,
-};
+use bootlane_core::service_error::ServiceError;
+use bootlane_identity::sealed::{KeySpec, Sealer};
 
 /// File name of the key in the data directory.
 pub const KEY_FILE: &str = "bmc.key";

@@ -19,7 +19,7 @@ use chacha20poly1305::{
     XChaCha20Poly1305, XNonce,
 };
 
-use crate::service_error::ServiceError;
+use bootlane_core::service_error::ServiceError;
 
 const PREFIX: &str = "v1:";
 const NONCE_LEN: usize = 24;
