@@ -61,6 +61,9 @@ async function login(page, password = ADMIN_PASSWORD) {
 test('login: a wrong password shows the server message, the right one opens the dashboard', async (t) => {
   const { ctx, page } = await newPage();
   const t0 = Date.now();
+  const seen = [];
+  page.on('response', (r) => r.url().includes('/api/') && seen.push(`${Date.now() - t0} ms ${r.status()} ${r.request().method()} ${r.url().replace(server.base, '')}`));
+  page.on('requestfailed', (r) => seen.push(`${Date.now() - t0} ms failed ${r.url().replace(server.base, '')}: ${r.failure()?.errorText}`));
   await page.goto(`${server.base}/`);
   await page.waitForURL(/\/login\?next=%2F$/);
   await login(page, 'wrong-password');
@@ -70,7 +73,10 @@ test('login: a wrong password shows the server message, the right one opens the 
   await login(page);
   await page.waitForURL(`${server.base}/`);
   await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
-  await page.getByTestId('state-dns').waitFor();
+  await page.getByTestId('state-dns').waitFor().catch(async (e) => {
+    t.diagnostic(`API calls so far:\n${seen.join('\n')}\npage: ${(await page.locator('main').innerText()).slice(0, 800)}`);
+    throw e;
+  });
   t.diagnostic(`dashboard interactive ${Date.now() - t0} ms after navigation (login included)`);
   // Reported, not asserted: time from a fresh load (session cookie set) to the services table.
   const t1 = Date.now();
