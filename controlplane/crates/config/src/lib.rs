@@ -2,5 +2,6 @@
 
 pub mod auth;
 pub mod auth_ldap;
+pub mod auth_oidc;
 pub mod config;
 pub mod reference;
