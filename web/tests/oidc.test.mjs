@@ -39,7 +39,7 @@ async function startProvider(base) {
       },
     ],
     pkce: { required: () => true },
-    claims: { openid: ['sub'], profile: ['preferred_username'], groups: ['groups'] },
+    claims: { openid: ['sub'], profile: ['preferred_username'], email: ['email'], groups: ['groups'] },
     // The scope's claims in the ID token itself (Bootlane also reads userinfo).
     conformIdTokenClaims: false,
     findAccount: async (_ctx, id) =>
@@ -81,16 +81,15 @@ after(async () => {
 /** From Bootlane's login page through the provider's login (and consent) pages. */
 async function signInAt(page, user) {
   await page.goto(`${server.base}/login`);
-  await page.getByRole('link', { name: 'Sign in with Lab IdP' }).click();
+  await page.getByRole('button', { name: 'Sign in with Lab IdP' }).click();
   await page.waitForURL((u) => u.href.startsWith(issuer));
   await page.fill('input[name=login]', user);
   await page.fill('input[name=password]', 'any');
-  await page.click('button[type=submit]');
+  await page.getByRole('button', { name: 'Sign-in' }).click();
   // The consent page, when the provider asks.
-  await page.waitForLoadState();
-  if (page.url().startsWith(issuer)) {
-    await page.click('button[type=submit]');
-  }
+  const consent = page.getByRole('button', { name: 'Continue' });
+  await Promise.race([page.waitForURL((u) => !u.href.startsWith(issuer)), consent.waitFor()]);
+  if (page.url().startsWith(issuer)) await consent.click();
 }
 
 test('a user in a mapped group signs in with the provider, gets the mapped role, and logs out at the provider', async () => {

@@ -102,9 +102,10 @@ export function Login(props: { onDone: (user: string, role: Role) => void }) {
           Log in
         </button>
         {sso && (
-          <a class="button" href="/api/v1/auth/oidc/login" data-testid="sso">
+          // A full navigation (the provider's page), not a route of this app.
+          <button type="button" class="sso" onClick={() => location.assign('/api/v1/auth/oidc/login')} data-testid="sso">
             Sign in with {sso}
-          </a>
+          </button>
         )}
         <details class="hint">
           <summary>First run?</summary>
