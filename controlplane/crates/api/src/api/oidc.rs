@@ -675,7 +675,7 @@ pub async fn callback(
         Ok(v) => v,
         Err(e) => return Ok(refused(&e)),
     };
-    Ok(start(&auth, peer.ip(), id, id_token).await?)
+    start(&auth, peer.ip(), id, id_token).await
 }
 
 async fn start(auth: &Auth, ip: IpAddr, id: Identity, id_token: String) -> Result<Response> {
