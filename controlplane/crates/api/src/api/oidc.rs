@@ -897,6 +897,57 @@ ops = "operator"
         assert!(matches!(o.take("s3", Some("b3")), Err(Refusal::BadState)), "replay");
     }
 
+    #[tokio::test]
+    async fn an_unknown_key_id_fetches_the_keys_again_at_most_once_per_interval() {
+        use openidconnect::{core::CoreResponseType, AuthUrl, JsonWebKeySetUrl, ResponseTypes};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let (old, new) = (key("old"), key("new"));
+        let body = serde_json::to_string(&jwks(&new)).unwrap();
+        let hits = Arc::new(AtomicUsize::new(0));
+        let h = hits.clone();
+        let app = axum::Router::new().route(
+            "/jwks",
+            axum::routing::get(move || {
+                h.fetch_add(1, Ordering::SeqCst);
+                let body = body.clone();
+                async move { ([(header::CONTENT_TYPE, "application/json")], body) }
+            }),
+        );
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
+        let outbound = OutboundConfig {
+            allow_loopback: true,
+            ..Default::default()
+        };
+        let o = Oidc::new(&cfg(), &outbound).unwrap();
+        let metadata = Metadata::new(
+            IssuerUrl::new(ISS.into()).unwrap(),
+            AuthUrl::new(format!("{ISS}/auth")).unwrap(),
+            JsonWebKeySetUrl::new(format!("http://{addr}/jwks")).unwrap(),
+            vec![ResponseTypes::new(vec![CoreResponseType::Code])],
+            vec![],
+            vec![CoreJwsSigningAlgorithm::EdDsa],
+            LogoutMetadata::default(),
+        );
+        *o.provider.lock().await = Some(Provider {
+            metadata,
+            keys: jwks(&old),
+            keys_fetched: Instant::now() - JWKS_REFRESH_INTERVAL,
+        });
+        let n = Nonce::new("n1".into());
+        // Signed with the provider's new key: the keys are fetched again and it passes.
+        let t = token(&new, ISS, "bootlane", "n1", 300);
+        o.verify_with_rotation(&t, &n).await.unwrap();
+        assert_eq!(hits.load(Ordering::SeqCst), 1);
+        // The cached keys serve the next one without a fetch.
+        o.verify_with_rotation(&t, &n).await.unwrap();
+        // Another unknown key within the interval: refused, no second fetch.
+        let t = token(&key("newer"), ISS, "bootlane", "n1", 300);
+        assert!(o.verify_with_rotation(&t, &n).await.is_err());
+        assert_eq!(hits.load(Ordering::SeqCst), 1);
+    }
+
     #[test]
     fn log_text_is_escaped() {
         assert_eq!(esc("a\nb\u{1b}"), "a\\nb\\u{1b}");
