@@ -460,7 +460,8 @@ type ClientOf = openidconnect::Client<
     openidconnect::EndpointMaybeSet,
 >;
 
-const UNKNOWN_KEY: &str = "no key of the provider matches the token";
+/// The [`Refusal::BadToken`] text when no key of the provider matches the token's key id.
+pub const UNKNOWN_KEY: &str = "no key of the provider matches the token";
 
 /// The ID token checks of one relying party (OpenID Connect Core 1.0 section 3.1.3.7).
 pub struct TokenCheck {
