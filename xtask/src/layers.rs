@@ -29,6 +29,7 @@ pub(crate) const LAYERS: &[(&str, &[&str])] = &[
             "bootlane-install",
             "bootlane-machines",
             "bootlane-updates",
+            "bootlane-identity",
         ],
     ),
     ("configuration", &["bootlane-config"]),

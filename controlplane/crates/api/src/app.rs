@@ -92,11 +92,11 @@ pub async fn build(
     let ttl = std::time::Duration::from_secs(settings.general().session_ttl_secs);
     let auth = Auth::open(&store, &config.data_dir, ttl, admin_password, events.clone()).await?;
     let auth = match &config.auth.ldap {
-        Some(l) => auth.with_directory(crate::api::ldap::Directory::new(l)?),
+        Some(l) => auth.with_directory(bootlane_identity::ldap::Directory::new(l)?),
         None => auth,
     };
     let auth = match &config.auth.oidc {
-        Some(o) => auth.with_oidc(crate::api::oidc::Oidc::new(o, &config.outbound)?),
+        Some(o) => auth.with_oidc(bootlane_identity::oidc::Oidc::new(o, &config.outbound)?),
         None => auth,
     };
     let hosts = HostService::open(&store, BootCatalog::profile_lookup(&store)?, events.clone())?;

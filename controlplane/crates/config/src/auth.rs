@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields, default)]
 pub struct AuthConfig {
     /// `[auth.ldap]`: sign-in with a directory account (LDAP over TLS); unset: none.
-    pub ldap: Option<crate::auth_ldap::LdapConfig>,
+    pub ldap: Option<bootlane_identity::ldap::config::LdapConfig>,
     /// `[auth.oidc]`: single sign-on with an OpenID Connect provider; unset: none.
-    pub oidc: Option<crate::auth_oidc::OidcConfig>,
+    pub oidc: Option<bootlane_identity::oidc::config::OidcConfig>,
     /// `[auth.totp]`: second factors (TOTP) for local accounts.
     pub totp: TotpConfig,
 }

@@ -296,11 +296,11 @@ pub struct Auth {
     events: Arc<EventBus>,
     tokens: super::tokens::Tokens,
     /// `[auth.ldap]`: the directory asked for a name that is not a local user.
-    directory: Option<Arc<super::ldap::Directory>>,
+    directory: Option<Arc<bootlane_identity::ldap::Directory>>,
     /// Second factors of local users.
     totp: super::totp::Totp,
     /// The OpenID Connect provider (`[auth.oidc]`), when configured.
-    oidc: Option<Arc<super::oidc::Oidc>>,
+    oidc: Option<Arc<bootlane_identity::oidc::Oidc>>,
 }
 
 /// Who is making a request, as [`require_session`] found it: put in the request's
@@ -651,7 +651,7 @@ impl Auth {
     /// unknown user), then for a local user with a second factor on the one-time code
     /// `otp` ([`super::totp`]), and creates a session; returns `(token, session)`. A name
     /// that is not a local user is checked against the directory when `[auth.ldap]` is set
-    /// ([`super::ldap::Directory::authenticate`]); a local user is always checked locally.
+    /// ([`bootlane_identity::ldap::Directory::authenticate`]); a local user is always checked locally.
     ///
     /// # Errors
     /// 429 when the address, its network or the user name is throttled (before any
@@ -692,19 +692,19 @@ impl Auth {
     }
 
     /// Uses `directory` (`[auth.ldap]`) for the names that are not local users.
-    pub fn with_directory(mut self, directory: super::ldap::Directory) -> Self {
+    pub fn with_directory(mut self, directory: bootlane_identity::ldap::Directory) -> Self {
         self.directory = Some(Arc::new(directory));
         self
     }
 
-    /// Turns on single sign-on through an OpenID Connect provider ([`super::oidc`]).
-    pub fn with_oidc(mut self, oidc: super::oidc::Oidc) -> Self {
+    /// Turns on single sign-on through an OpenID Connect provider ([`bootlane_identity::oidc`]).
+    pub fn with_oidc(mut self, oidc: bootlane_identity::oidc::Oidc) -> Self {
         self.oidc = Some(Arc::new(oidc));
         self
     }
 
     /// The OpenID Connect provider, when configured.
-    pub fn oidc(&self) -> Option<&super::oidc::Oidc> {
+    pub fn oidc(&self) -> Option<&bootlane_identity::oidc::Oidc> {
         self.oidc.as_deref()
     }
 
@@ -718,12 +718,12 @@ impl Auth {
     /// (the cause is logged), store errors.
     async fn directory_login(
         &self,
-        directory: &super::ldap::Directory,
+        directory: &bootlane_identity::ldap::Directory,
         ip: IpAddr,
         username: &str,
         password: &str,
     ) -> Result<(String, Session)> {
-        use super::ldap::DirectoryError;
+        use bootlane_identity::ldap::DirectoryError;
         let name = cut_to_bytes(username, MAX_LOGGED_USERNAME);
         match directory.authenticate(username, password).await {
             Ok(role) => {
@@ -1304,5 +1304,48 @@ mod tests {
         // Once key 2's bucket is full again it is forgotten, making room.
         assert!(b.take(3, t0 + Duration::from_secs(25)));
         assert!(b.len() <= 2);
+    }
+
+    /// `Auth` with the directory at `url` (and the local user `admin`).
+    async fn auth_with(url: &str) -> (Auth, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let a = Auth::open(
+            &Store::temporary(),
+            dir.path(),
+            Duration::from_secs(3600),
+            Some(TEST_PASSWORD.into()),
+            EventBus::in_memory(),
+        )
+        .await
+        .unwrap()
+        .with_directory(
+            bootlane_identity::ldap::Directory::new(&bootlane_identity::ldap::test_support::lab_config(url)).unwrap(),
+        );
+        (a, dir)
+    }
+
+    #[tokio::test]
+    async fn local_users_never_reach_the_directory_and_others_get_503_when_it_is_down() {
+        use ApiError;
+        let ip: IpAddr = "192.0.2.7".parse().unwrap();
+        let (url, accepted) = bootlane_identity::ldap::test_support::silent_server().await;
+        let (auth, _d) = auth_with(&url).await;
+        // The local admin: checked locally, wrong and right password alike.
+        let e = auth.login(ip, "admin", "not-the-password", None).await.unwrap_err();
+        assert!(matches!(e, ApiError::Unauthorized(_)), "{e:?}");
+        let (_, s) = auth.login(ip, "admin", TEST_PASSWORD, None).await.unwrap();
+        assert_eq!((s.source, s.role), (SignIn::Local, None));
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
+        // Anyone else asks the directory, which does not answer: 503, not counted.
+        let e = auth.login(ip, "alice", "secret", None).await.unwrap_err();
+        assert!(matches!(e, ApiError::ServiceUnavailable(_)), "{e:?}");
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
+        // An empty password: 401 without asking it.
+        let e = auth.login(ip, "alice", "", None).await.unwrap_err();
+        assert!(
+            matches!(&e, ApiError::Unauthorized(m) if m == "wrong user name or password"),
+            "{e:?}"
+        );
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 }

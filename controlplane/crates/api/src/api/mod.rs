@@ -29,7 +29,6 @@ pub mod extract;
 pub mod files;
 pub mod hosts;
 pub mod install_tasks;
-pub mod ldap;
 pub mod list;
 pub mod logs;
 pub mod netboot;

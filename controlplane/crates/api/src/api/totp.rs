@@ -26,22 +26,17 @@
 //! or a code). State: the sealing key, in memory, and a lock that serialises every
 //! read-check-write of a record (so two requests cannot both spend one code).
 
-use std::{io::Write, net::IpAddr, os::unix::fs::PermissionsExt, path::Path, sync::Arc};
+use std::{net::IpAddr, path::Path, sync::Arc};
 
 use axum::{
     extract::State,
     http::{HeaderMap, Method, StatusCode},
     response::{IntoResponse, Response},
 };
-use chacha20poly1305::{
-    aead::{Aead, AeadCore, KeyInit, OsRng, Payload},
-    XChaCha20Poly1305, XNonce,
-};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
-use totp_rs::{Algorithm, TOTP};
+use totp_rs::TOTP;
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -56,32 +51,25 @@ use bootlane_core::{
     events::{EventBus, EventKind, NewEvent},
     store::{Kv, Store},
 };
+pub use bootlane_identity::totp::{Verdict, DIGITS, ISSUER, MAX_CODE_BYTES, RECOVERY_CODES, SKEW_STEPS, STEP_SECS};
+use bootlane_identity::{
+    sealed::{KeySpec, Sealer},
+    totp::{generator, hash_recovery, is_totp_code, matching_step, new_recovery_code, unix_now},
+};
 
 /// Store key-value table holding the [`TotpRecord`]s, keyed by user name.
 pub const TOTP_KV: &str = "totp";
 /// File name of the sealing key in the data directory.
 pub const KEY_FILE: &str = "totp.key";
-/// Time step, in seconds (RFC 6238's default, what authenticator apps use).
-pub const STEP_SECS: u64 = 30;
-/// Digits of a code.
-pub const DIGITS: usize = 6;
-/// Steps of clock skew accepted either way (a code of the step before or after now).
-pub const SKEW_STEPS: u64 = 1;
-/// Recovery codes made at each confirmation.
-pub const RECOVERY_CODES: usize = 10;
-/// Longest `code`/`otp` accepted, in bytes (a recovery code with its dashes is 19).
-pub const MAX_CODE_BYTES: usize = 64;
-/// Issuer shown by authenticator apps.
-pub const ISSUER: &str = "Bootlane";
 /// The 403 message of a session restricted by `[auth.totp] required_for_admins`.
 pub const ENROL_FIRST: &str = "enrol a second factor first: POST /api/v1/auth/totp/enrol";
 
-const SEAL_PREFIX: &str = "v1:";
-const SEAL_AAD: &[u8] = b"bootlane totp secret v1";
-const NONCE_LEN: usize = 24;
-/// Recovery-code alphabet (RFC 4648 base32, lower case): 5 bits a character.
-const RECOVERY_ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz234567";
-
+const SEAL: KeySpec = KeySpec {
+    file: KEY_FILE,
+    aad: b"bootlane totp secret v1",
+    what: "TOTP key",
+    when_lost: "delete it and reset every user's second factor (bootlane user totp-reset)",
+};
 /// A user's second factor as stored.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TotpRecord {
@@ -101,117 +89,16 @@ pub struct TotpRecord {
     pub updated_at: OffsetDateTime,
 }
 
-/// What a code check decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    /// The user has no active second factor.
-    NotEnabled,
-    /// A current code (never used before) or an unused recovery code (now spent).
-    Accepted,
-    /// No code was given.
-    Missing,
-    /// Wrong, too old, reused, or a spent recovery code.
-    Refused,
-}
-
 /// The second factors: the [`TOTP_KV`] tree and the sealing key.
 pub struct Totp {
     kv: Kv,
-    cipher: XChaCha20Poly1305,
+    sealer: Sealer,
     lock: tokio::sync::Mutex<()>,
 }
 
-/// Reads `<data_dir>/totp.key`, creating it (32 random bytes, mode 0600) when absent, and
-/// putting it back to 0600 when found looser.
-fn open_key(data_dir: &Path) -> anyhow::Result<XChaCha20Poly1305> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let path = data_dir.join(KEY_FILE);
-    let key = match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&path)
-    {
-        Ok(mut f) => {
-            let key = XChaCha20Poly1305::generate_key(&mut OsRng);
-            f.write_all(&key).and_then(|()| f.sync_all())?;
-            key.to_vec()
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            if std::fs::metadata(&path)?.permissions().mode() & 0o077 != 0 {
-                tracing::warn!(path = %path.display(), "the TOTP key was readable by others; set to mode 0600");
-                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-            }
-            std::fs::read(&path)?
-        }
-        Err(e) => return Err(anyhow::anyhow!("creating the TOTP key {}: {e}", path.display())),
-    };
-    XChaCha20Poly1305::new_from_slice(&key).map_err(|_| {
-        anyhow::anyhow!(
-            "the TOTP key {} is not 32 bytes; restore it from a backup, or delete it and reset every user's \
-             second factor (bootlane user totp-reset)",
-            path.display()
-        )
-    })
-}
-
-/// Current Unix time in seconds.
-fn unix_now() -> u64 {
-    u64::try_from(OffsetDateTime::now_utc().unix_timestamp()).unwrap_or(0)
-}
-
-/// A recovery code normalised for hashing: lower case, without dashes and spaces.
-fn normalise_recovery(code: &str) -> String {
-    code.chars()
-        .filter(|c| *c != '-' && !c.is_whitespace())
-        .flat_map(char::to_lowercase)
-        .collect()
-}
-
-fn hash_recovery(code: &str) -> String {
-    hex::encode(Sha256::digest(normalise_recovery(code).as_bytes()))
-}
-
-/// A new recovery code: 16 base32 characters (80 random bits) in groups of four,
-/// `abcd-efgh-ijkl-mnop`.
-fn new_recovery_code() -> String {
-    let mut rng = OsRng;
-    let chars: Vec<char> = (0..16)
-        .map(|_| char::from(RECOVERY_ALPHABET[rng.gen_range(0..RECOVERY_ALPHABET.len())]))
-        .collect();
-    chars
-        .chunks(4)
-        .map(|c| c.iter().collect::<String>())
-        .collect::<Vec<_>>()
-        .join("-")
-}
-
-/// True for a 6-digit code (otherwise a code is taken as a recovery code).
-fn is_totp_code(code: &str) -> bool {
-    code.len() == DIGITS && code.bytes().all(|b| b.is_ascii_digit())
-}
-
-/// The generator for `secret` and `username` (no skew: each step is probed on its own).
-fn generator(secret: Vec<u8>, username: &str) -> Result<TOTP> {
-    TOTP::new(
-        Algorithm::SHA1,
-        DIGITS,
-        0,
-        STEP_SECS,
-        secret,
-        Some(ISSUER.into()),
-        username.replace(':', "_"),
-    )
-    .map_err(|e| ApiError::Internal(anyhow::anyhow!("TOTP parameters: {e}")))
-}
-
-/// The step of `now` within [`SKEW_STEPS`] whose code is `code` and which is after
-/// `last_step`; `None` when there is none (each comparison is constant-time).
-fn matching_step(totp: &TOTP, code: &str, now: u64, last_step: u64) -> Option<u64> {
-    let step = now / STEP_SECS;
-    (step.saturating_sub(SKEW_STEPS)..=step + SKEW_STEPS)
-        .filter(|s| *s > last_step)
-        .find(|s| totp.check(code, s * STEP_SECS))
+/// [`generator`] with its error as a 500.
+fn generator_(secret: Vec<u8>, username: &str) -> Result<TOTP> {
+    generator(secret, username).map_err(ApiError::Internal)
 }
 
 impl Totp {
@@ -222,43 +109,21 @@ impl Totp {
     pub fn open(store: &Store, data_dir: &Path) -> anyhow::Result<Self> {
         Ok(Self {
             kv: store.kv(TOTP_KV)?,
-            cipher: open_key(data_dir)?,
+            sealer: Sealer::open(data_dir, SEAL)?,
             lock: tokio::sync::Mutex::new(()),
         })
     }
 
     fn seal(&self, secret: &[u8]) -> String {
-        let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
-        let ct = self
-            .cipher
-            .encrypt(
-                &nonce,
-                Payload {
-                    msg: secret,
-                    aad: SEAL_AAD,
-                },
-            )
-            .expect("XChaCha20-Poly1305 encryption of an in-memory buffer cannot fail");
-        let mut out = nonce.to_vec();
-        out.extend_from_slice(&ct);
-        format!("{SEAL_PREFIX}{}", hex::encode(out))
+        self.sealer.seal(secret)
     }
 
     fn unseal(&self, sealed: &str) -> Result<Vec<u8>> {
-        let bad = || {
+        self.sealer.open_sealed(sealed).ok_or_else(|| {
             ApiError::Internal(anyhow::anyhow!(
                 "a stored TOTP secret cannot be decrypted with this data directory's totp.key (reset it with bootlane user totp-reset)"
             ))
-        };
-        let raw = sealed
-            .strip_prefix(SEAL_PREFIX)
-            .and_then(|h| hex::decode(h).ok())
-            .filter(|r| r.len() >= NONCE_LEN)
-            .ok_or_else(bad)?;
-        let (nonce, ct) = raw.split_at(NONCE_LEN);
-        self.cipher
-            .decrypt(XNonce::from_slice(nonce), Payload { msg: ct, aad: SEAL_AAD })
-            .map_err(|_| bad())
+        })
     }
 
     /// The stored record of `username`, if any.
@@ -287,8 +152,8 @@ impl Totp {
                     .into(),
             ));
         }
-        let secret: [u8; 20] = OsRng.gen();
-        let totp = generator(secret.to_vec(), username)?;
+        let secret: [u8; 20] = rand::rngs::OsRng.gen();
+        let totp = generator_(secret.to_vec(), username)?;
         let png = totp
             .get_qr_base64()
             .map_err(|e| ApiError::Internal(anyhow::anyhow!("drawing the QR code: {e}")))?;
@@ -324,7 +189,7 @@ impl Totp {
                 "no enrolment is pending: start one with POST /api/v1/auth/totp/enrol".into(),
             ));
         };
-        let totp = generator(self.unseal(&rec.secret)?, username)?;
+        let totp = generator_(self.unseal(&rec.secret)?, username)?;
         let Some(step) = matching_step(&totp, code.trim(), now, 0) else {
             return Err(ApiError::BadRequest(
                 "'code' is not the current code of the enrolled secret (check the device's clock)".into(),
@@ -357,7 +222,7 @@ impl Totp {
             return Ok(Verdict::Refused);
         }
         if is_totp_code(code) {
-            let totp = generator(self.unseal(&rec.secret)?, username)?;
+            let totp = generator_(self.unseal(&rec.secret)?, username)?;
             let Some(step) = matching_step(&totp, code, now, rec.last_step) else {
                 return Ok(Verdict::Refused);
             };
@@ -704,10 +569,11 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bootlane_identity::totp::normalise_recovery;
 
     fn totp_of(t: &Totp, user: &str) -> TOTP {
         let rec = t.record(user).unwrap().unwrap();
-        generator(t.unseal(&rec.secret).unwrap(), user).unwrap()
+        generator_(t.unseal(&rec.secret).unwrap(), user).unwrap()
     }
 
     fn open() -> (Totp, tempfile::TempDir) {
@@ -825,6 +691,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_key_file_is_private_and_another_key_cannot_unseal() {
+        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let store = Store::temporary();
         let t = Totp::open(&store, dir.path()).unwrap();

@@ -1,37 +1,28 @@
-//! BMC passwords at rest (stored encrypted with a key kept in the data directory, mode
-//! 0600): XChaCha20-Poly1305 (RustCrypto `chacha20poly1305`) with a random 32-byte key
-//! in `<data_dir>/bmc.key`, created on first use with mode 0600 (and put back to 0600
-//! when found looser). Each sealed value is `v1:` + hex(24-byte random nonce ‖
-//! ciphertext ‖ tag); the associated data names the purpose, so a sealed BMC password
-//! cannot be passed off as anything else. Losing the key file loses the stored
-//! passwords (they must be entered again), nothing else.
+//! BMC passwords at rest, sealed ([`bootlane_identity::sealed`]: XChaCha20-Poly1305) with a
+//! random 32-byte key in `<data_dir>/bmc.key` (mode 0600) and associated data naming the
+//! purpose, so a sealed BMC password cannot be passed off as anything else. Losing the
+//! key file loses the stored passwords (they must be entered again), nothing else.
 //!
 //! State: the key, in memory, for the life of the service.
 
-use std::{io::Write, os::unix::fs::PermissionsExt, path::Path};
-
-use chacha20poly1305::{
-    aead::{Aead, AeadCore, KeyInit, OsRng, Payload},
-    XChaCha20Poly1305, XNonce,
-};
+use std::path::Path;
 
 use bootlane_core::service_error::ServiceError;
+use bootlane_identity::sealed::{KeySpec, Sealer};
 
 /// File name of the key in the data directory.
 pub const KEY_FILE: &str = "bmc.key";
-const PREFIX: &str = "v1:";
-const AAD: &[u8] = b"bootlane bmc password v1";
-const NONCE_LEN: usize = 24;
+const SPEC: KeySpec = KeySpec {
+    file: KEY_FILE,
+    aad: b"bootlane bmc password v1",
+    what: "BMC key",
+    when_lost: "delete it and enter the BMC passwords again",
+};
 
-/// Seals and opens BMC passwords with the data directory's key.
+/// Seals and opens BMC passwords with the data directory's key ([`Sealer`]).
+#[derive(Debug)]
 pub struct SecretBox {
-    cipher: XChaCha20Poly1305,
-}
-
-impl std::fmt::Debug for SecretBox {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SecretBox(..)")
-    }
+    sealer: Sealer,
 }
 
 impl SecretBox {
@@ -41,58 +32,14 @@ impl SecretBox {
     /// [`ServiceError::Io`] when the file cannot be read or written, or
     /// [`ServiceError::Invalid`] when it is not 32 bytes long.
     pub fn open(data_dir: &Path) -> Result<Self, ServiceError> {
-        let path = data_dir.join(KEY_FILE);
-        let key = match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode_0600()
-            .open(&path)
-        {
-            Ok(mut f) => {
-                let key = XChaCha20Poly1305::generate_key(&mut OsRng);
-                f.write_all(&key)
-                    .and_then(|()| f.sync_all())
-                    .map_err(|e| ServiceError::io(format!("writing the BMC key {}", path.display()), e))?;
-                key.to_vec()
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let meta = std::fs::metadata(&path)
-                    .map_err(|e| ServiceError::io(format!("reading the BMC key {}", path.display()), e))?;
-                if meta.permissions().mode() & 0o077 != 0 {
-                    tracing::warn!(path = %path.display(), "the BMC key was readable by others; set to mode 0600");
-                    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
-                        .map_err(|e| ServiceError::io(format!("restricting the BMC key {}", path.display()), e))?;
-                }
-                std::fs::read(&path)
-                    .map_err(|e| ServiceError::io(format!("reading the BMC key {}", path.display()), e))?
-            }
-            Err(e) => return Err(ServiceError::io(format!("creating the BMC key {}", path.display()), e)),
-        };
-        let cipher = XChaCha20Poly1305::new_from_slice(&key).map_err(|_| {
-            ServiceError::Invalid(format!(
-                "the BMC key {} is not 32 bytes; restore it from a backup, or delete it and enter the BMC passwords again",
-                path.display()
-            ))
-        })?;
-        Ok(Self { cipher })
+        Ok(Self {
+            sealer: Sealer::open(data_dir, SPEC)?,
+        })
     }
 
     /// Seals `plain` (a fresh nonce each time, so equal passwords seal differently).
     pub fn seal(&self, plain: &str) -> String {
-        let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
-        let ct = self
-            .cipher
-            .encrypt(
-                &nonce,
-                Payload {
-                    msg: plain.as_bytes(),
-                    aad: AAD,
-                },
-            )
-            .expect("XChaCha20-Poly1305 encryption of an in-memory buffer cannot fail");
-        let mut out = nonce.to_vec();
-        out.extend_from_slice(&ct);
-        format!("{PREFIX}{}", hex::encode(out))
+        self.sealer.seal(plain.as_bytes())
     }
 
     /// Opens a value from [`SecretBox::seal`].
@@ -101,22 +48,14 @@ impl SecretBox {
     /// [`ServiceError::Conflict`] when it is malformed or was sealed with another key (the
     /// key file was replaced): the password must be entered again.
     pub fn open_sealed(&self, sealed: &str) -> Result<String, ServiceError> {
-        let bad = || {
-            ServiceError::Conflict(
-                "the stored BMC password cannot be decrypted with this data directory's bmc.key; set the password again (PUT with 'password')".into(),
-            )
-        };
-        let raw = sealed
-            .strip_prefix(PREFIX)
-            .and_then(|h| hex::decode(h).ok())
-            .filter(|r| r.len() >= NONCE_LEN)
-            .ok_or_else(bad)?;
-        let (nonce, ct) = raw.split_at(NONCE_LEN);
-        let plain = self
-            .cipher
-            .decrypt(XNonce::from_slice(nonce), Payload { msg: ct, aad: AAD })
-            .map_err(|_| bad())?;
-        String::from_utf8(plain).map_err(|_| bad())
+        self.sealer
+            .open_sealed(sealed)
+            .and_then(|p| String::from_utf8(p).ok())
+            .ok_or_else(|| {
+                ServiceError::Conflict(
+                    "the stored BMC password cannot be decrypted with this data directory's bmc.key; set the password again (PUT with 'password')".into(),
+                )
+            })
     }
 }
 
@@ -126,24 +65,14 @@ impl bootlane_boot::inventory::service::PasswordSealer for SecretBox {
     }
 
     fn is_sealed(&self, stored: &str) -> bool {
-        stored.starts_with(PREFIX)
-    }
-}
-
-/// `OpenOptions::mode(0o600)` under a name that says why.
-trait Mode0600 {
-    fn mode_0600(&mut self) -> &mut Self;
-}
-
-impl Mode0600 for std::fs::OpenOptions {
-    fn mode_0600(&mut self) -> &mut Self {
-        use std::os::unix::fs::OpenOptionsExt;
-        self.mode(0o600)
+        Sealer::is_sealed(stored)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
 
     #[test]

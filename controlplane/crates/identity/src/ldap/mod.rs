@@ -19,7 +19,9 @@
 
 use std::{sync::Arc, time::Duration};
 
-use bootlane_config::auth_ldap::LdapConfig;
+pub mod config;
+
+use self::config::LdapConfig;
 use bootlane_core::identity::Role;
 use ldap3::{dn_escape, ldap_escape, Ldap, LdapConnAsync, LdapConnSettings, Scope, SearchEntry, SearchOptions};
 
@@ -428,23 +430,62 @@ impl Exchange {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// What the tests of this crate and of the API use: a lab configuration and a directory
+/// that accepts connections and never answers (feature `test-support`).
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support {
+    use std::sync::{atomic::AtomicUsize, Arc};
 
-    fn cfg(url: &str) -> LdapConfig {
+    use super::config::LdapConfig;
+
+    /// `[auth.ldap]` for a directory at `url` over plain TCP (a DN template, one admin
+    /// group, 1 s timeouts).
+    ///
+    /// # Panics
+    /// Never: the configuration is fixed.
+    pub fn lab_config(url: &str) -> LdapConfig {
         let mut c: LdapConfig = toml::from_str(
             "url = \"ldap://127.0.0.1\"\n\
              user_dn_template = \"uid={username},ou=people,dc=example,dc=org\"\n\
              timeout_secs = 1\n\
              [group_roles]\n\"cn=admins,ou=groups,dc=example,dc=org\" = \"admin\"\n",
         )
-        .unwrap();
+        .expect("the lab configuration parses");
         c.url = url.into();
         c.starttls = false;
         c.insecure_plaintext = true;
         c
     }
+
+    /// A listener on loopback that accepts and never answers (a hung directory): its
+    /// `ldap://` URL and its count of accepted connections.
+    ///
+    /// # Panics
+    /// When no loopback port can be bound.
+    pub async fn silent_server() -> (String, Arc<AtomicUsize>) {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
+        let url = format!("ldap://{}", l.local_addr().expect("its address"));
+        let n = Arc::new(AtomicUsize::new(0));
+        let seen = n.clone();
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((s, _)) = l.accept().await {
+                seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                held.push(s);
+            }
+        });
+        (url, n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{
+        test_support::{lab_config as cfg, silent_server},
+        *,
+    };
 
     #[test]
     fn filter_values_are_escaped_per_rfc4515() {
@@ -512,20 +553,6 @@ mod tests {
     }
 
     /// A TCP listener that counts the connections it accepts (and never answers).
-    async fn silent_server() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
-        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("ldap://{}", l.local_addr().unwrap());
-        let n = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let seen = n.clone();
-        tokio::spawn(async move {
-            let mut held = Vec::new();
-            while let Ok((s, _)) = l.accept().await {
-                seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                held.push(s);
-            }
-        });
-        (url, n)
-    }
 
     #[tokio::test]
     async fn an_empty_password_is_refused_before_any_connection() {
@@ -578,49 +605,6 @@ mod tests {
         for r in runs {
             assert!(matches!(r.await.unwrap(), Err(DirectoryError::Unavailable(_))));
         }
-    }
-
-    /// `Auth` with the directory at `url` (and the local user `admin`).
-    async fn auth_with(url: &str) -> (crate::api::auth::Auth, tempfile::TempDir) {
-        let dir = tempfile::tempdir().unwrap();
-        let a = crate::api::auth::Auth::open(
-            &bootlane_core::store::Store::temporary(),
-            dir.path(),
-            Duration::from_secs(3600),
-            Some(LOCAL_PASSWORD.into()),
-            bootlane_core::events::EventBus::in_memory(),
-        )
-        .await
-        .unwrap()
-        .with_directory(Directory::new(&cfg(url)).unwrap());
-        (a, dir)
-    }
-
-    const LOCAL_PASSWORD: &str = "unit-Tq8vWz3nLp-admin";
-
-    #[tokio::test]
-    async fn local_users_never_reach_the_directory_and_others_get_503_when_it_is_down() {
-        use crate::api::error::ApiError;
-        let ip: std::net::IpAddr = "192.0.2.7".parse().unwrap();
-        let (url, accepted) = silent_server().await;
-        let (auth, _d) = auth_with(&url).await;
-        // The local admin: checked locally, wrong and right password alike.
-        let e = auth.login(ip, "admin", "not-the-password", None).await.unwrap_err();
-        assert!(matches!(e, ApiError::Unauthorized(_)), "{e:?}");
-        let (_, s) = auth.login(ip, "admin", LOCAL_PASSWORD, None).await.unwrap();
-        assert_eq!((s.source, s.role), (crate::api::auth::SignIn::Local, None));
-        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
-        // Anyone else asks the directory, which does not answer: 503, not counted.
-        let e = auth.login(ip, "alice", "secret", None).await.unwrap_err();
-        assert!(matches!(e, ApiError::ServiceUnavailable(_)), "{e:?}");
-        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
-        // An empty password: 401 without asking it.
-        let e = auth.login(ip, "alice", "", None).await.unwrap_err();
-        assert!(
-            matches!(&e, ApiError::Unauthorized(m) if m == "wrong user name or password"),
-            "{e:?}"
-        );
-        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 
     #[test]
