@@ -173,10 +173,12 @@ function Shell(props: { user: string; onLogout: () => void }) {
         <button onClick={() => setAbout(true)}>About</button>
         <button
           onClick={async () => {
-            await api('POST', '/auth/logout').catch(() => undefined);
+            const r = await api<{ logout_url?: string }>('POST', '/auth/logout').catch(() => undefined);
             live.stop();
             props.onLogout();
-            route('/login');
+            // A single-sign-on session: end it at the provider too (RP-initiated logout).
+            if (r?.logout_url) location.assign(r.logout_url);
+            else route('/login');
           }}
         >
           Log out

@@ -98,18 +98,18 @@ const DHCP_SUBNET = (iface) =>
  * A running server: `base` is `http://127.0.0.1:PORT`, `dnsPort` its DNS port,
  * `dhcpIface` the dummy interface of its DHCP subnet (10.213.0.0/24) or null.
  */
-export async function startServer() {
+export async function startServer(opts = {}) {
   const dhcpIface = dummyInterface();
   const dropIface = () => dhcpIface && spawnSync('ip', ['link', 'del', dhcpIface]);
   try {
-    return await startWith(dhcpIface, dropIface);
+    return await startWith(dhcpIface, dropIface, opts);
   } catch (e) {
     dropIface();
     throw e;
   }
 }
 
-async function startWith(dhcpIface, dropIface) {
+async function startWith(dhcpIface, dropIface, opts) {
   const bin = binary();
   if (!existsSync(bin)) throw new Error(`no bootlane binary at ${bin}: build it (cargo build -p bootlane) or set BOOTLANE_BIN`);
   const dir = mkdtempSync(join(tmpdir(), 'bootlane-ui-'));
@@ -117,6 +117,9 @@ async function startWith(dhcpIface, dropIface) {
   const config = join(dir, 'bootlane.toml');
   // The update source: a local HTTP server the tests publish signed releases on.
   const updates = await startUpdateSource();
+  // More configuration from the test, made once the API's address is known
+  // (`opts.extraConfig(base)`, e.g. an `[auth.oidc]` section naming the callback).
+  const extra = opts.extraConfig ? await opts.extraConfig(`http://127.0.0.1:${api}`, dir) : '';
   writeFileSync(join(dir, 'exportfs'), `#!/bin/sh\necho "$@" >>"${join(dir, 'exportfs.log')}"\n`, { mode: 0o755 });
   writeFileSync(
     config,
@@ -136,7 +139,8 @@ async function startWith(dhcpIface, dropIface) {
       // The test's update source listens on 127.0.0.1, which outbound fetches refuse by
       // default.
       `[outbound]\nallow_loopback = true\n` +
-      (dhcpIface ? DHCP_SUBNET(dhcpIface) : ''),
+      (dhcpIface ? DHCP_SUBNET(dhcpIface) : '') +
+      extra,
   );
   const logPath = join(dir, 'server.log');
   const child = spawn(bin, ['serve', '--config', config], {

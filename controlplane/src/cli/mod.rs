@@ -1201,6 +1201,7 @@ mod tests {
                 expires_at: exp,
                 role: None,
                 source: Default::default(),
+                id_token: None,
             };
             sessions.put(key, &s).await.unwrap();
         }

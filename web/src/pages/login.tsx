@@ -3,10 +3,20 @@
 // `admin` on first start with `BOOTLANE_ADMIN_PASSWORD`, or a generated password that it
 // logs and writes to `<data_dir>/initial-admin-password`.
 
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { api, ApiError } from '../api';
 import type { Role } from '../ui';
+
+// Why single sign-on sent the browser back here (`/login?sso_error=<code>`).
+const SSO_ERRORS: Record<string, string> = {
+  no_role: 'Single sign-on refused: your account is in no group that has access to Bootlane. Ask an administrator.',
+  local_name: 'Single sign-on refused: your user name is taken by a local account here. Ask an administrator.',
+  provider: 'Single sign-on was cancelled or refused by the identity provider.',
+  state: 'Single sign-on expired or was started in another browser window. Try again.',
+  token: 'Single sign-on failed: the identity provider’s answer did not pass the checks.',
+  unavailable: 'Single sign-on is unavailable: the identity provider could not be reached.',
+};
 
 export function Login(props: { onDone: (user: string, role: Role) => void }) {
   const { query, route } = useLocation();
@@ -16,6 +26,14 @@ export function Login(props: { onDone: (user: string, role: Role) => void }) {
   const [otp, setOtp] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  // `[auth.oidc]`: the "Sign in with <provider>" link, when single sign-on is on.
+  const [sso, setSso] = useState<string | null>(null);
+  useEffect(() => {
+    api<{ enabled: boolean; display_name?: string }>('GET', '/auth/oidc')
+      .then((r) => setSso(r.enabled ? (r.display_name ?? 'SSO') : null))
+      .catch(() => setSso(null));
+  }, []);
+  const ssoError = query.sso_error ? (SSO_ERRORS[query.sso_error] ?? 'Single sign-on failed.') : null;
   const submit = async (e: Event) => {
     e.preventDefault();
     setBusy(true);
@@ -39,6 +57,11 @@ export function Login(props: { onDone: (user: string, role: Role) => void }) {
     <div class="login-wrap">
       <form class="login form" onSubmit={submit} data-testid="login">
         <h1>Bootlane</h1>
+        {ssoError && !error && (
+          <p class="error" role="alert" data-testid="sso-error">
+            {ssoError}
+          </p>
+        )}
         {error && (
           <p class="error" role="alert" data-testid="login-error">
             {error}
@@ -78,6 +101,12 @@ export function Login(props: { onDone: (user: string, role: Role) => void }) {
         <button type="submit" class="primary" disabled={busy}>
           Log in
         </button>
+        {sso && (
+          // A full navigation (the provider's page), not a route of this app.
+          <button type="button" class="sso" onClick={() => location.assign('/api/v1/auth/oidc/login')} data-testid="sso">
+            Sign in with {sso}
+          </button>
+        )}
         <details class="hint">
           <summary>First run?</summary>
           <p>

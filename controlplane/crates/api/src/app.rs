@@ -95,6 +95,10 @@ pub async fn build(
         Some(l) => auth.with_directory(bootlane_identity::ldap::Directory::new(l)?),
         None => auth,
     };
+    let auth = match &config.auth.oidc {
+        Some(o) => auth.with_oidc(bootlane_identity::oidc::Oidc::new(o, &config.outbound)?),
+        None => auth,
+    };
     let hosts = HostService::open(&store, BootCatalog::profile_lookup(&store)?, events.clone())?;
     let catalog = BootCatalog::open(&store, config.boot.ipxe_script.clone(), hosts.clone(), events.clone()).await?;
     let dhcp = DhcpControl::open(&store, &config.dhcp, events.clone()).await?;

@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 pub struct AuthConfig {
     /// `[auth.ldap]`: sign-in with a directory account (LDAP over TLS); unset: none.
     pub ldap: Option<bootlane_identity::ldap::config::LdapConfig>,
+    /// `[auth.oidc]`: single sign-on with an OpenID Connect provider; unset: none.
+    pub oidc: Option<bootlane_identity::oidc::config::OidcConfig>,
     /// `[auth.totp]`: second factors (TOTP) for local accounts.
     pub totp: TotpConfig,
 }
@@ -25,6 +27,9 @@ impl AuthConfig {
     pub fn validate(&self) -> anyhow::Result<()> {
         if let Some(l) = &self.ldap {
             l.validate()?;
+        }
+        if let Some(o) = &self.oidc {
+            o.validate()?;
         }
         Ok(())
     }

@@ -214,6 +214,10 @@ pub struct Session {
     /// Where the user was authenticated.
     #[serde(default)]
     pub source: SignIn,
+    /// The ID token of a single-sign-on session (the `id_token_hint` of the provider's
+    /// logout URL); `None` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_token: Option<String>,
 }
 
 /// Where a session's user was authenticated.
@@ -295,6 +299,8 @@ pub struct Auth {
     directory: Option<Arc<bootlane_identity::ldap::Directory>>,
     /// Second factors of local users.
     totp: super::totp::Totp,
+    /// The OpenID Connect provider (`[auth.oidc]`), when configured.
+    oidc: Option<Arc<bootlane_identity::oidc::Oidc>>,
 }
 
 /// Who is making a request, as [`require_session`] found it: put in the request's
@@ -532,6 +538,7 @@ impl Auth {
             events,
             directory: None,
             totp: super::totp::Totp::open(store, data_dir)?,
+            oidc: None,
         };
         // Made now, so the first unknown-user login costs no more than later ones.
         off_workers(|| dummy_hash().len()).await?;
@@ -690,6 +697,17 @@ impl Auth {
         self
     }
 
+    /// Turns on single sign-on through an OpenID Connect provider ([`bootlane_identity::oidc`]).
+    pub fn with_oidc(mut self, oidc: bootlane_identity::oidc::Oidc) -> Self {
+        self.oidc = Some(Arc::new(oidc));
+        self
+    }
+
+    /// The OpenID Connect provider, when configured.
+    pub fn oidc(&self) -> Option<&bootlane_identity::oidc::Oidc> {
+        self.oidc.as_deref()
+    }
+
     /// Signs `username` (not a local user) in with the directory: on success a session
     /// with the role the user's groups map to ([`SignIn::Ldap`]); a refusal counts as a
     /// failed login like a wrong local password.
@@ -751,6 +769,22 @@ impl Auth {
         role: Option<Role>,
         source: SignIn,
     ) -> Result<(String, Session)> {
+        self.start_session_with_id_token(ip, username, role, source, None).await
+    }
+
+    /// [`Auth::start_session`] keeping the provider's `id_token` in the session (for
+    /// the provider's logout).
+    ///
+    /// # Errors
+    /// Store errors.
+    pub async fn start_session_with_id_token(
+        &self,
+        ip: IpAddr,
+        username: &str,
+        role: Option<Role>,
+        source: SignIn,
+        id_token: Option<String>,
+    ) -> Result<(String, Session)> {
         let token: String = rand::thread_rng()
             .sample_iter(&Alphanumeric)
             .take(43)
@@ -761,6 +795,7 @@ impl Auth {
             expires_at: OffsetDateTime::now_utc() + self.ttl(),
             role,
             source,
+            id_token,
         };
         self.sessions.put(&hash_token(&token), &session).await?;
         bootlane_core::events::with_actor(
@@ -993,12 +1028,24 @@ pub async fn login(
 }
 
 /// Log out (ends the session and clears the cookie). Always succeeds.
-#[utoipa::path(post, path = "/api/v1/auth/logout", extensions(("x-bootlane-role" = json!("public"))), tag = "auth", responses((status = 200, description = "Logged out")))]
+/// A single-sign-on session's answer carries `logout_url`, the provider's logout page
+/// (RP-initiated logout), when the provider offers one: the UI goes there next.
+#[utoipa::path(post, path = "/api/v1/auth/logout", extensions(("x-bootlane-role" = json!("public"))), tag = "auth", responses((status = 200, description = "Logged out; `logout_url` when the provider's logout page should be visited")))]
 pub async fn logout(State(auth): State<Arc<Auth>>, headers: HeaderMap) -> Result<Response> {
+    let mut logout_url = None;
     if let Some(t) = token_from(&headers) {
+        if let (Some(o), Some(s)) = (auth.oidc(), auth.session(&t).await) {
+            if let (SignIn::Oidc, Some(id)) = (s.source, s.id_token.as_deref()) {
+                logout_url = o.logout_url(id).await.map(|u| u.to_string());
+            }
+        }
         auth.logout(&t).await?;
     }
-    let mut resp = Envelope::ok(serde_json::json!({ "logged_out": true })).into_response();
+    let body = match logout_url {
+        Some(u) => serde_json::json!({ "logged_out": true, "logout_url": u }),
+        None => serde_json::json!({ "logged_out": true }),
+    };
+    let mut resp = Envelope::ok(body).into_response();
     resp.headers_mut().insert(
         header::SET_COOKIE,
         HeaderValue::from_static("bootlane_session=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),

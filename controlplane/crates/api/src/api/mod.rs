@@ -34,6 +34,7 @@ pub mod logs;
 pub mod netboot;
 pub mod network;
 pub mod nfs;
+pub mod oidc;
 pub mod openapi;
 pub mod os_images;
 pub mod profiles;
@@ -312,6 +313,7 @@ pub fn resources() -> Resources {
     Resources {
         public: OpenApiRouter::new()
             .merge(auth::router())
+            .merge(oidc::router())
             .merge(system::public_router()),
         machine: OpenApiRouter::new()
             .merge(install_tasks::public_router())

@@ -23,9 +23,8 @@
 use std::{net::IpAddr, sync::Arc, time::Duration};
 
 use axum::{extract::State, http::StatusCode, Extension};
-use rand::{distributions::Alphanumeric, Rng};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+
 use subtle::ConstantTimeEq;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
@@ -43,13 +42,13 @@ use bootlane_core::{
     service_error::ServiceError,
     store::{Kv, Store},
 };
+use bootlane_identity::tokens::{check_name, hash_secret, id_of, new_id, new_secret};
+pub use bootlane_identity::tokens::{MAX_NAME_CHARS, PREFIX};
 
 /// Store key-value table of the [`StoredToken`]s, keyed by token id.
 pub const TOKENS_KV: &str = "api_tokens";
 /// Store key-value table of each token's [`Usage`], keyed by token id.
 pub const USAGE_KV: &str = "api_token_usage";
-/// What every token secret starts with (so a leaked one is easy to recognise and scan for).
-pub const PREFIX: &str = "blt_";
 /// Tokens one user may hold (expired ones count until revoked or pruned).
 pub const MAX_TOKENS_PER_USER: usize = 50;
 /// Tokens the server holds in all.
@@ -60,10 +59,6 @@ pub const MAX_EXPIRY_DAYS: u32 = 365;
 pub const PRUNE_AFTER_DAYS: i64 = 30;
 /// Last use is written at most this often per token (unless the address changes).
 pub const LAST_USED_EVERY: Duration = Duration::from_secs(60);
-/// Longest token name, in characters.
-pub const MAX_NAME_CHARS: usize = 64;
-const ID_LEN: usize = 10;
-const SECRET_LEN: usize = 40;
 
 /// A stored token (never its secret: `secret_hash` is the SHA-256 of the whole
 /// `blt_<id>_<secret>` string, hex).
@@ -176,44 +171,6 @@ pub struct TokenList {
     pub tokens: Vec<TokenView>,
 }
 
-fn hash_secret(secret: &str) -> String {
-    hex::encode(Sha256::digest(secret.as_bytes()))
-}
-
-fn random(n: usize) -> String {
-    rand::thread_rng()
-        .sample_iter(&Alphanumeric)
-        .take(n)
-        .map(char::from)
-        .collect()
-}
-
-/// The id inside a well-formed secret (`blt_` + 10 + `_` + 40 letters and digits).
-fn id_of(secret: &str) -> Option<&str> {
-    let rest = secret.strip_prefix(PREFIX)?;
-    let (id, tail) = rest.split_once('_')?;
-    (id.len() == ID_LEN
-        && tail.len() == SECRET_LEN
-        && id.bytes().chain(tail.bytes()).all(|b| b.is_ascii_alphanumeric()))
-    .then_some(id)
-}
-
-fn check_name(name: &str) -> Result<(), ServiceError> {
-    let n = name.chars().count();
-    if n == 0
-        || n > MAX_NAME_CHARS
-        || name.trim() != name
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, ' ' | '.' | '_' | '-' | ':' | '@' | '/'))
-    {
-        return Err(ServiceError::Invalid(format!(
-            "'name' must be 1 to {MAX_NAME_CHARS} letters, digits, spaces or '. _ - : @ /', without spaces at either end"
-        )));
-    }
-    Ok(())
-}
-
 /// Removes every token of `owner` (with their usage); the count removed. Called when a
 /// user is deleted.
 ///
@@ -318,12 +275,12 @@ impl Tokens {
             )));
         }
         let id = loop {
-            let id = random(ID_LEN);
+            let id = new_id();
             if self.tokens.get::<StoredToken>(&id)?.is_none() {
                 break id;
             }
         };
-        let secret = format!("{PREFIX}{id}_{}", random(SECRET_LEN));
+        let secret = new_secret(&id);
         let token = StoredToken {
             id: id.clone(),
             name: req.name,
@@ -474,27 +431,4 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list, create))
         .routes(routes!(revoke))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_well_formed_secrets_have_an_id() {
-        let good = format!("blt_{}_{}", "a".repeat(10), "B".repeat(40));
-        assert_eq!(id_of(&good), Some("aaaaaaaaaa"));
-        assert_eq!(id_of(&good[..good.len() - 1]), None);
-        assert_eq!(id_of(&good.replace("blt_", "xyz_")), None);
-        assert_eq!(id_of(&format!("blt_{}_{}", "a/../a/../", "B".repeat(40))), None);
-        assert_eq!(id_of("blt_"), None);
-    }
-
-    #[test]
-    fn names_are_checked() {
-        assert!(check_name("ci deploy: rack-1/prod").is_ok());
-        for bad in ["", " lead", "trail ", "tab\there", "<script>", &"x".repeat(65)] {
-            assert!(check_name(bad).is_err(), "{bad:?}");
-        }
-    }
 }

@@ -35,9 +35,8 @@ use axum::{
 };
 use rand::Rng;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
-use totp_rs::{Algorithm, TOTP};
+use totp_rs::TOTP;
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -52,24 +51,16 @@ use bootlane_core::{
     events::{EventBus, EventKind, NewEvent},
     store::{Kv, Store},
 };
-use bootlane_identity::sealed::{KeySpec, Sealer};
+pub use bootlane_identity::totp::{Verdict, DIGITS, ISSUER, MAX_CODE_BYTES, RECOVERY_CODES, SKEW_STEPS, STEP_SECS};
+use bootlane_identity::{
+    sealed::{KeySpec, Sealer},
+    totp::{generator, hash_recovery, is_totp_code, matching_step, new_recovery_code, unix_now},
+};
 
 /// Store key-value table holding the [`TotpRecord`]s, keyed by user name.
 pub const TOTP_KV: &str = "totp";
 /// File name of the sealing key in the data directory.
 pub const KEY_FILE: &str = "totp.key";
-/// Time step, in seconds (RFC 6238's default, what authenticator apps use).
-pub const STEP_SECS: u64 = 30;
-/// Digits of a code.
-pub const DIGITS: usize = 6;
-/// Steps of clock skew accepted either way (a code of the step before or after now).
-pub const SKEW_STEPS: u64 = 1;
-/// Recovery codes made at each confirmation.
-pub const RECOVERY_CODES: usize = 10;
-/// Longest `code`/`otp` accepted, in bytes (a recovery code with its dashes is 19).
-pub const MAX_CODE_BYTES: usize = 64;
-/// Issuer shown by authenticator apps.
-pub const ISSUER: &str = "Bootlane";
 /// The 403 message of a session restricted by `[auth.totp] required_for_admins`.
 pub const ENROL_FIRST: &str = "enrol a second factor first: POST /api/v1/auth/totp/enrol";
 
@@ -79,9 +70,6 @@ const SEAL: KeySpec = KeySpec {
     what: "TOTP key",
     when_lost: "delete it and reset every user's second factor (bootlane user totp-reset)",
 };
-/// Recovery-code alphabet (RFC 4648 base32, lower case): 5 bits a character.
-const RECOVERY_ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz234567";
-
 /// A user's second factor as stored.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TotpRecord {
@@ -101,19 +89,6 @@ pub struct TotpRecord {
     pub updated_at: OffsetDateTime,
 }
 
-/// What a code check decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    /// The user has no active second factor.
-    NotEnabled,
-    /// A current code (never used before) or an unused recovery code (now spent).
-    Accepted,
-    /// No code was given.
-    Missing,
-    /// Wrong, too old, reused, or a spent recovery code.
-    Refused,
-}
-
 /// The second factors: the [`TOTP_KV`] tree and the sealing key.
 pub struct Totp {
     kv: Kv,
@@ -121,63 +96,9 @@ pub struct Totp {
     lock: tokio::sync::Mutex<()>,
 }
 
-/// Current Unix time in seconds.
-fn unix_now() -> u64 {
-    u64::try_from(OffsetDateTime::now_utc().unix_timestamp()).unwrap_or(0)
-}
-
-/// A recovery code normalised for hashing: lower case, without dashes and spaces.
-fn normalise_recovery(code: &str) -> String {
-    code.chars()
-        .filter(|c| *c != '-' && !c.is_whitespace())
-        .flat_map(char::to_lowercase)
-        .collect()
-}
-
-fn hash_recovery(code: &str) -> String {
-    hex::encode(Sha256::digest(normalise_recovery(code).as_bytes()))
-}
-
-/// A new recovery code: 16 base32 characters (80 random bits) in groups of four,
-/// `abcd-efgh-ijkl-mnop`.
-fn new_recovery_code() -> String {
-    let mut rng = rand::rngs::OsRng;
-    let chars: Vec<char> = (0..16)
-        .map(|_| char::from(RECOVERY_ALPHABET[rng.gen_range(0..RECOVERY_ALPHABET.len())]))
-        .collect();
-    chars
-        .chunks(4)
-        .map(|c| c.iter().collect::<String>())
-        .collect::<Vec<_>>()
-        .join("-")
-}
-
-/// True for a 6-digit code (otherwise a code is taken as a recovery code).
-fn is_totp_code(code: &str) -> bool {
-    code.len() == DIGITS && code.bytes().all(|b| b.is_ascii_digit())
-}
-
-/// The generator for `secret` and `username` (no skew: each step is probed on its own).
-fn generator(secret: Vec<u8>, username: &str) -> Result<TOTP> {
-    TOTP::new(
-        Algorithm::SHA1,
-        DIGITS,
-        0,
-        STEP_SECS,
-        secret,
-        Some(ISSUER.into()),
-        username.replace(':', "_"),
-    )
-    .map_err(|e| ApiError::Internal(anyhow::anyhow!("TOTP parameters: {e}")))
-}
-
-/// The step of `now` within [`SKEW_STEPS`] whose code is `code` and which is after
-/// `last_step`; `None` when there is none (each comparison is constant-time).
-fn matching_step(totp: &TOTP, code: &str, now: u64, last_step: u64) -> Option<u64> {
-    let step = now / STEP_SECS;
-    (step.saturating_sub(SKEW_STEPS)..=step + SKEW_STEPS)
-        .filter(|s| *s > last_step)
-        .find(|s| totp.check(code, s * STEP_SECS))
+/// [`generator`] with its error as a 500.
+fn generator_(secret: Vec<u8>, username: &str) -> Result<TOTP> {
+    generator(secret, username).map_err(ApiError::Internal)
 }
 
 impl Totp {
@@ -232,7 +153,7 @@ impl Totp {
             ));
         }
         let secret: [u8; 20] = rand::rngs::OsRng.gen();
-        let totp = generator(secret.to_vec(), username)?;
+        let totp = generator_(secret.to_vec(), username)?;
         let png = totp
             .get_qr_base64()
             .map_err(|e| ApiError::Internal(anyhow::anyhow!("drawing the QR code: {e}")))?;
@@ -268,7 +189,7 @@ impl Totp {
                 "no enrolment is pending: start one with POST /api/v1/auth/totp/enrol".into(),
             ));
         };
-        let totp = generator(self.unseal(&rec.secret)?, username)?;
+        let totp = generator_(self.unseal(&rec.secret)?, username)?;
         let Some(step) = matching_step(&totp, code.trim(), now, 0) else {
             return Err(ApiError::BadRequest(
                 "'code' is not the current code of the enrolled secret (check the device's clock)".into(),
@@ -301,7 +222,7 @@ impl Totp {
             return Ok(Verdict::Refused);
         }
         if is_totp_code(code) {
-            let totp = generator(self.unseal(&rec.secret)?, username)?;
+            let totp = generator_(self.unseal(&rec.secret)?, username)?;
             let Some(step) = matching_step(&totp, code, now, rec.last_step) else {
                 return Ok(Verdict::Refused);
             };
@@ -648,10 +569,11 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bootlane_identity::totp::normalise_recovery;
 
     fn totp_of(t: &Totp, user: &str) -> TOTP {
         let rec = t.record(user).unwrap().unwrap();
-        generator(t.unseal(&rec.secret).unwrap(), user).unwrap()
+        generator_(t.unseal(&rec.secret).unwrap(), user).unwrap()
     }
 
     fn open() -> (Totp, tempfile::TempDir) {
