@@ -195,7 +195,6 @@ pub async fn remove_owned(store: &Store, owner: &str) -> Result<usize, ServiceEr
 pub struct Tokens {
     tokens: Kv,
     usage: Kv,
-    store: Store,
     events: Arc<EventBus>,
     /// Serialises creations and revocations (the count and name checks, then the write).
     write: tokio::sync::Mutex<()>,
@@ -210,7 +209,6 @@ impl Tokens {
         Ok(Self {
             tokens: store.kv(TOKENS_KV)?,
             usage: store.kv(USAGE_KV)?,
-            store: store.clone(),
             events,
             write: tokio::sync::Mutex::new(()),
         })
@@ -380,11 +378,6 @@ impl Tokens {
             }
         }
         Some(t)
-    }
-
-    /// The store the tokens live in (for the user deletion that removes a user's tokens).
-    pub fn store(&self) -> &Store {
-        &self.store
     }
 }
 
