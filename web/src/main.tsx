@@ -6,7 +6,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { LocationProvider, Router, Route, useLocation } from 'preact-iso';
-import { api, setNavigate } from './api';
+import { api, ApiError, setNavigate } from './api';
 import * as live from './live';
 import { currentRole, setRole, type Role } from './ui';
 import { Login } from './pages/login';
@@ -259,23 +259,43 @@ const ADMIN_PAGES = ['/services', '/services/dns', '/services/dhcp', '/services/
 function App() {
   const loc = useLocation();
   const [user, setUser] = useState<string | null | undefined>(undefined);
+  // Why the session check has not answered yet (the server is unreachable or failing).
+  const [waiting, setWaiting] = useState<string | null>(null);
   setNavigate((u) => loc.route(u));
   const onLogin = loc.path === '/login';
   useEffect(() => {
-    if (onLogin) return;
-    api<Session>('GET', '/auth/session').then(
-      (s) => {
-        if (s.authenticated) {
-          setRole(s.role ?? 'viewer');
-          setUser(s.username ?? 'admin');
-          live.start();
-        } else {
-          setUser(null);
-          loc.route(`/login?next=${encodeURIComponent(loc.url)}`);
-        }
-      },
-      () => setUser(null),
-    );
+    // On the login page, or signed in just now (the login answer named the user and
+    // role): nothing to check.
+    if (onLogin || user) return;
+    let cancelled = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const check = () =>
+      api<Session>('GET', '/auth/session').then(
+        (s) => {
+          if (cancelled) return;
+          setWaiting(null);
+          if (s.authenticated) {
+            setRole(s.role ?? 'viewer');
+            setUser(s.username ?? 'admin');
+            live.start();
+          } else {
+            setUser(null);
+            loc.route(`/login?next=${encodeURIComponent(loc.url)}`);
+          }
+        },
+        (e) => {
+          // A 401 has already led to the login page; anything else (no answer, 5xx) is
+          // transient: say so and ask again, never leave the page blank.
+          if (cancelled || (e instanceof ApiError && e.status === 401)) return;
+          setWaiting(e instanceof Error ? e.message : String(e));
+          timer = setTimeout(check, 2000);
+        },
+      );
+    void check();
+    return () => {
+      cancelled = true;
+      clearTimeout(timer);
+    };
   }, [onLogin]);
   if (onLogin) {
     return (
@@ -288,7 +308,12 @@ function App() {
       />
     );
   }
-  if (!user) return <p class="muted center">Loading…</p>;
+  if (!user)
+    return (
+      <p class="muted center" data-testid="session-check">
+        {waiting ? `Waiting for the server (${waiting})…` : 'Loading…'}
+      </p>
+    );
   return <Shell user={user} onLogout={() => setUser(null)} />;
 }
 

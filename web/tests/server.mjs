@@ -204,6 +204,22 @@ export async function apiClient(base) {
   };
 }
 
+/**
+ * Records what `page` does (API answers, failed requests, navigations, console errors),
+ * with times from now; the returned function gives the record and the page's text, for a
+ * failing test's diagnostic.
+ */
+export function tracePage(page, base) {
+  const t0 = Date.now();
+  const seen = [];
+  const at = () => `${Date.now() - t0} ms`;
+  page.on('response', (r) => r.url().includes('/api/') && seen.push(`${at()} ${r.status()} ${r.request().method()} ${r.url().replace(base, '')}`));
+  page.on('requestfailed', (r) => seen.push(`${at()} failed ${r.url().replace(base, '')}: ${r.failure()?.errorText}`));
+  page.on('framenavigated', (f) => f === page.mainFrame() && seen.push(`${at()} at ${f.url().replace(base, '')}`));
+  page.on('console', (m) => m.type() === 'error' && seen.push(`${at()} console: ${m.text()}`));
+  return async () => `page trace:\n${seen.join('\n')}\npage text: ${(await page.locator('body').innerText().catch((e) => String(e))).slice(0, 800)}`;
+}
+
 /** Debian's Chromium, headless. */
 export async function launchBrowser() {
   return chromium.launch({

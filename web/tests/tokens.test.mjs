@@ -6,7 +6,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, apiClient, ADMIN_PASSWORD } from './server.mjs';
+import { startServer, launchBrowser, apiClient, tracePage, ADMIN_PASSWORD } from './server.mjs';
 
 let server, browser, api;
 const VIEWER_PASSWORD = 'tokens-Viewer-Rq4mX8vL';
@@ -30,13 +30,19 @@ async function bearer(secret, path) {
 }
 
 async function signIn(page, user, password) {
+  const trace = tracePage(page, server.base);
   await page.goto(`${server.base}/login`);
   await page.fill('#username', user);
   await page.fill('#password', password);
   await page.click('form[data-testid=login] button[type=submit]');
   await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
-  await page.getByTestId('account').click();
-  await page.getByRole('heading', { name: 'API tokens' }).waitFor();
+  try {
+    await page.getByTestId('account').click();
+    await page.getByRole('heading', { name: 'API tokens' }).waitFor();
+  } catch (e) {
+    e.message += `\n${await trace()}`;
+    throw e;
+  }
 }
 
 async function create(page, name, role) {

@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSyn
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startServer, apiClient, launchBrowser, startIpmiSim, ADMIN_PASSWORD } from './server.mjs';
+import { startServer, apiClient, launchBrowser, startIpmiSim, tracePage, ADMIN_PASSWORD } from './server.mjs';
 
 const SHOTS = join(import.meta.dirname, '..', 'test-results');
 let server, browser, api;
@@ -61,9 +61,7 @@ async function login(page, password = ADMIN_PASSWORD) {
 test('login: a wrong password shows the server message, the right one opens the dashboard', async (t) => {
   const { ctx, page } = await newPage();
   const t0 = Date.now();
-  const seen = [];
-  page.on('response', (r) => r.url().includes('/api/') && seen.push(`${Date.now() - t0} ms ${r.status()} ${r.request().method()} ${r.url().replace(server.base, '')}`));
-  page.on('requestfailed', (r) => seen.push(`${Date.now() - t0} ms failed ${r.url().replace(server.base, '')}: ${r.failure()?.errorText}`));
+  const trace = tracePage(page, server.base);
   await page.goto(`${server.base}/`);
   await page.waitForURL(/\/login\?next=%2F$/);
   await login(page, 'wrong-password');
@@ -74,7 +72,7 @@ test('login: a wrong password shows the server message, the right one opens the 
   await page.waitForURL(`${server.base}/`);
   await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
   await page.getByTestId('state-dns').waitFor().catch(async (e) => {
-    t.diagnostic(`API calls so far:\n${seen.join('\n')}\npage: ${(await page.locator('main').innerText()).slice(0, 800)}`);
+    e.message += `\n${await trace()}`;
     throw e;
   });
   t.diagnostic(`dashboard interactive ${Date.now() - t0} ms after navigation (login included)`);
