@@ -31,6 +31,8 @@ check udhcpc udhcpc
 # Update signatures (the book's "Updates" chapter): the updates test signs with the real minisign CLI.
 check minisign minisign
 check dhclient isc-dhcp-client
+# The boot doctor's relay check: a real relay agent (never started as a service here).
+check dhcrelay isc-dhcp-relay
 check tftp tftp-hpa
 # TFTP under loss: atftp is the RFC 7440 (windowsize) client, nftables drops datagrams
 # at random (this kernel has no sch_netem).

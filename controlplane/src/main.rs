@@ -18,6 +18,7 @@ fn main() -> ExitCode {
         Command::Status(args) => return bootlane::cli::status(&args),
         Command::Audit(args) => return bootlane::cli::audit(&args),
         Command::Backup(args) => return bootlane::cli::backup::backup_command(&args),
+        Command::Doctor(args) => return bootlane::cli::doctor::command(&args),
         Command::Restore(args) => return bootlane::cli::backup::restore_command(&args),
         Command::Store(args) => return bootlane::cli::store::command(&args),
         Command::Update(args) => return bootlane::cli::update::command(&args),

@@ -30,6 +30,7 @@ pub(crate) const LAYERS: &[(&str, &[&str])] = &[
             "bootlane-machines",
             "bootlane-updates",
             "bootlane-identity",
+            "bootlane-doctor",
         ],
     ),
     ("configuration", &["bootlane-config"]),

@@ -31,6 +31,7 @@ use crate::{
 };
 
 pub mod backup;
+pub mod doctor;
 pub mod packaging;
 pub mod store;
 pub mod update;
@@ -66,6 +67,9 @@ pub enum Command {
     /// Write a consistent backup of the store (from the data directory when the server is
     /// stopped, else through its API) to a file.
     Backup(backup::BackupArgs),
+    /// Run the boot doctor of the running server: rival DHCP servers, proxyDHCP, relays,
+    /// boot files, TFTP, MTU, the HTTP boot URL, DNS, Secure Boot files (exit 1 on an error).
+    Doctor(doctor::DoctorArgs),
     /// Restore a backup into a data directory while the server is stopped.
     Restore(backup::RestoreArgs),
     /// Move a store between backends: `store migrate --from sled:DIR --to postgres:URL`.

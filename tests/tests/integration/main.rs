@@ -104,3 +104,7 @@ mod https_netns;
 // Directory sign-in: a real OpenLDAP slapd (StartTLS with a test CA) in a namespace;
 // groups mapped to roles, refusals, group changes at the next sign-in, a directory down.
 mod ldap_netns;
+
+// The boot doctor: a rival dnsmasq with a boot file, a real dhcrelay forwarding for a
+// subnet that is not configured, a small MTU; every finding through `POST /doctor`.
+mod doctor_netns;

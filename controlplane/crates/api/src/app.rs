@@ -210,6 +210,16 @@ pub async fn build(
     let bootloaders = bootlane_media::media::bootloader::Bootloaders::new(dhcp.clone(), settings.clone());
     let os_images = bootlane_media::media::images::OsImageService::open(&store, files.clone(), events.clone())?;
     os_images.recover().await?;
+    let doctor = bootlane_doctor::doctor::Doctor::new(bootlane_doctor::doctor::Sources {
+        dhcp: dhcp.clone(),
+        bootloaders: bootloaders.clone(),
+        settings: settings.clone(),
+        tftp: tftp.clone(),
+        dns: dns.clone(),
+        http_port: config.api.boot_addr().port(),
+        secure_boot: hosts.secure_boot_hosts(),
+        events: events.clone(),
+    });
     let netdiag = Arc::new(bootlane_machines::netdiag::NetDiag::system(config.diagnostics.clone()));
     let users = crate::api::users::Users::new(store.clone(), events.clone());
     let netboot = bootlane_install::netboot::NetbootService::open(
@@ -285,6 +295,7 @@ pub async fn build(
         files,
         bootloaders,
         wol,
+        doctor,
         netdiag,
         access,
         bmc,

@@ -23,6 +23,7 @@ pub mod bootloader;
 pub mod community;
 pub mod dhcp;
 pub mod dns;
+pub mod doctor;
 pub mod error;
 pub mod events_api;
 pub mod extract;
@@ -157,6 +158,8 @@ pub struct AppState {
     pub bootloaders: Arc<bootlane_media::media::bootloader::Bootloaders>,
     /// Wake-on-LAN: wakes, history, schedules.
     pub wol: Arc<bootlane_machines::wol::service::WolService>,
+    /// The boot doctor.
+    pub doctor: Arc<bootlane_doctor::doctor::Doctor>,
     /// Ping and traceroute from the server.
     pub netdiag: Arc<bootlane_machines::netdiag::NetDiag>,
     /// Access control: mode, lists, unauthorized devices, and the gate the protocols call.
@@ -331,6 +334,7 @@ pub fn resources() -> Resources {
             .merge(stats::router())
             .merge(files::router())
             .merge(bootloader::router())
+            .merge(doctor::router())
             .merge(wol::router())
             .merge(network::router())
             .merge(access::router())

@@ -83,6 +83,7 @@ impl EventData for NoData {
     const KINDS: &'static [EventKind] = &[
         EventKind::AuthLogin,
         EventKind::AuthLoginFailed,
+        EventKind::DoctorFinished,
         EventKind::AuthLogout,
         EventKind::NetbootOverlayDeleted,
         EventKind::OsImageMounted,

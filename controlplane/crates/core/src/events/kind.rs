@@ -198,6 +198,9 @@ pub enum EventKind {
     /// The DNS settings changed (write).
     #[strum(serialize = "dns.settings.changed")]
     DnsSettingsChanged,
+    /// A boot doctor run ended; the summary counts its errors and warnings.
+    #[strum(serialize = "doctor.finished")]
+    DoctorFinished,
     /// A file or folder under the boot root was deleted (write; before: {path, type, recursive}).
     #[strum(serialize = "file.deleted")]
     FileDeleted,

@@ -319,6 +319,7 @@ pub struct DhcpControl {
     write: tokio::sync::Mutex<()>,
     events: Arc<EventBus>,
     v6: super::v6::control::Dhcp6Control,
+    relays: super::relays::RelayLog,
 }
 
 use super::settings::key4 as key_of;
@@ -372,9 +373,15 @@ impl DhcpControl {
             write: tokio::sync::Mutex::new(()),
             events,
             v6: super::v6::control::Dhcp6Control::open(store, &base.subnets6, subnets6).await?,
+            relays: super::relays::RelayLog::default(),
         });
         control.apply()?;
         Ok(control)
+    }
+
+    /// The relay agents the running server has seen (kept across restarts of the service).
+    pub fn relays(&self) -> &super::relays::RelayLog {
+        &self.relays
     }
 
     /// The `[dhcp]` section this control was opened with (the file's subnets and their

@@ -224,9 +224,14 @@ pub struct BootHandler {
     http_base: Option<bootlane_boot::boot::netboot::Netboot>,
     access: Option<Arc<bootlane_boot::access::gate::AccessGate>>,
     secure_boot: Option<SecureBootHosts>,
+    relays: Option<super::relays::RelayLog>,
 }
 
 pub use bootlane_boot::inventory::SecureBootHosts;
+
+/// The client hardware address of the boot doctor's DHCP probes (locally administered):
+/// this server never answers it on port 67, so a probe holds no address of the pool.
+pub const DOCTOR_MAC: MacAddr = MacAddr([0x02, 0xb0, 0x07, 0xd0, 0xc7, 0x01]);
 
 /// A receiver of the DHCP control's effective settings
 /// ([`DhcpControl::subscribe`](crate::dhcp::control::DhcpControl::subscribe)).
@@ -291,6 +296,7 @@ impl BootHandler {
             http_base: None,
             access: None,
             secure_boot: None,
+            relays: None,
             follow: None,
         }
     }
@@ -389,6 +395,12 @@ impl BootHandler {
     /// per answer, so a change applies to the next one).
     pub fn with_http_base(mut self, base: bootlane_boot::boot::netboot::Netboot) -> Self {
         self.http_base = Some(base);
+        self
+    }
+
+    /// Records the relay agents (`giaddr`) of the requests in `log`.
+    pub fn with_relays(mut self, log: super::relays::RelayLog) -> Self {
+        self.relays = Some(log);
         self
     }
 
@@ -951,6 +963,15 @@ impl DhcpHandler for BootHandler {
     }
 
     async fn handle(&self, req: DhcpRequest, ctx: RecvContext) -> Option<DhcpReply> {
+        if req.mac == DOCTOR_MAC && ctx.port == 67 {
+            return None;
+        }
+        let giaddr = req.msg.giaddr();
+        if let Some(log) = self.relays.as_ref().filter(|_| !giaddr.is_unspecified()) {
+            let subnets = self.subnets();
+            let s = subnets.iter().find(|s| s.net.contains(&giaddr));
+            log.saw(giaddr, s.map(|s| s.key.as_str()), now_secs());
+        }
         if let Some(gate) = self.access.as_ref().filter(|g| g.enforcing()) {
             if !self.admitted(gate, &req, &ctx) {
                 count(req.kind, None);

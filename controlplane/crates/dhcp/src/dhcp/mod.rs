@@ -14,6 +14,7 @@ pub mod control;
 pub mod handler;
 pub use bootlane_core::leases;
 pub mod packet;
+pub mod relays;
 pub mod server;
 pub mod settings;
 pub mod v6;
@@ -92,6 +93,7 @@ impl DhcpService {
             .with_http_base(http_base.clone())
             .with_access(access.clone())
             .with_secure_boot(secure_boot.clone())
+            .with_relays(control.relays().clone())
             .following(control.subscribe()),
         );
         let subnets6 = control
