@@ -22,6 +22,7 @@ import { Events, Audit } from './pages/events';
 import { Logs } from './pages/logs';
 import { Wol } from './pages/wol';
 import { Network } from './pages/network';
+import { Doctor } from './pages/doctor';
 import { Access } from './pages/access';
 import { Power } from './pages/power';
 import { Users } from './pages/users';
@@ -57,7 +58,13 @@ const NAV: [string, [string, string][]][] = [
     ],
   ],
   ['DNS', [['Records', '/dns']]],
-  ['Tools', [['Diagnostics', '/network']]],
+  [
+    'Tools',
+    [
+      ['Diagnostics', '/network'],
+      ['Doctor', '/doctor'],
+    ],
+  ],
   [
     'Service Config',
     [
@@ -217,6 +224,7 @@ function Shell(props: { user: string; onLogout: () => void }) {
           <Route path="/logs" component={Logs} />
           <Route path="/wol" component={Wol} />
           <Route path="/network" component={Network} />
+          <Route path="/doctor" component={Doctor} />
           <Route path="/access" component={Access} />
           <Route path="/power" component={Power} />
           <Route path="/users" component={Users} />
