@@ -22,7 +22,7 @@
 #         always asks for a 5 s timeout), every file compared with the original.
 # Usage: bench-boot.sh <bootlane binary> [dhcp|tftp|all]. Prints markdown tables.
 #   (env: DHCP_SECS=5 RATES="250 ... 20000" TFTP_RUNS=3 LOSS_PCT=5 LOSSY_N=500 (0 skips the lossy round);
-#   SKIP_BOOTLANE/SKIP_KEA/SKIP_DNSMASQ=1 leave a server out; WITH_POSTGRES=1 adds Bootlane
+#   PINNED=0 skips the pinned TFTP rounds; SKIP_BOOTLANE/SKIP_KEA/SKIP_DNSMASQ=1 leave a server out; WITH_POSTGRES=1 adds Bootlane
 #   on a PostgreSQL store; PERFDHCP_LOG=<file> keeps perfdhcp's whole output)
 # Traffic stays in two namespaces this script creates; all it starts is killed by PID.
 set -euo pipefail
@@ -34,6 +34,11 @@ LOSS_PCT=${LOSS_PCT:-5}
 LOSSY_N=${LOSSY_N:-500}
 SCRIPTS=$(dirname "$(readlink -f "$0")")
 RATES=${RATES:-"250 500 1000 2000 3000 4000 5000 6000 7000 8000 10000 12000 14000 16000 20000"}
+# Core pinning of the TFTP rounds: none at first (clients and server share both cores), then
+# (PINNED=1, the default on a machine with two or more cores) the clients on core 0 and the
+# server on core 1, for Bootlane and dnsmasq alike.
+PINNED=${PINNED:-$(( $(nproc) >= 2 ? 1 : 0 ))}
+SRV_PIN="" CLI_PIN=""
 tag="bt$$"
 SRV="${tag}s" CLI="${tag}c"
 WORK=$(mktemp -d /tmp/bootlane-bench-boot.XXXXXX)
@@ -89,7 +94,7 @@ pool 10.77.1.0 10.77.250.250
 
 start_bootlane() {
   rm -rf "$WORK/data/db"
-  BOOTLANE_ADMIN_PASSWORD=bench-admin-Kq7vX2pL ip netns exec "$SRV" "$BIN" serve --config "$WORK/bootlane.toml" 2>"$WORK/bootlane.log" &
+  BOOTLANE_ADMIN_PASSWORD=bench-admin-Kq7vX2pL ip netns exec "$SRV" $SRV_PIN "$BIN" serve --config "$WORK/bootlane.toml" 2>"$WORK/bootlane.log" &
   SPID=$!; PIDS+=($SPID)
   for _ in $(seq 60); do ip netns exec "$SRV" curl -fs -o /dev/null http://127.0.0.1:8080/api/v1/status && return; sleep 0.5; done
   echo "Bootlane did not start" >&2; cat "$WORK/bootlane.log" >&2; exit 1
@@ -114,7 +119,7 @@ start_bootlane_pg() {
 }
 start_dnsmasq() {
   rm -f "$WORK/dnsmasq.leases"
-  ip netns exec "$SRV" dnsmasq -k --no-resolv --no-hosts --conf-file=/dev/null --port=0 -u root --interface=vsrv \
+  ip netns exec "$SRV" $SRV_PIN dnsmasq -k --no-resolv --no-hosts --conf-file=/dev/null --port=0 -u root --interface=vsrv \
     --bind-interfaces --pid-file= "$@" 2>"$WORK/dnsmasq.log" &
   SPID=$!; PIDS+=($SPID)
   sleep 1
@@ -164,7 +169,7 @@ tftp500() { # -> "<seconds> <failures> <server CPU seconds>"
   c0=$(cpu_secs "$SPID")
   t0=$(date +%s.%N)
   for _ in $(seq 500); do
-    ip netns exec "$CLI" curl -s --max-time 120 tftp://10.77.0.1/ipxe.efi -o /dev/null &
+    ip netns exec "$CLI" $CLI_PIN curl -s --max-time 120 tftp://10.77.0.1/ipxe.efi -o /dev/null &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || fails=$((fails + 1)); done
@@ -244,17 +249,34 @@ tftp_lossy() {
   for i in $(seq "$LOSSY_N"); do cmp -s "$WORK/data/boot/ipxe.efi" "$WORK/lossy/$i" || bad=$((bad + 1)); done
   echo "$secs $bad $(cat "$WORK/lossy/"*.log | grep -c 'started again' || true)"
 }
-if [[ $WHAT == tftp || $WHAT == all ]]; then
-  pool 10.77.1.0 10.77.250.250
-  bts=() dts=() bcs=() dcs=() bf=0 df=0
+# tftp_table <title>: $TFTP_RUNS alternating rounds of 500 downloads per server, as a table.
+tftp_table() {
+  local bts=() dts=() bcs=() dcs=() bf=0 df=0 r t f c t2 f2 c2
   for r in $(seq "$TFTP_RUNS"); do
     start_bootlane; read -r t f c < <(tftp500); stop; bts+=("$t"); bf=$((bf + f)); bcs+=("$c")
     start_dnsmasq --enable-tftp --tftp-root="$WORK/data/boot" --tftp-max=1000
     read -r t2 f2 c2 < <(tftp500); stop; dts+=("$t2"); df=$((df + f2)); dcs+=("$c2")
-    echo "  TFTP run $r: Bootlane $t s ($f failed, $c s CPU), dnsmasq $t2 s ($f2 failed, $c2 s CPU)" >&2
+    echo "  TFTP run $r ($1): Bootlane $t s ($f failed, $c s CPU), dnsmasq $t2 s ($f2 failed, $c2 s CPU)" >&2
   done
-  med() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+  local bt dt
   bt=$(med "${bts[@]}"); dt=$(med "${dts[@]}")
+  echo
+  echo "### TFTP, $1 (500 parallel curl downloads of ipxe.efi, $(stat -c %s "$WORK/data/boot/ipxe.efi") bytes, default block size; median of $TFTP_RUNS runs)"
+  echo
+  echo "| server | wall time (s), median | runs (s) | server CPU (s) per run | failures (all runs) | time vs dnsmasq |"
+  echo "|---|---:|---|---|---:|---:|"
+  echo "| Bootlane | $bt | ${bts[*]} | ${bcs[*]} | $bf | $(awk -v a="$bt" -v b="$dt" 'BEGIN {printf "%.2f", a / b}')x |"
+  echo "| dnsmasq 2.90 (--tftp-max=1000) | $dt | ${dts[*]} | ${dcs[*]} | $df | 1.00x |"
+}
+med() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+if [[ $WHAT == tftp || $WHAT == all ]]; then
+  pool 10.77.1.0 10.77.250.250
+  tftp_table "clients and server sharing both cores"
+  if ((PINNED)); then
+    SRV_PIN="taskset -c 1" CLI_PIN="taskset -c 0"
+    tftp_table "clients pinned to core 0, the server to core 1"
+    SRV_PIN="" CLI_PIN=""
+  fi
   if ((LOSSY_N > 0)); then
     loss on
     start_bootlane; read -r blt blb bla < <(tftp_lossy); stop
@@ -262,13 +284,6 @@ if [[ $WHAT == tftp || $WHAT == all ]]; then
     read -r dlt dlb dla < <(tftp_lossy); stop
     loss off
   fi
-  echo
-  echo "### TFTP (500 parallel curl downloads of ipxe.efi, $(stat -c %s "$WORK/data/boot/ipxe.efi") bytes, default block size; median of $TFTP_RUNS runs)"
-  echo
-  echo "| server | wall time (s), median | runs (s) | server CPU (s) per run | failures (all runs) | time vs dnsmasq |"
-  echo "|---|---:|---|---|---:|---:|"
-  echo "| Bootlane | $bt | ${bts[*]} | ${bcs[*]} | $bf | $(awk -v a="$bt" -v b="$dt" 'BEGIN {printf "%.2f", a / b}')x |"
-  echo "| dnsmasq 2.90 (--tftp-max=1000) | $dt | ${dts[*]} | ${dcs[*]} | $df | 1.00x |"
   ((LOSSY_N > 0)) || exit 0
   echo
   echo "### TFTP with $LOSS_PCT % of datagrams lost each way ($LOSSY_N parallel atftp, blksize 1468, timeout 1 s)"

@@ -88,7 +88,7 @@ dns_sanity() { # dns_sanity <port>: host7 must resolve
 }
 
 dnsperf_run() { # dnsperf_run <port> -> "qps answered% noerror%"
-  ip netns exec "$CLI" dnsperf -s 10.77.0.1 -p "$1" -d "$work/queries" ${DNSPERF_OPTS:--c 20 -T 2} -q "${2:-200}" -l "$DURATION" 2>&1 |
+  ip netns exec "$CLI" ${CLI_PIN:-} dnsperf -s 10.77.0.1 -p "$1" -d "$work/queries" ${DNSPERF_OPTS:--c 20 -T 2} -q "${2:-200}" -l "$DURATION" 2>&1 |
     awk '/Queries completed:/ {c=$3} /Queries sent:/ {s=$3} /Response codes:/ {for (i = 1; i <= NF; i++) if ($i == "NOERROR") {p = $(i + 2); gsub(/[()%,]/, "", p); n = p}} /Queries per second:/ {q=$4}
          END {printf "%d %.2f %.2f\n", q, (s ? 100 * c / s : 0), n}'
 }

@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 /// How bad a finding is; findings sort most severe first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = DoctorSeverity)]
 pub enum Severity {
     /// The check passed.
     Ok,
@@ -22,6 +23,7 @@ pub enum Severity {
 /// Which check made a finding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = DoctorCheck)]
 pub enum Check {
     /// Other DHCP servers answering PXE-flavoured DHCPDISCOVERs on the link.
     RivalDhcp,
@@ -45,6 +47,7 @@ pub enum Check {
 
 /// One finding.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = DoctorFinding)]
 pub struct Finding {
     /// The check that made it.
     pub check: Check,
@@ -89,6 +92,7 @@ impl Finding {
 
 /// One doctor run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = DoctorReport)]
 pub struct Report {
     /// When the run started (RFC 3339).
     #[serde(with = "time::serde::rfc3339")]

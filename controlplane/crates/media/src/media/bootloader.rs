@@ -132,10 +132,12 @@ pub fn requirement(arch: u16) -> Option<Requirement> {
 fn describe(r: Requirement) -> String {
     match r {
         Requirement::BiosPxe => "a BIOS PXE image such as undionly.kpxe".into(),
-        Requirement::Efi(ms) => format!(
-            "an EFI application for {}",
-            ms.iter().map(|m| machine_name(*m)).collect::<Vec<_>>().join(" or ")
-        ),
+        Requirement::Efi(ms) => format!("an EFI application for {}", {
+            // ARM and ARM Thumb-2 share a name: say it once.
+            let mut names: Vec<String> = ms.iter().map(|m| machine_name(*m)).collect();
+            names.dedup();
+            names.join(" or ")
+        }),
     }
 }
 
