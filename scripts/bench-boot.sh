@@ -33,6 +33,7 @@ TFTP_RUNS=${TFTP_RUNS:-3}
 LOSS_PCT=${LOSS_PCT:-5}
 LOSSY_N=${LOSSY_N:-500}
 SCRIPTS=$(dirname "$(readlink -f "$0")")
+. "$SCRIPTS/bench-cores.sh"
 RATES=${RATES:-"250 500 1000 2000 3000 4000 5000 6000 7000 8000 10000 12000 14000 16000 20000"}
 # Core pinning of the TFTP rounds: none at first (clients and server share both cores), then
 # (PINNED=1, the default on a machine with two or more cores) the clients on core 0 and the
@@ -164,16 +165,17 @@ dhcp_ladder() { # -> "<achieved rate at the best rung> <drops there> <offered ra
 }
 # cpu_secs <pid>: user + system CPU seconds the process has used so far.
 cpu_secs() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / hz}' "/proc/$1/stat"; }
-tftp500() { # -> "<seconds> <failures> <server CPU seconds>"
-  local t0 fails=0 pids=() c0
+tftp500() { # -> "<seconds> <failures> <server CPU seconds> <busy share per core>"
+  local t0 fails=0 pids=() c0 j0
   c0=$(cpu_secs "$SPID")
+  j0=$(core_jiffies)
   t0=$(date +%s.%N)
   for _ in $(seq 500); do
     ip netns exec "$CLI" $CLI_PIN curl -s --max-time 120 tftp://10.77.0.1/ipxe.efi -o /dev/null &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || fails=$((fails + 1)); done
-  echo "$(echo "$(date +%s.%N) - $t0" | bc | xargs printf '%.1f') $fails $(echo "$(cpu_secs "$SPID") - $c0" | bc)"
+  echo "$(echo "$(date +%s.%N) - $t0" | bc | xargs printf '%.1f') $fails $(echo "$(cpu_secs "$SPID") - $c0" | bc) $(busy_pct "$j0" "$(core_jiffies)")"
 }
 
 # dhcp_round <label> <start> <end> <distinct clients>: the three servers on one pool.
@@ -251,22 +253,22 @@ tftp_lossy() {
 }
 # tftp_table <title>: $TFTP_RUNS alternating rounds of 500 downloads per server, as a table.
 tftp_table() {
-  local bts=() dts=() bcs=() dcs=() bf=0 df=0 r t f c t2 f2 c2
+  local bts=() dts=() bcs=() dcs=() bbs=() dbs=() bf=0 df=0 r t f c b t2 f2 c2 b2
   for r in $(seq "$TFTP_RUNS"); do
-    start_bootlane; read -r t f c < <(tftp500); stop; bts+=("$t"); bf=$((bf + f)); bcs+=("$c")
+    start_bootlane; read -r t f c b < <(tftp500); stop; bts+=("$t"); bf=$((bf + f)); bcs+=("$c"); bbs+=("$b")
     start_dnsmasq --enable-tftp --tftp-root="$WORK/data/boot" --tftp-max=1000
-    read -r t2 f2 c2 < <(tftp500); stop; dts+=("$t2"); df=$((df + f2)); dcs+=("$c2")
-    echo "  TFTP run $r ($1): Bootlane $t s ($f failed, $c s CPU), dnsmasq $t2 s ($f2 failed, $c2 s CPU)" >&2
+    read -r t2 f2 c2 b2 < <(tftp500); stop; dts+=("$t2"); df=$((df + f2)); dcs+=("$c2"); dbs+=("$b2")
+    echo "  TFTP run $r ($1): Bootlane $t s ($f failed, $c s CPU, cores busy $b), dnsmasq $t2 s ($f2 failed, $c2 s CPU, cores busy $b2)" >&2
   done
   local bt dt
   bt=$(med "${bts[@]}"); dt=$(med "${dts[@]}")
   echo
   echo "### TFTP, $1 (500 parallel curl downloads of ipxe.efi, $(stat -c %s "$WORK/data/boot/ipxe.efi") bytes, default block size; median of $TFTP_RUNS runs)"
   echo
-  echo "| server | wall time (s), median | runs (s) | server CPU (s) per run | failures (all runs) | time vs dnsmasq |"
-  echo "|---|---:|---|---|---:|---:|"
-  echo "| Bootlane | $bt | ${bts[*]} | ${bcs[*]} | $bf | $(awk -v a="$bt" -v b="$dt" 'BEGIN {printf "%.2f", a / b}')x |"
-  echo "| dnsmasq 2.90 (--tftp-max=1000) | $dt | ${dts[*]} | ${dcs[*]} | $df | 1.00x |"
+  echo "| server | wall time (s), median | runs (s) | server CPU (s) per run | cores 0/1 busy per run | failures (all runs) | time vs dnsmasq |"
+  echo "|---|---:|---|---|---|---:|---:|"
+  echo "| Bootlane | $bt | ${bts[*]} | ${bcs[*]} | ${bbs[*]} | $bf | $(awk -v a="$bt" -v b="$dt" 'BEGIN {printf "%.2f", a / b}')x |"
+  echo "| dnsmasq 2.90 (--tftp-max=1000) | $dt | ${dts[*]} | ${dcs[*]} | ${dbs[*]} | $df | 1.00x |"
 }
 med() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 if [[ $WHAT == tftp || $WHAT == all ]]; then

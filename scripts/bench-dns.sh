@@ -11,6 +11,7 @@
 set -euo pipefail
 BIN=${1:?usage: bench-dns.sh <bootlane binary>}
 . "$(dirname "$0")/bench-dns-lib.sh"
+. "$(dirname "$0")/bench-cores.sh"
 dns_lab_up "$BIN"
 ip netns exec "$SRV" dnsmasq -k --no-resolv --no-hosts --conf-file="$work/dnsmasq.conf" --port 5302 \
   --listen-address 10.77.0.1 --bind-interfaces --pid-file= 2>"$work/dnsmasq.log" &
@@ -26,18 +27,20 @@ OUTSTANDING=${OUTSTANDING:-100 200 500}
 lower() { awk -v x="$1" -v y="$2" 'BEGIN {print (y == "" || x + 0 < y + 0) ? x : y}'; }
 # dns_table <title>: every setting for both servers, as a table.
 dns_table() {
-  declare -A med ans nerr score best
+  declare -A med ans nerr score best busy
   for q in $OUTSTANDING; do
     declare -A qs=([bootlane]="" [dnsmasq]="")
     for r in $(seq "$RUNS"); do
       for which in bootlane dnsmasq; do
         port=5301; [[ $which == dnsmasq ]] && port=5302
-        read -r v a n < <(dnsperf_run $port "$q")
+        j0=$(core_jiffies)
+      read -r v a n < <(dnsperf_run $port "$q")
+      busy[$which,$q]+="$(busy_pct "$j0" "$(core_jiffies)") "
         qs[$which]+="$v "
         # The worst answered share and NOERROR share over the runs at this setting.
         ans[$which,$q]=$(lower "$a" "${ans[$which,$q]:-}")
         nerr[$which,$q]=$(lower "$n" "${nerr[$which,$q]:-}")
-        echo "  -q $q run $r $which: $v qps, $a% answered, $n% NOERROR" >&2
+        echo "  -q $q run $r $which: $v qps, $a% answered, $n% NOERROR, cores busy $(echo ${busy[$which,$q]} | awk '{print $NF}')" >&2
       done
     done
     for which in bootlane dnsmasq; do
@@ -51,14 +54,14 @@ dns_table() {
   echo
   echo "### DNS, userspace path, $1 (dnsperf ${DNSPERF_OPTS:--c 20 -T 2}, $NAMES names, median of $RUNS x ${DURATION}s per -q, alternating)"
   echo
-  printf '| server |'; for q in $OUTSTANDING; do printf ' -q %s: qps (answered, NOERROR) |' "$q"; done; echo ' best (≥ 99 % answered) | ratio vs dnsmasq |'
-  printf '|---|'; for q in $OUTSTANDING; do printf -- '---:|'; done; echo '---:|---:|'
+  printf '| server |'; for q in $OUTSTANDING; do printf ' -q %s: qps (answered, NOERROR) |' "$q"; done; echo ' best (≥ 99 % answered) | ratio vs dnsmasq | cores 0/1 busy at the best -q, per run |'
+  printf '|---|'; for q in $OUTSTANDING; do printf -- '---:|'; done; echo '---:|---:|---|'
   for which in bootlane dnsmasq; do
     label="Bootlane (userspace, XDP off)"; [[ $which == dnsmasq ]] && label="dnsmasq 2.90"
     r=$ratio; [[ $which == dnsmasq ]] && r=1.00
     printf '| %s |' "$label"
     for q in $OUTSTANDING; do printf ' %s (%s%%, %s%%) |' "${med[$which,$q]}" "${ans[$which,$q]}" "${nerr[$which,$q]}"; done
-    printf ' %s (-q %s) | %sx |\n' "${score[$which]:-0}" "${best[$which]:--}" "$r"
+    printf ' %s (-q %s) | %sx | %s |\n' "${score[$which]:-0}" "${best[$which]:--}" "$r" "${busy[$which,${best[$which]:-}]:--}"
   done
 }
 dns_table "clients and servers sharing both cores"
