@@ -102,7 +102,7 @@ test('Doctor: an admin runs it and sees the report with its findings', { timeout
     // report when it ends.
     if (server.dhcpIface) {
       const other = api('POST', '/doctor', {});
-      await new Promise((r) => setTimeout(r, 500));
+      await new Promise((r) => setTimeout(r, 1500));
       await run.click();
       const alert = page.getByRole('alert');
       await alert.waitFor();

@@ -170,26 +170,15 @@ fn doctor_finds_a_rival_dhcp_server_an_unconfigured_relay_and_a_small_mtu() {
     let (code, last) = s.api("GET", "/doctor", None);
     assert_eq!((code, &last["data"]["started_at"]), (200, &r["started_at"]));
 
-    // `bootlane doctor` prints the same findings and exits 1 on the error; while its run
-    // lasts, a second run is refused (409).
-    let cli = format!(
-        "echo '{ADMIN_PASSWORD}' | {} doctor --api http://127.0.0.1:8080 --password-stdin",
-        bootlane_bin().display()
-    );
-    let running = std::thread::spawn({
-        let srv_name = srv.name.clone();
-        move || {
-            Command::new("ip")
-                .args(["netns", "exec", &srv_name, "sh", "-c", &cli])
-                .output()
-                .expect("bootlane doctor")
-        }
-    });
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    let (code, busy) = s.api("POST", "/doctor", None);
-    assert_eq!(code, 409, "{busy}");
-    assert!(busy["error"].as_str().unwrap().contains("already going"), "{busy}");
-    let out = running.join().unwrap();
+    // `bootlane doctor` prints the same findings and exits 1 on the error.
+    let out = Command::new("ip")
+        .args(["netns", "exec", &srv.name, "sh", "-c"])
+        .arg(format!(
+            "echo '{ADMIN_PASSWORD}' | {} doctor --api http://127.0.0.1:8080 --password-stdin",
+            bootlane_bin().display()
+        ))
+        .output()
+        .expect("bootlane doctor");
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -203,5 +192,15 @@ fn doctor_finds_a_rival_dhcp_server_an_unconfigured_relay_and_a_small_mtu() {
         "{text}"
     );
     assert!(text.contains(&format!("WARNING mtu [{b}]: MTU 1280")), "{text}");
+
+    // While a run lasts (its DHCP probes alone listen 4.5 s), a second one is refused.
+    std::thread::scope(|scope| {
+        let first = scope.spawn(|| s.api_for(60, "POST", "/doctor", None));
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        let (code, busy) = s.api("POST", "/doctor", None);
+        assert_eq!(code, 409, "{busy}");
+        assert!(busy["error"].as_str().unwrap().contains("already going"), "{busy}");
+        assert_eq!(first.join().unwrap().0, 200);
+    });
     let _ = std::fs::remove_dir_all(Path::new(&work));
 }
