@@ -21,20 +21,10 @@ pub struct BackupArgs {
     /// Configuration file to take `data_dir` and `[api] listen` from.
     #[arg(long, env = "BOOTLANE_CONFIG")]
     pub config: Option<std::path::PathBuf>,
-    /// API of the running server (used when it holds the database). Default: from
-    /// `--config`'s `[api] listen`, else `http://127.0.0.1:8080`.
-    #[arg(long, env = "BOOTLANE_API")]
-    pub api: Option<String>,
-    /// User to log in as when the server runs.
-    #[arg(long = "as", default_value = "admin")]
-    pub as_user: String,
-    /// Read that user's password as the first line of standard input even on a terminal.
-    #[arg(long)]
-    pub password_stdin: bool,
-    /// An API token (an admin's) to use instead of `--as` and a password when the server
-    /// runs: sent as `Authorization: Bearer`.
-    #[arg(long, env = "BOOTLANE_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
+    /// Reaching the running server (used when it holds the database): an admin, or an
+    /// admin's API token.
+    #[command(flatten)]
+    pub login: super::ApiLogin,
 }
 
 /// Arguments of `bootlane restore`.
@@ -82,15 +72,10 @@ async fn backup_inner(args: &BackupArgs) -> anyhow::Result<String> {
 
 /// The running server's backup: log in, `GET /api/v1/system/backup`, log out.
 async fn from_server(args: &BackupArgs) -> anyhow::Result<Vec<u8>> {
-    let api = super::api_url(args.api.as_deref(), args.config.as_deref())?;
-    let s = super::ApiSession::open(
-        &api,
-        args.token.as_deref(),
-        &args.as_user,
-        || super::read_password_once(&args.as_user, args.password_stdin),
-        std::time::Duration::from_secs(120),
-    )
-    .await?;
+    let (api, s) = args
+        .login
+        .open(args.config.as_deref(), std::time::Duration::from_secs(120))
+        .await?;
     let r = s.raw("GET", "/api/v1/system/backup", None).await;
     s.logout().await;
     let (code, body) = r?;

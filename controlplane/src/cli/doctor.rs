@@ -7,28 +7,15 @@ use std::process::ExitCode;
 
 use serde_json::Value;
 
-use super::{api_url, read_password_once, ApiSession};
-
 /// Arguments of `bootlane doctor`.
 #[derive(Debug, clap::Args)]
 pub struct DoctorArgs {
-    /// API of the running server. Default: from `--config`'s `[api] listen`, else
-    /// `http://127.0.0.1:8080`.
-    #[arg(long, env = "BOOTLANE_API")]
-    pub api: Option<String>,
     /// Configuration file to take `[api] listen` from.
     #[arg(long, env = "BOOTLANE_CONFIG")]
     pub config: Option<std::path::PathBuf>,
-    /// User to log in as (an operator or an admin).
-    #[arg(long = "as", default_value = "admin")]
-    pub as_user: String,
-    /// Read that user's password as the first line of standard input even on a terminal.
-    #[arg(long)]
-    pub password_stdin: bool,
-    /// An API token (an operator's or an admin's) to use instead of `--as` and a password:
-    /// sent as `Authorization: Bearer`.
-    #[arg(long, env = "BOOTLANE_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
+    /// Reaching the running server: an operator or an admin, or their API token.
+    #[command(flatten)]
+    pub login: super::ApiLogin,
     /// Print the report as the API answers it (JSON) instead of text.
     #[arg(long)]
     pub json: bool,
@@ -37,15 +24,10 @@ pub struct DoctorArgs {
 /// Runs `bootlane doctor`.
 pub fn command(args: &DoctorArgs) -> ExitCode {
     let run = async {
-        let api = api_url(args.api.as_deref(), args.config.as_deref())?;
-        let s = ApiSession::open(
-            &api,
-            args.token.as_deref(),
-            &args.as_user,
-            || read_password_once(&args.as_user, args.password_stdin),
-            std::time::Duration::from_secs(60),
-        )
-        .await?;
+        let (_, s) = args
+            .login
+            .open(args.config.as_deref(), std::time::Duration::from_secs(60))
+            .await?;
         let r = s.data("POST", "/api/v1/doctor", None).await;
         s.logout().await;
         r

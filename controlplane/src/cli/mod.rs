@@ -65,10 +65,11 @@ pub enum Command {
     /// Check the audit log: `audit verify` checks its hash chain in the data directory.
     Audit(AuditArgs),
     /// Write a consistent backup of the store (from the data directory when the server is
-    /// stopped, else through its API) to a file.
+    /// stopped, else through its API as an admin) to a file.
     Backup(backup::BackupArgs),
     /// Run the boot doctor of the running server: rival DHCP servers, proxyDHCP, relays,
-    /// boot files, TFTP, MTU, the HTTP boot URL, DNS, Secure Boot files (exit 1 on an error).
+    /// boot files, TFTP, MTU, the HTTP boot URL, DNS, Secure Boot files, as an operator or an
+    /// admin (exit 1 on an error).
     Doctor(doctor::DoctorArgs),
     /// Restore a backup into a data directory while the server is stopped.
     Restore(backup::RestoreArgs),
@@ -550,6 +551,50 @@ fn open_store(data_dir: &Path) -> anyhow::Result<Option<Store>> {
         Ok(s) => Ok(Some(s)),
         Err(e) if e.is_locked() => Ok(None),
         Err(e) => Err(anyhow::Error::new(e).context(format!("opening the database in {}", data_dir.display()))),
+    }
+}
+
+/// How a command reaches the running server's API and as whom (`--api`, `--as`,
+/// `--password-stdin`, `--token`), flattened into the commands that call it.
+#[derive(Debug, clap::Args)]
+pub struct ApiLogin {
+    /// API of the running server. Default: from `--config`'s `[api] listen`, else
+    /// `http://127.0.0.1:8080`.
+    #[arg(long, env = "BOOTLANE_API")]
+    pub api: Option<String>,
+    /// User to log in as (the command's help names the role it needs).
+    #[arg(long = "as", default_value = "admin")]
+    pub as_user: String,
+    /// Read that user's password as the first line of standard input even on a terminal.
+    #[arg(long)]
+    pub password_stdin: bool,
+    /// An API token to use instead of `--as` and a password: sent as
+    /// `Authorization: Bearer`.
+    #[arg(long, env = "BOOTLANE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+}
+
+impl ApiLogin {
+    /// The API URL (from `--api`, else `config`'s `[api] listen`) and a session on it:
+    /// the token's, else `--as` logged in with the password asked (or read from stdin).
+    ///
+    /// # Errors
+    /// As [`api_url`] and [`ApiSession::open`].
+    pub(crate) async fn open(
+        &self,
+        config: Option<&Path>,
+        timeout: std::time::Duration,
+    ) -> anyhow::Result<(String, ApiSession)> {
+        let api = api_url(self.api.as_deref(), config)?;
+        let s = ApiSession::open(
+            &api,
+            self.token.as_deref(),
+            &self.as_user,
+            || read_password_once(&self.as_user, self.password_stdin),
+            timeout,
+        )
+        .await?;
+        Ok((api, s))
     }
 }
 
