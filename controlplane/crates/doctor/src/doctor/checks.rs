@@ -201,21 +201,14 @@ pub async fn http_get(url: &str, local: Option<IpAddr>) -> Result<(u16, String),
         .redirect(reqwest::redirect::Policy::limited(3))
         .build()
         .map_err(|e| e.to_string())?;
-    let r = client.get(url).send().await.map_err(|e| error_chain(&e))?;
+    let r = client
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| format!("{:#}", anyhow::Error::new(e)))?;
     let status = r.status().as_u16();
     let body = r.text().await.unwrap_or_default();
     Ok((status, body.chars().take(200).collect()))
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
 }
 
 /// Asks the DNS server at `server` for the A records of `name` (2 s).
@@ -224,7 +217,9 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 /// No answer, a malformed one, or an error rcode other than NXDOMAIN, in words.
 pub async fn dns_a(server: SocketAddr, name: &str) -> Result<Vec<Ipv4Addr>, String> {
     let qname = Name::from_ascii(name).map_err(|e| format!("{name:?} is not a DNS name: {e}"))?;
-    let id = (Instant::now().elapsed().subsec_nanos() & 0xffff) as u16 ^ 0x5a5a;
+    // A query id that differs between runs (RFC 5452 §9.2 asks for unpredictable ids from
+    // resolvers; this is one query to our own server, so varying is enough).
+    let id = (time::OffsetDateTime::now_utc().nanosecond() & 0xffff) as u16;
     let mut m = Message::new(id, MessageType::Query, OpCode::Query);
     m.metadata.recursion_desired = true;
     m.add_query(Query::query(qname, RecordType::A));
@@ -280,7 +275,12 @@ pub fn offer_findings(
         let theirs: Vec<&&Offer> = rivals.iter().filter(|o| o.server == *s).collect();
         let details = json!({ "server": s, "offers": theirs });
         if let Some(boot) = theirs.iter().find(|o| o.gives_boot()) {
-            let file = boot.boot_file.as_deref().unwrap_or("(no file name)");
+            // The rival's text, quoted with control characters escaped: it reaches the
+            // CLI's terminal and the event log.
+            let file = boot
+                .boot_file
+                .as_ref()
+                .map_or_else(|| "no file name".to_owned(), |f| format!("{f:?}"));
             let next = boot
                 .next_server
                 .map_or_else(|| "no next-server".to_owned(), |n| format!("next-server {n}"));
@@ -387,6 +387,16 @@ mod tests {
         // Only our own answers: nothing to report but the all-clear.
         let f = offer_findings("eth1", false, &[offer([10, 0, 0, 1], Some("ipxe.efi"))], &own, w);
         assert_eq!((f.len(), f[0].severity), (1, Severity::Ok));
+        // A rival's boot file name with control characters reaches the summary escaped.
+        let f = offer_findings(
+            "eth1",
+            false,
+            &[offer([10, 0, 0, 5], Some("x\u{1b}[2J\nfake"))],
+            &own,
+            w,
+        );
+        assert!(!f[0].summary.contains(['\u{1b}', '\n']), "{}", f[0].summary);
+        assert!(f[0].summary.contains(r#""x\u{1b}[2J\nfake""#), "{}", f[0].summary);
         // proxyDHCP with no DHCP server on the link: clients get no address.
         let f = offer_findings("eth1", true, &[], &own, w);
         assert_eq!(f[0].severity, Severity::Warning);
