@@ -31,6 +31,8 @@ pub(crate) const LAYERS: &[(&str, &[&str])] = &[
             "bootlane-updates",
             "bootlane-identity",
             "bootlane-doctor",
+            "bootlane-cluster",
+            "bootlane-sessions",
         ],
     ),
     ("configuration", &["bootlane-config"]),

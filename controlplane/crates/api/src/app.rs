@@ -274,8 +274,8 @@ pub async fn build(
             events: events.clone(),
         },
     )?;
-    crate::cluster::report_link(&store, events.clone(), token.clone());
-    crate::cluster::relay_events(&store, events.clone(), token.clone());
+    bootlane_cluster::report_link(&store, events.clone(), token.clone());
+    bootlane_cluster::relay_events(&store, events.clone(), token.clone());
     let state = AppState {
         config,
         store,
@@ -310,14 +310,14 @@ pub async fn build(
         updates,
     };
     // Other nodes' writes (shared PostgreSQL store) rebuild what this node derived.
-    crate::cluster::follow(&state.store, followers(&state), token);
+    bootlane_cluster::follow(&state.store, followers(&state), token);
     Ok(state)
 }
 
-/// The services that follow other nodes' writes ([`crate::cluster::follow`]), one line
+/// The services that follow other nodes' writes ([`bootlane_cluster::follow`]), one line
 /// each: each names the trees it derives from and rebuilds itself
 /// ([`bootlane_core::store::follow::Follower`]).
-pub fn followers(state: &AppState) -> crate::cluster::Followers {
+pub fn followers(state: &AppState) -> bootlane_cluster::Followers {
     vec![
         state.dns.clone(),
         state.dhcp.clone(),

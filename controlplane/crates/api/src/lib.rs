@@ -1,5 +1,4 @@
-//! Bootlane's REST API (/api/v1) and the wiring under it: the router with its OpenAPI document, sign-in and sessions, every resource's routes, the embedded web UI, the state that builds every service from the configuration, and following other nodes on a shared store.
+//! Bootlane's REST API (/api/v1) and the wiring under it: the router with its OpenAPI document, sign-in and sessions, every resource's routes, the embedded web UI, the state that builds every service from the configuration, and the followers of other nodes' writes on a shared store ([`bootlane_cluster`]).
 
 pub mod api;
 pub mod app;
-pub mod cluster;

@@ -84,6 +84,11 @@ pub const API_REQUESTS: &str = "bootlane_api_requests_total";
 pub const API_DURATION: &str = "bootlane_api_request_duration_seconds";
 /// Upper bounds (seconds) of the [`API_DURATION`] histogram buckets.
 pub const API_BUCKETS: &[f64] = &[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+/// Histogram: seconds from a boot session's first DHCPDISCOVER to its kernel handed over
+/// (buckets [`BOOT_BUCKETS`]; described by `bootlane-sessions`).
+pub const BOOT_KERNEL_SECONDS: &str = "bootlane_boot_session_kernel_seconds";
+/// Upper bounds (seconds) of the [`BOOT_KERNEL_SECONDS`] histogram buckets.
+pub const BOOT_BUCKETS: &[f64] = &[1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0];
 
 // ---- Store ----
 /// Gauge: bytes the store uses on disk.
@@ -126,6 +131,8 @@ pub fn install() -> &'static PrometheusHandle {
         let recorder = PrometheusBuilder::new()
             .set_buckets_for_metric(Matcher::Full(API_DURATION.into()), API_BUCKETS)
             .expect("API_BUCKETS is not empty")
+            .set_buckets_for_metric(Matcher::Full(BOOT_KERNEL_SECONDS.into()), BOOT_BUCKETS)
+            .expect("BOOT_BUCKETS is not empty")
             .build_recorder();
         let handle = recorder.handle();
         if metrics::set_global_recorder(recorder).is_err() {

@@ -257,3 +257,23 @@ async fn the_machine_bound_trees_are_each_nodes_own() {
         assert_eq!(on(&b), None, "{tree} of node A is node B's too");
     }
 }
+
+/// The followers `app::build` registers derive from the trees they cache: a tree
+/// dropped from a service's [`Follower::trees`] (or a service not registered) fails.
+#[tokio::test]
+async fn trees_map_to_the_parts_that_cache_them() {
+    let (state, _fake) = super::test_support::state(bootlane_config::config::Config::default()).await;
+    let followers = crate::app::followers(&state);
+    assert_eq!(bootlane_cluster::followers_of(&followers, "dns_records"), ["dns"]);
+    assert_eq!(
+        bootlane_cluster::followers_of(&followers, "dhcp_reservations"),
+        ["dhcp"]
+    );
+    assert_eq!(bootlane_cluster::followers_of(&followers, "dhcp_settings"), ["dhcp"]);
+    assert_eq!(bootlane_cluster::followers_of(&followers, "dhcp_leases"), ["dhcp"]);
+    assert_eq!(bootlane_cluster::followers_of(&followers, "dhcp6_leases"), ["dhcp"]);
+    assert_eq!(bootlane_cluster::followers_of(&followers, "access_entries"), ["access"]);
+    assert_eq!(bootlane_cluster::followers_of(&followers, "access"), ["access"]);
+    assert_eq!(bootlane_cluster::followers_of(&followers, "hosts"), ["hosts"]);
+    assert!(bootlane_cluster::followers_of(&followers, "profiles").is_empty());
+}

@@ -320,6 +320,7 @@ pub struct DhcpControl {
     events: Arc<EventBus>,
     v6: super::v6::control::Dhcp6Control,
     relays: super::relays::RelayLog,
+    tracer: std::sync::OnceLock<super::trace::Tracer>,
 }
 
 use super::settings::key4 as key_of;
@@ -374,9 +375,21 @@ impl DhcpControl {
             events,
             v6: super::v6::control::Dhcp6Control::open(store, &base.subnets6, subnets6).await?,
             relays: super::relays::RelayLog::default(),
+            tracer: std::sync::OnceLock::new(),
         });
         control.apply()?;
         Ok(control)
+    }
+
+    /// Sets where the DHCP server offers what it saw (the boot sessions' recorder); the
+    /// first call wins and applies from the next start of the service.
+    pub fn set_tracer(&self, tracer: super::trace::Tracer) {
+        let _ = self.tracer.set(tracer);
+    }
+
+    /// The tracer given to [`DhcpControl::set_tracer`], if any.
+    pub fn tracer(&self) -> Option<super::trace::Tracer> {
+        self.tracer.get().cloned()
     }
 
     /// The relay agents the running server has seen (kept across restarts of the service).

@@ -225,6 +225,7 @@ pub struct BootHandler {
     access: Option<Arc<bootlane_boot::access::gate::AccessGate>>,
     secure_boot: Option<SecureBootHosts>,
     relays: Option<super::relays::RelayLog>,
+    tracer: Option<super::trace::Tracer>,
 }
 
 pub use bootlane_boot::inventory::SecureBootHosts;
@@ -297,6 +298,7 @@ impl BootHandler {
             access: None,
             secure_boot: None,
             relays: None,
+            tracer: None,
             follow: None,
         }
     }
@@ -398,7 +400,14 @@ impl BootHandler {
         self
     }
 
-    /// Records the relay agents (`giaddr`) of the requests in `log`.
+    /// Offers what each handled message was and how it was answered to `tracer` (the boot
+    /// sessions' recorder; see [`super::trace`]); `None` records nothing.
+    pub fn with_tracer(mut self, tracer: Option<super::trace::Tracer>) -> Self {
+        self.tracer = tracer;
+        self
+    }
+
+    /// Records the relay agents seen in `giaddr` in `log` (read by the boot doctor).
     pub fn with_relays(mut self, log: super::relays::RelayLog) -> Self {
         self.relays = Some(log);
         self
@@ -980,6 +989,9 @@ impl DhcpHandler for BootHandler {
         }
         let reply = self.dispatch(&req, &ctx).await;
         count(req.kind, reply.as_ref());
+        if let Some(t) = &self.tracer {
+            super::trace::offer(t, super::trace::seen(&req, &ctx, reply.as_ref()));
+        }
         reply
     }
 }

@@ -17,6 +17,7 @@ pub mod packet;
 pub mod relays;
 pub mod server;
 pub mod settings;
+pub mod trace;
 pub mod v6;
 
 use std::{collections::BTreeSet, sync::Arc};
@@ -94,6 +95,7 @@ impl DhcpService {
             .with_access(access.clone())
             .with_secure_boot(secure_boot.clone())
             .with_relays(control.relays().clone())
+            .with_tracer(control.tracer())
             .following(control.subscribe()),
         );
         let subnets6 = control

@@ -1,7 +1,7 @@
 //! Following other nodes: with the shared PostgreSQL store, a write made through another
 //! node's API reaches this node's store mirror by `LISTEN/NOTIFY` ([`bootlane_core::store::pg`]),
 //! and [`follow`] gathers each burst of such changes and hands it to every registered
-//! [`Follower`] whose trees it touches (`app::followers`): the DNS zone and XDP map
+//! [`Follower`] whose trees it touches (`bootlane_api::app::followers`): the DNS zone and XDP map
 //! (records), the DHCP handler (reservations, DHCP settings) and lease indexes (leases,
 //! key by key: a lease granted through one node is renewed through any), the access gate
 //! (entries, mode) and the Secure Boot MACs (hosts). iPXE scripts, profiles and answer
@@ -235,23 +235,6 @@ pub fn follow(store: &Store, followers: Followers, token: CancellationToken) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The followers `app::build` registers derive from the trees they cache: a tree
-    /// dropped from a service's [`Follower::trees`] (or a service not registered) fails.
-    #[tokio::test]
-    async fn trees_map_to_the_parts_that_cache_them() {
-        let (state, _fake) = crate::api::test_support::state(bootlane_config::config::Config::default()).await;
-        let followers = crate::app::followers(&state);
-        assert_eq!(followers_of(&followers, "dns_records"), ["dns"]);
-        assert_eq!(followers_of(&followers, "dhcp_reservations"), ["dhcp"]);
-        assert_eq!(followers_of(&followers, "dhcp_settings"), ["dhcp"]);
-        assert_eq!(followers_of(&followers, "dhcp_leases"), ["dhcp"]);
-        assert_eq!(followers_of(&followers, "dhcp6_leases"), ["dhcp"]);
-        assert_eq!(followers_of(&followers, "access_entries"), ["access"]);
-        assert_eq!(followers_of(&followers, "access"), ["access"]);
-        assert_eq!(followers_of(&followers, "hosts"), ["hosts"]);
-        assert!(followers_of(&followers, "profiles").is_empty());
-    }
 
     /// The machine-bound trees are each node's own on a shared store, as their owners
     /// declare them: a declaration dropped (or its crate no longer linked) fails.

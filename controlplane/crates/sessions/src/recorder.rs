@@ -1,0 +1,565 @@
+//! The recorder ([`Sessions`]): one task takes what the DHCP server handled (through its
+//! bounded queue, `bootlane_dhcp::dhcp::trace`) and the boot path's events (through the
+//! event bus), and the HTTP boot routes report files they did not have
+//! ([`Sessions::http_missing`]). Each input becomes a step ([`crate::steps`]) of its
+//! machine's open session, found by MAC, or by client address through the addresses
+//! DHCP leased (the MAC of an address is remembered from the DHCPACK or the lease event;
+//! at most [`MAX_ADDRESSES`]); a machine only known by its address gets a session keyed
+//! by it, re-keyed to the MAC once one is seen for that address.
+//!
+//! A new session begins with a firmware PXE DHCPDISCOVER once the open one got past DHCP,
+//! with a power-on or wake-on-LAN, or with a boot request of a machine with no open
+//! session. A session ends after `[boot_sessions] quiet_secs` without a step
+//! (`installer_wait_secs` once its installer fetched the answer file); it is then judged
+//! once more ([`crate::judge`]), counted in `bootlane_boot_sessions_total{verdict}` and
+//! appended to the `boot_sessions` journal, whose retention is `retention_count` and
+//! `retention_days`. Bounded: [`MAX_OPEN`] open sessions (the one quiet longest ends
+//! first), [`crate::model::MAX_STEPS`] steps per session, [`RECENT`] ended sessions in
+//! memory while the journal write runs. Live subscribers get each change
+//! ([`Sessions::subscribe`]); a slow one lags, never slowing the recorder.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    net::IpAddr,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use serde_json::Value;
+use time::OffsetDateTime;
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    config::SessionsConfig,
+    judge::{judge, progress},
+    model::{BootSession, BootStep, SessionState, SessionUpdate, StoredSession, Verdict, MAX_STEPS},
+    steps::{from_dhcp, from_event, http_missing, Observed, Opens},
+};
+use bootlane_boot::{
+    boot::catalog::{BootCatalog, EntryType},
+    inventory::service::HostService,
+};
+use bootlane_core::{
+    events::{DhcpLeaseBound, Event, EventBus},
+    net::types::MacAddr,
+    store::{journal::Journal, Store, StoreError, Table},
+};
+use bootlane_dhcp::dhcp::trace::DhcpSeen;
+
+/// The most open sessions.
+pub const MAX_OPEN: usize = 4096;
+/// The most address → MAC pairs remembered.
+pub const MAX_ADDRESSES: usize = 65_536;
+/// Ended sessions kept in memory (besides the journal).
+pub const RECENT: usize = 256;
+/// Counter `{verdict}`: boot sessions ended, by verdict.
+pub const SESSIONS_TOTAL: &str = "bootlane_boot_sessions_total";
+/// Gauge: boot sessions open.
+pub const SESSIONS_OPEN: &str = "bootlane_boot_sessions_open";
+
+/// Which sessions a list asks for (every field optional; all given must match).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Filter {
+    /// The machine's MAC (lower-case colon form).
+    pub mac: Option<String>,
+    /// The registered host's name.
+    pub host: Option<String>,
+    /// Open or ended.
+    pub state: Option<SessionState>,
+    /// The verdict.
+    pub verdict: Option<Verdict>,
+    /// Sessions updated at or after this time.
+    pub since: Option<OffsetDateTime>,
+    /// Sessions started at or before this time.
+    pub until: Option<OffsetDateTime>,
+}
+
+impl Filter {
+    fn matches(&self, s: &BootSession) -> bool {
+        self.mac.as_ref().is_none_or(|m| s.mac.as_deref() == Some(m.as_str()))
+            && self.host.as_ref().is_none_or(|h| s.host.as_deref() == Some(h.as_str()))
+            && self.state.is_none_or(|x| x == s.state)
+            && self.verdict.is_none_or(|x| x == s.verdict)
+            && self.since.is_none_or(|t| s.updated >= t)
+            && self.until.is_none_or(|t| s.started <= t)
+    }
+}
+
+/// What the profile's default entry will fetch: file names compared with TFTP and HTTP
+/// requests to tell the kernel and the initrd.
+#[derive(Debug, Clone, Default)]
+struct Expect {
+    kernel: Option<String>,
+    initrds: Vec<String>,
+}
+
+struct Open {
+    session: BootSession,
+    expect: Expect,
+    discover_at: Option<OffsetDateTime>,
+    /// The installer fetched its answer file and has not reported an end.
+    waiting_installer: bool,
+}
+
+#[derive(Default)]
+struct State {
+    open: HashMap<String, Open>,
+    ip_mac: HashMap<IpAddr, String>,
+    recent: VecDeque<BootSession>,
+}
+
+impl State {
+    fn remember(&mut self, ip: IpAddr, mac: &str) {
+        if self.ip_mac.len() >= MAX_ADDRESSES && !self.ip_mac.contains_key(&ip) {
+            self.ip_mac.clear();
+        }
+        self.ip_mac.insert(ip, mac.to_string());
+    }
+}
+
+/// The boot sessions: recorder, memory of the open ones and the journal of ended ones.
+pub struct Sessions {
+    cfg: SessionsConfig,
+    store: Store,
+    journal: Journal<StoredSession>,
+    hosts: Option<Arc<HostService>>,
+    catalog: Option<Arc<BootCatalog>>,
+    state: Mutex<State>,
+    updates: broadcast::Sender<Arc<SessionUpdate>>,
+}
+
+fn base(name: &str) -> &str {
+    let name = name.split(['?', '#']).next().unwrap_or(name);
+    name.rsplit(['/', '\\']).next().unwrap_or(name)
+}
+
+/// `kernel`, `initrd` or `None` for a file fetched during a boot: by the names in the
+/// served profile's default entry, else by the usual names (`vmlinuz*`, `linux`,
+/// `bzImage`, `kernel*`; `initrd*`, `initramfs*`).
+fn role(file: &str, expect: &Expect) -> Option<&'static str> {
+    let b = base(file);
+    if expect.kernel.as_deref().is_some_and(|k| base(k) == b) {
+        return Some("kernel");
+    }
+    if expect.initrds.iter().any(|i| base(i) == b) {
+        return Some("initrd");
+    }
+    let l = b.to_ascii_lowercase();
+    if l.starts_with("vmlinuz") || l == "linux" || l.contains("bzimage") || l.starts_with("kernel") {
+        Some("kernel")
+    } else if l.starts_with("initrd") || l.starts_with("initramfs") {
+        Some("initrd")
+    } else {
+        None
+    }
+}
+
+impl Sessions {
+    /// Opens the `boot_sessions` journal of `store` (sessions a backup restored into the
+    /// database move back into it) with `cfg`'s retention; `hosts` names machines and
+    /// `catalog` tells what a profile's default entry fetches.
+    ///
+    /// # Errors
+    /// Store errors opening the journal.
+    pub fn open(
+        store: &Store,
+        cfg: SessionsConfig,
+        hosts: Option<Arc<HostService>>,
+        catalog: Option<Arc<BootCatalog>>,
+    ) -> Result<Arc<Self>, StoreError> {
+        let journal: Journal<StoredSession> = store.journal(|s: &StoredSession| s.session.updated)?;
+        let restored: Table<StoredSession> = store.table()?;
+        if !restored.is_empty() {
+            journal.append(&restored.list()?)?;
+            restored.clear()?;
+        }
+        Ok(Arc::new(Self {
+            cfg,
+            store: store.clone(),
+            journal,
+            hosts,
+            catalog,
+            state: Mutex::new(State::default()),
+            updates: broadcast::channel(1024).0,
+        }))
+    }
+
+    /// The settings it runs with.
+    pub fn config(&self) -> &SessionsConfig {
+        &self.cfg
+    }
+
+    /// Live changes: each new step with its session's summary, and each session ended.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<SessionUpdate>> {
+        self.updates.subscribe()
+    }
+
+    /// Runs the recorder until `token` is cancelled: `dhcp` (the DHCP server's trace
+    /// queue) and `events` feed it, a tick every second ends quiet sessions and retention
+    /// runs every minute. Open sessions are stored as they are when it stops.
+    pub fn spawn(self: &Arc<Self>, events: &EventBus, mut dhcp: mpsc::Receiver<DhcpSeen>, token: CancellationToken) {
+        let me = self.clone();
+        let mut rx = events.subscribe().rx;
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            let mut n = 0u64;
+            loop {
+                tokio::select! {
+                    _ = token.cancelled() => break,
+                    Some(s) = dhcp.recv() => me.observe(from_dhcp(&s)),
+                    e = rx.recv() => match e {
+                        Ok(e) => me.event(&e),
+                        Err(broadcast::error::RecvError::Lagged(k)) => tracing::debug!("boot sessions missed {k} events"),
+                        Err(broadcast::error::RecvError::Closed) => break,
+                    },
+                    _ = tick.tick() => {
+                        me.tick(OffsetDateTime::now_utc());
+                        n += 1;
+                        if n % 60 == 0 {
+                            me.prune();
+                        }
+                    }
+                }
+            }
+            me.end_all();
+        });
+    }
+
+    fn event(&self, e: &Event) {
+        if matches!(e.kind.as_str(), "dhcp.lease.granted" | "dhcp.lease.renewed") {
+            if let Ok(b) = serde_json::from_value::<DhcpLeaseBound>(e.data.clone()) {
+                self.state
+                    .lock()
+                    .expect("sessions lock")
+                    .remember(IpAddr::V4(b.ip), &b.mac);
+            }
+            return;
+        }
+        if let Some(o) = from_event(e) {
+            self.observe(o);
+        }
+    }
+
+    /// Records an HTTP boot request for a file the server does not have (a 404) from
+    /// `ip`.
+    pub fn http_missing(&self, ip: Option<IpAddr>, file: &str) {
+        self.observe(http_missing(ip, file));
+    }
+
+    fn host_of(&self, mac: &str) -> Option<String> {
+        let m: MacAddr = mac.parse().ok()?;
+        self.hosts.as_ref()?.by_mac(m).ok().flatten().map(|h| h.name)
+    }
+
+    fn expect(&self, profile: &str) -> (Expect, bool) {
+        let Some(p) = self
+            .catalog
+            .as_ref()
+            .and_then(|c| c.profiles().ok())
+            .and_then(|ps| ps.into_iter().find(|p| p.name == profile))
+        else {
+            return (Expect::default(), false);
+        };
+        let Some(e) = p.entries.iter().find(|e| e.is_default).or(p.entries.first()) else {
+            return (Expect::default(), false);
+        };
+        (
+            Expect {
+                kernel: e.kernel.clone(),
+                initrds: e.initrds.clone(),
+            },
+            e.kind == EntryType::Local,
+        )
+    }
+
+    /// Adds one observed step to its machine's session (beginning one when it may).
+    pub fn observe(&self, mut o: Observed) {
+        if o.mac.is_none() {
+            if let (Some(id), Some(h)) = (o.host_id, self.hosts.as_ref()) {
+                o.mac = h.get(id).ok().map(|h| h.mac);
+            }
+        }
+        let mut ended = Vec::new();
+        let update = {
+            let mut st = self.state.lock().expect("sessions lock");
+            if let (Some(mac), Some(ip)) = (&o.mac, o.ip) {
+                st.remember(ip, mac);
+            }
+            let mac = o
+                .mac
+                .clone()
+                .or_else(|| o.ip.and_then(|ip| st.ip_mac.get(&ip).cloned()));
+            let key = match (&mac, o.ip) {
+                (Some(m), _) => m.clone(),
+                (None, Some(ip)) => format!("ip:{ip}"),
+                (None, None) => return,
+            };
+            if let (Some(m), Some(ip)) = (&mac, o.ip) {
+                if let Some(mut s) = st.open.remove(&format!("ip:{ip}")) {
+                    s.session.mac = Some(m.clone());
+                    s.session.host = self.host_of(m);
+                    if let Some(old) = st.open.insert(key.clone(), s) {
+                        ended.push(old);
+                    }
+                }
+            }
+            let begin = match (st.open.get(&key), o.opens) {
+                (None, Opens::No) => return,
+                (None, _) | (Some(_), Opens::Always) => true,
+                (Some(s), Opens::Firmware) => progress(&s.session.steps).past_dhcp,
+                (Some(_), _) => false,
+            };
+            if begin {
+                if let Some(old) = st.open.remove(&key) {
+                    ended.push(old);
+                }
+                if st.open.len() >= MAX_OPEN {
+                    let oldest = st
+                        .open
+                        .iter()
+                        .min_by_key(|(_, s)| s.session.updated)
+                        .map(|(k, _)| k.clone());
+                    if let Some(old) = oldest.and_then(|k| st.open.remove(&k)) {
+                        ended.push(old);
+                    }
+                }
+                let Ok(id) = self.store.next_id() else { return };
+                let host = mac.as_deref().and_then(|m| self.host_of(m));
+                st.open.insert(
+                    key.clone(),
+                    Open {
+                        session: BootSession {
+                            id,
+                            mac: mac.clone(),
+                            ip: None,
+                            host,
+                            started: o.at,
+                            updated: o.at,
+                            state: SessionState::Open,
+                            verdict: Verdict::InProgress,
+                            reason: String::new(),
+                            kernel_ms: None,
+                            step_count: 0,
+                            steps_dropped: 0,
+                            steps: Vec::new(),
+                        },
+                        expect: Expect::default(),
+                        discover_at: None,
+                        waiting_installer: false,
+                    },
+                );
+            }
+            let Some(s) = st.open.get_mut(&key) else { return };
+            if o.kind == "ipxe" || o.kind == "menu" {
+                if let Some(p) = o.details.get("profile").and_then(Value::as_str) {
+                    let (expect, local) = self.expect(p);
+                    s.expect = expect;
+                    o.details["local"] = Value::Bool(local);
+                    if local {
+                        o.summary.push_str(": the local disk");
+                    }
+                }
+                if let Some(h) = o.details.get("host").and_then(Value::as_str) {
+                    s.session.host = Some(h.to_string());
+                }
+            }
+            if matches!(o.kind, "http" | "tftp") && o.ok {
+                if let Some(r) = o
+                    .details
+                    .get("file")
+                    .and_then(Value::as_str)
+                    .and_then(|f| role(f, &s.expect))
+                {
+                    o.details["role"] = Value::String(r.into());
+                }
+            }
+            if o.kind == "dhcp" && o.details.get("message").and_then(Value::as_str) == Some("discover") {
+                s.discover_at.get_or_insert(o.at);
+            }
+            if o.details.get("role").and_then(Value::as_str) == Some("kernel") && s.session.kernel_ms.is_none() {
+                if let Some(d) = s.discover_at {
+                    let ms = (o.at - d).whole_milliseconds().max(0) as u64;
+                    s.session.kernel_ms = Some(ms);
+                    metrics::histogram!(bootlane_core::metrics::BOOT_KERNEL_SECONDS).record(ms as f64 / 1000.0);
+                }
+            }
+            if let Some(ip) = o.ip {
+                s.session.ip = Some(ip.to_string());
+            }
+            let start = o.at - time::Duration::milliseconds(o.duration_ms.unwrap_or(0) as i64);
+            let step = BootStep {
+                at: o.at,
+                offset_ms: (start - s.session.started).whole_milliseconds().max(0) as u64,
+                duration_ms: o.duration_ms,
+                kind: o.kind.to_string(),
+                ok: o.ok,
+                summary: o.summary,
+                details: o.details,
+            };
+            s.session.updated = s.session.updated.max(o.at);
+            s.session.step_count += 1;
+            if s.session.steps.len() < MAX_STEPS {
+                s.session.steps.push(step.clone());
+            } else {
+                s.session.steps_dropped += 1;
+            }
+            let p = progress(&s.session.steps);
+            s.waiting_installer = p.answer && p.report.is_none();
+            (s.session.verdict, s.session.reason) = judge(&s.session.steps, false, self.wait_min(s));
+            metrics::gauge!(SESSIONS_OPEN).set(st.open.len() as f64);
+            Arc::new(SessionUpdate {
+                session: st.open[&key].session.summary(),
+                step: Some(step),
+            })
+        };
+        let _ = self.updates.send(update);
+        self.finish(ended);
+    }
+
+    fn wait_min(&self, s: &Open) -> u64 {
+        (if s.waiting_installer {
+            self.cfg.installer_wait_secs
+        } else {
+            self.cfg.quiet_secs
+        })
+        .div_ceil(60)
+    }
+
+    /// Ends the sessions quiet since before `now` less their wait.
+    pub fn tick(&self, now: OffsetDateTime) {
+        let ended: Vec<Open> = {
+            let mut st = self.state.lock().expect("sessions lock");
+            let due: Vec<String> = st
+                .open
+                .iter()
+                .filter(|(_, s)| {
+                    let wait = if s.waiting_installer {
+                        self.cfg.installer_wait_secs
+                    } else {
+                        self.cfg.quiet_secs
+                    };
+                    now - s.session.updated >= time::Duration::seconds(wait as i64)
+                })
+                .map(|(k, _)| k.clone())
+                .collect();
+            due.iter().filter_map(|k| st.open.remove(k)).collect()
+        };
+        self.finish(ended);
+    }
+
+    fn end_all(&self) {
+        let all: Vec<Open> = self
+            .state
+            .lock()
+            .expect("sessions lock")
+            .open
+            .drain()
+            .map(|(_, s)| s)
+            .collect();
+        self.finish(all);
+    }
+
+    /// Judges `ended` as over, keeps them in memory and appends them to the journal.
+    fn finish(&self, ended: Vec<Open>) {
+        if ended.is_empty() {
+            return;
+        }
+        let mut stored = Vec::new();
+        for o in ended {
+            let mut s = o.session;
+            let wait = if o.waiting_installer {
+                self.cfg.installer_wait_secs
+            } else {
+                self.cfg.quiet_secs
+            };
+            (s.verdict, s.reason) = judge(&s.steps, true, wait.div_ceil(60));
+            s.state = SessionState::Ended;
+            metrics::counter!(SESSIONS_TOTAL, "verdict" => s.verdict.as_str()).increment(1);
+            let _ = self.updates.send(Arc::new(SessionUpdate {
+                session: s.summary(),
+                step: None,
+            }));
+            if let Ok(seq) = self.store.next_id() {
+                stored.push(StoredSession {
+                    seq,
+                    session: s.clone(),
+                });
+            }
+            let mut st = self.state.lock().expect("sessions lock");
+            st.recent.push_front(s);
+            st.recent.truncate(RECENT);
+        }
+        if let Err(e) = self.journal.append(&stored) {
+            tracing::warn!("storing {} ended boot sessions failed: {e}", stored.len());
+        }
+    }
+
+    fn prune(&self) {
+        let age = time::Duration::days(i64::from(self.cfg.retention_days));
+        if let Err(e) = self.journal.prune(self.cfg.retention_count, age) {
+            tracing::warn!("boot session retention failed: {e}");
+        }
+    }
+
+    /// Up to `limit` sessions matching `f`, without their steps: the open ones first
+    /// (newest first), then ended ones, newest ended first.
+    ///
+    /// # Errors
+    /// I/O errors reading the journal.
+    pub fn list(&self, f: &Filter, limit: usize) -> Result<Vec<BootSession>, StoreError> {
+        let (mut out, recent) = {
+            let st = self.state.lock().expect("sessions lock");
+            let mut open: Vec<BootSession> = st
+                .open
+                .values()
+                .map(|o| o.session.summary())
+                .filter(|s| f.matches(s))
+                .collect();
+            open.sort_by(|a, b| b.started.cmp(&a.started));
+            (open, st.recent.iter().map(BootSession::summary).collect::<Vec<_>>())
+        };
+        let mut seen: std::collections::HashSet<u64> = out.iter().map(|s| s.id).collect();
+        let stored = self.journal.newest_first().map(|r| r.map(|s| s.session.summary()));
+        for s in recent.into_iter().map(Ok).chain(stored) {
+            if out.len() >= limit {
+                break;
+            }
+            let s = s?;
+            if f.matches(&s) && seen.insert(s.id) {
+                out.push(s);
+            }
+        }
+        out.truncate(limit);
+        Ok(out)
+    }
+
+    /// One session with its steps.
+    ///
+    /// # Errors
+    /// I/O errors reading the journal.
+    pub fn get(&self, id: u64) -> Result<Option<BootSession>, StoreError> {
+        {
+            let st = self.state.lock().expect("sessions lock");
+            if let Some(s) = st
+                .open
+                .values()
+                .map(|o| &o.session)
+                .chain(st.recent.iter())
+                .find(|s| s.id == id)
+            {
+                return Ok(Some(s.clone()));
+            }
+        }
+        for s in self.journal.newest_first() {
+            let s = s?;
+            if s.session.id == id {
+                return Ok(Some(s.session));
+            }
+        }
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,169 @@
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use super::*;
+use bootlane_core::events::{BootFileServed, EventKind, IpxeServed, NewEvent, TftpRefused, TftpTransfer};
+
+const MAC: &str = "52:54:00:aa:bb:01";
+
+fn seen(kind: &'static str, reply: Option<&'static str>, server_id: Option<Ipv4Addr>) -> DhcpSeen {
+    DhcpSeen {
+        at: std::time::SystemTime::now(),
+        mac: MAC.parse().unwrap(),
+        src: SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 68),
+        port: 67,
+        kind,
+        arch: Some(0),
+        vendor_class: Some("PXEClient:Arch:00000:UNDI:002001".into()),
+        ipxe: false,
+        server_id,
+        giaddr: None,
+        reply,
+        server: reply.map(|_| Ipv4Addr::new(10, 0, 0, 1)),
+        yiaddr: reply.map(|_| Ipv4Addr::new(10, 0, 0, 50)),
+        next_server: reply.map(|_| Ipv4Addr::new(10, 0, 0, 1)),
+        boot_file: reply.map(|_| "undionly.kpxe\x1b[2J".to_string()),
+    }
+}
+
+fn sessions(quiet: u64) -> Arc<Sessions> {
+    let cfg = SessionsConfig {
+        quiet_secs: quiet,
+        ..Default::default()
+    };
+    Sessions::open(&Store::temporary(), cfg, None, None).unwrap()
+}
+
+fn ev(bus: &EventBus, e: NewEvent) -> Arc<Event> {
+    bus.publish(e.remote("10.0.0.50"))
+}
+
+#[tokio::test]
+async fn a_boot_becomes_one_session_with_a_verdict_and_is_stored_when_quiet() {
+    let s = sessions(5);
+    let bus = EventBus::in_memory();
+    s.observe(from_dhcp(&seen("discover", Some("offer"), None)));
+    s.observe(from_dhcp(&seen(
+        "request",
+        Some("ack"),
+        Some(Ipv4Addr::new(10, 0, 0, 1)),
+    )));
+    // TFTP names the client by address only: matched through the ACK's address.
+    s.event(&ev(
+        &bus,
+        NewEvent::new(EventKind::TftpTransferCompleted, "t").with(&TftpTransfer {
+            file: "undionly.kpxe".into(),
+            client: "10.0.0.50:2070".into(),
+            bytes: 70_000,
+            duration_ms: 120,
+            outcome: "Complete".into(),
+        }),
+    ));
+    s.event(&ev(
+        &bus,
+        NewEvent::new(EventKind::BootIpxeServed, "i").with(&IpxeServed::Profile {
+            mac: MAC.into(),
+            profile: "debian".into(),
+            host: None,
+        }),
+    ));
+    let open = s.list(&Filter::default(), 10).unwrap();
+    assert_eq!(open.len(), 1);
+    assert_eq!(open[0].state, SessionState::Open);
+    assert_eq!(open[0].verdict, Verdict::InProgress);
+    assert_eq!(open[0].step_count, 4);
+    assert!(open[0].steps.is_empty(), "lists carry no steps");
+    for f in ["debian/vmlinuz", "debian/initrd.gz"] {
+        s.event(&ev(
+            &bus,
+            NewEvent::new(EventKind::BootFileServed, "f").with(&BootFileServed {
+                file: f.into(),
+                bytes: 1000,
+                image: None,
+                status: 200,
+            }),
+        ));
+    }
+    let one = s.get(open[0].id).unwrap().unwrap();
+    assert_eq!(one.steps.len(), 6);
+    assert_eq!(one.verdict, Verdict::HandedToInstaller, "{}", one.reason);
+    assert!(one.kernel_ms.is_some());
+    assert!(
+        one.steps[0].summary.contains("\\u{1b}"),
+        "client text escaped: {}",
+        one.steps[0].summary
+    );
+    assert_eq!(one.steps[4].details["role"], "kernel");
+    s.tick(OffsetDateTime::now_utc() + time::Duration::seconds(6));
+    let ended = s
+        .list(
+            &Filter {
+                state: Some(SessionState::Ended),
+                ..Default::default()
+            },
+            10,
+        )
+        .unwrap();
+    assert_eq!(ended.len(), 1);
+    assert_eq!(ended[0].verdict, Verdict::HandedToInstaller);
+    // From the journal after a restart of the recorder.
+    let stored: Vec<_> = s.journal.newest_first().collect::<Result<_, _>>().unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].session.steps.len(), 6);
+}
+
+#[tokio::test]
+async fn another_servers_offer_and_a_missing_file_are_named_and_a_firmware_discover_begins_anew() {
+    let s = sessions(900);
+    let bus = EventBus::in_memory();
+    s.observe(from_dhcp(&seen("discover", Some("offer"), None)));
+    s.observe(from_dhcp(&seen("request", None, Some(Ipv4Addr::new(10, 0, 0, 5)))));
+    let l = s.list(&Filter::default(), 10).unwrap();
+    assert_eq!(l[0].verdict, Verdict::Stalled);
+    assert_eq!(l[0].reason, "took another server's offer: 10.0.0.5 answered first");
+    // Retries of DHCP stay in the session; a TFTP refusal (from the rival's address plan).
+    s.observe(from_dhcp(&seen("discover", Some("offer"), None)));
+    assert_eq!(s.list(&Filter::default(), 10).unwrap().len(), 1);
+    s.observe(from_dhcp(&seen(
+        "request",
+        Some("ack"),
+        Some(Ipv4Addr::new(10, 0, 0, 1)),
+    )));
+    s.event(&ev(
+        &bus,
+        NewEvent::new(EventKind::TftpTransferFailed, "t").with(&TftpRefused {
+            file: "ipxe.efi".into(),
+            client: "10.0.0.50:2070".into(),
+            error: "File not found".into(),
+            code: 1,
+        }),
+    ));
+    let l = s.list(&Filter::default(), 10).unwrap();
+    assert_eq!(
+        l[0].reason,
+        "asked for \"ipxe.efi\" over TFTP: not found in the boot root"
+    );
+    // The machine reboots: a firmware DISCOVER after TFTP begins a new session.
+    s.observe(from_dhcp(&seen("discover", Some("offer"), None)));
+    let l = s.list(&Filter::default(), 10).unwrap();
+    assert_eq!(l.len(), 2);
+    assert_eq!(l[0].state, SessionState::Open);
+    assert_eq!(l[1].state, SessionState::Ended);
+    assert_eq!(l[1].verdict, Verdict::Stalled);
+    let by_verdict = s
+        .list(
+            &Filter {
+                verdict: Some(Verdict::Stalled),
+                ..Default::default()
+            },
+            10,
+        )
+        .unwrap();
+    assert_eq!(by_verdict.len(), 1);
+    // A machine that is no boot client opens nothing.
+    let mut plain = seen("discover", Some("offer"), None);
+    plain.mac = "52:54:00:aa:bb:02".parse().unwrap();
+    plain.arch = None;
+    plain.vendor_class = None;
+    s.observe(from_dhcp(&plain));
+    assert_eq!(s.list(&Filter::default(), 10).unwrap().len(), 2);
+}

@@ -1,0 +1,384 @@
+//! What each input becomes: a DHCP message the server handled ([`from_dhcp`]) or an event
+//! of the boot path ([`from_event`]) turned into an [`Observed`] step with the machine it
+//! belongs to. Client-sent text (file names, vendor classes, installer messages) enters a
+//! summary only quoted with control characters escaped (Rust's `{:?}`).
+
+use std::net::IpAddr;
+
+use serde_json::{json, Value};
+use time::OffsetDateTime;
+
+use bootlane_core::events::{
+    AccessRefused, BmcPowerRequested, BootFileServed, Event, InstallTaskReport, InstallTaskStateChanged, IpxeServed,
+    MenuServed, ScriptRunReported, TftpRefused, TftpTransfer, WolWake,
+};
+use bootlane_dhcp::dhcp::trace::DhcpSeen;
+
+/// Whether a step may begin a new session of its machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opens {
+    /// Never (the installer's own DHCP, a lease event): joins an open session or is
+    /// dropped.
+    No,
+    /// When the machine has no open session (a TFTP or HTTP request, a script).
+    IfNone,
+    /// A firmware PXE DHCPDISCOVER: a new session when the open one has got past DHCP.
+    Firmware,
+    /// Always (a power-on or wake-on-LAN: a new boot attempt).
+    Always,
+}
+
+/// One input as a step of a machine's boot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observed {
+    /// The machine's MAC, when the input carries it.
+    pub mac: Option<String>,
+    /// The machine's address, when the input carries it.
+    pub ip: Option<IpAddr>,
+    /// The host id an action named (power), to be mapped to its MAC.
+    pub host_id: Option<u64>,
+    /// When it happened.
+    pub at: OffsetDateTime,
+    /// How long it took, in milliseconds.
+    pub duration_ms: Option<u64>,
+    /// The step's kind (see [`crate::model::BootStep::kind`]).
+    pub kind: &'static str,
+    /// Success or not.
+    pub ok: bool,
+    /// One sentence.
+    pub summary: String,
+    /// Details by kind.
+    pub details: Value,
+    /// Whether it may begin a session.
+    pub opens: Opens,
+}
+
+fn arch_name(a: u16) -> String {
+    match a {
+        0 => "BIOS".into(),
+        6 => "x86 UEFI".into(),
+        7 | 9 => "x86-64 UEFI".into(),
+        10 => "ARM32 UEFI".into(),
+        11 => "ARM64 UEFI".into(),
+        16 => "x86-64 UEFI HTTP".into(),
+        19 => "ARM64 UEFI HTTP".into(),
+        n => format!("arch {n}"),
+    }
+}
+
+/// A DHCP message the server handled, as a step.
+pub fn from_dhcp(s: &DhcpSeen) -> Observed {
+    let kind = if s.port == 4011 || (s.reply.is_some() && s.yiaddr.is_none() && s.kind == "discover") {
+        "proxydhcp"
+    } else {
+        "dhcp"
+    };
+    let mut who = Vec::new();
+    if let Some(a) = s.arch {
+        who.push(arch_name(a));
+    }
+    if let Some(v) = &s.vendor_class {
+        who.push(format!("{:?}", v.split(':').next().unwrap_or(v)));
+    }
+    if s.ipxe {
+        who.push("iPXE".into());
+    }
+    let rival = match (s.kind, s.server_id, s.reply) {
+        ("request", Some(id), None) => Some(id),
+        _ => None,
+    };
+    let mut summary = format!(
+        "{}{}",
+        s.kind.to_uppercase(),
+        if who.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", who.join(", "))
+        }
+    );
+    match (s.reply, rival) {
+        (_, Some(id)) => summary.push_str(&format!(" for {id}'s offer: another server's, not answered")),
+        (Some(r), _) => {
+            summary.push_str(&format!(" → {}", r.to_uppercase()));
+            if let Some(ip) = s.yiaddr {
+                summary.push_str(&format!(" {ip}"));
+            }
+            if let Some(f) = &s.boot_file {
+                summary.push_str(&format!(", boot file {f:?}"));
+                if let Some(n) = s.next_server {
+                    summary.push_str(&format!(" from {n}"));
+                }
+            }
+        }
+        (None, None) => summary.push_str(" (not answered)"),
+    }
+    let firmware = s.kind == "discover"
+        && !s.ipxe
+        && (s.arch.is_some()
+            || s.vendor_class
+                .as_deref()
+                .is_some_and(|v| v.starts_with("PXEClient") || v.starts_with("HTTPClient")));
+    let boot_client = s.ipxe || firmware || s.arch.is_some();
+    Observed {
+        mac: Some(s.mac.to_string()),
+        ip: s.yiaddr.map(IpAddr::V4),
+        host_id: None,
+        at: OffsetDateTime::from(s.at),
+        duration_ms: None,
+        kind,
+        ok: rival.is_none() && s.reply != Some("nak"),
+        summary,
+        details: json!({
+            "message": s.kind, "port": s.port, "client": s.src.to_string(), "arch": s.arch,
+            "vendor_class": s.vendor_class, "ipxe": s.ipxe, "server_id": s.server_id, "giaddr": s.giaddr,
+            "reply": s.reply, "server": s.server, "yiaddr": s.yiaddr, "next_server": s.next_server,
+            "boot_file": s.boot_file, "rival": rival,
+        }),
+        opens: if firmware {
+            Opens::Firmware
+        } else if boot_client && s.kind == "discover" {
+            Opens::IfNone
+        } else {
+            Opens::No
+        },
+    }
+}
+
+fn client_ip(addr: &str) -> Option<IpAddr> {
+    addr.parse::<std::net::SocketAddr>()
+        .map(|a| a.ip().to_canonical())
+        .or_else(|_| addr.parse::<IpAddr>().map(|a| a.to_canonical()))
+        .ok()
+}
+
+fn data<T: serde::de::DeserializeOwned>(e: &Event) -> Option<T> {
+    serde_json::from_value(e.data.clone()).ok()
+}
+
+fn step(e: &Event, kind: &'static str, ok: bool, summary: String, details: Value, opens: Opens) -> Observed {
+    Observed {
+        mac: None,
+        ip: e.remote_addr.as_deref().and_then(client_ip),
+        host_id: None,
+        at: e.time,
+        duration_ms: None,
+        kind,
+        ok,
+        summary,
+        details,
+        opens,
+    }
+}
+
+/// An event of the boot path as a step; `None` for events that are not about a machine's
+/// boot (or the data does not decode).
+pub fn from_event(e: &Event) -> Option<Observed> {
+    let o = match e.kind.as_str() {
+        "tftp.transfer.completed" | "tftp.transfer.aborted" | "tftp.transfer.failed" => {
+            if let Some(t) = data::<TftpTransfer>(e) {
+                let ok = t.outcome == "Complete";
+                let how = if ok {
+                    "sent".to_string()
+                } else {
+                    format!("{} ({})", t.outcome, "transfer did not complete")
+                };
+                let mut o = step(
+                    e,
+                    "tftp",
+                    ok,
+                    format!("TFTP {:?}: {} bytes {how} in {} ms", t.file, t.bytes, t.duration_ms),
+                    json!({"file": t.file, "bytes": t.bytes, "outcome": t.outcome, "client": t.client}),
+                    Opens::IfNone,
+                );
+                o.ip = client_ip(&t.client);
+                o.duration_ms = Some(t.duration_ms);
+                o
+            } else {
+                let t = data::<TftpRefused>(e)?;
+                let mut o = step(
+                    e,
+                    "tftp",
+                    false,
+                    format!("TFTP {:?} refused: {} (code {})", t.file, t.error, t.code),
+                    json!({"file": t.file, "outcome": "refused", "code": t.code, "error": t.error, "client": t.client}),
+                    Opens::IfNone,
+                );
+                o.ip = client_ip(&t.client);
+                o
+            }
+        }
+        "boot.ipxe.served" => match data::<IpxeServed>(e)? {
+            IpxeServed::Profile { mac, profile, host } => {
+                let mut o = step(
+                    e,
+                    "ipxe",
+                    true,
+                    format!("iPXE script of profile {profile:?} served"),
+                    json!({"profile": profile, "host": host}),
+                    Opens::IfNone,
+                );
+                o.mac = (mac != "unknown").then_some(mac);
+                o
+            }
+            IpxeServed::InstallTask { mac, .. } => {
+                let mut o = step(
+                    e,
+                    "ipxe",
+                    true,
+                    "iPXE script of the machine's install task served".into(),
+                    json!({"install_task": true}),
+                    Opens::IfNone,
+                );
+                o.mac = Some(mac);
+                o
+            }
+        },
+        "boot.pxelinux.served" | "boot.grub.served" => {
+            let m = data::<MenuServed>(e)?;
+            let loader = if e.kind == "boot.grub.served" {
+                "GRUB"
+            } else {
+                "PXELINUX"
+            };
+            let mut o = step(
+                e,
+                "menu",
+                true,
+                format!(
+                    "{loader} menu {:?} of profile {:?} sent over {}",
+                    m.file, m.profile, m.protocol
+                ),
+                json!({"file": m.file, "profile": m.profile, "host": m.host, "protocol": m.protocol, "loader": loader}),
+                Opens::IfNone,
+            );
+            o.mac = m.mac;
+            o
+        }
+        "boot.file.served" => {
+            let f = data::<BootFileServed>(e)?;
+            step(
+                e,
+                "http",
+                true,
+                format!("HTTP {:?}: {} bytes, status {}", f.file, f.bytes, f.status),
+                json!({"file": f.file, "bytes": f.bytes, "status": f.status, "image": f.image}),
+                Opens::IfNone,
+            )
+        }
+        "access.refused" => {
+            let a = data::<AccessRefused>(e)?;
+            let mut o = step(
+                e,
+                "access",
+                false,
+                format!("refused by access control ({})", a.protocol),
+                serde_json::to_value(&a).unwrap_or(Value::Null),
+                Opens::IfNone,
+            );
+            o.mac = a.mac;
+            o.ip = a.ip.or(o.ip);
+            o
+        }
+        "install.task.state" => {
+            let s = data::<InstallTaskStateChanged>(e)?;
+            let summary = match s.state.as_str() {
+                "installing" => "the installer fetched its answer file".to_string(),
+                other => format!("install task {}: {} → {other}", s.id, s.from),
+            };
+            let mut o = step(
+                e,
+                "installer",
+                s.state != "failed",
+                summary,
+                json!({"task": s.id, "from": s.from, "state": s.state, "reason": s.reason}),
+                Opens::No,
+            );
+            o.mac = Some(s.mac);
+            o.ip = None;
+            o
+        }
+        "install.task.report" => {
+            let r = data::<InstallTaskReport>(e)?;
+            let mut o = step(
+                e,
+                "installer",
+                r.kind != "failed",
+                format!("installer report {:?}: {:?}", r.kind, r.message),
+                json!({"task": r.id, "report": r.kind, "message": r.message}),
+                Opens::IfNone,
+            );
+            o.mac = Some(r.mac);
+            o.ip = None;
+            o
+        }
+        "script.run.succeeded" | "script.run.failed" => {
+            let r = data::<ScriptRunReported>(e)?;
+            let ok = e.kind == "script.run.succeeded";
+            let mut o = step(
+                e,
+                "baseline",
+                ok,
+                format!("baseline script {}", if ok { "ran" } else { "failed" }),
+                serde_json::to_value(&r).unwrap_or(Value::Null),
+                Opens::No,
+            );
+            o.mac = Some(r.mac);
+            o.ip = None;
+            o
+        }
+        "wol.sent" => {
+            let w = data::<WolWake>(e)?;
+            let mut o = step(
+                e,
+                "wol",
+                true,
+                "wake-on-LAN magic packet sent".into(),
+                json!({"interfaces": w.interfaces}),
+                Opens::Always,
+            );
+            o.mac = Some(w.mac);
+            o.ip = None;
+            o
+        }
+        "bmc.power.requested" => {
+            let b = data::<BmcPowerRequested>(e)?;
+            let mut o = step(
+                e,
+                "bmc",
+                true,
+                format!(
+                    "BMC power {}{}",
+                    b.action,
+                    if b.pxe { " (next boot from the network)" } else { "" }
+                ),
+                json!({"action": b.action, "pxe": b.pxe}),
+                if matches!(b.action.as_str(), "on" | "cycle" | "reset") {
+                    Opens::Always
+                } else {
+                    Opens::No
+                },
+            );
+            o.host_id = b.host_id;
+            o.ip = None;
+            o
+        }
+        _ => return None,
+    };
+    Some(o)
+}
+
+/// An HTTP boot file the server did not have (a 404), as a step.
+pub fn http_missing(ip: Option<IpAddr>, file: &str) -> Observed {
+    Observed {
+        mac: None,
+        ip: ip.map(|i| i.to_canonical()),
+        host_id: None,
+        at: OffsetDateTime::now_utc(),
+        duration_ms: None,
+        kind: "http",
+        ok: false,
+        summary: format!("HTTP {file:?}: not found (404)"),
+        details: json!({"file": file, "status": 404}),
+        opens: Opens::IfNone,
+    }
+}
