@@ -19,7 +19,11 @@
 #   5. a `done` report (with the token the machine's own console shows on its kernel
 #      command line) from another address is refused, and from the machine's leased
 #      address (taken over by the client once the VM is stopped) makes the task `installed`, and booting the same machine again gets
-#      the local-boot script (the loop guard), seen on its serial console.
+#      the local-boot script (the loop guard), seen on its serial console;
+#   6. each boot is one boot session: the install's shows DHCP, the task's iPXE script,
+#      the kernel and initrd over HTTP, the answer-file fetch and the installer's reports
+#      (verdict `handed_to_installer`, then `installed` after the done report), and the
+#      second boot is a new session with the verdict `booted_local_disk`.
 # Traffic stays inside the namespaces it creates; everything it started is stopped by PID
 # and the namespaces are deleted on exit. KEEP=1 keeps the work directory after a pass.
 set -euo pipefail
@@ -117,6 +121,11 @@ done
 log "the installer fetched its preseed (task installing) and reported progress after $(($(date +%s) - T0)) s"
 api GET "/netboot/tasks/$TASK" >"$WORK/task.json"
 log "its reports: $(json '[(r["kind"], r["message"][:60]) for r in d["data"]["reports"]]' <"$WORK/task.json")"
+# The boot session: DHCP, the install task's iPXE script, the installer's kernel and
+# initrd over HTTP, the answer-file fetch and the installer's report, handed to the
+# installer.
+boot_session_check "$MAC" handed_to_installer dhcp:discover ipxe http:kernel http:initrd installer:answer installer:report
+INSTALL_SESSION=$SESSION_ID
 # Let the installer go on until it needs the package mirror, then say where it stopped.
 sleep 45
 # The last distinct lines of text the installer put on its console.
@@ -141,6 +150,8 @@ in_cli ip addr del "$MIP/24" dev vcli
 [[ $(json 'd["data"]["state"]' <<<"$R") == installed ]] || fail "done did not make the task installed: $R"
 [[ $(in_cli curl -fsS "$BASE/api/v1/netboot/task/by-mac/$MAC" | json 'd["data"]["action"]') == local ]] || fail "by-mac after done"
 log "done reported: task installed"
+boot_session_check "$MAC" installed
+[[ $SESSION_ID == "$INSTALL_SESSION" ]] || fail "the done report began another session ($SESSION_ID, not $INSTALL_SESSION)"
 : >"$WORK/serial2.log"
 ip netns exec "$SRV" timeout 120 qemu-system-x86_64 -accel tcg -m 256 -machine pc,graphics=off \
     -display none -serial "file:$WORK/serial2.log" -monitor none -no-reboot -boot n \
@@ -155,5 +166,7 @@ until grep -aq "booting from the local disk" "$WORK/serial2.log"; do
 done
 grep -aq "install task $TASK for $MAC is installed" "$WORK/serial2.log" || fail "the local-boot script does not name the task"
 log "second boot: the local-boot script after $(($(date +%s) - T0)) s (no reinstall)"
+boot_session_check "$MAC" booted_local_disk dhcp:discover ipxe
+[[ $SESSION_ID != "$INSTALL_SESSION" ]] || fail "the second boot did not begin a new session"
 kill "$Q_PID" 2>/dev/null || true
 log PASS

@@ -176,3 +176,49 @@ e2e_wait_serial() {
         sleep 2
     done
 }
+
+# Waits up to 30 s for the newest boot session of MAC (`GET /boot-sessions?mac=`) to have
+# the verdict VERDICT and a step of each KIND given (`http:kernel`: a step of kind http
+# whose role is kernel; `installer:answer`: the answer-file fetch; `ipxe`: any iPXE
+# script), then logs its timeline and sets SESSION_ID and SESSION_REASON; fails with the
+# timeline otherwise. Usage: boot_session_check MAC VERDICT [KIND...]
+boot_session_check() {
+    local mac=$1 verdict=$2 t0 id
+    shift 2
+    t0=$(date +%s)
+    while :; do
+        id=$(api GET "/boot-sessions?mac=$mac&limit=1" | json 'd["data"][0]["id"] if d["data"] else ""') || id=""
+        if [[ -n $id ]] && api GET "/boot-sessions/$id" >"$WORK/session-$id.json" &&
+            python3 - "$WORK/session-$id.json" "$verdict" "$@" >"$WORK/session-$id.txt" <<'PY'; then
+import json, sys
+s = json.load(open(sys.argv[1]))["data"]
+want, kinds = sys.argv[2], sys.argv[3:]
+print(f"session {s['id']} of {s['mac']} ({s['host']}): {s['verdict']}: {s['reason']}; kernel after {s['kernel_ms']} ms")
+for st in s["steps"]:
+    print(f"  +{st['offset_ms']:>7} ms {st['kind']:<10} {'ok' if st['ok'] else 'FAILED':<6} {st['summary']}")
+def has(k):
+    kind, _, role = k.partition(":")
+    for st in s["steps"]:
+        d = st["details"]
+        if st["kind"] != kind:
+            continue
+        if not role or d.get("role") == role or (role == "answer" and d.get("state") == "installing") \
+                or (role == "report" and d.get("report")) or d.get("message") == role:
+            return True
+    return False
+missing = [k for k in kinds if not has(k)]
+print(f"missing steps: {missing}" if missing else "all expected steps seen")
+sys.exit(0 if s["verdict"] == want and not missing else 1)
+PY
+            SESSION_ID=$id
+            SESSION_REASON=$(json 'd["data"]["reason"]' <"$WORK/session-$id.json")
+            while IFS= read -r l; do log "$l"; done <"$WORK/session-$id.txt"
+            return 0
+        fi
+        if (($(date +%s) - t0 >= 30)); then
+            cat "$WORK/session-$id.txt" >&2 2>/dev/null || true
+            fail "the boot session of $mac is not $verdict with steps $*"
+        fi
+        sleep 1
+    done
+}

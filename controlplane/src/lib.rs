@@ -27,7 +27,7 @@ pub use bootlane_updates::updates;
 
 pub use bootlane_config::config;
 
-pub use bootlane_api::{api, app, cluster};
+pub use bootlane_api::{api, app};
 
 use std::sync::Arc;
 

@@ -23,6 +23,7 @@ import { Logs } from './pages/logs';
 import { Wol } from './pages/wol';
 import { Network } from './pages/network';
 import { Doctor } from './pages/doctor';
+import { Boots } from './pages/boots';
 import { Access } from './pages/access';
 import { Power } from './pages/power';
 import { Users } from './pages/users';
@@ -42,6 +43,7 @@ const NAV: [string, [string, string][]][] = [
     'Boot',
     [
       ['Hosts', '/hosts'],
+      ['Boots', '/boots'],
       ['Profiles', '/profiles'],
       ['Leases', '/dhcp/leases'],
       ['Reservations', '/dhcp/reservations'],
@@ -225,6 +227,7 @@ function Shell(props: { user: string; onLogout: () => void }) {
           <Route path="/wol" component={Wol} />
           <Route path="/network" component={Network} />
           <Route path="/doctor" component={Doctor} />
+          <Route path="/boots/:id?" component={Boots} />
           <Route path="/access" component={Access} />
           <Route path="/power" component={Power} />
           <Route path="/users" component={Users} />

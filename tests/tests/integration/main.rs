@@ -19,6 +19,10 @@ mod xdp_rrl_netns;
 // The boot path: DHCP/proxyDHCP, TFTP, HTTP boot, QEMU BIOS and UEFI machines booting.
 mod boot_netns;
 
+// Boot sessions with QEMU BIOS machines: a missing kernel and a rival DHCP server's offer
+// named by the verdict; the doctor names the rival.
+mod sessions_netns;
+
 // TFTP under 5 % loss each way: curl, tftp-hpa and atftp (windowsize), byte-exact,
 // with the server's retransmissions counted (no Sorcerer's Apprentice).
 mod tftp_netns;

@@ -1,12 +1,14 @@
 // Hosts: list with search and paging, create/edit/delete, and each host's
 // boot-config preview (iPXE, GRUB, PXELINUX), the Secure Boot flag, and a
 // Wake-on-LAN button per host (optionally through one
-// interface of `GET /wol/interfaces`). Live on `host.*` events.
+// interface of `GET /wol/interfaces`), and each host's recent boots with the timeline
+// of one. Live on `host.*` events.
 
 import { useState } from 'preact/hooks';
 import { api, apiText, qs } from '../api';
 import { Danger, Err, Form, Header, Pager, Table, useGet } from '../ui';
 import { WakeVia, wakeHost } from './wol';
+import { RecentBoots } from './boots';
 
 interface Host {
   id: number;
@@ -32,6 +34,7 @@ export function Hosts() {
   const [err, setErr] = useState<string | null>(null);
   const [via, setVia] = useState('');
   const [woke, setWoke] = useState<{ ok: boolean; text: string } | null>(null);
+  const [boots, setBoots] = useState<Host | null>(null);
   // The boot configuration the host would get now, as iPXE (its script), GRUB or PXELINUX.
   const showConfig = (id: number, format: string) =>
     apiText(`/hosts/${id}/boot-config?format=${format}`).then(
@@ -109,6 +112,9 @@ export function Hosts() {
             f: (h) => (
               <span class="btns">
                 <button onClick={() => showConfig(h.id, 'ipxe')}>Boot config</button>
+                <button onClick={() => setBoots(h)} aria-pressed={boots?.id === h.id}>
+                  Boots
+                </button>
                 <button onClick={() => (setWoke(null), wakeHost(h.id, via).then(setWoke))}>Wake</button>
                 <button onClick={() => setEditing(h)}>Edit</button>
                 <Danger label="Delete" question={`Delete host ${h.name}?`} action={() => api('DELETE', `/hosts/${h.id}`).then(reload, (e: Error) => setErr(e.message))} />
@@ -131,6 +137,14 @@ export function Hosts() {
             ))}
           </div>
           <pre class="json" data-testid="boot-config">{preview.text}</pre>
+        </div>
+      )}
+      {boots && (
+        <div class="panel" data-testid="host-boots">
+          <h2>
+            Recent boots of {boots.name} <button onClick={() => setBoots(null)}>Close</button>
+          </h2>
+          <RecentBoots hostId={boots.id} name={boots.name} mac={boots.mac} />
         </div>
       )}
     </section>

@@ -102,6 +102,18 @@ pub async fn build(
     let hosts = HostService::open(&store, BootCatalog::profile_lookup(&store)?, events.clone())?;
     let catalog = BootCatalog::open(&store, config.boot.ipxe_script.clone(), hosts.clone(), events.clone()).await?;
     let dhcp = DhcpControl::open(&store, &config.dhcp, events.clone()).await?;
+    let sessions = bootlane_sessions::recorder::Sessions::open(
+        &store,
+        config.boot_sessions.clone(),
+        Some(hosts.clone()),
+        Some(catalog.clone()),
+    )?;
+    if config.boot_sessions.enabled {
+        // Set before the DHCP service starts: its handler takes the tracer when built.
+        let (tracer, trace) = bootlane_dhcp::dhcp::trace::channel();
+        dhcp.set_tracer(tracer);
+        sessions.spawn(&events, trace, token.clone());
+    }
     // `[dns] allow_recursion`'s `dhcp` keyword: the subnets DHCP serves now.
     let served = Arc::downgrade(&dhcp);
     dns.set_served_subnets(Arc::new(move || {
@@ -296,6 +308,7 @@ pub async fn build(
         bootloaders,
         wol,
         doctor,
+        sessions,
         netdiag,
         access,
         bmc,

@@ -88,6 +88,8 @@ pub struct Config {
     pub answers: bootlane_install::answers::config::AnswersConfig,
     /// `[community]` section: the store's catalog sources.
     pub community: bootlane_install::community::CommunityConfig,
+    /// `[boot_sessions]` section: recording of boot sessions, when one ends, retention.
+    pub boot_sessions: bootlane_sessions::config::SessionsConfig,
     /// `[updates]` section: the update source, its signing key, platform and limits.
     pub updates: bootlane_updates::updates::UpdatesConfig,
     /// `[store]` section: the embedded database's page cache.
@@ -123,6 +125,7 @@ impl Default for Config {
             install_tasks: Default::default(),
             answers: Default::default(),
             community: Default::default(),
+            boot_sessions: Default::default(),
             updates: Default::default(),
             store: Default::default(),
             outbound: Default::default(),
@@ -447,6 +450,7 @@ impl Config {
             self.files.validate(),
             self.wol.validate(),
             self.diagnostics.validate(),
+            self.boot_sessions.validate(),
             self.netboot.validate(),
             self.access.validate(),
             self.bmc.validate(),

@@ -49,6 +49,10 @@ pub fn progress(steps: &[BootStep]) -> Progress {
         if !matches!(st.kind.as_str(), "dhcp" | "proxydhcp" | "wol" | "bmc") {
             p.past_dhcp = true;
         }
+        if matches!(st.kind.as_str(), "tftp" | "http" | "installer") {
+            // A file fetched after the script: the menu's choice was not the local disk.
+            p.local = false;
+        }
         match st.kind.as_str() {
             "dhcp" | "proxydhcp" => {
                 if let Some(r) = s(d, "rival") {
@@ -162,7 +166,7 @@ pub fn judge(steps: &[BootStep], ended: bool, quiet_min: u64) -> (Verdict, Strin
     if p.local {
         return (
             Verdict::BootedLocalDisk,
-            format!("{} chose the local disk", p.script.unwrap_or_default()),
+            format!("{}'s default entry is the local disk", p.script.unwrap_or_default()),
         );
     }
     if let (Some(k), Some(i)) = (&p.kernel, &p.initrd) {

@@ -7,8 +7,8 @@
 //! at most [`MAX_ADDRESSES`]); a machine only known by its address gets a session keyed
 //! by it, re-keyed to the MAC once one is seen for that address.
 //!
-//! A new session begins with a firmware PXE DHCPDISCOVER once the open one got past DHCP,
-//! with a power-on or wake-on-LAN, or with a boot request of a machine with no open
+//! A new session begins with a firmware PXE DHCPDISCOVER once the open one got past DHCP
+//! (an iPXE one once it got a script or menu), with a power-on or wake-on-LAN, or with a boot request of a machine with no open
 //! session. A session ends after `[boot_sessions] quiet_secs` without a step
 //! (`installer_wait_secs` once its installer fetched the answer file); it is then judged
 //! once more ([`crate::judge`]), counted in `bootlane_boot_sessions_total{verdict}` and
@@ -308,6 +308,7 @@ impl Sessions {
                 (None, Opens::No) => return,
                 (None, _) | (Some(_), Opens::Always) => true,
                 (Some(s), Opens::Firmware) => progress(&s.session.steps).past_dhcp,
+                (Some(s), Opens::Ipxe) => progress(&s.session.steps).script.is_some(),
                 (Some(_), _) => false,
             };
             if begin {
@@ -357,7 +358,7 @@ impl Sessions {
                     s.expect = expect;
                     o.details["local"] = Value::Bool(local);
                     if local {
-                        o.summary.push_str(": the local disk");
+                        o.summary.push_str(" (default entry: the local disk)");
                     }
                 }
                 if let Some(h) = o.details.get("host").and_then(Value::as_str) {

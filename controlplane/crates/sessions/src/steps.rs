@@ -24,6 +24,9 @@ pub enum Opens {
     IfNone,
     /// A firmware PXE DHCPDISCOVER: a new session when the open one has got past DHCP.
     Firmware,
+    /// An iPXE DHCPDISCOVER: a new session when the open one already got a script or
+    /// menu (iPXE in the network card's ROM starting a new boot).
+    Ipxe,
     /// Always (a power-on or wake-on-LAN: a new boot attempt).
     Always,
 }
@@ -136,6 +139,8 @@ pub fn from_dhcp(s: &DhcpSeen) -> Observed {
         }),
         opens: if firmware {
             Opens::Firmware
+        } else if s.ipxe && s.kind == "discover" && s.port == 67 {
+            Opens::Ipxe
         } else if boot_client && s.kind == "discover" {
             Opens::IfNone
         } else {
@@ -220,13 +225,19 @@ pub fn from_event(e: &Event) -> Option<Observed> {
                 o.mac = (mac != "unknown").then_some(mac);
                 o
             }
-            IpxeServed::InstallTask { mac, .. } => {
+            IpxeServed::InstallTask { mac, action, .. } => {
+                let action = action.unwrap_or_else(|| "install".into());
+                let what = match action.as_str() {
+                    "local" => "the local disk: the install is over",
+                    "hold" => "nothing: the install failed, not retried yet",
+                    _ => "the installer",
+                };
                 let mut o = step(
                     e,
                     "ipxe",
-                    true,
-                    "iPXE script of the machine's install task served".into(),
-                    json!({"install_task": true}),
+                    action != "hold",
+                    format!("iPXE script of the machine's install task served: {what}"),
+                    json!({"install_task": action == "install", "action": action, "local": action == "local"}),
                     Opens::IfNone,
                 );
                 o.mac = Some(mac);

@@ -81,6 +81,8 @@ pub struct BootState {
     /// Install tasks: a machine with a task gets the task's script (the loop guard);
     /// `None`: profiles only.
     pub tasks: Option<Arc<bootlane_install::install::service::TaskService>>,
+    /// Boot sessions: told of files asked for and not found (a 404); `None`: not told.
+    pub sessions: Option<Arc<bootlane_sessions::recorder::Sessions>>,
 }
 
 /// A token bucket per client address (governor's keyed GCRA limiter).
@@ -333,6 +335,7 @@ async fn build_script(
                 .with(&IpxeServed::InstallTask {
                     mac: m.to_string(),
                     install_task: true,
+                    action: tasks.by_mac(&m.to_string()).ok().map(|t| t.action.to_string()),
                 });
                 if let Some(p) = peer {
                     e = e.remote(p.0.ip());
@@ -440,7 +443,10 @@ async fn mounted_image_file(
         Ok(Some(f)) => f,
         Ok(None) => return None,
         Err(bootlane_core::service_error::ServiceError::NotFound(m)) => {
-            return Some(text(StatusCode::NOT_FOUND, format!("{m}\n")))
+            if let Some(s) = &st.sessions {
+                s.http_missing(peer, path);
+            }
+            return Some(text(StatusCode::NOT_FOUND, format!("{m}\n")));
         }
         Err(e) => {
             tracing::warn!(id, file = inner, error = %e, "serving a mounted image's file failed");
@@ -608,7 +614,12 @@ async fn serve_file(st: BootState, path: String, req: Request) -> Response {
         },
         Ok(Err(PathError::NotFound(p))) => match generated_cfg(&st, &name, req.headers(), peer).await {
             Some(resp) => resp,
-            None => text(StatusCode::NOT_FOUND, format!("no such file {p:?}\n")),
+            None => {
+                if let Some(s) = &st.sessions {
+                    s.http_missing(peer, &name);
+                }
+                text(StatusCode::NOT_FOUND, format!("no such file {p:?}\n"))
+            }
         },
         Ok(Err(e)) => text(StatusCode::FORBIDDEN, format!("{e}\n")),
         Err(_) => text(StatusCode::INTERNAL_SERVER_ERROR, "internal error\n".into()),
@@ -682,6 +693,7 @@ mod tests {
             netboot: None,
             images: None,
             tasks: None,
+            sessions: None,
         })
     }
 
@@ -711,6 +723,7 @@ mod tests {
             netboot: None,
             images: None,
             tasks: None,
+            sessions: None,
         });
         let from = |ip: &str| {
             let mut r = Request::builder()

@@ -19,6 +19,7 @@ pub mod answer_templates;
 pub mod auth;
 pub mod bmc;
 pub mod boot;
+pub mod boot_sessions;
 pub mod bootloader;
 pub mod community;
 pub mod dhcp;
@@ -77,6 +78,8 @@ mod tests_roles;
 mod tests_scripts;
 #[cfg(test)]
 mod tests_scripts_service;
+#[cfg(test)]
+mod tests_sessions;
 #[cfg(test)]
 mod tests_store;
 #[cfg(test)]
@@ -160,6 +163,8 @@ pub struct AppState {
     pub wol: Arc<bootlane_machines::wol::service::WolService>,
     /// The boot doctor.
     pub doctor: Arc<bootlane_doctor::doctor::Doctor>,
+    /// Boot sessions: the recorder and the stored sessions.
+    pub sessions: Arc<bootlane_sessions::recorder::Sessions>,
     /// Ping and traceroute from the server.
     pub netdiag: Arc<bootlane_machines::netdiag::NetDiag>,
     /// Access control: mode, lists, unauthorized devices, and the gate the protocols call.
@@ -335,6 +340,7 @@ pub fn resources() -> Resources {
             .merge(files::router())
             .merge(bootloader::router())
             .merge(doctor::router())
+            .merge(boot_sessions::router())
             .merge(wol::router())
             .merge(network::router())
             .merge(access::router())
@@ -458,6 +464,7 @@ fn parts(state: &AppState) -> (Router<AppState>, Router<AppState>, Router<AppSta
         netboot: Some(state.netboot.clone()),
         images: Some(state.os_images.clone()),
         tasks: Some(state.tasks.clone()),
+        sessions: state.config.boot_sessions.enabled.then(|| state.sessions.clone()),
     });
     (api, machine, boot)
 }

@@ -293,3 +293,8 @@ async fn the_test_store_is_the_backend_asked_for() {
     };
     assert_eq!(t.state.store.backend_name(), want);
 }
+
+/// The followers the server registers for `state` ([`crate::app::followers`]).
+pub(crate) fn followers(state: &AppState) -> bootlane_cluster::Followers {
+    crate::app::followers(state)
+}

@@ -262,8 +262,8 @@ async fn the_machine_bound_trees_are_each_nodes_own() {
 /// dropped from a service's [`Follower::trees`] (or a service not registered) fails.
 #[tokio::test]
 async fn trees_map_to_the_parts_that_cache_them() {
-    let (state, _fake) = super::test_support::state(bootlane_config::config::Config::default()).await;
-    let followers = crate::app::followers(&state);
+    let (state, _fake) = super::test_support::state(Config::default()).await;
+    let followers = super::test_support::followers(&state);
     assert_eq!(bootlane_cluster::followers_of(&followers, "dns_records"), ["dns"]);
     assert_eq!(
         bootlane_cluster::followers_of(&followers, "dhcp_reservations"),

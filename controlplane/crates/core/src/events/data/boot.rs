@@ -69,6 +69,10 @@ pub enum IpxeServed {
         mac: String,
         /// Always `true`.
         install_task: bool,
+        /// What the script does: `install` (the installer), `local` (the local disk,
+        /// the task is over) or `hold` (the task failed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        action: Option<String>,
     },
 }
 
@@ -244,9 +248,15 @@ mod tests {
         let v = serde_json::to_value(IpxeServed::InstallTask {
             mac: "52:54:00:00:00:01".into(),
             install_task: true,
+            action: None,
         })
         .unwrap();
         assert_eq!(v, install);
+        let local = serde_json::json!({"mac": "52:54:00:00:00:01", "install_task": true, "action": "local"});
+        assert!(matches!(
+            serde_json::from_value::<IpxeServed>(local).unwrap(),
+            IpxeServed::InstallTask { action: Some(a), .. } if a == "local"
+        ));
         let plain = BootFileServed {
             file: "ipxe.efi".into(),
             bytes: 3,
