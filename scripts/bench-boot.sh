@@ -13,7 +13,8 @@
 #         batch); Kea's memfile appends each lease to its CSV file before the ACK without
 #         fsync (persist on, lfc off); dnsmasq rewrites its lease file, without fsync.
 #         net.core.rmem_default is 4 MiB during these rounds (perfdhcp's one socket gets
-#         every client's replies), restored on exit.
+#         every client's replies), restored on exit. Then Bootlane alone with boot sessions
+#         on and off (sessions_round below): its cost on the DHCP path.
 #   TFTP: 500 parallel `curl tftp://.../ipxe.efi` from the client namespace; wall time and
 #         failures (dnsmasq with --tftp-max=1000: its default of 50 fails most of them),
 #         median of $TFTP_RUNS runs, the servers alternating; then the same 500 downloads
@@ -22,7 +23,7 @@
 #         always asks for a 5 s timeout), every file compared with the original.
 # Usage: bench-boot.sh <bootlane binary> [dhcp|tftp|all]. Prints markdown tables.
 #   (env: DHCP_SECS=5 RATES="250 ... 20000" TFTP_RUNS=3 LOSS_PCT=5 LOSSY_N=500 (0 skips the lossy round);
-#   PINNED=0 skips the pinned TFTP rounds; SKIP_BOOTLANE/SKIP_KEA/SKIP_DNSMASQ=1 leave a server out; WITH_POSTGRES=1 adds Bootlane
+#   PINNED=0 skips the pinned TFTP rounds; SESSIONS_ROUND=0 skips the boot sessions on/off round; SKIP_BOOTLANE/SKIP_KEA/SKIP_DNSMASQ=1 leave a server out; WITH_POSTGRES=1 adds Bootlane
 #   on a PostgreSQL store; PERFDHCP_LOG=<file> keeps perfdhcp's whole output)
 # Traffic stays in two namespaces this script creates; all it starts is killed by PID.
 set -euo pipefail
@@ -147,7 +148,8 @@ stop() { kill -9 "$SPID" 2>/dev/null || true; wait "$SPID" 2>/dev/null || true; 
 # exchanges per second>".
 dhcp_shot() {
   # perfdhcp exits non-zero whenever anything was dropped; the ratio decides here.
-  { ip netns exec "$CLI" timeout $((DHCP_SECS + 15)) perfdhcp -4 -r "$1" -R "$CLIENTS" -p "$DHCP_SECS" -l vcli 2>&1 || true; } |
+  # shellcheck disable=SC2086 # PERFDHCP_EXTRA: options as separate words
+  { ip netns exec "$CLI" timeout $((DHCP_SECS + 15)) perfdhcp -4 -r "$1" -R "$CLIENTS" -p "$DHCP_SECS" ${PERFDHCP_EXTRA:-} -l vcli 2>&1 || true; } |
     tee -a "${PERFDHCP_LOG:-/dev/null}" |
     awk 'BEGIN {w = 0; a = 0} /^Rate:/ {a = $2 + 0} /drops ratio:/ {gsub(/%/, "", $3); if ($3 + 0 > w) w = $3 + 0; n++}
       END {if (n < 2) print 100, a; else print w, a}'
@@ -204,6 +206,35 @@ dhcp_round() {
   echo "| Kea $(kea-dhcp4 -v 2>/dev/null | head -1) (memfile, no fsync) | $kr | $kro | $krd % | 1.00x | $(ratio "$kr" "$dm")x |"
   echo "| dnsmasq 2.90 (--no-ping) | $dm | $dmo | $dmd % | $(ratio "$dm" "$kr")x | 1.00x |"
 }
+# sessions_round: Bootlane alone with boot sessions on and off, alternating (on, off, on,
+# off), on the /16 pool with 50,000 distinct PXE clients (perfdhcp sends option 60
+# `PXEClient:Arch:00007:UNDI:003016` and option 93 = 7, x86-64 UEFI): every client begins a
+# boot session, so the recorder keeps 4,096 open and ends (and stores) the oldest as new
+# ones begin, the heaviest load it has.
+sessions_round() {
+  local on=() off=() a d o
+  pool 10.77.1.0 10.77.250.250
+  CLIENTS=50000
+  PERFDHCP_EXTRA="-o 60,505845436c69656e743a417263683a30303030373a554e44493a303033303136 -o 93,0007"
+  for _ in 1 2; do
+    start_bootlane; read -r a d o < <(dhcp_ladder bootlane-sessions-on); stop; on+=("$a")
+    cp "$WORK/bootlane.toml" "$WORK/bootlane.on.toml"
+    printf '\n[boot_sessions]\nenabled = false\n' >>"$WORK/bootlane.toml"
+    start_bootlane; read -r a d o < <(dhcp_ladder bootlane-sessions-off); stop; off+=("$a")
+    cp "$WORK/bootlane.on.toml" "$WORK/bootlane.toml"
+  done
+  PERFDHCP_EXTRA=""
+  local bon boff
+  bon=$(printf '%s\n' "${on[@]}" | sort -n | tail -1)
+  boff=$(printf '%s\n' "${off[@]}" | sort -n | tail -1)
+  echo
+  echo "### DHCP with boot sessions on and off, /16 pool, 50,000 distinct PXE clients (perfdhcp -4 with options 60 and 93, runs alternating on, off, on, off; the better of each pair)"
+  echo
+  echo "| Bootlane | leases/s (each run) | best | ratio vs sessions off |"
+  echo "|---|---:|---:|---:|"
+  echo "| boot sessions on | ${on[*]} | $bon | $(awk -v a="$bon" -v b="$boff" 'BEGIN {printf "%.2f", (b ? a / b : 0)}')x |"
+  echo "| boot sessions off | ${off[*]} | $boff | 1.00x |"
+}
 if [[ $WHAT == dhcp || $WHAT == all ]]; then
   if [[ -n ${WITH_POSTGRES:-} ]]; then start_postgres; fi
   # perfdhcp receives every simulated client's replies on one socket, which the default
@@ -214,6 +245,7 @@ if [[ $WHAT == dhcp || $WHAT == all ]]; then
   sysctl -qw net.core.rmem_default=4194304
   dhcp_round /16 10.77.1.0 10.77.250.250 50000
   dhcp_round /24 10.77.0.10 10.77.0.250 200
+  if [[ -z ${SKIP_BOOTLANE:-} && ${SESSIONS_ROUND:-1} != 0 ]]; then sessions_round; fi
 fi
 # loss on|off: drop $LOSS_PCT % of the UDP datagrams arriving in either namespace.
 loss() {

@@ -15,7 +15,8 @@
 #      the serial console proves the per-host choice end to end;
 #   5. (with --uefi) a QEMU UEFI (OVMF) machine with the firmware's own PXE client fetches
 #      ipxe.efi by TFTP (after its tsize-only probe), and that iPXE then gets the script
-#      and prints the marker (150-300 s under TCG).
+#      and prints the marker (150-300 s under TCG); its boot session holds the firmware's
+#      DHCP, the NBP over TFTP, iPXE's DHCP and the script.
 # With --proxy, Bootlane runs in proxyDHCP mode next to a dnsmasq DHCP server in a third
 # namespace on the same bridge: clients get their address from dnsmasq and only the boot
 # information from Bootlane (ports 67 and 4011); plain clients are left to dnsmasq.
@@ -410,6 +411,22 @@ if [[ $QEMU -eq 1 && $UEFI -eq 1 ]]; then
     plainlog | grep -qE "TFTP transfer ended .*file=ipxe.efi .*outcome=Complete" ||
         fail "no complete TFTP transfer of ipxe.efi in the Bootlane log"
     log "TFTP transfers of ipxe.efi: $(plainlog | grep -E 'TFTP transfer ended .*file=ipxe.efi' | sed 's/.*outcome=/outcome=/' | tr '\n' ' ')"
+    # The boot session: the firmware's DISCOVER (x86-64 UEFI), ipxe.efi over TFTP (the NBP),
+    # iPXE's own DHCP and its script, one session.
+    SID=$(api GET "/boot-sessions?mac=$UMAC&limit=1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"][0]["id"])') ||
+        fail "no boot session of $UMAC"
+    api GET "/boot-sessions/$SID" | python3 -c '
+import json, sys
+s = json.load(sys.stdin)["data"]
+steps = s["steps"]
+for st in steps:
+    print("  +%7d ms %-9s %s" % (st["offset_ms"], st["kind"], st["summary"]))
+firmware = any(st["kind"] == "dhcp" and st["details"]["arch"] == 7 and not st["details"]["ipxe"] for st in steps)
+nbp = any(st["kind"] == "tftp" and st["details"]["file"].lstrip("/") == "ipxe.efi" and st["ok"] for st in steps)
+ipxe = any(st["kind"] == "dhcp" and st["details"]["ipxe"] for st in steps) and any(st["kind"] == "ipxe" for st in steps)
+print("session %s: %s: %s" % (s["id"], s["verdict"], s["reason"]))
+sys.exit(0 if firmware and nbp and ipxe else 1)' >"$WORK/session-uefi.txt" || { cat "$WORK/session-uefi.txt" >&2; fail "the UEFI boot session lacks the firmware DHCP, the ipxe.efi TFTP or the iPXE script"; }
+    while IFS= read -r l; do log "$l"; done <"$WORK/session-uefi.txt"
     log "QEMU UEFI ok"
 fi
 

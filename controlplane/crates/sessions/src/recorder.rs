@@ -15,7 +15,8 @@
 //! appended to the `boot_sessions` journal, whose retention is `retention_count` and
 //! `retention_days`. Bounded: [`MAX_OPEN`] open sessions (the one quiet longest ends
 //! first), [`crate::model::MAX_STEPS`] steps per session, [`RECENT`] ended sessions in
-//! memory while the journal write runs. Live subscribers get each change
+//! memory; ended sessions reach the journal each second in one append. Live subscribers get
+//! each change
 //! ([`Sessions::subscribe`]); a slow one lags, never slowing the recorder.
 
 use std::{
@@ -105,8 +106,13 @@ struct Open {
 #[derive(Default)]
 struct State {
     open: HashMap<String, Open>,
+    /// Open sessions in the order they began (`(id, key)`; entries of sessions that ended
+    /// meanwhile are skipped when met): the oldest ends first when [`MAX_OPEN`] are open.
+    order: VecDeque<(u64, String)>,
     ip_mac: HashMap<IpAddr, String>,
     recent: VecDeque<BootSession>,
+    /// Ended sessions not yet in the journal (written each second, in one append).
+    pending: Vec<StoredSession>,
 }
 
 impl State {
@@ -168,6 +174,17 @@ impl Sessions {
         hosts: Option<Arc<HostService>>,
         catalog: Option<Arc<BootCatalog>>,
     ) -> Result<Arc<Self>, StoreError> {
+        metrics::describe_counter!(SESSIONS_TOTAL, "Boot sessions ended, by verdict.");
+        metrics::describe_gauge!(SESSIONS_OPEN, "Boot sessions open.");
+        metrics::describe_histogram!(
+            bootlane_core::metrics::BOOT_KERNEL_SECONDS,
+            metrics::Unit::Seconds,
+            "Time from a boot session's first DHCPDISCOVER to its kernel sent."
+        );
+        metrics::describe_counter!(
+            bootlane_dhcp::dhcp::trace::STEPS_DROPPED,
+            "DHCP messages left out of boot sessions (the recorder's queue was full)."
+        );
         let journal: Journal<StoredSession> = store.journal(|s: &StoredSession| s.session.updated)?;
         let restored: Table<StoredSession> = store.table()?;
         if !restored.is_empty() {
@@ -315,17 +332,18 @@ impl Sessions {
                 if let Some(old) = st.open.remove(&key) {
                     ended.push(old);
                 }
-                if st.open.len() >= MAX_OPEN {
-                    let oldest = st
-                        .open
-                        .iter()
-                        .min_by_key(|(_, s)| s.session.updated)
-                        .map(|(k, _)| k.clone());
-                    if let Some(old) = oldest.and_then(|k| st.open.remove(&k)) {
-                        ended.push(old);
+                while st.open.len() >= MAX_OPEN {
+                    let Some((id, k)) = st.order.pop_front() else { break };
+                    if st.open.get(&k).is_some_and(|o| o.session.id == id) {
+                        ended.extend(st.open.remove(&k));
                     }
                 }
                 let Ok(id) = self.store.next_id() else { return };
+                if st.order.len() >= 2 * MAX_OPEN {
+                    let State { order, open, .. } = &mut *st;
+                    order.retain(|(id, k)| open.get(k).is_some_and(|o| o.session.id == *id));
+                }
+                st.order.push_back((id, key.clone()));
                 let host = mac.as_deref().and_then(|m| self.host_of(m));
                 st.open.insert(
                     key.clone(),
@@ -427,7 +445,8 @@ impl Sessions {
         .div_ceil(60)
     }
 
-    /// Ends the sessions quiet since before `now` less their wait.
+    /// Ends the sessions quiet since before `now` less their wait and stores the ended
+    /// ones.
     pub fn tick(&self, now: OffsetDateTime) {
         let ended: Vec<Open> = {
             let mut st = self.state.lock().expect("sessions lock");
@@ -447,6 +466,7 @@ impl Sessions {
             due.iter().filter_map(|k| st.open.remove(k)).collect()
         };
         self.finish(ended);
+        self.flush();
     }
 
     fn end_all(&self) {
@@ -459,6 +479,7 @@ impl Sessions {
             .map(|(_, s)| s)
             .collect();
         self.finish(all);
+        self.flush();
     }
 
     /// Judges `ended` as over, keeps them in memory and appends them to the journal.
@@ -466,7 +487,6 @@ impl Sessions {
         if ended.is_empty() {
             return;
         }
-        let mut stored = Vec::new();
         for o in ended {
             let mut s = o.session;
             let wait = if o.waiting_installer {
@@ -481,18 +501,27 @@ impl Sessions {
                 session: s.summary(),
                 step: None,
             }));
-            if let Ok(seq) = self.store.next_id() {
-                stored.push(StoredSession {
+            let seq = self.store.next_id();
+            let mut st = self.state.lock().expect("sessions lock");
+            if let Ok(seq) = seq {
+                st.pending.push(StoredSession {
                     seq,
                     session: s.clone(),
                 });
             }
-            let mut st = self.state.lock().expect("sessions lock");
             st.recent.push_front(s);
             st.recent.truncate(RECENT);
         }
-        if let Err(e) = self.journal.append(&stored) {
-            tracing::warn!("storing {} ended boot sessions failed: {e}", stored.len());
+    }
+
+    /// Appends the ended sessions not stored yet to the journal (one write and sync).
+    fn flush(&self) {
+        let pending = std::mem::take(&mut self.state.lock().expect("sessions lock").pending);
+        if pending.is_empty() {
+            return;
+        }
+        if let Err(e) = self.journal.append(&pending) {
+            tracing::warn!("storing {} ended boot sessions failed: {e}", pending.len());
         }
     }
 
@@ -547,6 +576,7 @@ impl Sessions {
                 .values()
                 .map(|o| &o.session)
                 .chain(st.recent.iter())
+                .chain(st.pending.iter().map(|p| &p.session))
                 .find(|s| s.id == id)
             {
                 return Ok(Some(s.clone()));

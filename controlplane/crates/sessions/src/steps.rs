@@ -182,16 +182,19 @@ pub fn from_event(e: &Event) -> Option<Observed> {
         "tftp.transfer.completed" | "tftp.transfer.aborted" | "tftp.transfer.failed" => {
             if let Some(t) = data::<TftpTransfer>(e) {
                 let ok = t.outcome == "Complete";
-                let how = if ok {
-                    "sent".to_string()
-                } else {
-                    format!("{} ({})", t.outcome, "transfer did not complete")
+                let how = match t.outcome.as_str() {
+                    "Complete" => format!("{} bytes sent in {} ms", t.bytes, t.duration_ms),
+                    "ClientError" => format!(
+                        "the client ended the transfer after {} ms (firmware asking only the size does this)",
+                        t.duration_ms
+                    ),
+                    o => format!("{o} after {} ms", t.duration_ms),
                 };
                 let mut o = step(
                     e,
                     "tftp",
                     ok,
-                    format!("TFTP {:?}: {} bytes {how} in {} ms", t.file, t.bytes, t.duration_ms),
+                    format!("TFTP {:?}: {how}", t.file),
                     json!({"file": t.file, "bytes": t.bytes, "outcome": t.outcome, "client": t.client}),
                     Opens::IfNone,
                 );

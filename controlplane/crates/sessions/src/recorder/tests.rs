@@ -167,3 +167,22 @@ async fn another_servers_offer_and_a_missing_file_are_named_and_a_firmware_disco
     s.observe(from_dhcp(&plain));
     assert_eq!(s.list(&Filter::default(), 10).unwrap().len(), 2);
 }
+
+#[tokio::test]
+async fn open_sessions_are_bounded_and_the_oldest_ends_first() {
+    let s = sessions(900);
+    for i in 0..=MAX_OPEN as u32 {
+        let mut d = seen("discover", Some("offer"), None);
+        let b = i.to_be_bytes();
+        d.mac = format!("52:54:00:{:02x}:{:02x}:{:02x}", b[1], b[2], b[3])
+            .parse()
+            .unwrap();
+        s.observe(from_dhcp(&d));
+    }
+    let st = s.state.lock().unwrap();
+    assert_eq!(st.open.len(), MAX_OPEN);
+    assert!(!st.open.contains_key("52:54:00:00:00:00"), "the oldest ended");
+    assert!(st.open.contains_key("52:54:00:00:10:00"));
+    assert_eq!(st.pending.len(), 1);
+    assert!(st.order.len() <= 2 * MAX_OPEN);
+}
