@@ -46,7 +46,7 @@ pub fn progress(steps: &[BootStep]) -> Progress {
     let mut p = Progress::default();
     for st in steps {
         let d = &st.details;
-        if !matches!(st.kind.as_str(), "dhcp" | "proxydhcp" | "wol" | "bmc") {
+        if !matches!(st.kind.as_str(), "dhcp" | "proxydhcp" | "dhcp6" | "wol" | "bmc") {
             p.past_dhcp = true;
         }
         if matches!(st.kind.as_str(), "tftp" | "http" | "installer") {

@@ -60,8 +60,8 @@ pub struct BootStep {
     pub offset_ms: u64,
     /// How long it took in milliseconds (transfers), else `null`.
     pub duration_ms: Option<u64>,
-    /// `dhcp`, `proxydhcp`, `tftp`, `http`, `ipxe`, `menu`, `access`, `installer`,
-    /// `baseline`, `bmc` or `wol`.
+    /// `dhcp`, `proxydhcp`, `dhcp6`, `tftp`, `http`, `ipxe`, `menu`, `access`,
+    /// `installer`, `baseline`, `bmc` or `wol`.
     pub kind: String,
     /// False for a refusal, a failure or an answer that was not Bootlane's.
     pub ok: bool,

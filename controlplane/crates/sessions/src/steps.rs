@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 use time::OffsetDateTime;
 
 use bootlane_core::events::{
-    AccessRefused, BmcPowerRequested, BootFileServed, Event, InstallTaskReport, InstallTaskStateChanged, IpxeServed,
-    MenuServed, ScriptRunReported, TftpRefused, TftpTransfer, WolWake,
+    AccessRefused, BmcPowerRequested, BootFileServed, Dhcp6LeaseChanged, Event, InstallTaskReport,
+    InstallTaskStateChanged, IpxeServed, MenuServed, ScriptRunReported, TftpRefused, TftpTransfer, WolWake,
 };
 use bootlane_dhcp::dhcp::trace::DhcpSeen;
 
@@ -214,6 +214,26 @@ pub fn from_event(e: &Event) -> Option<Observed> {
                 o.ip = client_ip(&t.client);
                 o
             }
+        }
+        "dhcp6.lease.granted" | "dhcp6.lease.renewed" => {
+            let l = data::<Dhcp6LeaseChanged>(e)?;
+            let what = if e.kind.ends_with("granted") {
+                "granted"
+            } else {
+                "renewed"
+            };
+            let arch = l.arch.map(|a| format!(" ({})", arch_name(a))).unwrap_or_default();
+            let mut o = step(
+                e,
+                "dhcp6",
+                true,
+                format!("DHCPv6 lease {} {what}{arch}", l.ip),
+                json!({"ip": l.ip, "duid": l.duid, "iaid": l.iaid, "arch": l.arch, "subnet": l.subnet}),
+                if l.arch.is_some() { Opens::IfNone } else { Opens::No },
+            );
+            o.mac = l.mac;
+            o.ip = Some(IpAddr::V6(l.ip));
+            o
         }
         "boot.ipxe.served" => match data::<IpxeServed>(e)? {
             IpxeServed::Profile { mac, profile, host } => {
