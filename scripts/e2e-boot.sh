@@ -421,7 +421,7 @@ s = json.load(sys.stdin)["data"]
 steps = s["steps"]
 for st in steps:
     print("  +%7d ms %-9s %s" % (st["offset_ms"], st["kind"], st["summary"]))
-firmware = any(st["kind"] == "dhcp" and st["details"]["arch"] == 7 and not st["details"]["ipxe"] for st in steps)
+firmware = any(st["kind"] == "dhcp" and st["details"].get("arch") == 7 and not st["details"]["ipxe"] for st in steps)
 nbp = any(st["kind"] == "tftp" and st["details"]["file"].lstrip("/") == "ipxe.efi" and st["ok"] for st in steps)
 ipxe = any(st["kind"] == "dhcp" and st["details"]["ipxe"] for st in steps) and any(st["kind"] == "ipxe" for st in steps)
 print("session %s: %s: %s" % (s["id"], s["verdict"], s["reason"]))

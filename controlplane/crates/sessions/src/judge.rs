@@ -135,7 +135,12 @@ pub fn progress(steps: &[BootStep]) -> Progress {
 /// The verdict and its words for `steps`; `ended` when no more steps will come, with
 /// `quiet_min` the minutes of silence that ended it (for the words).
 pub fn judge(steps: &[BootStep], ended: bool, quiet_min: u64) -> (Verdict, String) {
-    let p = progress(steps);
+    judge_progress(&progress(steps), ended, quiet_min)
+}
+
+/// [`judge`] of what [`progress`] read.
+pub fn judge_progress(p: &Progress, ended: bool, quiet_min: u64) -> (Verdict, String) {
+    let p = p.clone();
     match &p.report {
         Some((k, _)) if k == "done" => {
             return (

@@ -114,8 +114,19 @@ impl BootSession {
     /// The session without its steps (for lists and the live stream).
     pub fn summary(&self) -> Self {
         Self {
+            id: self.id,
+            mac: self.mac.clone(),
+            ip: self.ip.clone(),
+            host: self.host.clone(),
+            started: self.started,
+            updated: self.updated,
+            state: self.state,
+            verdict: self.verdict,
+            reason: self.reason.clone(),
+            kernel_ms: self.kernel_ms,
+            step_count: self.step_count,
+            steps_dropped: self.steps_dropped,
             steps: Vec::new(),
-            ..self.clone()
         }
     }
 }

@@ -26,6 +26,7 @@ use std::{
     time::Duration,
 };
 
+use serde::Deserialize;
 use serde_json::Value;
 use time::OffsetDateTime;
 use tokio::sync::{broadcast, mpsc};
@@ -33,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     config::SessionsConfig,
-    judge::{judge, progress},
+    judge::{judge, judge_progress, progress},
     model::{BootSession, BootStep, SessionState, SessionUpdate, StoredSession, Verdict, MAX_STEPS},
     steps::{from_dhcp, from_event, http_missing, Observed, Opens},
 };
@@ -54,6 +55,8 @@ pub const MAX_OPEN: usize = 4096;
 pub const MAX_ADDRESSES: usize = 65_536;
 /// Ended sessions kept in memory (besides the journal).
 pub const RECENT: usize = 256;
+/// How often the recorder takes in what queued up (50 ms: live views lag at most this).
+pub const DRAIN: Duration = Duration::from_millis(50);
 /// Counter `{verdict}`: boot sessions ended, by verdict.
 pub const SESSIONS_TOTAL: &str = "bootlane_boot_sessions_total";
 /// Gauge: boot sessions open.
@@ -113,6 +116,8 @@ struct State {
     recent: VecDeque<BootSession>,
     /// Ended sessions not yet in the journal (written each second, in one append).
     pending: Vec<StoredSession>,
+    /// The ended sessions being appended to the journal now.
+    in_flight: Arc<Vec<StoredSession>>,
 }
 
 impl State {
@@ -212,28 +217,40 @@ impl Sessions {
         self.updates.subscribe()
     }
 
-    /// Runs the recorder until `token` is cancelled: `dhcp` (the DHCP server's trace
-    /// queue) and `events` feed it, a tick every second ends quiet sessions and retention
-    /// runs every minute. Open sessions are stored as they are when it stops.
+    /// Runs the recorder until `token` is cancelled: every [`DRAIN`] it takes what
+    /// queued up from `dhcp` (the DHCP server's trace queue) and `events` (polled, so a
+    /// DHCP message or an event never wakes the recorder: publishers pay no wake-up), every
+    /// second it ends quiet sessions and stores the ended ones, and every minute it applies
+    /// the retention. Open sessions are stored as they are when it stops.
     pub fn spawn(self: &Arc<Self>, events: &EventBus, mut dhcp: mpsc::Receiver<DhcpSeen>, token: CancellationToken) {
         let me = self.clone();
         let mut rx = events.subscribe().rx;
         tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            let mut drain = tokio::time::interval(DRAIN);
+            drain.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let per_sec = (1000 / DRAIN.as_millis()).max(1) as u64;
             let mut n = 0u64;
             loop {
                 tokio::select! {
                     _ = token.cancelled() => break,
-                    Some(s) = dhcp.recv() => me.observe(from_dhcp(&s)),
-                    e = rx.recv() => match e {
-                        Ok(e) => me.event(&e),
-                        Err(broadcast::error::RecvError::Lagged(k)) => tracing::debug!("boot sessions missed {k} events"),
-                        Err(broadcast::error::RecvError::Closed) => break,
-                    },
-                    _ = tick.tick() => {
-                        me.tick(OffsetDateTime::now_utc());
+                    _ = drain.tick() => {
+                        while let Ok(s) = dhcp.try_recv() {
+                            me.observe(from_dhcp(&s));
+                        }
+                        loop {
+                            match rx.try_recv() {
+                                Ok(e) => me.event(&e),
+                                Err(broadcast::error::TryRecvError::Lagged(k)) => {
+                                    tracing::debug!("boot sessions missed {k} events");
+                                }
+                                Err(_) => break,
+                            }
+                        }
                         n += 1;
-                        if n % 60 == 0 {
+                        if n % per_sec == 0 {
+                            me.tick(OffsetDateTime::now_utc());
+                        }
+                        if n % (60 * per_sec) == 0 {
                             me.prune();
                         }
                     }
@@ -245,7 +262,7 @@ impl Sessions {
 
     fn event(&self, e: &Event) {
         if matches!(e.kind.as_str(), "dhcp.lease.granted" | "dhcp.lease.renewed") {
-            if let Ok(b) = serde_json::from_value::<DhcpLeaseBound>(e.data.clone()) {
+            if let Ok(b) = DhcpLeaseBound::deserialize(&e.data) {
                 self.state
                     .lock()
                     .expect("sessions lock")
@@ -369,6 +386,7 @@ impl Sessions {
                     },
                 );
             }
+            metrics::gauge!(SESSIONS_OPEN).set(st.open.len() as f64);
             let Some(s) = st.open.get_mut(&key) else { return };
             if o.kind == "ipxe" || o.kind == "menu" {
                 if let Some(p) = o.details.get("profile").and_then(Value::as_str) {
@@ -418,21 +436,27 @@ impl Sessions {
             };
             s.session.updated = s.session.updated.max(o.at);
             s.session.step_count += 1;
+            // Live subscribers get a copy; without any, nothing is copied.
+            let subscribed = self.updates.receiver_count() > 0;
+            let copy = subscribed.then(|| step.clone());
             if s.session.steps.len() < MAX_STEPS {
-                s.session.steps.push(step.clone());
+                s.session.steps.push(step);
             } else {
                 s.session.steps_dropped += 1;
             }
             let p = progress(&s.session.steps);
             s.waiting_installer = p.answer && p.report.is_none();
-            (s.session.verdict, s.session.reason) = judge(&s.session.steps, false, self.wait_min(s));
-            metrics::gauge!(SESSIONS_OPEN).set(st.open.len() as f64);
-            Arc::new(SessionUpdate {
-                session: st.open[&key].session.summary(),
-                step: Some(step),
+            (s.session.verdict, s.session.reason) = judge_progress(&p, false, self.wait_min(s));
+            subscribed.then(|| {
+                Arc::new(SessionUpdate {
+                    session: s.session.summary(),
+                    step: copy,
+                })
             })
         };
-        let _ = self.updates.send(update);
+        if let Some(u) = update {
+            let _ = self.updates.send(u);
+        }
         self.finish(ended);
     }
 
@@ -497,32 +521,37 @@ impl Sessions {
             (s.verdict, s.reason) = judge(&s.steps, true, wait.div_ceil(60));
             s.state = SessionState::Ended;
             metrics::counter!(SESSIONS_TOTAL, "verdict" => s.verdict.as_str()).increment(1);
-            let _ = self.updates.send(Arc::new(SessionUpdate {
-                session: s.summary(),
-                step: None,
-            }));
+            if self.updates.receiver_count() > 0 {
+                let _ = self.updates.send(Arc::new(SessionUpdate {
+                    session: s.summary(),
+                    step: None,
+                }));
+            }
             let seq = self.store.next_id();
             let mut st = self.state.lock().expect("sessions lock");
-            if let Ok(seq) = seq {
-                st.pending.push(StoredSession {
-                    seq,
-                    session: s.clone(),
-                });
-            }
-            st.recent.push_front(s);
+            st.recent.push_front(s.summary());
             st.recent.truncate(RECENT);
+            if let Ok(seq) = seq {
+                st.pending.push(StoredSession { seq, session: s });
+            }
         }
     }
 
-    /// Appends the ended sessions not stored yet to the journal (one write and sync).
+    /// Appends the ended sessions not stored yet to the journal (one write and sync); they
+    /// stay readable ([`Sessions::get`]) while the write runs.
     fn flush(&self) {
-        let pending = std::mem::take(&mut self.state.lock().expect("sessions lock").pending);
-        if pending.is_empty() {
-            return;
+        let batch = {
+            let mut st = self.state.lock().expect("sessions lock");
+            if st.pending.is_empty() {
+                return;
+            }
+            st.in_flight = Arc::new(std::mem::take(&mut st.pending));
+            st.in_flight.clone()
+        };
+        if let Err(e) = self.journal.append(&batch) {
+            tracing::warn!("storing {} ended boot sessions failed: {e}", batch.len());
         }
-        if let Err(e) = self.journal.append(&pending) {
-            tracing::warn!("storing {} ended boot sessions failed: {e}", pending.len());
-        }
+        self.state.lock().expect("sessions lock").in_flight = Arc::default();
     }
 
     fn prune(&self) {
@@ -575,8 +604,7 @@ impl Sessions {
                 .open
                 .values()
                 .map(|o| &o.session)
-                .chain(st.recent.iter())
-                .chain(st.pending.iter().map(|p| &p.session))
+                .chain(st.pending.iter().chain(st.in_flight.iter()).map(|p| &p.session))
                 .find(|s| s.id == id)
             {
                 return Ok(Some(s.clone()));

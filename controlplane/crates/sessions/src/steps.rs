@@ -69,6 +69,33 @@ fn arch_name(a: u16) -> String {
     }
 }
 
+/// The details of a DHCP step: the message, port and client always, the rest when set.
+fn dhcp_details(s: &DhcpSeen, rival: Option<std::net::Ipv4Addr>) -> Value {
+    let mut m = serde_json::Map::new();
+    m.insert("message".into(), s.kind.into());
+    m.insert("port".into(), s.port.into());
+    m.insert("client".into(), s.src.to_string().into());
+    m.insert("ipxe".into(), s.ipxe.into());
+    let ip = |a: Option<std::net::Ipv4Addr>| a.map(|a| Value::String(a.to_string()));
+    for (k, v) in [
+        ("arch", s.arch.map(Value::from)),
+        ("vendor_class", s.vendor_class.clone().map(Value::String)),
+        ("server_id", ip(s.server_id)),
+        ("giaddr", ip(s.giaddr)),
+        ("reply", s.reply.map(Value::from)),
+        ("server", ip(s.server)),
+        ("yiaddr", ip(s.yiaddr)),
+        ("next_server", ip(s.next_server)),
+        ("boot_file", s.boot_file.clone().map(Value::String)),
+        ("rival", ip(rival)),
+    ] {
+        if let Some(v) = v {
+            m.insert(k.into(), v);
+        }
+    }
+    Value::Object(m)
+}
+
 /// A DHCP message the server handled, as a step.
 pub fn from_dhcp(s: &DhcpSeen) -> Observed {
     let kind = if s.port == 4011 || (s.reply.is_some() && s.yiaddr.is_none() && s.kind == "discover") {
@@ -131,12 +158,7 @@ pub fn from_dhcp(s: &DhcpSeen) -> Observed {
         kind,
         ok: rival.is_none() && s.reply != Some("nak"),
         summary,
-        details: json!({
-            "message": s.kind, "port": s.port, "client": s.src.to_string(), "arch": s.arch,
-            "vendor_class": s.vendor_class, "ipxe": s.ipxe, "server_id": s.server_id, "giaddr": s.giaddr,
-            "reply": s.reply, "server": s.server, "yiaddr": s.yiaddr, "next_server": s.next_server,
-            "boot_file": s.boot_file, "rival": rival,
-        }),
+        details: dhcp_details(s, rival),
         opens: if firmware {
             Opens::Firmware
         } else if s.ipxe && s.kind == "discover" && s.port == 67 {
@@ -157,7 +179,7 @@ fn client_ip(addr: &str) -> Option<IpAddr> {
 }
 
 fn data<T: serde::de::DeserializeOwned>(e: &Event) -> Option<T> {
-    serde_json::from_value(e.data.clone()).ok()
+    T::deserialize(&e.data).ok()
 }
 
 fn step(e: &Event, kind: &'static str, ok: bool, summary: String, details: Value, opens: Opens) -> Observed {
