@@ -206,21 +206,23 @@ dhcp_round() {
   echo "| Kea $(kea-dhcp4 -v 2>/dev/null | head -1) (memfile, no fsync) | $kr | $kro | $krd % | 1.00x | $(ratio "$kr" "$dm")x |"
   echo "| dnsmasq 2.90 (--no-ping) | $dm | $dmo | $dmd % | $(ratio "$dm" "$kr")x | 1.00x |"
 }
-# sessions_round: Bootlane alone with boot sessions on and off, alternating (on, off, on,
-# off), on the /16 pool with 50,000 distinct PXE clients (perfdhcp sends option 60
-# `PXEClient:Arch:00007:UNDI:003016` and option 93 = 7, x86-64 UEFI): every client begins a
-# boot session, so the recorder keeps 4,096 open and ends (and stores) the oldest as new
-# ones begin, the heaviest load it has.
+# sessions_round <label> [perfdhcp options]: Bootlane alone with boot sessions on and off,
+# alternating (on, off, on, off), on the /16 pool with 50,000 distinct clients: the
+# benchmark's own plain DORA clients (no options: they open no session, the recorder only
+# sees their messages go by), then PXE clients (option 60 `PXEClient:Arch:00007:UNDI:003016`
+# and option 93 = 7, x86-64 UEFI): every client begins a boot session, so the recorder
+# keeps 4,096 open and ends and stores the oldest as new ones begin, the heaviest load it
+# has.
 sessions_round() {
-  local on=() off=() a d o
+  local label=$1 on=() off=() a d o
   pool 10.77.1.0 10.77.250.250
   CLIENTS=50000
-  PERFDHCP_EXTRA="-o 60,505845436c69656e743a417263683a30303030373a554e44493a303033303136 -o 93,0007"
+  PERFDHCP_EXTRA=${2:-}
   for _ in 1 2; do
-    start_bootlane; read -r a d o < <(dhcp_ladder bootlane-sessions-on); stop; on+=("$a")
+    start_bootlane; read -r a d o < <(dhcp_ladder "bootlane-sessions-on ($label)"); stop; on+=("$a")
     cp "$WORK/bootlane.toml" "$WORK/bootlane.on.toml"
     printf '\n[boot_sessions]\nenabled = false\n' >>"$WORK/bootlane.toml"
-    start_bootlane; read -r a d o < <(dhcp_ladder bootlane-sessions-off); stop; off+=("$a")
+    start_bootlane; read -r a d o < <(dhcp_ladder "bootlane-sessions-off ($label)"); stop; off+=("$a")
     cp "$WORK/bootlane.on.toml" "$WORK/bootlane.toml"
   done
   PERFDHCP_EXTRA=""
@@ -228,7 +230,7 @@ sessions_round() {
   bon=$(printf '%s\n' "${on[@]}" | sort -n | tail -1)
   boff=$(printf '%s\n' "${off[@]}" | sort -n | tail -1)
   echo
-  echo "### DHCP with boot sessions on and off, /16 pool, 50,000 distinct PXE clients (perfdhcp -4 with options 60 and 93, runs alternating on, off, on, off; the better of each pair)"
+  echo "### DHCP with boot sessions on and off, /16 pool, 50,000 distinct $label (perfdhcp -4${2:+ with options 60 and 93}; runs alternating on, off, on, off; the better of each pair)"
   echo
   echo "| Bootlane | leases/s (each run) | best | ratio vs sessions off |"
   echo "|---|---:|---:|---:|"
@@ -245,7 +247,10 @@ if [[ $WHAT == dhcp || $WHAT == all ]]; then
   sysctl -qw net.core.rmem_default=4194304
   dhcp_round /16 10.77.1.0 10.77.250.250 50000
   dhcp_round /24 10.77.0.10 10.77.0.250 200
-  if [[ -z ${SKIP_BOOTLANE:-} && ${SESSIONS_ROUND:-1} != 0 ]]; then sessions_round; fi
+  if [[ -z ${SKIP_BOOTLANE:-} && ${SESSIONS_ROUND:-1} != 0 ]]; then
+    sessions_round "plain DORA clients"
+    sessions_round "PXE clients" "-o 60,505845436c69656e743a417263683a30303030373a554e44493a303033303136 -o 93,0007"
+  fi
 fi
 # loss on|off: drop $LOSS_PCT % of the UDP datagrams arriving in either namespace.
 loss() {

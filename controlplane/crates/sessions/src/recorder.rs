@@ -36,7 +36,7 @@ use crate::{
     config::SessionsConfig,
     judge::{judge, judge_progress, progress},
     model::{BootSession, BootStep, SessionState, SessionUpdate, StoredSession, Verdict, MAX_STEPS},
-    steps::{from_dhcp, from_event, http_missing, Observed, Opens},
+    steps::{dhcp_opens, from_dhcp, from_event, http_missing, Observed, Opens},
 };
 use bootlane_boot::{
     boot::catalog::{BootCatalog, EntryType},
@@ -235,7 +235,7 @@ impl Sessions {
                     _ = token.cancelled() => break,
                     _ = drain.tick() => {
                         while let Ok(s) = dhcp.try_recv() {
-                            me.observe(from_dhcp(&s));
+                            me.dhcp(&s);
                         }
                         loop {
                             match rx.try_recv() {
@@ -258,6 +258,22 @@ impl Sessions {
             }
             me.end_all();
         });
+    }
+
+    /// One DHCP message: a step when it may begin a session or its machine has one open;
+    /// otherwise only the address an ACK gave is remembered (cheap: no step is built).
+    fn dhcp(&self, s: &DhcpSeen) {
+        if dhcp_opens(s) == Opens::No {
+            let mac = s.mac.to_string();
+            let mut st = self.state.lock().expect("sessions lock");
+            if let (Some("ack"), Some(ip)) = (s.reply, s.yiaddr) {
+                st.remember(IpAddr::V4(ip), &mac);
+            }
+            if !st.open.contains_key(&mac) {
+                return;
+            }
+        }
+        self.observe(from_dhcp(s));
     }
 
     fn event(&self, e: &Event) {

@@ -96,6 +96,28 @@ fn dhcp_details(s: &DhcpSeen, rival: Option<std::net::Ipv4Addr>) -> Value {
     Value::Object(m)
 }
 
+/// Whether a DHCP message may begin a session: a firmware PXE DHCPDISCOVER (vendor class
+/// `PXEClient` or `HTTPClient`, or option 93, and not iPXE), an iPXE one on port 67, any
+/// other boot client's DHCPDISCOVER when the machine has no open session; nothing else.
+pub fn dhcp_opens(s: &DhcpSeen) -> Opens {
+    if s.kind != "discover" {
+        return Opens::No;
+    }
+    let pxe = s
+        .vendor_class
+        .as_deref()
+        .is_some_and(|v| v.starts_with("PXEClient") || v.starts_with("HTTPClient"));
+    if !s.ipxe && (s.arch.is_some() || pxe) {
+        Opens::Firmware
+    } else if s.ipxe && s.port == 67 {
+        Opens::Ipxe
+    } else if s.ipxe {
+        Opens::IfNone
+    } else {
+        Opens::No
+    }
+}
+
 /// A DHCP message the server handled, as a step.
 pub fn from_dhcp(s: &DhcpSeen) -> Observed {
     let kind = if s.port == 4011 || (s.reply.is_some() && s.yiaddr.is_none() && s.kind == "discover") {
@@ -142,13 +164,6 @@ pub fn from_dhcp(s: &DhcpSeen) -> Observed {
         }
         (None, None) => summary.push_str(" (not answered)"),
     }
-    let firmware = s.kind == "discover"
-        && !s.ipxe
-        && (s.arch.is_some()
-            || s.vendor_class
-                .as_deref()
-                .is_some_and(|v| v.starts_with("PXEClient") || v.starts_with("HTTPClient")));
-    let boot_client = s.ipxe || firmware || s.arch.is_some();
     Observed {
         mac: Some(s.mac.to_string()),
         ip: s.yiaddr.map(IpAddr::V4),
@@ -159,15 +174,7 @@ pub fn from_dhcp(s: &DhcpSeen) -> Observed {
         ok: rival.is_none() && s.reply != Some("nak"),
         summary,
         details: dhcp_details(s, rival),
-        opens: if firmware {
-            Opens::Firmware
-        } else if s.ipxe && s.kind == "discover" && s.port == 67 {
-            Opens::Ipxe
-        } else if boot_client && s.kind == "discover" {
-            Opens::IfNone
-        } else {
-            Opens::No
-        },
+        opens: dhcp_opens(s),
     }
 }
 
