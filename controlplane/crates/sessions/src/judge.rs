@@ -234,7 +234,7 @@ mod tests {
         let offer = st("dhcp", true, json!({"reply": "offer", "yiaddr": "10.0.0.50"}));
         let rival = st("dhcp", false, json!({"rival": "10.0.0.5"}));
         assert_eq!(
-            judge(&[offer.clone()], true, 15).1,
+            judge(std::slice::from_ref(&offer), true, 15).1,
             "offered 10.0.0.50, the client never requested it"
         );
         assert_eq!(

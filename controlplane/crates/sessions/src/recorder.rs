@@ -247,10 +247,10 @@ impl Sessions {
                             }
                         }
                         n += 1;
-                        if n % per_sec == 0 {
+                        if n.is_multiple_of(per_sec) {
                             me.tick(OffsetDateTime::now_utc());
                         }
-                        if n % (60 * per_sec) == 0 {
+                        if n.is_multiple_of(60 * per_sec) {
                             me.prune();
                         }
                     }
@@ -591,7 +591,7 @@ impl Sessions {
                 .map(|o| o.session.summary())
                 .filter(|s| f.matches(s))
                 .collect();
-            open.sort_by(|a, b| b.started.cmp(&a.started));
+            open.sort_by_key(|s| std::cmp::Reverse(s.started));
             (open, st.recent.iter().map(BootSession::summary).collect::<Vec<_>>())
         };
         let mut seen: std::collections::HashSet<u64> = out.iter().map(|s| s.id).collect();
