@@ -25,6 +25,14 @@ fn seen(kind: &'static str, reply: Option<&'static str>, server_id: Option<Ipv4A
     }
 }
 
+const SERVER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+
+/// A firmware DISCOVER offered 10.0.0.50 and its REQUEST acknowledged.
+fn dora(s: &Sessions) {
+    s.observe(from_dhcp(&seen("discover", Some("offer"), None)));
+    s.observe(from_dhcp(&seen("request", Some("ack"), Some(SERVER))));
+}
+
 fn sessions(quiet: u64) -> Arc<Sessions> {
     let cfg = SessionsConfig {
         quiet_secs: quiet,
@@ -41,12 +49,7 @@ fn ev(bus: &EventBus, e: NewEvent) -> Arc<Event> {
 async fn a_boot_becomes_one_session_with_a_verdict_and_is_stored_when_quiet() {
     let s = sessions(5);
     let bus = EventBus::in_memory();
-    s.observe(from_dhcp(&seen("discover", Some("offer"), None)));
-    s.observe(from_dhcp(&seen(
-        "request",
-        Some("ack"),
-        Some(Ipv4Addr::new(10, 0, 0, 1)),
-    )));
+    dora(&s);
     // TFTP names the client by address only: matched through the ACK's address.
     s.event(&ev(
         &bus,
@@ -123,11 +126,7 @@ async fn another_servers_offer_and_a_missing_file_are_named_and_a_firmware_disco
     // Retries of DHCP stay in the session; a TFTP refusal (from the rival's address plan).
     s.observe(from_dhcp(&seen("discover", Some("offer"), None)));
     assert_eq!(s.list(&Filter::default(), 10).unwrap().len(), 1);
-    s.observe(from_dhcp(&seen(
-        "request",
-        Some("ack"),
-        Some(Ipv4Addr::new(10, 0, 0, 1)),
-    )));
+    s.observe(from_dhcp(&seen("request", Some("ack"), Some(SERVER))));
     s.event(&ev(
         &bus,
         NewEvent::new(EventKind::TftpTransferFailed, "t").with(&TftpRefused {
