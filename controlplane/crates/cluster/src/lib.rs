@@ -236,20 +236,6 @@ pub fn follow(store: &Store, followers: Followers, token: CancellationToken) {
 mod tests {
     use super::*;
 
-    /// The machine-bound trees are each node's own on a shared store, as their owners
-    /// declare them: a declaration dropped (or its crate no longer linked) fails.
-    #[test]
-    fn the_machine_bound_trees_are_declared_per_node() {
-        let names: Vec<_> = bootlane_core::store::node_trees().iter().map(|t| t.name).collect();
-        assert_eq!(names, ["dhcp_settings", "nfs", "services", "settings", "tftp_settings"]);
-        assert!(bootlane_core::store::is_node_identity_key(
-            "dhcp_settings",
-            b"server_duid6"
-        ));
-        assert!(!bootlane_core::store::is_node_identity_key("settings", b"server_duid6"));
-        assert!(!bootlane_core::store::is_node_tree("hosts"));
-    }
-
     #[test]
     fn events_are_packed_into_notifications_and_a_long_one_loses_its_data() {
         let bus = EventBus::in_memory();

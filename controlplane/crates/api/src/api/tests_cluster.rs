@@ -277,3 +277,17 @@ async fn trees_map_to_the_parts_that_cache_them() {
     assert_eq!(bootlane_cluster::followers_of(&followers, "hosts"), ["hosts"]);
     assert!(bootlane_cluster::followers_of(&followers, "profiles").is_empty());
 }
+
+/// The machine-bound trees are each node's own on a shared store, as their owners
+/// declare them: a declaration dropped (or its crate no longer linked) fails.
+#[test]
+fn the_machine_bound_trees_are_declared_per_node() {
+    let names: Vec<_> = bootlane_core::store::node_trees().iter().map(|t| t.name).collect();
+    assert_eq!(names, ["dhcp_settings", "nfs", "services", "settings", "tftp_settings"]);
+    assert!(bootlane_core::store::is_node_identity_key(
+        "dhcp_settings",
+        b"server_duid6"
+    ));
+    assert!(!bootlane_core::store::is_node_identity_key("settings", b"server_duid6"));
+    assert!(!bootlane_core::store::is_node_tree("hosts"));
+}
