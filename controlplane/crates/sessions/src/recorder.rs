@@ -441,6 +441,16 @@ impl Sessions {
                 s.session.ip = Some(ip.to_string());
             }
             let start = o.at - time::Duration::milliseconds(o.duration_ms.unwrap_or(0) as i64);
+            // Inputs reach the recorder by different paths (the DHCP queue, the event bus,
+            // the HTTP routes) and not always in the order they happened: a step that began
+            // before the session did moves its start, and every offset with it.
+            if start < s.session.started {
+                s.session.started = start;
+                for st in &mut s.session.steps {
+                    let b = st.at - time::Duration::milliseconds(st.duration_ms.unwrap_or(0) as i64);
+                    st.offset_ms = (b - start).whole_milliseconds().max(0) as u64;
+                }
+            }
             let step = BootStep {
                 at: o.at,
                 offset_ms: (start - s.session.started).whole_milliseconds().max(0) as u64,
@@ -456,7 +466,9 @@ impl Sessions {
             let subscribed = self.updates.receiver_count() > 0;
             let copy = subscribed.then(|| step.clone());
             if s.session.steps.len() < MAX_STEPS {
-                s.session.steps.push(step);
+                // In time order, so the verdict reads the steps as they happened.
+                let at = s.session.steps.partition_point(|x| x.at <= step.at);
+                s.session.steps.insert(at, step);
             } else {
                 s.session.steps_dropped += 1;
             }

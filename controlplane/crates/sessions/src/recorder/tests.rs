@@ -185,3 +185,30 @@ async fn open_sessions_are_bounded_and_the_oldest_ends_first() {
     assert_eq!(st.pending.len(), 1);
     assert!(st.order.len() <= 2 * MAX_OPEN);
 }
+
+#[tokio::test]
+async fn steps_that_arrive_out_of_order_are_judged_in_time_order() {
+    let s = sessions(900);
+    let bus = EventBus::in_memory();
+    // The script is served first, but its event reaches the recorder after the 404 the
+    // same client asked next (the HTTP route reports it at once).
+    let script = ev(
+        &bus,
+        NewEvent::new(EventKind::BootIpxeServed, "i").with(&IpxeServed::Profile {
+            mac: MAC.into(),
+            profile: "debian".into(),
+            host: None,
+        }),
+    );
+    std::thread::sleep(Duration::from_millis(5));
+    s.http_missing(Some("10.0.0.50".parse().unwrap()), "debian/linux");
+    s.event(&script);
+    let l = s.list(&Filter::default(), 10).unwrap();
+    assert_eq!(l.len(), 1, "{l:?}");
+    assert_eq!(l[0].mac.as_deref(), Some(MAC));
+    assert_eq!(l[0].reason, "asked for \"debian/linux\" over HTTP: not found");
+    let one = s.get(l[0].id).unwrap().unwrap();
+    assert_eq!(one.steps[0].kind, "ipxe");
+    assert_eq!(one.steps[0].offset_ms, 0);
+    assert!(one.steps[1].offset_ms >= 5, "{:?}", one.steps);
+}
