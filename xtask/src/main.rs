@@ -11,16 +11,17 @@
 //! - `test`: every test — the UI build, unit and API tests of the default members (the API
 //!   tests twice: on sled, then on PostgreSQL with `BOOTLANE_TEST_STORE=postgres`), the API
 //!   contract test (`scripts/contract.sh`: schemathesis against the running server's
-//!   openapi.json), the privileged integration tests (XDP `test_run`, network namespaces,
-//!   real clients) as root, in tiers (the QEMU boots beside the light tests, then the
-//!   timing-sensitive ones alone; see `integration_lanes`), then the browser tests of the UI (`node --test web/tests/`,
+//!   openapi.json) and the privileged integration tests (XDP `test_run`, network namespaces,
+//!   real clients) as root, in tiers (the QEMU boots in one lane, the light tests and then
+//!   the contract runs in another, then the timing-sensitive ones alone; see
+//!   `integration_lanes`), then the browser tests of the UI (`node --test web/tests/`,
 //!   headless Chromium against a real `bootlane`).
 //! - `bench`: benchmarks against dnsmasq in the same invocation, and what SSE subscribers
 //!   cost the DNS path and API writes (`bench events`), and boot media: upload vs `cp`,
 //!   Range serving vs nginx (`bench media`).
 //! - `fuzz`: coverage-guided fuzzing of every parser and renderer: cargo-fuzz targets in
 //!   `fuzz/`, seeds captured from real clients (`scripts/fuzz-seeds.sh`), each target for
-//!   `--seconds` (CI: 60).
+//!   `--seconds` (CI: 60), one target per core at a time.
 //! - `soak`: the soak test: every service of the release build under steady load for
 //!   `--minutes` (default 30; `scripts/soak.sh`), RSS, descriptors, sled size and p99
 //!   latencies every minute, then the goals checked (flat RSS and descriptors, no errors,
@@ -35,6 +36,7 @@
 use std::{
     path::{Path, PathBuf},
     process::{Command, ExitCode},
+    time::Instant,
 };
 
 use anyhow::{bail, Context, Result};
@@ -148,7 +150,9 @@ extern "C" {
 
 fn run(cmd: &mut Command) -> Result<()> {
     eprintln!("xtask: {cmd:?}");
+    let started = Instant::now();
     let status = cmd.status().with_context(|| format!("starting {cmd:?}"))?;
+    eprintln!("xtask: {status} after {} s", started.elapsed().as_secs());
     if !status.success() {
         bail!("{cmd:?} failed: {status}");
     }
@@ -361,17 +365,17 @@ fn test(unit_only: bool, no_browser: bool, filter: Option<String>) -> Result<()>
         .env("BOOTLANE_TEST_STORE", "postgres"))?;
     let bin = build_server(false)?;
     if !unit_only {
-        // The API contract: schemathesis against the server's own openapi.json; no privileges
-        // needed. A filter that is part of "contract" selects it.
-        if filter.as_deref().is_none_or(|f| "contract".contains(f)) {
-            run(Command::new("bash").arg(root().join("scripts/contract.sh")).arg(&bin))?;
-            // Once more on the PostgreSQL store, a fifth of the cases.
-            run(Command::new("bash")
-                .arg(root().join("scripts/contract.sh"))
+        // The API contract: schemathesis against the server's own openapi.json, on sled,
+        // then on the PostgreSQL store with a fifth of the cases; no privileges needed.
+        let contract = |store: &str, examples: &str| {
+            let mut c = Command::new("bash");
+            c.arg(root().join("scripts/contract.sh"))
                 .arg(&bin)
-                .env("CONTRACT_STORE", "postgres")
-                .env("CONTRACT_EXAMPLES", "10"))?;
-        }
+                .env("CONTRACT_STORE", store)
+                .env("CONTRACT_EXAMPLES", examples);
+            c
+        };
+        let contracts = [contract("sled", "50"), contract("postgres", "10")];
         std::env::set_var("BOOTLANE_BIN", &bin);
         // The package test (tests/tests/integration/package_install.rs) installs the debug
         // build's package: a release build here would double CI's build time.
@@ -379,13 +383,20 @@ fn test(unit_only: bool, no_browser: bool, filter: Option<String>) -> Result<()>
         if filter.as_deref().is_none_or(|f| PACKAGE_TEST.contains(f)) {
             std::env::set_var("BOOTLANE_DEB", package(false)?);
         }
-        for exe in integration_binaries()? {
-            match &filter {
-                Some(f) => {
-                    run(privileged(&exe, &["--test-threads=1".to_string(), f.clone()]).env("BOOTLANE_BIN", &bin))?
+        let exes = integration_binaries()?;
+        match &filter {
+            // A filter that is part of "contract" selects the contract test.
+            Some(f) => {
+                if "contract".contains(f.as_str()) {
+                    for mut c in contracts {
+                        run(&mut c)?;
+                    }
                 }
-                None => integration_lanes(&exe, &bin)?,
+                for exe in &exes {
+                    run(privileged(exe, &["--test-threads=1".to_string(), f.clone()]).env("BOOTLANE_BIN", &bin))?
+                }
             }
+            None => integration_lanes(&exes, &bin, contracts.into())?,
         }
     }
     if !no_browser {
@@ -420,11 +431,14 @@ const ALONE_TESTS: &[&str] = &[
     "package_install::",
 ];
 
-/// Runs the integration binary `exe` in tiers: the [`QEMU_TESTS`] and every other light
-/// test in two concurrent lanes (each one test at a time; every test makes its own
-/// namespaces, so the lanes do not meet), then the [`ALONE_TESTS`] on their own. Both lanes
-/// run to the end even when one fails; the first failure is reported.
-fn integration_lanes(exe: &Path, bin: &Path) -> Result<()> {
+/// Runs the integration binaries `exes` in tiers: the [`QEMU_TESTS`] in one lane and every
+/// other light test, then the `after_light` commands (the API contract runs), in a second
+/// lane beside it (each one test at a time; every test makes its own namespaces, so the
+/// lanes do not meet), then the [`ALONE_TESTS`] on their own. The QEMU lane keeps one core
+/// busy for about ten minutes, the light tests take about three: the contract runs fill the
+/// other core meanwhile. Every lane runs to its end even when a command in it fails, and
+/// all failures are reported together.
+fn integration_lanes(exes: &[PathBuf], bin: &Path, after_light: Vec<Command>) -> Result<()> {
     let one = "--test-threads=1".to_string();
     let qemu: Vec<String> = std::iter::once(one.clone())
         .chain(QEMU_TESTS.iter().map(|t| t.to_string()))
@@ -440,36 +454,73 @@ fn integration_lanes(exe: &Path, bin: &Path) -> Result<()> {
     let alone: Vec<String> = std::iter::once(one)
         .chain(ALONE_TESTS.iter().map(|t| t.to_string()))
         .collect();
+    let tests = |args: &[String]| -> Vec<Command> {
+        exes.iter()
+            .map(|exe| {
+                let mut c = privileged(exe, args);
+                c.env("BOOTLANE_BIN", bin);
+                c
+            })
+            .collect()
+    };
+    let mut light_lane = tests(&light);
+    light_lane.extend(after_light);
     // Each lane writes to a file of its own, printed whole when it ends, so the two
     // outputs do not interleave line by line.
     let logs = target_dir().join("integration-lanes");
     std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
-    let mut lanes = Vec::new();
-    for (name, args) in [("qemu", &qemu), ("light", &light)] {
-        let path = logs.join(format!("{name}.log"));
-        let out = std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
-        let mut c = privileged(exe, args);
-        c.env("BOOTLANE_BIN", bin).stdout(out.try_clone()?).stderr(out);
-        eprintln!("xtask: {c:?} (in parallel, output in {})", path.display());
-        lanes.push((
-            format!("{c:?}"),
-            path,
-            c.spawn().with_context(|| format!("starting {c:?}"))?,
-        ));
-    }
-    let mut failed = Vec::new();
-    for (what, path, mut child) in lanes {
-        let status = child.wait().with_context(|| format!("waiting for {what}"))?;
-        eprintln!("xtask: {what} ended: {status}");
-        eprint!("{}", std::fs::read_to_string(&path).unwrap_or_default());
-        if !status.success() {
-            failed.push(format!("{what} failed: {status}"));
-        }
-    }
+    let failed: Vec<String> = std::thread::scope(|scope| {
+        let lanes: Vec<_> = [("qemu", tests(&qemu)), ("light", light_lane)]
+            .into_iter()
+            .map(|(name, commands)| {
+                let path = logs.join(format!("{name}.log"));
+                scope.spawn(move || lane(name, &path, commands))
+            })
+            .collect();
+        lanes
+            .into_iter()
+            .flat_map(|l| l.join().unwrap_or_else(|_| vec!["a lane panicked".to_string()]))
+            .collect()
+    });
     if !failed.is_empty() {
         bail!("{}", failed.join("; "));
     }
-    run(privileged(exe, &alone).env("BOOTLANE_BIN", bin))
+    for mut c in tests(&alone) {
+        run(&mut c)?;
+    }
+    Ok(())
+}
+
+/// Runs `commands` one after the other with their output in the file `path`, printed whole
+/// when the lane ends; returns what failed.
+fn lane(name: &str, path: &Path, commands: Vec<Command>) -> Vec<String> {
+    let mut failed = Vec::new();
+    let started = Instant::now();
+    let out = match std::fs::File::create(path) {
+        Ok(f) => f,
+        Err(e) => return vec![format!("creating {}: {e}", path.display())],
+    };
+    for mut c in commands {
+        let what = format!("{c:?}");
+        eprintln!("xtask: {what} (lane {name}, output in {})", path.display());
+        let begun = Instant::now();
+        let status = out
+            .try_clone()
+            .and_then(|o| Ok((o.try_clone()?, o)))
+            .and_then(|(o, e)| c.stdout(o).stderr(e).status());
+        match status {
+            Ok(s) => {
+                eprintln!("xtask: lane {name}: {s} after {} s: {what}", begun.elapsed().as_secs());
+                if !s.success() {
+                    failed.push(format!("{what} failed: {s}"));
+                }
+            }
+            Err(e) => failed.push(format!("starting {what}: {e}")),
+        }
+    }
+    eprintln!("xtask: lane {name} ended after {} s", started.elapsed().as_secs());
+    eprint!("{}", std::fs::read_to_string(path).unwrap_or_default());
+    failed
 }
 
 /// Builds the `.deb` and returns its path: the UI, the server (`release` or debug), the man
@@ -637,31 +688,59 @@ fn fuzz(seconds: u32, release: bool, targets: Vec<String>) -> Result<()> {
             seeds.display().to_string(),
         ]))?;
     }
-    for t in &targets {
-        let corpus = dir.join("corpus").join(t);
-        let artifacts = dir.join("artifacts").join(t);
-        std::fs::create_dir_all(&corpus)?;
-        std::fs::create_dir_all(&artifacts)?;
-        let mut c = fuzz_cmd();
-        c.arg("run").args(profile).args(["-a", "-s", "none", t]).arg(&corpus);
-        if seeds.join(t).exists() {
-            c.arg(seeds.join(t));
+    // One target per core at a time (libFuzzer is single-threaded), each with its output in
+    // a file of its own: the last lines (the final stats) are printed when it ends, and the
+    // whole file is named when it fails.
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs)?;
+    let width = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for batch in targets.chunks(width) {
+        let mut running = Vec::new();
+        for t in batch {
+            let corpus = dir.join("corpus").join(t);
+            let artifacts = dir.join("artifacts").join(t);
+            std::fs::create_dir_all(&corpus)?;
+            std::fs::create_dir_all(&artifacts)?;
+            let mut c = fuzz_cmd();
+            c.arg("run").args(profile).args(["-a", "-s", "none", t]).arg(&corpus);
+            if seeds.join(t).exists() {
+                c.arg(seeds.join(t));
+            }
+            c.arg("--").args([
+                format!("-max_total_time={seconds}"),
+                format!("-artifact_prefix={}/", artifacts.display()),
+                "-rss_limit_mb=4096".into(),
+                "-timeout=20".into(),
+                "-print_final_stats=1".into(),
+            ]);
+            let log = logs.join(format!("{t}.log"));
+            let out = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+            c.stdout(out.try_clone()?).stderr(out);
+            println!("xtask: fuzzing {t} for {seconds} s (output in {})", log.display());
+            let child = c.spawn().with_context(|| format!("starting {c:?}"))?;
+            running.push((t, artifacts, log, child));
         }
-        c.arg("--").args([
-            format!("-max_total_time={seconds}"),
-            format!("-artifact_prefix={}/", artifacts.display()),
-            "-rss_limit_mb=4096".into(),
-            "-timeout=20".into(),
-            "-print_final_stats=1".into(),
-        ]);
-        println!("xtask: fuzzing {t} for {seconds} s");
-        run(&mut c).with_context(|| {
-            format!(
-                "fuzz target {t} failed: the input is in {}; replay it with `cargo +nightly fuzz run {} -a -s none {t} <file>`",
-                artifacts.display(),
-                profile[0]
-            )
-        })?;
+        let mut failed = Vec::new();
+        for (t, artifacts, log, mut child) in running {
+            let status = child.wait()?;
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let keep = if status.success() { 12 } else { 80 };
+            println!("xtask: fuzz target {t}: {status}; the end of {}:", log.display());
+            for l in &lines[lines.len().saturating_sub(keep)..] {
+                println!("  {l}");
+            }
+            if !status.success() {
+                failed.push(format!(
+                    "fuzz target {t} failed: the input is in {}; replay it with `cargo +nightly fuzz run {} -a -s none {t} <file>`",
+                    artifacts.display(),
+                    profile[0]
+                ));
+            }
+        }
+        if !failed.is_empty() {
+            bail!("{}", failed.join("; "));
+        }
     }
     Ok(())
 }
