@@ -21,9 +21,10 @@
 #         with 5 % of the UDP datagrams dropped at random each way (nftables `numgen` on
 #         input: this kernel has no sch_netem) by atftp (blksize 1468, timeout 1 s: curl
 #         always asks for a 5 s timeout), every file compared with the original.
-# Usage: bench-boot.sh <bootlane binary> [dhcp|tftp|all]. Prints markdown tables.
+# Usage: bench-boot.sh <bootlane binary> [dhcp|tftp|sessions|all]. Prints markdown tables
+#   (sessions: only the boot sessions on/off round).
 #   (env: DHCP_SECS=5 RATES="250 ... 20000" TFTP_RUNS=3 LOSS_PCT=5 LOSSY_N=500 (0 skips the lossy round);
-#   PINNED=0 skips the pinned TFTP rounds; SESSIONS_ROUND=0 skips the boot sessions on/off round; SKIP_BOOTLANE/SKIP_KEA/SKIP_DNSMASQ=1 leave a server out; WITH_POSTGRES=1 adds Bootlane
+#   PINNED=0 skips the pinned TFTP rounds; SESSIONS_ROUND=0 skips the boot sessions on/off round, SESSIONS_PAIRS=2 its runs, SESSIONS_RATES its ladder; SKIP_BOOTLANE/SKIP_KEA/SKIP_DNSMASQ=1 leave a server out; WITH_POSTGRES=1 adds Bootlane
 #   on a PostgreSQL store; PERFDHCP_LOG=<file> keeps perfdhcp's whole output)
 # Traffic stays in two namespaces this script creates; all it starts is killed by PID.
 set -euo pipefail
@@ -213,12 +214,15 @@ dhcp_round() {
 # and option 93 = 7, x86-64 UEFI): every client begins a boot session, so the recorder
 # keeps 4,096 open and ends and stores the oldest as new ones begin, the heaviest load it
 # has.
+# The ladder here climbs in steps of about 5 % (SESSIONS_RATES) so that a small cost shows
+# as a lower rung rather than vanishing between the coarse ones; SESSIONS_PAIRS on/off pairs.
 sessions_round() {
   local label=$1 on=() off=() a d o
+  local RATES=${SESSIONS_RATES:-"2000 3000 4000 4400 4800 5000 5250 5500 5750 6000 6300 6600 6900 7200 7600 8000 8400 8800 9200 9600 10000 10500 11000 11500 12000 13000 14000 16000"}
   pool 10.77.1.0 10.77.250.250
   CLIENTS=50000
   PERFDHCP_EXTRA=${2:-}
-  for _ in 1 2; do
+  for _ in $(seq "${SESSIONS_PAIRS:-2}"); do
     start_bootlane; read -r a d o < <(dhcp_ladder "bootlane-sessions-on ($label)"); stop; on+=("$a")
     cp "$WORK/bootlane.toml" "$WORK/bootlane.on.toml"
     printf '\n[boot_sessions]\nenabled = false\n' >>"$WORK/bootlane.toml"
@@ -230,14 +234,14 @@ sessions_round() {
   bon=$(printf '%s\n' "${on[@]}" | sort -n | tail -1)
   boff=$(printf '%s\n' "${off[@]}" | sort -n | tail -1)
   echo
-  echo "### DHCP with boot sessions on and off, /16 pool, 50,000 distinct $label (perfdhcp -4${2:+ with options 60 and 93}; runs alternating on, off, on, off; the better of each pair)"
+  echo "### DHCP with boot sessions on and off, /16 pool, 50,000 distinct $label (perfdhcp -4${2:+ with options 60 and 93}; ${SESSIONS_PAIRS:-2} runs each, alternating on, off, ...; ladder in steps of about 5 %; the best of each)"
   echo
   echo "| Bootlane | leases/s (each run) | best | ratio vs sessions off |"
   echo "|---|---:|---:|---:|"
   echo "| boot sessions on | ${on[*]} | $bon | $(awk -v a="$bon" -v b="$boff" 'BEGIN {printf "%.2f", (b ? a / b : 0)}')x |"
   echo "| boot sessions off | ${off[*]} | $boff | 1.00x |"
 }
-if [[ $WHAT == dhcp || $WHAT == all ]]; then
+if [[ $WHAT == dhcp || $WHAT == all || $WHAT == sessions ]]; then
   if [[ -n ${WITH_POSTGRES:-} ]]; then start_postgres; fi
   # perfdhcp receives every simulated client's replies on one socket, which the default
   # 208 KiB buffer cannot hold when a server answers a batch at once (its
@@ -245,8 +249,10 @@ if [[ $WHAT == dhcp || $WHAT == all ]]; then
   # socket opened from here on (servers' too, so alike for all; this sysctl is not per
   # namespace), restored on exit.
   sysctl -qw net.core.rmem_default=4194304
-  dhcp_round /16 10.77.1.0 10.77.250.250 50000
-  dhcp_round /24 10.77.0.10 10.77.0.250 200
+  if [[ $WHAT != sessions ]]; then
+    dhcp_round /16 10.77.1.0 10.77.250.250 50000
+    dhcp_round /24 10.77.0.10 10.77.0.250 200
+  fi
   if [[ -z ${SKIP_BOOTLANE:-} && ${SESSIONS_ROUND:-1} != 0 ]]; then
     sessions_round "plain DORA clients"
     sessions_round "PXE clients" "-o 60,505845436c69656e743a417263683a30303030373a554e44493a303033303136 -o 93,0007"
