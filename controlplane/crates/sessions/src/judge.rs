@@ -4,9 +4,11 @@
 //! well; otherwise the furthest stage reached decides, and an ended session that stopped
 //! short of the installer or the local disk is `stalled` at that stage.
 
+use std::net::Ipv4Addr;
+
 use serde_json::Value;
 
-use crate::model::{BootStep, Verdict};
+use crate::model::{BootStep, StepDetails, Verdict};
 
 /// What a session has reached, read from its steps.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -14,9 +16,9 @@ pub struct Progress {
     /// The last problem not followed by a step that went well.
     pub problem: Option<String>,
     /// The last address Bootlane offered.
-    pub offered: Option<String>,
+    pub offered: Option<Ipv4Addr>,
     /// The last address Bootlane acknowledged.
-    pub acked: Option<String>,
+    pub acked: Option<Ipv4Addr>,
     /// The last boot file sent over TFTP.
     pub nbp: Option<String>,
     /// The last script or menu served (`iPXE script` or `GRUB menu` ...).
@@ -37,8 +39,8 @@ pub struct Progress {
     pub past_dhcp: bool,
 }
 
-fn s(d: &Value, k: &str) -> Option<String> {
-    d.get(k).and_then(Value::as_str).map(str::to_owned)
+fn s<'a>(d: &'a StepDetails, k: &str) -> Option<&'a str> {
+    d.str(k)
 }
 
 /// Reads the steps in order.
@@ -46,21 +48,22 @@ pub fn progress(steps: &[BootStep]) -> Progress {
     let mut p = Progress::default();
     for st in steps {
         let d = &st.details;
-        if !matches!(st.kind.as_str(), "dhcp" | "proxydhcp" | "dhcp6" | "wol" | "bmc") {
+        if !matches!(&*st.kind, "dhcp" | "proxydhcp" | "dhcp6" | "wol" | "bmc") {
             p.past_dhcp = true;
         }
-        if matches!(st.kind.as_str(), "tftp" | "http" | "installer") {
+        if matches!(&*st.kind, "tftp" | "http" | "installer") {
             // A file fetched after the script: the menu's choice was not the local disk.
             p.local = false;
         }
-        match st.kind.as_str() {
+        match &*st.kind {
             "dhcp" | "proxydhcp" => {
-                if let Some(r) = s(d, "rival") {
+                let Some(d) = d.dhcp() else { continue };
+                if let Some(r) = d.rival {
                     p.problem = Some(format!("took another server's offer: {r} answered first"));
-                } else if s(d, "reply").as_deref() == Some("offer") {
-                    p.offered = s(d, "yiaddr").or(p.offered.take());
-                } else if s(d, "reply").as_deref() == Some("ack") {
-                    p.acked = s(d, "yiaddr").or(p.acked.take());
+                } else if d.reply.as_deref() == Some("offer") {
+                    p.offered = d.yiaddr.or(p.offered);
+                } else if d.reply.as_deref() == Some("ack") {
+                    p.acked = d.yiaddr.or(p.acked);
                     if p.problem.as_deref().is_some_and(|x| x.starts_with("took another")) {
                         p.problem = None;
                     }
@@ -68,13 +71,13 @@ pub fn progress(steps: &[BootStep]) -> Progress {
             }
             "tftp" => {
                 let file = s(d, "file").unwrap_or_default();
-                match s(d, "outcome").as_deref() {
+                match s(d, "outcome") {
                     Some("Complete") => {
                         p.problem = None;
-                        match s(d, "role").as_deref() {
-                            Some("kernel") => p.kernel = Some(file),
-                            Some("initrd") => p.initrd = Some(file),
-                            _ => p.nbp = Some(file),
+                        match s(d, "role") {
+                            Some("kernel") => p.kernel = Some(file.to_owned()),
+                            Some("initrd") => p.initrd = Some(file.to_owned()),
+                            _ => p.nbp = Some(file.to_owned()),
                         }
                     }
                     Some("refused") if d.get("code").and_then(Value::as_u64) == Some(1) => {
@@ -91,9 +94,9 @@ pub fn progress(steps: &[BootStep]) -> Progress {
                 let file = s(d, "file").unwrap_or_default();
                 if st.ok {
                     p.problem = None;
-                    match s(d, "role").as_deref() {
-                        Some("kernel") => p.kernel = Some(file),
-                        Some("initrd") => p.initrd = Some(file),
+                    match s(d, "role") {
+                        Some("kernel") => p.kernel = Some(file.to_owned()),
+                        Some("initrd") => p.initrd = Some(file.to_owned()),
                         _ => {}
                     }
                 } else {
@@ -113,15 +116,15 @@ pub fn progress(steps: &[BootStep]) -> Progress {
             "access" => p.problem = Some(st.summary.clone()),
             "installer" => {
                 p.install_task = true;
-                if s(d, "state").as_deref() == Some("installing") {
+                if s(d, "state") == Some("installing") {
                     p.answer = true;
                 }
-                match (s(d, "report").as_deref(), s(d, "state").as_deref()) {
+                match (s(d, "report"), s(d, "state")) {
                     (Some(k @ ("done" | "booted" | "failed")), _) => {
-                        p.report = Some((k.to_string(), s(d, "message").unwrap_or_default()));
+                        p.report = Some((k.to_string(), s(d, "message").unwrap_or_default().to_owned()));
                     }
                     (_, Some("failed")) => {
-                        p.report = Some(("failed".into(), s(d, "reason").unwrap_or_default()));
+                        p.report = Some(("failed".into(), s(d, "reason").unwrap_or_default().to_owned()));
                     }
                     _ => {}
                 }
@@ -140,7 +143,6 @@ pub fn judge(steps: &[BootStep], ended: bool, quiet_min: u64) -> (Verdict, Strin
 
 /// [`judge`] of what [`progress`] read.
 pub fn judge_progress(p: &Progress, ended: bool, quiet_min: u64) -> (Verdict, String) {
-    let p = p.clone();
     match &p.report {
         Some((k, _)) if k == "done" => {
             return (
@@ -152,8 +154,8 @@ pub fn judge_progress(p: &Progress, ended: bool, quiet_min: u64) -> (Verdict, St
         Some((_, m)) => return (Verdict::Stalled, format!("the installer reported a failure: {m:?}")),
         None => {}
     }
-    if let Some(problem) = p.problem {
-        return (Verdict::Stalled, problem);
+    if let Some(problem) = &p.problem {
+        return (Verdict::Stalled, problem.clone());
     }
     if p.answer {
         return if ended {
@@ -171,7 +173,10 @@ pub fn judge_progress(p: &Progress, ended: bool, quiet_min: u64) -> (Verdict, St
     if p.local {
         return (
             Verdict::BootedLocalDisk,
-            format!("{}'s default entry is the local disk", p.script.unwrap_or_default()),
+            format!(
+                "{}'s default entry is the local disk",
+                p.script.as_deref().unwrap_or_default()
+            ),
         );
     }
     if let (Some(k), Some(i)) = (&p.kernel, &p.initrd) {
@@ -186,30 +191,26 @@ pub fn judge_progress(p: &Progress, ended: bool, quiet_min: u64) -> (Verdict, St
             ),
         };
     }
+    // Ended: "X, the kernel was never requested"; open: "X; waiting: the kernel ...".
+    let (sep, verdict) = if ended {
+        (", ", Verdict::Stalled)
+    } else {
+        ("; waiting: ", Verdict::InProgress)
+    };
     let stage = if let Some(k) = &p.kernel {
-        format!("kernel {k:?} sent, the initrd was never requested")
+        format!("kernel {k:?} sent{sep}the initrd was never requested")
     } else if let Some(sc) = &p.script {
-        format!("{sc} served, the kernel was never requested")
+        format!("{sc} served{sep}the kernel was never requested")
     } else if let Some(n) = &p.nbp {
-        format!("{n:?} sent over TFTP, nothing was asked after it")
+        format!("{n:?} sent over TFTP{sep}nothing was asked after it")
     } else if let Some(a) = &p.acked {
-        format!("address {a} acknowledged, no boot file was requested")
+        format!("address {a} acknowledged{sep}no boot file was requested")
     } else if let Some(o) = &p.offered {
-        format!("offered {o}, the client never requested it")
+        format!("offered {o}{sep}the client never requested it")
     } else {
         "no answer was given".to_string()
     };
-    if ended {
-        (Verdict::Stalled, stage)
-    } else {
-        (
-            Verdict::InProgress,
-            stage
-                .replace(", the", "; waiting: the")
-                .replace(", nothing", "; waiting: nothing")
-                .replace(", no ", "; waiting: no "),
-        )
-    }
+    (verdict, stage)
 }
 
 #[cfg(test)]
@@ -217,7 +218,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn st(kind: &str, ok: bool, d: Value) -> BootStep {
+    fn st(kind: &'static str, ok: bool, d: Value) -> BootStep {
         BootStep {
             at: time::OffsetDateTime::UNIX_EPOCH,
             offset_ms: 0,
@@ -225,14 +226,44 @@ mod tests {
             kind: kind.into(),
             ok,
             summary: String::new(),
-            details: d,
+            details: d.into(),
+        }
+    }
+
+    /// A DHCP step with Bootlane's `reply` giving `yiaddr`, or with another server's
+    /// offer taken (`rival`).
+    fn dhcp(reply: Option<&'static str>, yiaddr: Option<&str>, rival: Option<&str>) -> BootStep {
+        let d = crate::model::DhcpDetails {
+            message: if reply == Some("ack") || rival.is_some() {
+                "request"
+            } else {
+                "discover"
+            }
+            .into(),
+            port: 67,
+            client: "0.0.0.0:68".parse().unwrap(),
+            ipxe: false,
+            arch: None,
+            vendor_class: None,
+            server_id: rival.map(|r| r.parse().unwrap()),
+            giaddr: None,
+            reply: reply.map(Into::into),
+            server: None,
+            yiaddr: yiaddr.map(|a| a.parse().unwrap()),
+            next_server: None,
+            boot_file: None,
+            rival: rival.map(|r| r.parse().unwrap()),
+        };
+        BootStep {
+            details: StepDetails::Dhcp(d),
+            ..st("dhcp", rival.is_none(), Value::Null)
         }
     }
 
     #[test]
     fn verdicts_name_the_stage_and_the_cause() {
-        let offer = st("dhcp", true, json!({"reply": "offer", "yiaddr": "10.0.0.50"}));
-        let rival = st("dhcp", false, json!({"rival": "10.0.0.5"}));
+        let offer = dhcp(Some("offer"), Some("10.0.0.50"), None);
+        let rival = dhcp(None, None, Some("10.0.0.5"));
         assert_eq!(
             judge(std::slice::from_ref(&offer), true, 15).1,
             "offered 10.0.0.50, the client never requested it"
@@ -295,7 +326,7 @@ mod tests {
         let local = st("ipxe", true, json!({"profile": "disk", "local": true}));
         assert_eq!(judge(&[nbp, local], true, 15).0, Verdict::BootedLocalDisk);
         // Another server's offer, then Bootlane's ACK after all: not stalled.
-        let ack = st("dhcp", true, json!({"reply": "ack", "yiaddr": "10.0.0.50"}));
+        let ack = dhcp(Some("ack"), Some("10.0.0.50"), None);
         assert_eq!(judge(&[offer, rival, ack], false, 15).0, Verdict::InProgress);
     }
 }

@@ -1,7 +1,13 @@
 //! What a boot session is on the wire and in the journal: [`BootSession`] with its
 //! [`BootStep`]s, its [`SessionState`] and its [`Verdict`].
 
+use std::{
+    borrow::Cow,
+    net::{IpAddr, Ipv4Addr, SocketAddrV4},
+};
+
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
@@ -27,6 +33,15 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// Every verdict.
+    pub const ALL: [Self; 5] = [
+        Self::InProgress,
+        Self::HandedToInstaller,
+        Self::Installed,
+        Self::BootedLocalDisk,
+        Self::Stalled,
+    ];
+
     /// The wire name (`in_progress`, `stalled`, ...), also the metrics label.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -62,7 +77,8 @@ pub struct BootStep {
     pub duration_ms: Option<u64>,
     /// `dhcp`, `proxydhcp`, `dhcp6`, `tftp`, `http`, `ipxe`, `menu`, `access`,
     /// `installer`, `baseline`, `bmc` or `wol`.
-    pub kind: String,
+    #[schema(value_type = String)]
+    pub kind: Cow<'static, str>,
     /// False for a refusal, a failure or an answer that was not Bootlane's.
     pub ok: bool,
     /// One sentence (client-sent text escaped).
@@ -71,7 +87,102 @@ pub struct BootStep {
     /// id, reply, address, next-server, boot file; TFTP: file, bytes, outcome, error;
     /// HTTP: file, bytes, status; iPXE: profile, host; ...).
     #[schema(value_type = Object)]
-    pub details: serde_json::Value,
+    pub details: StepDetails,
+}
+
+/// A step's details: typed for a DHCP message (the step every boot client makes several
+/// of, built on the DHCP server's hot path: no map, few allocations), a JSON object for the
+/// others. Both are the same JSON object on the wire and in the journal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum StepDetails {
+    /// A DHCPv4 message the server handled.
+    Dhcp(DhcpDetails),
+    /// Any other step's details (see [`BootStep::details`]).
+    Other(Value),
+}
+
+impl StepDetails {
+    /// The DHCP message's details, for a DHCP step.
+    pub fn dhcp(&self) -> Option<&DhcpDetails> {
+        match self {
+            Self::Dhcp(d) => Some(d),
+            Self::Other(_) => None,
+        }
+    }
+
+    /// The value of field `k` of a non-DHCP step's details.
+    pub fn get(&self, k: &str) -> Option<&Value> {
+        match self {
+            Self::Dhcp(_) => None,
+            Self::Other(v) => v.get(k),
+        }
+    }
+
+    /// The text of field `k` of a non-DHCP step's details.
+    pub fn str(&self, k: &str) -> Option<&str> {
+        self.get(k).and_then(Value::as_str)
+    }
+
+    /// Sets field `k` of a non-DHCP step's details (an object); DHCP details have no
+    /// free fields and are left as they are.
+    pub fn set(&mut self, k: &str, v: Value) {
+        if let Self::Other(Value::Object(m)) = self {
+            m.insert(k.to_string(), v);
+        }
+    }
+}
+
+impl From<Value> for StepDetails {
+    fn from(v: Value) -> Self {
+        Self::Other(v)
+    }
+}
+
+/// What a DHCPv4 step records of the message and Bootlane's answer (RFC 2131, RFC 2132
+/// options 53, 54, 60, 67, 77; RFC 4578 option 93). Absent fields were not sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DhcpDetails {
+    /// The message type (`discover`, `request`, `inform`, ...).
+    pub message: Cow<'static, str>,
+    /// The local port: 67 (DHCP, proxyDHCP) or 4011 (PXE boot server).
+    pub port: u16,
+    /// The client's source address and port.
+    pub client: SocketAddrV4,
+    /// The client is iPXE (user class `iPXE` or option 175).
+    pub ipxe: bool,
+    /// Option 93: the client system architecture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<u16>,
+    /// Option 60: the vendor class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor_class: Option<String>,
+    /// Option 54 of the request: the server whose offer the client took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_id: Option<Ipv4Addr>,
+    /// The relay agent (`giaddr`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub giaddr: Option<Ipv4Addr>,
+    /// Bootlane's answer (`offer`, `ack`, `nak`); absent when it did not answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<Cow<'static, str>>,
+    /// Bootlane's server identifier in the answer (option 54).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<Ipv4Addr>,
+    /// The address offered or acknowledged (`yiaddr`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub yiaddr: Option<Ipv4Addr>,
+    /// The answer's next-server (`siaddr`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_server: Option<Ipv4Addr>,
+    /// The boot file given (option 67, else `file`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_file: Option<String>,
+    /// Another server whose offer the client took (option 54 of a request Bootlane did
+    /// not answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rival: Option<Ipv4Addr>,
 }
 
 /// One boot attempt of one machine.
@@ -82,7 +193,8 @@ pub struct BootSession {
     /// The machine's MAC (lower-case colon form), `null` when only its address is known.
     pub mac: Option<String>,
     /// The machine's last known address.
-    pub ip: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub ip: Option<IpAddr>,
     /// The registered host with this MAC, if any.
     pub host: Option<String>,
     /// First step, RFC 3339.
@@ -116,7 +228,7 @@ impl BootSession {
         Self {
             id: self.id,
             mac: self.mac.clone(),
-            ip: self.ip.clone(),
+            ip: self.ip,
             host: self.host.clone(),
             started: self.started,
             updated: self.updated,
@@ -159,4 +271,44 @@ pub struct SessionUpdate {
     pub session: BootSession,
     /// The new step.
     pub step: Option<BootStep>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn step_details_keep_their_json_shape_and_read_back_typed() {
+        let dhcp = StepDetails::Dhcp(DhcpDetails {
+            message: "discover".into(),
+            port: 67,
+            client: "0.0.0.0:68".parse().unwrap(),
+            ipxe: false,
+            arch: Some(7),
+            vendor_class: Some("PXEClient:Arch:00007".into()),
+            server_id: None,
+            giaddr: None,
+            reply: Some("offer".into()),
+            server: Some(Ipv4Addr::new(10, 0, 0, 1)),
+            yiaddr: Some(Ipv4Addr::new(10, 0, 0, 50)),
+            next_server: Some(Ipv4Addr::new(10, 0, 0, 1)),
+            boot_file: Some("ipxe.efi".into()),
+            rival: None,
+        });
+        let v = serde_json::to_value(&dhcp).unwrap();
+        assert_eq!(
+            v,
+            json!({"message": "discover", "port": 67, "client": "0.0.0.0:68", "ipxe": false, "arch": 7,
+                   "vendor_class": "PXEClient:Arch:00007", "reply": "offer", "server": "10.0.0.1",
+                   "yiaddr": "10.0.0.50", "next_server": "10.0.0.1", "boot_file": "ipxe.efi"})
+        );
+        assert_eq!(serde_json::from_value::<StepDetails>(v).unwrap(), dhcp);
+        // Other kinds stay free-form, even with a field a DHCP step also has.
+        let tftp = json!({"file": "ipxe.efi", "outcome": "Complete", "client": "10.0.0.50:1024"});
+        let read: StepDetails = serde_json::from_value(tftp.clone()).unwrap();
+        assert_eq!(read, StepDetails::Other(tftp));
+        assert_eq!(read.str("file"), Some("ipxe.efi"));
+        assert_eq!(dhcp.str("boot_file"), None, "DHCP details are read typed");
+    }
 }

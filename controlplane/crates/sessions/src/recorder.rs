@@ -3,21 +3,22 @@
 //! event bus), and the HTTP boot routes report files they did not have
 //! ([`Sessions::http_missing`]). Each input becomes a step ([`crate::steps`]) of its
 //! machine's open session, found by MAC, or by client address through the addresses
-//! DHCP leased (the MAC of an address is remembered from the DHCPACK or the lease event;
-//! at most [`MAX_ADDRESSES`]); a machine only known by its address gets a session keyed
-//! by it, re-keyed to the MAC once one is seen for that address.
+//! DHCP acknowledged (at most [`MAX_ADDRESSES`] remembered); a machine only known by its
+//! address gets a session keyed by it, re-keyed to the MAC once one is seen for that
+//! address.
 //!
 //! A new session begins with a firmware PXE DHCPDISCOVER once the open one got past DHCP
-//! (an iPXE one once it got a script or menu), with a power-on or wake-on-LAN, or with a boot request of a machine with no open
-//! session. A session ends after `[boot_sessions] quiet_secs` without a step
-//! (`installer_wait_secs` once its installer fetched the answer file); it is then judged
-//! once more ([`crate::judge`]), counted in `bootlane_boot_sessions_total{verdict}` and
-//! appended to the `boot_sessions` journal, whose retention is `retention_count` and
-//! `retention_days`. Bounded: [`MAX_OPEN`] open sessions (the one quiet longest ends
-//! first), [`crate::model::MAX_STEPS`] steps per session, [`RECENT`] ended sessions in
-//! memory; ended sessions reach the journal each second in one append. Live subscribers get
-//! each change
-//! ([`Sessions::subscribe`]); a slow one lags, never slowing the recorder.
+//! (an iPXE one once it got a script or menu), with a power-on or wake-on-LAN, or with a
+//! boot request of a machine with no open session. An open session is judged when it is
+//! read (lists, one session, the live stream), not at each step. A session ends after
+//! `[boot_sessions] quiet_secs` without a step (`installer_wait_secs` once its installer
+//! fetched the answer file); it is then judged once more ([`crate::judge`]), counted in
+//! `bootlane_boot_sessions_total{verdict}` and appended to the `boot_sessions` journal,
+//! whose retention is `retention_count` and `retention_days`. Bounded: [`MAX_OPEN`] open
+//! sessions (the oldest ends first), [`crate::model::MAX_STEPS`] steps per session,
+//! [`RECENT`] ended sessions in memory; ended sessions reach the journal each second in
+//! one append. Live subscribers get each change ([`Sessions::subscribe`]); a slow one
+//! lags, never slowing the recorder.
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -26,7 +27,6 @@ use std::{
     time::Duration,
 };
 
-use serde::Deserialize;
 use serde_json::Value;
 use time::OffsetDateTime;
 use tokio::sync::{broadcast, mpsc};
@@ -43,7 +43,7 @@ use bootlane_boot::{
     inventory::service::HostService,
 };
 use bootlane_core::{
-    events::{DhcpLeaseBound, Event, EventBus},
+    events::{Event, EventBus},
     net::types::MacAddr,
     store::{journal::Journal, Store, StoreError, Table},
 };
@@ -98,6 +98,14 @@ struct Expect {
     initrds: Vec<String>,
 }
 
+/// What an open session is found by: its machine's MAC, or its address while no MAC is
+/// known for it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Mac(String),
+    Ip(IpAddr),
+}
+
 struct Open {
     session: BootSession,
     expect: Expect,
@@ -108,10 +116,10 @@ struct Open {
 
 #[derive(Default)]
 struct State {
-    open: HashMap<String, Open>,
+    open: HashMap<Key, Open>,
     /// Open sessions in the order they began (`(id, key)`; entries of sessions that ended
     /// meanwhile are skipped when met): the oldest ends first when [`MAX_OPEN`] are open.
-    order: VecDeque<(u64, String)>,
+    order: VecDeque<(u64, Key)>,
     ip_mac: HashMap<IpAddr, String>,
     recent: VecDeque<BootSession>,
     /// Ended sessions not yet in the journal (written each second, in one append).
@@ -122,6 +130,9 @@ struct State {
 
 impl State {
     fn remember(&mut self, ip: IpAddr, mac: &str) {
+        if self.ip_mac.get(&ip).is_some_and(|m| m == mac) {
+            return;
+        }
         if self.ip_mac.len() >= MAX_ADDRESSES && !self.ip_mac.contains_key(&ip) {
             self.ip_mac.clear();
         }
@@ -129,8 +140,24 @@ impl State {
     }
 }
 
+/// The recorder's meters, registered once when it opens (a registry lookup for each use
+/// would cost every step).
+struct Meters {
+    open: metrics::Gauge,
+    kernel: metrics::Histogram,
+    /// [`SESSIONS_TOTAL`] by verdict, in [`Verdict::ALL`] order.
+    ended: Vec<metrics::Counter>,
+}
+
+impl Meters {
+    fn ended(&self, v: Verdict) -> &metrics::Counter {
+        &self.ended[Verdict::ALL.iter().position(|x| *x == v).unwrap_or(0)]
+    }
+}
+
 /// The boot sessions: recorder, memory of the open ones and the journal of ended ones.
 pub struct Sessions {
+    meters: Meters,
     cfg: SessionsConfig,
     store: Store,
     journal: Journal<StoredSession>,
@@ -190,6 +217,14 @@ impl Sessions {
             bootlane_dhcp::dhcp::trace::STEPS_DROPPED,
             "DHCP messages left out of boot sessions (the recorder's queue was full)."
         );
+        let meters = Meters {
+            open: metrics::gauge!(SESSIONS_OPEN),
+            kernel: metrics::histogram!(bootlane_core::metrics::BOOT_KERNEL_SECONDS),
+            ended: Verdict::ALL
+                .iter()
+                .map(|v| metrics::counter!(SESSIONS_TOTAL, "verdict" => v.as_str()))
+                .collect(),
+        };
         let journal: Journal<StoredSession> = store.journal(|s: &StoredSession| s.session.updated)?;
         let restored: Table<StoredSession> = store.table()?;
         if !restored.is_empty() {
@@ -197,6 +232,7 @@ impl Sessions {
             restored.clear()?;
         }
         Ok(Arc::new(Self {
+            meters,
             cfg,
             store: store.clone(),
             journal,
@@ -260,32 +296,26 @@ impl Sessions {
         });
     }
 
-    /// One DHCP message: a step when it may begin a session or its machine has one open;
-    /// otherwise only the address an ACK gave is remembered (cheap: no step is built).
+    /// One DHCP message: a step when it may begin a session or its machine has one open
+    /// (the step remembers the address an ACK gave); otherwise only that address is
+    /// remembered (cheap: no step is built).
     fn dhcp(&self, s: &DhcpSeen) {
         if dhcp_opens(s) == Opens::No {
-            let mac = s.mac.to_string();
+            let mac = Key::Mac(s.mac.to_string());
             let mut st = self.state.lock().expect("sessions lock");
-            if let (Some("ack"), Some(ip)) = (s.reply, s.yiaddr) {
-                st.remember(IpAddr::V4(ip), &mac);
-            }
             if !st.open.contains_key(&mac) {
+                if let (Some("ack"), Some(ip), Key::Mac(mac)) = (s.reply, s.yiaddr, &mac) {
+                    st.remember(IpAddr::V4(ip), mac);
+                }
                 return;
             }
         }
         self.observe(from_dhcp(s));
     }
 
+    /// One event of the boot path (DHCPv4 lease events are not read: the DHCP queue
+    /// carries the same DHCPACKs).
     fn event(&self, e: &Event) {
-        if matches!(e.kind.as_str(), "dhcp.lease.granted" | "dhcp.lease.renewed") {
-            if let Ok(b) = DhcpLeaseBound::deserialize(&e.data) {
-                self.state
-                    .lock()
-                    .expect("sessions lock")
-                    .remember(IpAddr::V4(b.ip), &b.mac);
-            }
-            return;
-        }
         if let Some(o) = from_event(e) {
             self.observe(o);
         }
@@ -341,12 +371,12 @@ impl Sessions {
                 .clone()
                 .or_else(|| o.ip.and_then(|ip| st.ip_mac.get(&ip).cloned()));
             let key = match (&mac, o.ip) {
-                (Some(m), _) => m.clone(),
-                (None, Some(ip)) => format!("ip:{ip}"),
+                (Some(m), _) => Key::Mac(m.clone()),
+                (None, Some(ip)) => Key::Ip(ip),
                 (None, None) => return,
             };
             if let (Some(m), Some(ip)) = (&mac, o.ip) {
-                if let Some(mut s) = st.open.remove(&format!("ip:{ip}")) {
+                if let Some(mut s) = st.open.remove(&Key::Ip(ip)) {
                     s.session.mac = Some(m.clone());
                     s.session.host = self.host_of(m);
                     if let Some(old) = st.open.insert(key.clone(), s) {
@@ -402,43 +432,38 @@ impl Sessions {
                     },
                 );
             }
-            metrics::gauge!(SESSIONS_OPEN).set(st.open.len() as f64);
+            self.meters.open.set(st.open.len() as f64);
             let Some(s) = st.open.get_mut(&key) else { return };
             if o.kind == "ipxe" || o.kind == "menu" {
-                if let Some(p) = o.details.get("profile").and_then(Value::as_str) {
+                if let Some(p) = o.details.str("profile") {
                     let (expect, local) = self.expect(p);
                     s.expect = expect;
-                    o.details["local"] = Value::Bool(local);
+                    o.details.set("local", Value::Bool(local));
                     if local {
                         o.summary.push_str(" (default entry: the local disk)");
                     }
                 }
-                if let Some(h) = o.details.get("host").and_then(Value::as_str) {
+                if let Some(h) = o.details.str("host") {
                     s.session.host = Some(h.to_string());
                 }
             }
             if matches!(o.kind, "http" | "tftp") && o.ok {
-                if let Some(r) = o
-                    .details
-                    .get("file")
-                    .and_then(Value::as_str)
-                    .and_then(|f| role(f, &s.expect))
-                {
-                    o.details["role"] = Value::String(r.into());
+                if let Some(r) = o.details.str("file").and_then(|f| role(f, &s.expect)) {
+                    o.details.set("role", Value::String(r.into()));
                 }
             }
-            if o.kind == "dhcp" && o.details.get("message").and_then(Value::as_str) == Some("discover") {
+            if o.kind == "dhcp" && o.details.dhcp().is_some_and(|d| d.message == "discover") {
                 s.discover_at.get_or_insert(o.at);
             }
-            if o.details.get("role").and_then(Value::as_str) == Some("kernel") && s.session.kernel_ms.is_none() {
+            if o.details.str("role") == Some("kernel") && s.session.kernel_ms.is_none() {
                 if let Some(d) = s.discover_at {
                     let ms = (o.at - d).whole_milliseconds().max(0) as u64;
                     s.session.kernel_ms = Some(ms);
-                    metrics::histogram!(bootlane_core::metrics::BOOT_KERNEL_SECONDS).record(ms as f64 / 1000.0);
+                    self.meters.kernel.record(ms as f64 / 1000.0);
                 }
             }
             if let Some(ip) = o.ip {
-                s.session.ip = Some(ip.to_string());
+                s.session.ip = Some(ip);
             }
             let start = o.at - time::Duration::milliseconds(o.duration_ms.unwrap_or(0) as i64);
             // Inputs reach the recorder by different paths (the DHCP queue, the event bus,
@@ -455,7 +480,7 @@ impl Sessions {
                 at: o.at,
                 offset_ms: (start - s.session.started).whole_milliseconds().max(0) as u64,
                 duration_ms: o.duration_ms,
-                kind: o.kind.to_string(),
+                kind: o.kind.into(),
                 ok: o.ok,
                 summary: o.summary,
                 details: o.details,
@@ -474,8 +499,10 @@ impl Sessions {
             }
             let p = progress(&s.session.steps);
             s.waiting_installer = p.answer && p.report.is_none();
-            (s.session.verdict, s.session.reason) = judge_progress(&p, false, self.wait_min(s));
+            // The verdict of an open session is judged when it is read ([`Self::judged`]),
+            // and here only for live subscribers.
             subscribed.then(|| {
+                (s.session.verdict, s.session.reason) = judge_progress(&p, false, self.wait_min(s));
                 Arc::new(SessionUpdate {
                     session: s.session.summary(),
                     step: copy,
@@ -486,6 +513,14 @@ impl Sessions {
             let _ = self.updates.send(u);
         }
         self.finish(ended);
+    }
+
+    /// Open session `o` as of now, judged (its steps judge it when read, not as they
+    /// come); with its steps or without (a summary).
+    fn judged(&self, o: &Open, steps: bool) -> BootSession {
+        let mut s = if steps { o.session.clone() } else { o.session.summary() };
+        (s.verdict, s.reason) = judge(&o.session.steps, false, self.wait_min(o));
+        s
     }
 
     fn wait_min(&self, s: &Open) -> u64 {
@@ -502,7 +537,7 @@ impl Sessions {
     pub fn tick(&self, now: OffsetDateTime) {
         let ended: Vec<Open> = {
             let mut st = self.state.lock().expect("sessions lock");
-            let due: Vec<String> = st
+            let due: Vec<Key> = st
                 .open
                 .iter()
                 .filter(|(_, s)| {
@@ -548,7 +583,7 @@ impl Sessions {
             };
             (s.verdict, s.reason) = judge(&s.steps, true, wait.div_ceil(60));
             s.state = SessionState::Ended;
-            metrics::counter!(SESSIONS_TOTAL, "verdict" => s.verdict.as_str()).increment(1);
+            self.meters.ended(s.verdict).increment(1);
             if self.updates.receiver_count() > 0 {
                 let _ = self.updates.send(Arc::new(SessionUpdate {
                     session: s.summary(),
@@ -600,7 +635,7 @@ impl Sessions {
             let mut open: Vec<BootSession> = st
                 .open
                 .values()
-                .map(|o| o.session.summary())
+                .map(|o| self.judged(o, false))
                 .filter(|s| f.matches(s))
                 .collect();
             open.sort_by_key(|s| std::cmp::Reverse(s.started));
@@ -628,11 +663,14 @@ impl Sessions {
     pub fn get(&self, id: u64) -> Result<Option<BootSession>, StoreError> {
         {
             let st = self.state.lock().expect("sessions lock");
+            if let Some(o) = st.open.values().find(|o| o.session.id == id) {
+                return Ok(Some(self.judged(o, true)));
+            }
             if let Some(s) = st
-                .open
-                .values()
-                .map(|o| &o.session)
-                .chain(st.pending.iter().chain(st.in_flight.iter()).map(|p| &p.session))
+                .pending
+                .iter()
+                .chain(st.in_flight.iter())
+                .map(|p| &p.session)
                 .find(|s| s.id == id)
             {
                 return Ok(Some(s.clone()));

@@ -3,7 +3,7 @@
 //! belongs to. Client-sent text (file names, vendor classes, installer messages) enters a
 //! summary only quoted with control characters escaped (Rust's `{:?}`).
 
-use std::net::IpAddr;
+use std::{borrow::Cow, fmt::Write as _, net::IpAddr};
 
 use serde_json::{json, Value};
 use time::OffsetDateTime;
@@ -13,6 +13,8 @@ use bootlane_core::events::{
     InstallTaskStateChanged, IpxeServed, MenuServed, ScriptRunReported, TftpRefused, TftpTransfer, WolWake,
 };
 use bootlane_dhcp::dhcp::trace::DhcpSeen;
+
+use crate::model::{DhcpDetails, StepDetails};
 
 /// Whether a step may begin a new session of its machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,12 +53,12 @@ pub struct Observed {
     /// One sentence.
     pub summary: String,
     /// Details by kind.
-    pub details: Value,
+    pub details: StepDetails,
     /// Whether it may begin a session.
     pub opens: Opens,
 }
 
-fn arch_name(a: u16) -> String {
+fn arch_name(a: u16) -> Cow<'static, str> {
     match a {
         0 => "BIOS".into(),
         6 => "x86 UEFI".into(),
@@ -65,35 +67,28 @@ fn arch_name(a: u16) -> String {
         11 => "ARM64 UEFI".into(),
         16 => "x86-64 UEFI HTTP".into(),
         19 => "ARM64 UEFI HTTP".into(),
-        n => format!("arch {n}"),
+        n => format!("arch {n}").into(),
     }
 }
 
-/// The details of a DHCP step: the message, port and client always, the rest when set.
-fn dhcp_details(s: &DhcpSeen, rival: Option<std::net::Ipv4Addr>) -> Value {
-    let mut m = serde_json::Map::new();
-    m.insert("message".into(), s.kind.into());
-    m.insert("port".into(), s.port.into());
-    m.insert("client".into(), s.src.to_string().into());
-    m.insert("ipxe".into(), s.ipxe.into());
-    let ip = |a: Option<std::net::Ipv4Addr>| a.map(|a| Value::String(a.to_string()));
-    for (k, v) in [
-        ("arch", s.arch.map(Value::from)),
-        ("vendor_class", s.vendor_class.clone().map(Value::String)),
-        ("server_id", ip(s.server_id)),
-        ("giaddr", ip(s.giaddr)),
-        ("reply", s.reply.map(Value::from)),
-        ("server", ip(s.server)),
-        ("yiaddr", ip(s.yiaddr)),
-        ("next_server", ip(s.next_server)),
-        ("boot_file", s.boot_file.clone().map(Value::String)),
-        ("rival", ip(rival)),
-    ] {
-        if let Some(v) = v {
-            m.insert(k.into(), v);
-        }
+/// The details of a DHCP step.
+fn dhcp_details(s: &DhcpSeen, rival: Option<std::net::Ipv4Addr>) -> DhcpDetails {
+    DhcpDetails {
+        message: Cow::Borrowed(s.kind),
+        port: s.port,
+        client: s.src,
+        ipxe: s.ipxe,
+        arch: s.arch,
+        vendor_class: s.vendor_class.clone(),
+        server_id: s.server_id,
+        giaddr: s.giaddr,
+        reply: s.reply.map(Cow::Borrowed),
+        server: s.server,
+        yiaddr: s.yiaddr,
+        next_server: s.next_server,
+        boot_file: s.boot_file.clone(),
+        rival,
     }
-    Value::Object(m)
 }
 
 /// Whether a DHCP message may begin a session: a firmware PXE DHCPDISCOVER (vendor class
@@ -125,40 +120,43 @@ pub fn from_dhcp(s: &DhcpSeen) -> Observed {
     } else {
         "dhcp"
     };
-    let mut who = Vec::new();
-    if let Some(a) = s.arch {
-        who.push(arch_name(a));
-    }
-    if let Some(v) = &s.vendor_class {
-        who.push(format!("{:?}", v.split(':').next().unwrap_or(v)));
-    }
-    if s.ipxe {
-        who.push("iPXE".into());
-    }
     let rival = match (s.kind, s.server_id, s.reply) {
         ("request", Some(id), None) => Some(id),
         _ => None,
     };
-    let mut summary = format!(
-        "{}{}",
-        s.kind.to_uppercase(),
-        if who.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", who.join(", "))
-        }
-    );
+    // One string, written in place: this runs for every message of a boot client.
+    let mut summary = String::with_capacity(96);
+    summary.extend(s.kind.chars().map(|c| c.to_ascii_uppercase()));
+    let mut sep = " (";
+    if let Some(a) = s.arch {
+        let _ = write!(summary, "{sep}{}", arch_name(a));
+        sep = ", ";
+    }
+    if let Some(v) = &s.vendor_class {
+        let _ = write!(summary, "{sep}{:?}", v.split(':').next().unwrap_or(v));
+        sep = ", ";
+    }
+    if s.ipxe {
+        let _ = write!(summary, "{sep}iPXE");
+        sep = ", ";
+    }
+    if sep == ", " {
+        summary.push(')');
+    }
     match (s.reply, rival) {
-        (_, Some(id)) => summary.push_str(&format!(" for {id}'s offer: another server's, not answered")),
+        (_, Some(id)) => {
+            let _ = write!(summary, " for {id}'s offer: another server's, not answered");
+        }
         (Some(r), _) => {
-            summary.push_str(&format!(" → {}", r.to_uppercase()));
+            summary.push_str(" → ");
+            summary.extend(r.chars().map(|c| c.to_ascii_uppercase()));
             if let Some(ip) = s.yiaddr {
-                summary.push_str(&format!(" {ip}"));
+                let _ = write!(summary, " {ip}");
             }
             if let Some(f) = &s.boot_file {
-                summary.push_str(&format!(", boot file {f:?}"));
+                let _ = write!(summary, ", boot file {f:?}");
                 if let Some(n) = s.next_server {
-                    summary.push_str(&format!(" from {n}"));
+                    let _ = write!(summary, " from {n}");
                 }
             }
         }
@@ -173,7 +171,7 @@ pub fn from_dhcp(s: &DhcpSeen) -> Observed {
         kind,
         ok: rival.is_none() && s.reply != Some("nak"),
         summary,
-        details: dhcp_details(s, rival),
+        details: StepDetails::Dhcp(dhcp_details(s, rival)),
         opens: dhcp_opens(s),
     }
 }
@@ -199,7 +197,7 @@ fn step(e: &Event, kind: &'static str, ok: bool, summary: String, details: Value
         kind,
         ok,
         summary,
-        details,
+        details: details.into(),
         opens,
     }
 }
@@ -441,7 +439,7 @@ pub fn http_missing(ip: Option<IpAddr>, file: &str) -> Observed {
         kind: "http",
         ok: false,
         summary: format!("HTTP {file:?}: not found (404)"),
-        details: json!({"file": file, "status": 404}),
+        details: json!({"file": file, "status": 404}).into(),
         opens: Opens::IfNone,
     }
 }

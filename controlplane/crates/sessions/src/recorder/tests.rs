@@ -95,7 +95,7 @@ async fn a_boot_becomes_one_session_with_a_verdict_and_is_stored_when_quiet() {
         "client text escaped: {}",
         one.steps[0].summary
     );
-    assert_eq!(one.steps[4].details["role"], "kernel");
+    assert_eq!(one.steps[4].details.str("role"), Some("kernel"));
     s.tick(OffsetDateTime::now_utc() + time::Duration::seconds(6));
     let ended = s
         .list(
@@ -180,8 +180,11 @@ async fn open_sessions_are_bounded_and_the_oldest_ends_first() {
     }
     let st = s.state.lock().unwrap();
     assert_eq!(st.open.len(), MAX_OPEN);
-    assert!(!st.open.contains_key("52:54:00:00:00:00"), "the oldest ended");
-    assert!(st.open.contains_key("52:54:00:00:10:00"));
+    assert!(
+        !st.open.contains_key(&Key::Mac("52:54:00:00:00:00".into())),
+        "the oldest ended"
+    );
+    assert!(st.open.contains_key(&Key::Mac("52:54:00:00:10:00".into())));
     assert_eq!(st.pending.len(), 1);
     assert!(st.order.len() <= 2 * MAX_OPEN);
 }
