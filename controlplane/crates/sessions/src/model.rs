@@ -3,6 +3,7 @@
 
 use std::{
     borrow::Cow,
+    fmt::Write as _,
     net::{IpAddr, Ipv4Addr, SocketAddrV4},
 };
 
@@ -81,13 +82,31 @@ pub struct BootStep {
     pub kind: Cow<'static, str>,
     /// False for a refusal, a failure or an answer that was not Bootlane's.
     pub ok: bool,
-    /// One sentence (client-sent text escaped).
+    /// One sentence (client-sent text escaped). A DHCP step's is written when it is read
+    /// ([`BootStep::fill_summary`]) and not stored in the journal.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub summary: String,
     /// The step's details by kind (DHCP: message, arch, vendor class, user class, server
     /// id, reply, address, next-server, boot file; TFTP: file, bytes, outcome, error;
     /// HTTP: file, bytes, status; iPXE: profile, host; ...).
     #[schema(value_type = Object)]
     pub details: StepDetails,
+}
+
+impl BootStep {
+    /// Writes a DHCP step's summary from its details when it has none yet.
+    pub fn fill_summary(&mut self) {
+        if let (true, StepDetails::Dhcp(d)) = (self.summary.is_empty(), &self.details) {
+            self.summary = d.summary();
+        }
+    }
+}
+
+impl BootSession {
+    /// Writes every DHCP step's summary ([`BootStep::fill_summary`]).
+    pub fn fill_summaries(&mut self) {
+        self.steps.iter_mut().for_each(BootStep::fill_summary);
+    }
 }
 
 /// A step's details: typed for a DHCP message (the step every boot client makes several
@@ -136,6 +155,68 @@ impl StepDetails {
 impl From<Value> for StepDetails {
     fn from(v: Value) -> Self {
         Self::Other(v)
+    }
+}
+
+/// The words for a client system architecture (option 93, RFC 4578 and IANA's
+/// "Processor Architecture Types").
+pub fn arch_name(a: u16) -> Cow<'static, str> {
+    match a {
+        0 => "BIOS".into(),
+        6 => "x86 UEFI".into(),
+        7 | 9 => "x86-64 UEFI".into(),
+        10 => "ARM32 UEFI".into(),
+        11 => "ARM64 UEFI".into(),
+        16 => "x86-64 UEFI HTTP".into(),
+        19 => "ARM64 UEFI HTTP".into(),
+        n => format!("arch {n}").into(),
+    }
+}
+
+impl DhcpDetails {
+    /// The step's one sentence, e.g. `DISCOVER (x86-64 UEFI, "PXEClient") → OFFER
+    /// 10.0.0.50, boot file "ipxe.efi" from 10.0.0.1`; the vendor class and boot file
+    /// quoted with control characters escaped. Written when the step is read, not when
+    /// the message is handled.
+    pub fn summary(&self) -> String {
+        let mut out = String::with_capacity(96);
+        out.extend(self.message.chars().map(|c| c.to_ascii_uppercase()));
+        let mut sep = " (";
+        if let Some(a) = self.arch {
+            let _ = write!(out, "{sep}{}", arch_name(a));
+            sep = ", ";
+        }
+        if let Some(v) = &self.vendor_class {
+            let _ = write!(out, "{sep}{:?}", v.split(':').next().unwrap_or(v));
+            sep = ", ";
+        }
+        if self.ipxe {
+            let _ = write!(out, "{sep}iPXE");
+            sep = ", ";
+        }
+        if sep == ", " {
+            out.push(')');
+        }
+        match (&self.reply, self.rival) {
+            (_, Some(id)) => {
+                let _ = write!(out, " for {id}'s offer: another server's, not answered");
+            }
+            (Some(r), _) => {
+                out.push_str(" → ");
+                out.extend(r.chars().map(|c| c.to_ascii_uppercase()));
+                if let Some(ip) = self.yiaddr {
+                    let _ = write!(out, " {ip}");
+                }
+                if let Some(f) = &self.boot_file {
+                    let _ = write!(out, ", boot file {f:?}");
+                    if let Some(n) = self.next_server {
+                        let _ = write!(out, " from {n}");
+                    }
+                }
+            }
+            (None, None) => out.push_str(" (not answered)"),
+        }
+        out
     }
 }
 
@@ -310,5 +391,21 @@ mod tests {
         assert_eq!(read, StepDetails::Other(tftp));
         assert_eq!(read.str("file"), Some("ipxe.efi"));
         assert_eq!(dhcp.str("boot_file"), None, "DHCP details are read typed");
+        // A DHCP step's summary is written when read, and the journal line leaves it out.
+        let mut step = BootStep {
+            at: OffsetDateTime::UNIX_EPOCH,
+            offset_ms: 0,
+            duration_ms: None,
+            kind: "dhcp".into(),
+            ok: true,
+            summary: String::new(),
+            details: dhcp,
+        };
+        assert!(serde_json::to_value(&step).unwrap().get("summary").is_none());
+        step.fill_summary();
+        assert_eq!(
+            step.summary,
+            r#"DISCOVER (x86-64 UEFI, "PXEClient") → OFFER 10.0.0.50, boot file "ipxe.efi" from 10.0.0.1"#
+        );
     }
 }

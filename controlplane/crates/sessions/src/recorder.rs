@@ -489,7 +489,11 @@ impl Sessions {
             s.session.step_count += 1;
             // Live subscribers get a copy; without any, nothing is copied.
             let subscribed = self.updates.receiver_count() > 0;
-            let copy = subscribed.then(|| step.clone());
+            let copy = subscribed.then(|| {
+                let mut c = step.clone();
+                c.fill_summary();
+                c
+            });
             if s.session.steps.len() < MAX_STEPS {
                 // In time order, so the verdict reads the steps as they happened.
                 let at = s.session.steps.partition_point(|x| x.at <= step.at);
@@ -656,11 +660,19 @@ impl Sessions {
         Ok(out)
     }
 
-    /// One session with its steps.
+    /// One session with its steps (every summary written).
     ///
     /// # Errors
     /// I/O errors reading the journal.
     pub fn get(&self, id: u64) -> Result<Option<BootSession>, StoreError> {
+        let mut found = self.find(id)?;
+        if let Some(s) = &mut found {
+            s.fill_summaries();
+        }
+        Ok(found)
+    }
+
+    fn find(&self, id: u64) -> Result<Option<BootSession>, StoreError> {
         {
             let st = self.state.lock().expect("sessions lock");
             if let Some(o) = st.open.values().find(|o| o.session.id == id) {

@@ -3,7 +3,7 @@
 //! belongs to. Client-sent text (file names, vendor classes, installer messages) enters a
 //! summary only quoted with control characters escaped (Rust's `{:?}`).
 
-use std::{borrow::Cow, fmt::Write as _, net::IpAddr};
+use std::{borrow::Cow, net::IpAddr};
 
 use serde_json::{json, Value};
 use time::OffsetDateTime;
@@ -14,7 +14,7 @@ use bootlane_core::events::{
 };
 use bootlane_dhcp::dhcp::trace::DhcpSeen;
 
-use crate::model::{DhcpDetails, StepDetails};
+use crate::model::{arch_name, DhcpDetails, StepDetails};
 
 /// Whether a step may begin a new session of its machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,19 +56,6 @@ pub struct Observed {
     pub details: StepDetails,
     /// Whether it may begin a session.
     pub opens: Opens,
-}
-
-fn arch_name(a: u16) -> Cow<'static, str> {
-    match a {
-        0 => "BIOS".into(),
-        6 => "x86 UEFI".into(),
-        7 | 9 => "x86-64 UEFI".into(),
-        10 => "ARM32 UEFI".into(),
-        11 => "ARM64 UEFI".into(),
-        16 => "x86-64 UEFI HTTP".into(),
-        19 => "ARM64 UEFI HTTP".into(),
-        n => format!("arch {n}").into(),
-    }
 }
 
 /// The details of a DHCP step.
@@ -124,44 +111,6 @@ pub fn from_dhcp(s: &DhcpSeen) -> Observed {
         ("request", Some(id), None) => Some(id),
         _ => None,
     };
-    // One string, written in place: this runs for every message of a boot client.
-    let mut summary = String::with_capacity(96);
-    summary.extend(s.kind.chars().map(|c| c.to_ascii_uppercase()));
-    let mut sep = " (";
-    if let Some(a) = s.arch {
-        let _ = write!(summary, "{sep}{}", arch_name(a));
-        sep = ", ";
-    }
-    if let Some(v) = &s.vendor_class {
-        let _ = write!(summary, "{sep}{:?}", v.split(':').next().unwrap_or(v));
-        sep = ", ";
-    }
-    if s.ipxe {
-        let _ = write!(summary, "{sep}iPXE");
-        sep = ", ";
-    }
-    if sep == ", " {
-        summary.push(')');
-    }
-    match (s.reply, rival) {
-        (_, Some(id)) => {
-            let _ = write!(summary, " for {id}'s offer: another server's, not answered");
-        }
-        (Some(r), _) => {
-            summary.push_str(" → ");
-            summary.extend(r.chars().map(|c| c.to_ascii_uppercase()));
-            if let Some(ip) = s.yiaddr {
-                let _ = write!(summary, " {ip}");
-            }
-            if let Some(f) = &s.boot_file {
-                let _ = write!(summary, ", boot file {f:?}");
-                if let Some(n) = s.next_server {
-                    let _ = write!(summary, " from {n}");
-                }
-            }
-        }
-        (None, None) => summary.push_str(" (not answered)"),
-    }
     Observed {
         mac: Some(s.mac.to_string()),
         ip: s.yiaddr.map(IpAddr::V4),
@@ -170,7 +119,8 @@ pub fn from_dhcp(s: &DhcpSeen) -> Observed {
         duration_ms: None,
         kind,
         ok: rival.is_none() && s.reply != Some("nak"),
-        summary,
+        // Written when the step is read (DhcpDetails::summary): not for every message.
+        summary: String::new(),
         details: StepDetails::Dhcp(dhcp_details(s, rival)),
         opens: dhcp_opens(s),
     }
