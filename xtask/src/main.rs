@@ -505,10 +505,10 @@ fn lane(name: &str, path: &Path, commands: Vec<Command>) -> Vec<String> {
         let what = format!("{c:?}");
         eprintln!("xtask: {what} (lane {name}, output in {})", path.display());
         let begun = Instant::now();
-        let status = out
-            .try_clone()
-            .and_then(|o| Ok((o.try_clone()?, o)))
-            .and_then(|(o, e)| c.stdout(o).stderr(e).status());
+        let status = out.try_clone().and_then(|o| {
+            let e = o.try_clone()?;
+            c.stdout(o).stderr(e).status()
+        });
         match status {
             Ok(s) => {
                 eprintln!("xtask: lane {name}: {s} after {} s: {what}", begun.elapsed().as_secs());

@@ -34,7 +34,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// Every verdict.
+    /// Every verdict, in declaration order (so `v as usize` indexes it).
     pub const ALL: [Self; 5] = [
         Self::InProgress,
         Self::HandedToInstaller,

@@ -145,14 +145,9 @@ impl State {
 struct Meters {
     open: metrics::Gauge,
     kernel: metrics::Histogram,
-    /// [`SESSIONS_TOTAL`] by verdict, in [`Verdict::ALL`] order.
-    ended: Vec<metrics::Counter>,
-}
-
-impl Meters {
-    fn ended(&self, v: Verdict) -> &metrics::Counter {
-        &self.ended[Verdict::ALL.iter().position(|x| *x == v).unwrap_or(0)]
-    }
+    /// [`SESSIONS_TOTAL`] by verdict, indexed by `Verdict as usize` ([`Verdict::ALL`]'s
+    /// order).
+    ended: [metrics::Counter; Verdict::ALL.len()],
 }
 
 /// The boot sessions: recorder, memory of the open ones and the journal of ended ones.
@@ -220,10 +215,7 @@ impl Sessions {
         let meters = Meters {
             open: metrics::gauge!(SESSIONS_OPEN),
             kernel: metrics::histogram!(bootlane_core::metrics::BOOT_KERNEL_SECONDS),
-            ended: Verdict::ALL
-                .iter()
-                .map(|v| metrics::counter!(SESSIONS_TOTAL, "verdict" => v.as_str()))
-                .collect(),
+            ended: Verdict::ALL.map(|v| metrics::counter!(SESSIONS_TOTAL, "verdict" => v.as_str())),
         };
         let journal: Journal<StoredSession> = store.journal(|s: &StoredSession| s.session.updated)?;
         let restored: Table<StoredSession> = store.table()?;
@@ -587,7 +579,7 @@ impl Sessions {
             };
             (s.verdict, s.reason) = judge(&s.steps, true, wait.div_ceil(60));
             s.state = SessionState::Ended;
-            self.meters.ended(s.verdict).increment(1);
+            self.meters.ended[s.verdict as usize].increment(1);
             if self.updates.receiver_count() > 0 {
                 let _ = self.updates.send(Arc::new(SessionUpdate {
                     session: s.summary(),
