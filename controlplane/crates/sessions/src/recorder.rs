@@ -1,4 +1,4 @@
-//! The recorder ([`Sessions`]): one task takes what the DHCP server handled (through its
+//! The recorder ([`Sessions`]): a thread of its own takes what the DHCP server handled (through its
 //! bounded queue, `bootlane_dhcp::dhcp::trace`) and the boot path's events (through the
 //! event bus), and the HTTP boot routes report files they did not have
 //! ([`Sessions::http_missing`]). Each input becomes a step ([`crate::steps`]) of its
@@ -245,47 +245,62 @@ impl Sessions {
         self.updates.subscribe()
     }
 
-    /// Runs the recorder until `token` is cancelled: every [`DRAIN`] it takes what
-    /// queued up from `dhcp` (the DHCP server's trace queue) and `events` (polled, so a
-    /// DHCP message or an event never wakes the recorder: publishers pay no wake-up), every
-    /// second it ends quiet sessions and stores the ended ones, and every minute it applies
-    /// the retention. Open sessions are stored as they are when it stops.
+    /// Runs the recorder on a thread of its own (`boot-sessions`) until `token` is
+    /// cancelled or the last other holder of the recorder drops it: every [`DRAIN`] it
+    /// takes what queued up from `dhcp` (the DHCP server's trace queue) and `events`
+    /// (polled, so a DHCP message or an event never wakes the recorder: publishers pay no
+    /// wake-up), every second it ends quiet sessions and appends the ended ones to the
+    /// journal (a file sync), and every minute it applies the retention. Its own thread
+    /// keeps that work and the sync off the async workers that answer DHCP, TFTP and HTTP.
+    /// Open sessions are stored as they are when it stops.
+    ///
+    /// # Panics
+    /// When the operating system refuses a new thread.
     pub fn spawn(self: &Arc<Self>, events: &EventBus, mut dhcp: mpsc::Receiver<DhcpSeen>, token: CancellationToken) {
-        let me = self.clone();
+        let me = Arc::downgrade(self);
         let mut rx = events.subscribe().rx;
-        tokio::spawn(async move {
-            let mut drain = tokio::time::interval(DRAIN);
-            drain.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            let per_sec = (1000 / DRAIN.as_millis()).max(1) as u64;
-            let mut n = 0u64;
-            loop {
-                tokio::select! {
-                    _ = token.cancelled() => break,
-                    _ = drain.tick() => {
-                        while let Ok(s) = dhcp.try_recv() {
-                            me.dhcp(&s);
-                        }
-                        loop {
-                            match rx.try_recv() {
-                                Ok(e) => me.event(&e),
-                                Err(broadcast::error::TryRecvError::Lagged(k)) => {
-                                    tracing::debug!("boot sessions missed {k} events");
-                                }
-                                Err(_) => break,
+        let per_sec = (1000 / DRAIN.as_millis()).max(1) as u64;
+        std::thread::Builder::new()
+            .name("boot-sessions".into())
+            .spawn(move || {
+                let mut n = 0u64;
+                let mut next = std::time::Instant::now();
+                loop {
+                    next += DRAIN;
+                    let now = std::time::Instant::now();
+                    if next > now {
+                        std::thread::sleep(next - now);
+                    } else {
+                        // Behind (a long sync): start the beat again from now.
+                        next = now;
+                    }
+                    let Some(me) = me.upgrade() else { return };
+                    if token.is_cancelled() {
+                        me.end_all();
+                        return;
+                    }
+                    while let Ok(s) = dhcp.try_recv() {
+                        me.dhcp(&s);
+                    }
+                    loop {
+                        match rx.try_recv() {
+                            Ok(e) => me.event(&e),
+                            Err(broadcast::error::TryRecvError::Lagged(k)) => {
+                                tracing::debug!("boot sessions missed {k} events");
                             }
-                        }
-                        n += 1;
-                        if n.is_multiple_of(per_sec) {
-                            me.tick(OffsetDateTime::now_utc());
-                        }
-                        if n.is_multiple_of(60 * per_sec) {
-                            me.prune();
+                            Err(_) => break,
                         }
                     }
+                    n += 1;
+                    if n.is_multiple_of(per_sec) {
+                        me.tick(OffsetDateTime::now_utc());
+                    }
+                    if n.is_multiple_of(60 * per_sec) {
+                        me.prune();
+                    }
                 }
-            }
-            me.end_all();
-        });
+            })
+            .expect("starting the boot-sessions thread");
     }
 
     /// One DHCP message: a step when it may begin a session or its machine has one open

@@ -46,6 +46,10 @@ pub struct HostService {
     events: Arc<EventBus>,
     /// The Secure Boot MACs, published to DHCP ([`HostService::secure_boot_hosts`]).
     secure_boot: tokio::sync::watch::Sender<std::collections::HashSet<MacAddr>>,
+    /// MAC (the stored lower-case colon form) → host id, so [`HostService::by_mac`] reads
+    /// one host instead of all: kept by every write here and rebuilt by
+    /// [`HostService::resync`].
+    by_mac: std::sync::RwLock<std::collections::HashMap<String, u64>>,
 }
 
 impl HostService {
@@ -62,8 +66,9 @@ impl HostService {
             write: tokio::sync::Mutex::new(()),
             events,
             secure_boot: Default::default(),
+            by_mac: Default::default(),
         };
-        s.refresh_secure_boot()?;
+        s.resync()?;
         Ok(Arc::new(s))
     }
 
@@ -79,11 +84,15 @@ impl HostService {
     /// # Errors
     /// Store errors.
     pub fn resync(&self) -> Result<()> {
-        self.refresh_secure_boot()
+        let hosts = self.hosts.list()?;
+        *self.by_mac.write().expect("host MAC index lock") = hosts.iter().map(|h| (h.mac.clone(), h.id)).collect();
+        self.refresh_secure_boot_from(&hosts);
+        Ok(())
     }
 }
 
-/// Another node's host changes re-read the Secure Boot MACs ([`HostService::resync`]).
+/// Another node's host changes re-read the MAC index and the Secure Boot MACs
+/// ([`HostService::resync`]).
 impl bootlane_core::store::follow::Follower for HostService {
     fn name(&self) -> &'static str {
         "hosts"
@@ -103,10 +112,13 @@ impl bootlane_core::store::follow::Follower for HostService {
 
 impl HostService {
     fn refresh_secure_boot(&self) -> Result<()> {
-        let macs = self
-            .hosts
-            .list()?
-            .into_iter()
+        self.refresh_secure_boot_from(&self.hosts.list()?);
+        Ok(())
+    }
+
+    fn refresh_secure_boot_from(&self, hosts: &[Host]) {
+        let macs = hosts
+            .iter()
             .filter(|h| h.secure_boot)
             .filter_map(|h| h.mac.parse().ok())
             .collect();
@@ -115,7 +127,6 @@ impl HostService {
             *g = macs;
             changed
         });
-        Ok(())
     }
 
     /// Sets the sealer of BMC passwords (once, at wiring) and seals the passwords stored
@@ -172,7 +183,12 @@ impl HostService {
     /// Store errors.
     pub fn by_mac(&self, mac: MacAddr) -> Result<Option<Host>> {
         let m = mac.to_string();
-        Ok(self.hosts.list()?.into_iter().find(|h| h.mac == m))
+        let id = self.by_mac.read().expect("host MAC index lock").get(&m).copied();
+        match id {
+            // The stored host is read again, so a write between the two reads is seen.
+            Some(id) => Ok(self.hosts.get(id)?.filter(|h| h.mac == m)),
+            None => Ok(None),
+        }
     }
 
     /// Holds host writes still while the guard lives, for a caller that checks hosts'
@@ -275,8 +291,18 @@ impl HostService {
     }
 
     /// `host.*`; the payloads are [`HostView`]s (no BMC password). Called after every
-    /// write, so it also refreshes the Secure Boot MACs when a flag or MAC may have moved.
+    /// write, so it also moves the host in the MAC index and refreshes the Secure Boot
+    /// MACs when a flag or MAC may have moved.
     fn event(&self, kind: EventKind, action: &str, before: Option<&Host>, after: Option<&Host>) {
+        {
+            let mut index = self.by_mac.write().expect("host MAC index lock");
+            if let Some(b) = before {
+                index.remove(&b.mac);
+            }
+            if let Some(a) = after {
+                index.insert(a.mac.clone(), a.id);
+            }
+        }
         let sb = |h: Option<&Host>| h.map(|h| (h.secure_boot, h.mac.clone()));
         let touched = before.is_some_and(|h| h.secure_boot) || after.is_some_and(|h| h.secure_boot);
         if touched && sb(before) != sb(after) {
@@ -413,11 +439,21 @@ mod tests {
         assert_eq!(s.update(h.id, with_profile).await.unwrap().profile_id, Some(1));
         let mac = bootlane_core::net::types::normalise_mac("52:54:00:00:00:01").unwrap();
         assert_eq!(s.by_mac(mac).unwrap().map(|h| h.id), Some(h.id));
+        // The MAC index follows a MAC change and a delete.
+        let moved = HostInput {
+            mac: Some("52:54:00:00:00:03".into()),
+            ..Default::default()
+        };
+        s.update(h.id, moved).await.unwrap();
+        let mac3 = bootlane_core::net::types::normalise_mac("52:54:00:00:00:03").unwrap();
+        assert!(s.by_mac(mac).unwrap().is_none());
+        assert_eq!(s.by_mac(mac3).unwrap().map(|h| h.id), Some(h.id));
         s.delete(h.id).await.unwrap();
+        assert!(s.by_mac(mac3).unwrap().is_none());
         assert!(matches!(s.get(h.id), Err(ServiceError::NotFound(_))));
         let kinds: Vec<String> = std::iter::from_fn(|| sub.rx.try_recv().ok())
             .map(|e| e.kind.clone())
             .collect();
-        assert_eq!(kinds, ["host.created", "host.updated", "host.deleted"]);
+        assert_eq!(kinds, ["host.created", "host.updated", "host.updated", "host.deleted"]);
     }
 }
