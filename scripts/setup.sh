@@ -111,6 +111,45 @@ check ldapadd ldap-utils
 # TOTP second factors: the browser test computes the one-time codes with oathtool.
 check oathtool oathtool
 
+# The pure-Rust cargo tools build in the background while the packages install (the
+# package installs mostly wait on the network and dpkg; a fresh machine saves minutes).
+# Their output goes to a log, shown if one fails; `wait_tools` below waits for them.
+tools_log=$(mktemp)
+(
+  set -euo pipefail
+  # `cargo xtask package`: cargo-deb, pinned (3.8.0 builds on rustc 1.95). Built in cargo's
+  # own temporary directory, never in the project's target dir.
+  cargo_deb_version=3.8.0
+  if [[ "$(cargo deb --version 2>/dev/null)" != *" $cargo_deb_version" ]]; then
+    echo "setup: installing cargo-deb $cargo_deb_version"
+    env -u CARGO_TARGET_DIR cargo install --locked "cargo-deb@$cargo_deb_version"
+  fi
+  # `cargo xtask fuzz`: cargo-fuzz, pinned; it drives libFuzzer on the nightly toolchain
+  # that is already on the machine.
+  cargo_fuzz_version=0.13.2
+  if [[ "$(cargo fuzz --version 2>/dev/null)" != *" $cargo_fuzz_version"* ]]; then
+    echo "setup: installing cargo-fuzz $cargo_fuzz_version"
+    env -u CARGO_TARGET_DIR cargo install --locked "cargo-fuzz@$cargo_fuzz_version"
+  fi
+  # `cargo xtask docs` (and so `cargo xtask test`): mdBook builds the book in docs/, pinned
+  # (0.5.4 builds on rustc 1.95). Built in cargo's own temporary directory.
+  mdbook_version=0.5.4
+  if [[ "$(mdbook --version 2>/dev/null)" != "mdbook v$mdbook_version" ]]; then
+    echo "setup: installing mdbook $mdbook_version"
+    env -u CARGO_TARGET_DIR cargo install --locked mdbook --version "$mdbook_version"
+  fi
+) >"$tools_log" 2>&1 &
+tools_pid=$!
+wait_tools() {
+  if ! wait "$tools_pid"; then
+    cat "$tools_log" >&2
+    echo "setup: installing the cargo tools failed (log above)" >&2
+    exit 1
+  fi
+  grep '^setup:' "$tools_log" || true
+  rm -f "$tools_log"
+}
+
 if ((${#need_pkgs[@]})); then
   mapfile -t uniq < <(printf '%s\n' "${need_pkgs[@]}" | sort -u)
   echo "setup: installing ${uniq[*]}"
@@ -149,27 +188,6 @@ if ! bpf-linker --version >/dev/null 2>&1; then
   echo "setup: building bpf-linker (a few minutes, once)"
   LLVM_PREFIX=/usr/lib/llvm-22 cargo install --locked bpf-linker --no-default-features --features llvm-22 \
     || LLVM_PREFIX=/usr/lib/llvm-22 cargo install bpf-linker --no-default-features --features llvm-22
-fi
-# `cargo xtask package`: cargo-deb, pinned (3.8.0 builds on rustc 1.95). Built in cargo's
-# own temporary directory, never in the project's target dir.
-cargo_deb_version=3.8.0
-if [[ "$(cargo deb --version 2>/dev/null)" != *" $cargo_deb_version" ]]; then
-  echo "setup: installing cargo-deb $cargo_deb_version"
-  env -u CARGO_TARGET_DIR cargo install --locked "cargo-deb@$cargo_deb_version"
-fi
-# `cargo xtask fuzz`: cargo-fuzz, pinned; it drives libFuzzer on the nightly toolchain
-# that is already on the machine.
-cargo_fuzz_version=0.13.2
-if [[ "$(cargo fuzz --version 2>/dev/null)" != *" $cargo_fuzz_version"* ]]; then
-  echo "setup: installing cargo-fuzz $cargo_fuzz_version"
-  env -u CARGO_TARGET_DIR cargo install --locked "cargo-fuzz@$cargo_fuzz_version"
-fi
-# `cargo xtask docs` (and so `cargo xtask test`): mdBook builds the book in docs/, pinned
-# (0.5.4 builds on rustc 1.95). Built in cargo's own temporary directory.
-mdbook_version=0.5.4
-if [[ "$(mdbook --version 2>/dev/null)" != "mdbook v$mdbook_version" ]]; then
-  echo "setup: installing mdbook $mdbook_version"
-  env -u CARGO_TARGET_DIR cargo install --locked mdbook --version "$mdbook_version"
 fi
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 # API contract test (scripts/contract.sh): schemathesis, pinned, in its own venv.
@@ -219,4 +237,5 @@ if [[ "$("$sushy_venv/bin/pip" show sushy-tools 2>/dev/null | sed -n 's/^Version
   python3 -m venv "$sushy_venv"
   "$sushy_venv/bin/pip" install -q --disable-pip-version-check "sushy-tools==$sushy_version"
 fi
+wait_tools
 echo "setup: ok"
