@@ -188,7 +188,10 @@ fn cargo() -> Command {
 }
 
 /// Builds the web UI: `npm ci` if `node_modules` is missing or older than the lock file
-/// (npm writes `node_modules/.package-lock.json` on every install), then `npm run build`.
+/// (npm writes `node_modules/.package-lock.json` on every install), then `npm run build`
+/// unless `web/dist` is newer than every source of the UI. A build rewrites `web/dist`,
+/// which the API crate embeds: skipping a build that would change nothing spares cargo
+/// a rebuild of that crate and the server.
 fn ui() -> Result<()> {
     let web = root().join("web");
     let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
@@ -199,7 +202,36 @@ fn ui() -> Result<()> {
             .args(["ci", "--no-audit", "--no-fund"])
             .current_dir(&web))?;
     }
+    let built = modified(&web.join("dist/index.html"));
+    let sources = [
+        "src",
+        "index.html",
+        "package.json",
+        "package-lock.json",
+        "tsconfig.json",
+        "vite.config.ts",
+    ]
+    .iter()
+    .filter_map(|p| newest(&web.join(p)))
+    .chain(modified(&web.join("node_modules/.package-lock.json")))
+    .max();
+    if built.is_some() && sources.is_some_and(|s| Some(s) < built) {
+        println!("xtask: web/dist is newer than the UI's sources, not rebuilt");
+        return Ok(());
+    }
     run(Command::new("npm").args(["run", "build"]).current_dir(&web))
+}
+
+/// The newest modification time of `p` and, for a directory, of everything under it.
+fn newest(p: &Path) -> Option<std::time::SystemTime> {
+    let m = std::fs::metadata(p).ok()?;
+    let mut t = m.modified().ok()?;
+    if m.is_dir() {
+        for e in std::fs::read_dir(p).ok()?.flatten() {
+            t = t.max(newest(&e.path()).unwrap_or(t));
+        }
+    }
+    Some(t)
 }
 
 /// Builds the book with mdBook (`docs/` into `target/book`; `scripts/setup.sh` installs the
@@ -359,15 +391,20 @@ fn test(unit_only: bool, no_browser: bool, filter: Option<String>) -> Result<()>
         "dataplane-ebpf",
     ]))?;
     // The API suite once more on the PostgreSQL store (the API tests run against both
-    // backends): one throwaway cluster, a database per test.
-    run(cargo()
+    // backends): one throwaway cluster, a database per test. About three minutes: with
+    // the integration tests, it runs in the light lane beside the QEMU boots.
+    let mut api_on_postgres = cargo();
+    api_on_postgres
         .args(["test", "-p", "bootlane-api", "--lib"])
-        .env("BOOTLANE_TEST_STORE", "postgres"))?;
+        .env("BOOTLANE_TEST_STORE", "postgres");
+    if unit_only || filter.is_some() {
+        run(&mut api_on_postgres)?;
+    }
     let bin = build_server(false)?;
     if !unit_only {
-        // The API contract: schemathesis against the server's own openapi.json, 30 cases per
+        // The API contract: schemathesis against the server's own openapi.json, 20 cases per
         // operation on sled, then 10 on the PostgreSQL store; no privileges needed. About
-        // nine minutes together, run beside the QEMU boots (see `integration_lanes`).
+        // seven minutes together, run beside the QEMU boots (see `integration_lanes`).
         let contract = |store: &str, examples: &str| {
             let mut c = Command::new("bash");
             c.arg(root().join("scripts/contract.sh"))
@@ -376,7 +413,7 @@ fn test(unit_only: bool, no_browser: bool, filter: Option<String>) -> Result<()>
                 .env("CONTRACT_EXAMPLES", examples);
             c
         };
-        let contracts = [contract("sled", "30"), contract("postgres", "10")];
+        let contracts = [contract("sled", "20"), contract("postgres", "10")];
         std::env::set_var("BOOTLANE_BIN", &bin);
         // The package test (tests/tests/integration/package_install.rs) installs the debug
         // build's package: a release build here would double CI's build time.
@@ -397,7 +434,11 @@ fn test(unit_only: bool, no_browser: bool, filter: Option<String>) -> Result<()>
                     run(privileged(exe, &["--test-threads=1".to_string(), f.clone()]).env("BOOTLANE_BIN", &bin))?
                 }
             }
-            None => integration_lanes(&exes, &bin, contracts.into())?,
+            None => {
+                let mut after_light: Vec<Command> = contracts.into();
+                after_light.push(api_on_postgres);
+                integration_lanes(&exes, &bin, after_light)?
+            }
         }
     }
     if !no_browser {
