@@ -1,7 +1,9 @@
 # Shared set-up of the namespace end-to-end scripts (e2e-media.sh, e2e-install.sh):
 # sourced, never run. Call `e2e_init <tag> <net>` (net: the /24's first three octets, e.g.
 # 10.79.0), then `e2e_netns` and `e2e_start_bootlane`. Defines, for the caller:
-#   SRV, CLI, WORK, PIDS, SERVER (<net>.1), BASE (http://<net>.1:8080);
+#   SRV, CLI, WORK, PIDS, SERVER (<net>.1), BASE (http://<net>.1:8080, the boot routes);
+#   a script may set E2E_API_TOML (the [api] section's lines), E2E_MGMT (the API's base
+#   URL when it is not $BASE) and E2E_CURL_TLS (curl arguments for it, e.g. --cacert);
 #   log, fail, in_srv, in_cli, plainlog, json, api (METHOD PATH [JSON], from the client,
 #   2xx or fail), status (METHOD PATH [curl args] -> HTTP code, body in $WORK/body);
 #   a trap that stops every PID in PIDS (start long-lived processes with
@@ -44,8 +46,9 @@ in_cli() { ip netns exec "$CLI" "$@"; }
 plainlog() { sed 's/\x1b\[[0-9;]*m//g' "$WORK/bootlane.log" || true; }
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))" "$1"; }
 api() {
-    in_cli curl -fsS -m 20 -b "$WORK/jar" -c "$WORK/jar" -X "$1" -H 'Content-Type: application/json' \
-        ${3:+--data-binary "$3"} "$BASE/api/v1$2"
+    # shellcheck disable=SC2086 # E2E_CURL_TLS is a list of curl arguments
+    in_cli curl -fsS -m 20 ${E2E_CURL_TLS:-} -b "$WORK/jar" -c "$WORK/jar" -X "$1" -H 'Content-Type: application/json' \
+        ${3:+--data-binary "$3"} "${E2E_MGMT:-$BASE}/api/v1$2"
 }
 status() {
     local m=$1 p=$2
@@ -81,7 +84,7 @@ e2e_start_bootlane() {
 data_dir = "$WORK/data"
 
 [api]
-listen = "0.0.0.0:8080"
+${E2E_API_TOML:-listen = "0.0.0.0:8080"}
 
 [dns.xdp]
 mode = "off"
@@ -122,8 +125,9 @@ e2e_upload() {
     local dir=$1 f
     shift
     for f in "$@"; do
-        in_cli curl -fsS -b "$WORK/jar" -F "dir=$dir" -F "file=@$f;filename=$(basename "$f")" \
-            "$BASE/api/v1/files/upload" >/dev/null || fail "uploading $f into $dir"
+        # shellcheck disable=SC2086 # E2E_CURL_TLS is a list of curl arguments
+        in_cli curl -fsS ${E2E_CURL_TLS:-} -b "$WORK/jar" -F "dir=$dir" -F "file=@$f;filename=$(basename "$f")" \
+            "${E2E_MGMT:-$BASE}/api/v1/files/upload" >/dev/null || fail "uploading $f into $dir"
     done
 }
 

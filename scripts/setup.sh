@@ -110,6 +110,10 @@ check /usr/sbin/slapd slapd
 check ldapadd ldap-utils
 # TOTP second factors: the browser test computes the one-time codes with oathtool.
 check oathtool oathtool
+# The shipped alerting rules and dashboard: promtool checks and unit-tests the rules, and a
+# real Prometheus (never started as a service here: policy-rc.d) scrapes a test server.
+check promtool prometheus
+check prometheus prometheus
 
 # The pure-Rust cargo tools build in the background while the packages install (the
 # package installs mostly wait on the network and dpkg; a fresh machine saves minutes).

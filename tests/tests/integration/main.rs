@@ -112,3 +112,7 @@ mod ldap_netns;
 // The boot doctor: a rival dnsmasq with a boot file, a real dhcrelay forwarding for a
 // subnet that is not configured, a small MTU; every finding through `POST /doctor`.
 mod doctor_netns;
+
+// The shipped alerting rules and Grafana dashboard: promtool, and a real Prometheus that
+// scrapes a server with real client traffic over HTTPS.
+mod prometheus_netns;

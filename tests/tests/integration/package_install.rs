@@ -175,6 +175,9 @@ fn package_installs_and_runs_unprivileged_with_only_its_capabilities() {
         "usr/share/zsh/vendor-completions/_bootlane",
         "usr/share/fish/vendor_completions.d/bootlane.fish",
         "usr/share/doc/bootlane/copyright",
+        "usr/share/bootlane/integrations/prometheus/bootlane-rules.yml",
+        "usr/share/bootlane/integrations/prometheus/tests/bootlane-rules.test.yml",
+        "usr/share/bootlane/integrations/grafana/bootlane-dashboard.json",
     ] {
         assert!(root.join(f).is_file(), "{f} missing from the package");
     }

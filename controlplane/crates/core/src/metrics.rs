@@ -93,6 +93,20 @@ pub const BOOT_BUCKETS: &[f64] = &[1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0,
 // ---- Store ----
 /// Gauge: bytes the store uses on disk.
 pub const STORE_SIZE: &str = "bootlane_store_size_bytes";
+/// Gauge `{backend}` (`sled`, `postgres`): 1 while the store answers (the shared
+/// PostgreSQL store's link as its listener sees it; the embedded sled store is always 1),
+/// set at scrape time.
+pub const STORE_UP: &str = "bootlane_store_up";
+
+// ---- Services and the management listener ----
+/// Gauge `{service}` (`dns`, `dhcp`, `tftp`, `http-boot`): 1 while the service runs.
+pub const SERVICE_UP: &str = "bootlane_service_up";
+/// Gauge `{service}`: 1 when the service's last start failed (0 when it runs or an
+/// operator stopped it).
+pub const SERVICE_FAILED: &str = "bootlane_service_failed";
+/// Gauge: end of validity of the management listener's TLS certificate (`[api] tls`),
+/// in seconds since the Unix epoch, set at scrape time; absent without TLS.
+pub const TLS_CERT_EXPIRY: &str = "bootlane_tls_certificate_expiry_timestamp_seconds";
 
 // ---- DNS and XDP (stable names) ----
 /// Counter `{transport}` (`udp`, `tcp`): queries received by the userspace DNS server.
@@ -111,6 +125,9 @@ pub const XDP_PASSED: &str = "bootlane_dns_xdp_passed_total";
 pub const XDP_RRL: &str = "bootlane_dns_xdp_rrl_total";
 /// Gauge: 1 when the XDP fast path is attached, else 0.
 pub const XDP_ACTIVE: &str = "bootlane_dns_xdp_active";
+/// Gauge: 1 when the XDP fast path is configured (`[dns.xdp] mode` other than `off`),
+/// else 0; with [`XDP_ACTIVE`] it tells a detached fast path from one turned off.
+pub const XDP_CONFIGURED: &str = "bootlane_dns_xdp_configured";
 /// Gauge: entries in the XDP answer map.
 pub const XDP_MAP_ENTRIES: &str = "bootlane_dns_xdp_map_entries";
 /// Counter `{protocol, reason}`: requests refused by access control; protocol `dhcp`,
@@ -139,8 +156,35 @@ pub fn install() -> &'static PrometheusHandle {
             tracing::warn!("another metrics recorder is installed; /metrics will be empty");
         }
         describe();
+        zero_series();
         handle
     })
+}
+
+/// Starts the counters whose labels are known in advance at 0, so each series exists
+/// from the first scrape: `rate()` and `increase()` then see its first event, and the
+/// shipped dashboard and alerting rules (`integrations/`) find every series they name.
+/// The label values are the ones the emitting modules use (TFTP outcomes, access
+/// refusals, connection caps).
+fn zero_series() {
+    for name in [TFTP_STARTED, TFTP_COMPLETED, TFTP_BYTES_SENT, IPXE_SCRIPTS] {
+        metrics::counter!(name).increment(0);
+    }
+    metrics::gauge!(TFTP_ACTIVE).increment(0.0);
+    for reason in ["client_error", "timed_out", "cancelled"] {
+        metrics::counter!(TFTP_FAILED, "reason" => reason).increment(0);
+    }
+    for protocol in ["dhcp", "proxydhcp", "tftp", "http", "ipxe"] {
+        for reason in ["blacklisted", "not_whitelisted", "unknown_client"] {
+            metrics::counter!(ACCESS_REFUSED, "protocol" => protocol, "reason" => reason).increment(0);
+        }
+    }
+    for listener in ["api", "boot"] {
+        for reason in ["total", "per_client"] {
+            metrics::counter!(crate::web_server::limits::CONNECTIONS_REFUSED, "listener" => listener, "reason" => reason)
+                .increment(0);
+        }
+    }
 }
 
 /// Registers the `# HELP` text (and unit) of every series named in this module.
@@ -189,6 +233,14 @@ fn describe() {
         "HTTP request latency, by method and matched route."
     );
     describe_gauge!(STORE_SIZE, Unit::Bytes, "Bytes the store uses on disk.");
+    describe_gauge!(STORE_UP, "1 while the store answers, by backend.");
+    describe_gauge!(SERVICE_UP, "1 while the service runs.");
+    describe_gauge!(SERVICE_FAILED, "1 when the service's last start failed.");
+    describe_gauge!(
+        TLS_CERT_EXPIRY,
+        Unit::Seconds,
+        "End of validity of the management listener's TLS certificate, Unix time."
+    );
     describe_counter!(DNS_QUERIES, "DNS queries received by the userspace server.");
     describe_counter!(DNS_RESPONSES, "DNS outcomes of the userspace server.");
     describe_counter!(XDP_ANSWERED, "DNS queries answered by the XDP fast path.");
@@ -202,6 +254,10 @@ fn describe() {
     );
     describe_gauge!(XDP_ACTIVE, "Whether the XDP fast path is attached.");
     describe_gauge!(XDP_MAP_ENTRIES, "Entries in the XDP answer map.");
+    describe_gauge!(
+        XDP_CONFIGURED,
+        "Whether the XDP fast path is configured (mode other than off)."
+    );
     describe_counter!(
         LOGIN_FAILED_EVENTS_SUPPRESSED,
         "Failed logins not published as auth.login_failed events (source network over its event budget)."

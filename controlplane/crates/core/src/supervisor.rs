@@ -217,8 +217,10 @@ impl Supervisor {
         e.state = state;
         e.reason = reason;
         e.listen = listen;
-        metrics::gauge!("bootlane_service_up", "service" => name)
+        metrics::gauge!(crate::metrics::SERVICE_UP, "service" => name)
             .set(f64::from(u8::from(state == ServiceState::Running)));
+        metrics::gauge!(crate::metrics::SERVICE_FAILED, "service" => name)
+            .set(f64::from(u8::from(state == ServiceState::Failed)));
         e.clone()
     }
 

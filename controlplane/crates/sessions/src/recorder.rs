@@ -215,7 +215,12 @@ impl Sessions {
         let meters = Meters {
             open: metrics::gauge!(SESSIONS_OPEN),
             kernel: metrics::histogram!(bootlane_core::metrics::BOOT_KERNEL_SECONDS),
-            ended: Verdict::ALL.map(|v| metrics::counter!(SESSIONS_TOTAL, "verdict" => v.as_str())),
+            // Each verdict's series starts at 0, so `increase()` sees the first session.
+            ended: Verdict::ALL.map(|v| {
+                let c = metrics::counter!(SESSIONS_TOTAL, "verdict" => v.as_str());
+                c.increment(0);
+                c
+            }),
         };
         let journal: Journal<StoredSession> = store.journal(|s: &StoredSession| s.session.updated)?;
         let restored: Table<StoredSession> = store.table()?;

@@ -100,7 +100,8 @@ pub async fn status(
 }
 
 /// Prometheus metrics of every service (every series is listed in the book's metrics reference).
-/// Scrape-time values (DNS and XDP counters, leases per subnet, store size) are copied
+/// Scrape-time values (DNS and XDP counters, leases per subnet, store size and link, the
+/// TLS certificate's end of validity) are copied
 /// into the recorder first, then everything is rendered.
 #[utoipa::path(get, path = "/api/v1/metrics", extensions(("x-bootlane-role" = json!("viewer"))), tag = "system",
     responses((status = 200, description = "Prometheus text format (0.0.4)", content_type = "text/plain"),
@@ -109,6 +110,7 @@ pub async fn metrics(
     State(dns): State<Arc<DnsService>>,
     State(dhcp): State<Arc<DhcpControl>>,
     State(store): State<Store>,
+    tls: Option<axum::Extension<Arc<bootlane_core::web_server::tls::CertStore>>>,
 ) -> impl IntoResponse {
     dns.handler().shared.metrics.snapshot().export();
     dns.dataplane().status().export();
@@ -118,6 +120,12 @@ pub async fn metrics(
     match store.size_on_disk() {
         Ok(n) => metrics::gauge!(bootlane_core::metrics::STORE_SIZE).set(n as f64),
         Err(e) => tracing::warn!("store size for /metrics failed: {e}"),
+    }
+    let up = store.shared_state().is_none_or(|(up, _)| up);
+    metrics::gauge!(bootlane_core::metrics::STORE_UP, "backend" => store.backend_name()).set(f64::from(u8::from(up)));
+    if let Some(t) = tls {
+        let not_after = t.info().not_after.unix_timestamp();
+        metrics::gauge!(bootlane_core::metrics::TLS_CERT_EXPIRY).set(not_after as f64);
     }
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],

@@ -410,7 +410,9 @@ async fn api_requests_are_counted_by_route_and_status() {
         r#"bootlane_dns_xdp_passed_total{reason="malformed"}"#,
         "bootlane_dns_xdp_active ",
         "bootlane_dns_xdp_map_entries ",
+        "bootlane_dns_xdp_configured ",
         "bootlane_store_size_bytes ",
+        r#"bootlane_store_up{backend="#,
     ] {
         assert!(text.contains(name), "{name} missing:\n{text}");
     }

@@ -77,10 +77,11 @@ pub struct XdpStatus {
 impl XdpStatus {
     /// Copies the status and the per-CPU-summed counters into the metrics recorder
     /// ([`bootlane_core::metrics::XDP_ANSWERED`], [`bootlane_core::metrics::XDP_PASSED`], [`bootlane_core::metrics::XDP_RRL`],
-    /// [`bootlane_core::metrics::XDP_ACTIVE`], [`bootlane_core::metrics::XDP_MAP_ENTRIES`]) at scrape
+    /// [`bootlane_core::metrics::XDP_ACTIVE`], [`bootlane_core::metrics::XDP_CONFIGURED`],
+    /// [`bootlane_core::metrics::XDP_MAP_ENTRIES`]) at scrape
     /// time; the kernel program keeps the real counters.
     pub fn export(&self) {
-        use bootlane_core::metrics::{XDP_ACTIVE, XDP_ANSWERED, XDP_MAP_ENTRIES, XDP_PASSED, XDP_RRL};
+        use bootlane_core::metrics::{XDP_ACTIVE, XDP_ANSWERED, XDP_CONFIGURED, XDP_MAP_ENTRIES, XDP_PASSED, XDP_RRL};
         let c = self.counters;
         metrics::counter!(XDP_ANSWERED).absolute(c.answered);
         for (reason, v) in [
@@ -96,6 +97,7 @@ impl XdpStatus {
             metrics::counter!(XDP_RRL, "action" => action).absolute(v);
         }
         metrics::gauge!(XDP_ACTIVE).set(f64::from(u8::from(self.active)));
+        metrics::gauge!(XDP_CONFIGURED).set(f64::from(u8::from(self.mode != "off")));
         metrics::gauge!(XDP_MAP_ENTRIES).set(self.map_entries as f64);
     }
 
