@@ -24,7 +24,7 @@
 # Usage: bench-boot.sh <bootlane binary> [dhcp|tftp|sessions|all]. Prints markdown tables
 #   (sessions: only the boot sessions on/off round).
 #   (env: DHCP_SECS=5 RATES="250 ... 20000" TFTP_RUNS=3 LOSS_PCT=5 LOSSY_N=500 (0 skips the lossy round);
-#   PINNED=0 skips the pinned TFTP rounds; SESSIONS_ROUND=0 skips the boot sessions on/off round, SESSIONS_PAIRS=3 its runs each way, SESSIONS_RATES its ladder; SKIP_BOOTLANE/SKIP_KEA/SKIP_DNSMASQ=1 leave a server out; WITH_POSTGRES=1 adds Bootlane
+#   PINNED=0 skips the pinned TFTP rounds; SESSIONS_ROUND=0 skips the boot sessions on/off round, SESSIONS_PAIRS=3 its runs each way, SESSIONS_RATES its ladder, SESSIONS_CLIENTS its client kinds (default "plain pxe pinned"); SKIP_BOOTLANE/SKIP_KEA/SKIP_DNSMASQ=1 leave a server out; WITH_POSTGRES=1 adds Bootlane
 #   on a PostgreSQL store; PERFDHCP_LOG=<file> keeps perfdhcp's whole output)
 # Traffic stays in two namespaces this script creates; all it starts is killed by PID.
 set -euo pipefail
@@ -150,7 +150,7 @@ stop() { kill -9 "$SPID" 2>/dev/null || true; wait "$SPID" 2>/dev/null || true; 
 dhcp_shot() {
   # perfdhcp exits non-zero whenever anything was dropped; the ratio decides here.
   # shellcheck disable=SC2086 # PERFDHCP_EXTRA: options as separate words
-  { ip netns exec "$CLI" timeout $((DHCP_SECS + 15)) perfdhcp -4 -r "$1" -R "$CLIENTS" -p "$DHCP_SECS" ${PERFDHCP_EXTRA:-} -l vcli 2>&1 || true; } |
+  { ip netns exec "$CLI" $CLI_PIN timeout $((DHCP_SECS + 15)) perfdhcp -4 -r "$1" -R "$CLIENTS" -p "$DHCP_SECS" ${PERFDHCP_EXTRA:-} -l vcli 2>&1 || true; } |
     tee -a "${PERFDHCP_LOG:-/dev/null}" |
     awk 'BEGIN {w = 0; a = 0} /^Rate:/ {a = $2 + 0} /drops ratio:/ {gsub(/%/, "", $3); if ($3 + 0 > w) w = $3 + 0; n++}
       END {if (n < 2) print 100, a; else print w, a}'
@@ -264,8 +264,19 @@ if [[ $WHAT == dhcp || $WHAT == all || $WHAT == sessions ]]; then
     dhcp_round /24 10.77.0.10 10.77.0.250 200
   fi
   if [[ -z ${SKIP_BOOTLANE:-} && ${SESSIONS_ROUND:-1} != 0 ]]; then
-    sessions_round "plain DORA clients"
-    sessions_round "PXE clients" "-o 60,505845436c69656e743a417263683a30303030373a554e44493a303033303136 -o 93,0007"
+    pxe_options="-o 60,505845436c69656e743a417263683a30303030373a554e44493a303033303136 -o 93,0007"
+    for c in ${SESSIONS_CLIENTS:-plain pxe pinned}; do
+      case $c in
+        plain) sessions_round "plain DORA clients" ;;
+        pxe) sessions_round "PXE clients" "$pxe_options" ;;
+        # The server on one core, perfdhcp on the other: the recorder's thread shares the
+        # server's core, so its whole cost shows.
+        pinned)
+          SRV_PIN="taskset -c 1" CLI_PIN="taskset -c 0"
+          sessions_round "PXE clients, perfdhcp pinned to core 0 and the server to core 1" "$pxe_options"
+          SRV_PIN="" CLI_PIN="" ;;
+      esac
+    done
   fi
 fi
 # loss on|off: drop $LOSS_PCT % of the UDP datagrams arriving in either namespace.

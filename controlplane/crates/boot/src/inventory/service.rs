@@ -46,10 +46,9 @@ pub struct HostService {
     events: Arc<EventBus>,
     /// The Secure Boot MACs, published to DHCP ([`HostService::secure_boot_hosts`]).
     secure_boot: tokio::sync::watch::Sender<std::collections::HashSet<MacAddr>>,
-    /// MAC (the stored lower-case colon form) → host id, so [`HostService::by_mac`] reads
-    /// one host instead of all: kept by every write here and rebuilt by
-    /// [`HostService::resync`].
-    by_mac: std::sync::RwLock<std::collections::HashMap<String, u64>>,
+    /// MAC → host id, so [`HostService::by_mac`] reads one host instead of all: kept by
+    /// every write here and rebuilt by [`HostService::resync`].
+    by_mac: std::sync::RwLock<std::collections::HashMap<MacAddr, u64>>,
 }
 
 impl HostService {
@@ -85,7 +84,8 @@ impl HostService {
     /// Store errors.
     pub fn resync(&self) -> Result<()> {
         let hosts = self.hosts.list()?;
-        *self.by_mac.write().expect("host MAC index lock") = hosts.iter().map(|h| (h.mac.clone(), h.id)).collect();
+        *self.by_mac.write().expect("host MAC index lock") =
+            hosts.iter().filter_map(|h| Some((h.mac.parse().ok()?, h.id))).collect();
         self.refresh_secure_boot_from(&hosts);
         Ok(())
     }
@@ -182,11 +182,13 @@ impl HostService {
     /// # Errors
     /// Store errors.
     pub fn by_mac(&self, mac: MacAddr) -> Result<Option<Host>> {
-        let m = mac.to_string();
-        let id = self.by_mac.read().expect("host MAC index lock").get(&m).copied();
+        let id = self.by_mac.read().expect("host MAC index lock").get(&mac).copied();
         match id {
             // The stored host is read again, so a write between the two reads is seen.
-            Some(id) => Ok(self.hosts.get(id)?.filter(|h| h.mac == m)),
+            Some(id) => Ok(self
+                .hosts
+                .get(id)?
+                .filter(|h| h.mac.parse::<MacAddr>().ok() == Some(mac))),
             None => Ok(None),
         }
     }
@@ -296,11 +298,11 @@ impl HostService {
     fn event(&self, kind: EventKind, action: &str, before: Option<&Host>, after: Option<&Host>) {
         {
             let mut index = self.by_mac.write().expect("host MAC index lock");
-            if let Some(b) = before {
-                index.remove(&b.mac);
+            if let Some(m) = before.and_then(|b| b.mac.parse().ok()) {
+                index.remove(&m);
             }
-            if let Some(a) = after {
-                index.insert(a.mac.clone(), a.id);
+            if let Some((m, id)) = after.and_then(|a| Some((a.mac.parse().ok()?, a.id))) {
+                index.insert(m, id);
             }
         }
         let sb = |h: Option<&Host>| h.map(|h| (h.secure_boot, h.mac.clone()));
