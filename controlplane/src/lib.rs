@@ -4,9 +4,10 @@
 
 pub mod cli;
 
+pub use bootlane_backup as backup;
 pub use bootlane_core::{
-    audit, backup, escape, events, leases, logging, memory, metrics, net, service_error, store, supervisor, swap,
-    systemd, web_server,
+    audit, escape, events, leases, logging, memory, metrics, net, service_error, store, supervisor, swap, systemd,
+    web_server,
 };
 
 pub use bootlane_boot::{access, boot, inventory};

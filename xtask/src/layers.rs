@@ -33,6 +33,7 @@ pub(crate) const LAYERS: &[(&str, &[&str])] = &[
             "bootlane-doctor",
             "bootlane-cluster",
             "bootlane-sessions",
+            "bootlane-backup",
         ],
     ),
     ("configuration", &["bootlane-config"]),

@@ -3,6 +3,14 @@
 //! `AYA_BUILD_SKIP=1` (CI lanes without bpf-linker) nothing is built and the binary
 //! reports "built without XDP" at run time (cfg `bootlane_no_xdp`). With
 //! `BOOTLANE_EBPF_OBJECT=<path>` that prebuilt object is embedded instead of building one.
+//!
+//! Built objects are cached by content in `<target dir>/ebpf-cache/<key>/`: every build
+//! unit of this crate (`cargo check`, `cargo test`, `cargo build`, each profile and
+//! feature set) has an `OUT_DIR` of its own, and aya-build builds `core` and the program
+//! from scratch in each (about two minutes of CPU). The key hashes what the object is made
+//! from: every file of `dataplane-ebpf/` and `common/`, the workspace's `Cargo.lock` and
+//! `Cargo.toml`, the nightly toolchain's `rustc -vV`, and the target variables aya-build
+//! reads. A hit is copied into `OUT_DIR`; a miss is built by aya-build and then cached.
 
 use anyhow::Context as _;
 
@@ -26,11 +34,21 @@ fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let manifest = std::env::var("CARGO_MANIFEST_DIR").context("CARGO_MANIFEST_DIR not set")?;
-    let root_dir = std::path::Path::new(&manifest)
+    let workspace = std::path::Path::new(&manifest)
         .ancestors()
         .nth(3)
         .context("crates/dns is not three levels below the workspace")?
-        .join("dataplane-ebpf");
+        .to_path_buf();
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").context("OUT_DIR not set")?);
+    let cached = cache_entry(&workspace, &out);
+    if let Some(c) = cached.as_ref().filter(|c| c.is_file()) {
+        for dir in ["dataplane-ebpf", "common", "Cargo.lock", "Cargo.toml"] {
+            println!("cargo::rerun-if-changed={}", workspace.join(dir).display());
+        }
+        std::fs::copy(c, out.join("dataplane-ebpf")).with_context(|| format!("copying the cached {}", c.display()))?;
+        return Ok(());
+    }
+    let root_dir = workspace.join("dataplane-ebpf");
     let root_dir = root_dir.to_str().context("non-UTF-8 workspace path")?;
     aya_build::build_ebpf(
         [aya_build::Package {
@@ -40,5 +58,74 @@ fn main() -> anyhow::Result<()> {
         }],
         aya_build::Toolchain::default(),
     )
-    .context("building the XDP program dataplane-ebpf (set AYA_BUILD_SKIP=1 to build without it)")
+    .context("building the XDP program dataplane-ebpf (set AYA_BUILD_SKIP=1 to build without it)")?;
+    if let Some(c) = cached {
+        // Written beside, then renamed: a build running at the same time never reads half
+        // an object. A cache that cannot be written only costs the next build its time.
+        let tmp = c.with_extension(format!("tmp{}", std::process::id()));
+        let stored = c
+            .parent()
+            .map(std::fs::create_dir_all)
+            .transpose()
+            .and_then(|_| std::fs::copy(out.join("dataplane-ebpf"), &tmp))
+            .and_then(|_| std::fs::rename(&tmp, &c));
+        if let Err(e) = stored {
+            println!("cargo::warning=could not cache the XDP object in {}: {e}", c.display());
+        }
+    }
+    Ok(())
+}
+
+/// The cache entry for the object the sources in `workspace` make, or `None` when the
+/// target directory (the ancestor of `out` holding cargo's `CACHEDIR.TAG`) or the nightly
+/// toolchain cannot be found: then the object is built as usual.
+fn cache_entry(workspace: &std::path::Path, out: &std::path::Path) -> Option<std::path::PathBuf> {
+    use std::hash::{Hash, Hasher};
+    let target = out.ancestors().find(|p| p.join("CACHEDIR.TAG").is_file())?;
+    let rustc = std::process::Command::new("rustup")
+        .args(["run", "nightly", "rustc", "-vV"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    rustc.stdout.hash(&mut h);
+    for var in [
+        "BPF_TARGET_ARCH",
+        "AYA_BPF_TARGET_ARCH",
+        "HOST",
+        "CARGO_CFG_TARGET_ARCH",
+    ] {
+        std::env::var(var).ok().hash(&mut h);
+    }
+    let mut files = Vec::new();
+    for dir in ["dataplane-ebpf", "common"] {
+        walk(&workspace.join(dir), &mut files);
+    }
+    files.sort();
+    files.extend(["Cargo.lock", "Cargo.toml"].map(|f| workspace.join(f)));
+    for f in &files {
+        f.strip_prefix(workspace).unwrap_or(f).hash(&mut h);
+        std::fs::read(f).ok()?.hash(&mut h);
+    }
+    Some(
+        target
+            .join("ebpf-cache")
+            .join(format!("{:016x}", h.finish()))
+            .join("dataplane-ebpf"),
+    )
+}
+
+/// Every file under `dir` (a `target` directory left out).
+fn walk(dir: &std::path::Path, files: &mut Vec<std::path::PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            if e.file_name() != "target" {
+                walk(&p, files);
+            }
+        } else {
+            files.push(p);
+        }
+    }
 }

@@ -1,7 +1,6 @@
 //! The foundation of Bootlane's control plane: network types and sockets, the store and its two backends (sled, PostgreSQL), events and the audit log, metrics, logging, the service supervisor and the HTTP server every listener runs on. Nothing here knows about boot, protocols or the API.
 
 pub mod audit;
-pub mod backup;
 pub mod escape;
 pub mod events;
 pub mod identity;

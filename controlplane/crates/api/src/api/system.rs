@@ -191,7 +191,7 @@ pub async fn backup(
     State(store): State<Store>,
     State(events): State<Arc<bootlane_core::events::EventBus>>,
 ) -> Result<Response, ApiError> {
-    let bytes = bootlane_core::backup::backup(&store)
+    let bytes = bootlane_backup::backup(&store)
         .await
         .map_err(|e| ApiError::Internal(e.into()))?;
     let name = format!("bootlane-backup-{}.jsonl", OffsetDateTime::now_utc().unix_timestamp());

@@ -817,9 +817,7 @@ async fn the_api_serves_a_backup_that_restores() {
         .contains("bootlane-backup-"));
     let bytes = resp.into_body().collect().await.unwrap().to_bytes();
     let dir = tempfile::tempdir().unwrap();
-    let m = bootlane_core::backup::restore(&dir.path().join("r"), &bytes)
-        .await
-        .unwrap();
+    let m = bootlane_backup::restore(&dir.path().join("r"), &bytes).await.unwrap();
     assert_eq!(m.trees.get("hosts"), Some(&1));
     let restored = bootlane_core::store::Store::open(&dir.path().join("r")).unwrap();
     assert_eq!(

@@ -7,7 +7,7 @@
 //! and the SHA-256 of everything after the first line), then one line per record
 //! `{"t": tree, "k": hex key, "v": hex value}`. Restoring checks the manifest, the
 //! checksum and every line before anything is written, refuses a store format newer than
-//! this build's ([`crate::store::FORMAT_VERSION`]), and writes into an empty data
+//! this build's ([`bootlane_core::store::FORMAT_VERSION`]), and writes into an empty data
 //! directory only. Settings changed through the API live in the store, so they are in the
 //! backup; the configuration file is not (it is the operator's, under /etc).
 
@@ -16,7 +16,7 @@ use std::{collections::BTreeMap, io::Write, path::Path};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::store::{Snapshot, Store, FORMAT_VERSION};
+use bootlane_core::store::{Snapshot, Store, FORMAT_VERSION};
 
 /// `kind` of every Bootlane backup manifest.
 pub const KIND: &str = "bootlane-backup";
@@ -119,7 +119,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Manifest, Snapshot), String> {
             manifest.sha256
         ));
     }
-    let mut trees: Vec<(String, crate::store::Pairs)> = Vec::new();
+    let mut trees: Vec<(String, bootlane_core::store::Pairs)> = Vec::new();
     for (i, raw) in body.split(|&b| b == b'\n').enumerate().filter(|(_, l)| !l.is_empty()) {
         let bad = |what: String| format!("line {} of the backup: {what}", i + 2);
         let l: Line = serde_json::from_slice(raw).map_err(|e| bad(e.to_string()))?;
@@ -147,7 +147,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Manifest, Snapshot), String> {
 ///
 /// # Errors
 /// Store errors.
-pub async fn backup(store: &Store) -> Result<Vec<u8>, crate::store::StoreError> {
+pub async fn backup(store: &Store) -> Result<Vec<u8>, bootlane_core::store::StoreError> {
     Ok(encode(&store.snapshot().await?))
 }
 
@@ -203,7 +203,7 @@ pub const STORE_PARTS: [&str; 2] = ["db", "journal"];
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Store;
+    use bootlane_core::store::Store;
 
     /// A record of the shape the resource tables hold.
     #[derive(Clone, Serialize, Deserialize)]
@@ -211,7 +211,7 @@ mod tests {
         id: u64,
         name: String,
     }
-    crate::entity!(Host, "hosts");
+    bootlane_core::entity!(Host, "hosts");
 
     async fn filled(dir: &Path) -> Store {
         let store = Store::open(dir).unwrap();
@@ -234,14 +234,14 @@ mod tests {
         let b = tempfile::tempdir().unwrap();
         let target = b.path().join("restored");
         let m = restore(&target, &bytes).await.unwrap();
-        assert_eq!(m.trees.get(<Host as crate::store::Entity>::TREE), Some(&3));
+        assert_eq!(m.trees.get(<Host as bootlane_core::store::Entity>::TREE), Some(&3));
         let restored = Store::open(&target).unwrap();
         // Every tree is byte-for-byte the same (the id generator aside).
         let strip = |s: Snapshot| Snapshot {
             trees: s
                 .trees
                 .into_iter()
-                .filter(|(t, _)| t != crate::store::ID_TREE)
+                .filter(|(t, _)| t != bootlane_core::store::ID_TREE)
                 .collect(),
         };
         assert_eq!(
@@ -259,7 +259,10 @@ mod tests {
             .max()
             .unwrap();
         assert!(restored.next_id().unwrap() > max);
-        assert_eq!(crate::store::stored_format(&target).unwrap(), Some(FORMAT_VERSION));
+        assert_eq!(
+            bootlane_core::store::stored_format(&target).unwrap(),
+            Some(FORMAT_VERSION)
+        );
         // Not over an existing database.
         let e = restore(&target, &bytes).await.unwrap_err().to_string();
         assert!(e.contains("already holds a database"), "{e}");
@@ -301,11 +304,14 @@ mod tests {
     async fn a_newer_store_format_in_the_data_directory_is_refused_at_open() {
         let a = tempfile::tempdir().unwrap();
         drop(Store::open(a.path()).unwrap());
-        assert_eq!(crate::store::stored_format(a.path()).unwrap(), Some(FORMAT_VERSION));
-        std::fs::write(a.path().join(crate::store::FORMAT_FILE), "7\n").unwrap();
+        assert_eq!(
+            bootlane_core::store::stored_format(a.path()).unwrap(),
+            Some(FORMAT_VERSION)
+        );
+        std::fs::write(a.path().join(bootlane_core::store::FORMAT_FILE), "7\n").unwrap();
         let e = Store::open(a.path()).err().unwrap().to_string();
         assert!(e.contains("store format 7") && e.contains("newer Bootlane"), "{e}");
-        std::fs::write(a.path().join(crate::store::FORMAT_FILE), "x\n").unwrap();
+        std::fs::write(a.path().join(bootlane_core::store::FORMAT_FILE), "x\n").unwrap();
         assert!(Store::open(a.path())
             .err()
             .unwrap()
