@@ -80,11 +80,13 @@ e2e_netns() {
 # Bootlane <binary> in the server namespace with one DHCP subnet on br0 (<net>.100-150,
 # unless E2E_DHCP4=0), XDP off; waits for it (at $BASE) and logs in as admin.
 e2e_start_bootlane() {
+    # Set apart: quotes inside ${...:-...} in a here-document would be removed.
+    local api_toml=${E2E_API_TOML:-'listen = "0.0.0.0:8080"'}
     cat >"$WORK/bootlane.toml" <<EOF2
 data_dir = "$WORK/data"
 
 [api]
-${E2E_API_TOML:-listen = "0.0.0.0:8080"}
+$api_toml
 
 [dns.xdp]
 mode = "off"
