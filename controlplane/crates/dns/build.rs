@@ -42,8 +42,12 @@ fn main() -> anyhow::Result<()> {
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").context("OUT_DIR not set")?);
     let cached = cache_entry(&workspace, &out);
     if let Some(c) = cached.as_ref().filter(|c| c.is_file()) {
+        // What aya-build would have asked cargo to watch, and what the key read.
         for dir in ["dataplane-ebpf", "common", "Cargo.lock", "Cargo.toml"] {
             println!("cargo::rerun-if-changed={}", workspace.join(dir).display());
+        }
+        for var in KEY_VARS {
+            println!("cargo::rerun-if-env-changed={var}");
         }
         std::fs::copy(c, out.join("dataplane-ebpf")).with_context(|| format!("copying the cached {}", c.display()))?;
         return Ok(());
@@ -76,6 +80,14 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The environment variables aya-build reads to pick the BPF target (part of the key).
+const KEY_VARS: [&str; 4] = [
+    "BPF_TARGET_ARCH",
+    "AYA_BPF_TARGET_ARCH",
+    "HOST",
+    "CARGO_CFG_TARGET_ARCH",
+];
+
 /// The cache entry for the object the sources in `workspace` make, or `None` when the
 /// target directory (the ancestor of `out` holding cargo's `CACHEDIR.TAG`) or the nightly
 /// toolchain cannot be found: then the object is built as usual.
@@ -89,12 +101,7 @@ fn cache_entry(workspace: &std::path::Path, out: &std::path::Path) -> Option<std
         .filter(|o| o.status.success())?;
     let mut h = std::collections::hash_map::DefaultHasher::new();
     rustc.stdout.hash(&mut h);
-    for var in [
-        "BPF_TARGET_ARCH",
-        "AYA_BPF_TARGET_ARCH",
-        "HOST",
-        "CARGO_CFG_TARGET_ARCH",
-    ] {
+    for var in KEY_VARS {
         std::env::var(var).ok().hash(&mut h);
     }
     let mut files = Vec::new();

@@ -112,7 +112,9 @@ pub async fn build(
         // Set before the DHCP service starts: its handler takes the tracer when built.
         let (tracer, trace) = bootlane_dhcp::dhcp::trace::channel();
         dhcp.set_tracer(tracer);
-        sessions.spawn(&events, trace, token.clone());
+        sessions
+            .spawn(&events, trace, token.clone())
+            .map_err(|e| anyhow::anyhow!("starting the boot-sessions thread: {e}"))?;
     }
     // `[dns] allow_recursion`'s `dhcp` keyword: the subnets DHCP serves now.
     let served = Arc::downgrade(&dhcp);

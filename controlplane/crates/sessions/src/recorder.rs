@@ -1,6 +1,6 @@
-//! The recorder ([`Sessions`]): a thread of its own takes what the DHCP server handled (through its
-//! bounded queue, `bootlane_dhcp::dhcp::trace`) and the boot path's events (through the
-//! event bus), and the HTTP boot routes report files they did not have
+//! The recorder ([`Sessions`]): a thread of its own takes what the DHCP server handled
+//! (through its bounded queue, `bootlane_dhcp::dhcp::trace`) and the boot path's events
+//! (through the event bus), and the HTTP boot routes report files they did not have
 //! ([`Sessions::http_missing`]). Each input becomes a step ([`crate::steps`]) of its
 //! machine's open session, found by MAC, or by client address through the addresses
 //! DHCP acknowledged (at most [`MAX_ADDRESSES`] remembered); a machine only known by its
@@ -259,9 +259,14 @@ impl Sessions {
     /// keeps that work and the sync off the async workers that answer DHCP, TFTP and HTTP.
     /// Open sessions are stored as they are when it stops.
     ///
-    /// # Panics
-    /// When the operating system refuses a new thread.
-    pub fn spawn(self: &Arc<Self>, events: &EventBus, mut dhcp: mpsc::Receiver<DhcpSeen>, token: CancellationToken) {
+    /// # Errors
+    /// The operating system's error when it refuses a new thread.
+    pub fn spawn(
+        self: &Arc<Self>,
+        events: &EventBus,
+        mut dhcp: mpsc::Receiver<DhcpSeen>,
+        token: CancellationToken,
+    ) -> std::io::Result<()> {
         let me = Arc::downgrade(self);
         let mut rx = events.subscribe().rx;
         let per_sec = (1000 / DRAIN.as_millis()).max(1) as u64;
@@ -305,7 +310,7 @@ impl Sessions {
                     }
                 }
             })
-            .expect("starting the boot-sessions thread");
+            .map(drop)
     }
 
     /// One DHCP message: a step when it may begin a session or its machine has one open
