@@ -114,7 +114,7 @@ enum Cmd {
         #[arg(long, default_value_t = 60)]
         seconds: u32,
         /// Build optimised (several times the executions per second, several times the
-        /// build time: for long runs; CI's minute per target uses the quicker build).
+        /// build time: for long runs; CI's 45 s per target uses the quicker build).
         #[arg(long)]
         release: bool,
         /// Targets to run (default: all of them, see `fuzz/Cargo.toml`).
@@ -402,9 +402,9 @@ fn test(unit_only: bool, no_browser: bool, filter: Option<String>) -> Result<()>
     }
     let bin = build_server(false)?;
     if !unit_only {
-        // The API contract: schemathesis against the server's own openapi.json, 20 cases per
+        // The API contract: schemathesis against the server's own openapi.json, 15 cases per
         // operation on sled, then 10 on the PostgreSQL store; no privileges needed. About
-        // seven minutes together, run beside the QEMU boots (see `integration_lanes`).
+        // six minutes together, run beside the QEMU boots (see `integration_lanes`).
         let contract = |store: &str, examples: &str| {
             let mut c = Command::new("bash");
             c.arg(root().join("scripts/contract.sh"))
@@ -413,7 +413,7 @@ fn test(unit_only: bool, no_browser: bool, filter: Option<String>) -> Result<()>
                 .env("CONTRACT_EXAMPLES", examples);
             c
         };
-        let contracts = [contract("sled", "20"), contract("postgres", "10")];
+        let contracts = [contract("sled", "15"), contract("postgres", "10")];
         std::env::set_var("BOOTLANE_BIN", &bin);
         // The package test (tests/tests/integration/package_install.rs) installs the debug
         // build's package: a release build here would double CI's build time.
