@@ -6,10 +6,12 @@
 //! started it) into a [`model::BootSession`]; [`judge`] gives each session its verdict
 //! (`in_progress`, `handed_to_installer`, `installed`, `booted_local_disk` or `stalled`
 //! with where and the likeliest cause in words). Ended sessions are kept in a journal
-//! beside the database with bounded retention ([`config::SessionsConfig`]).
+//! beside the database, in a compact layout ([`stored`]), with bounded retention
+//! ([`config::SessionsConfig`]).
 
 pub mod config;
 pub mod judge;
 pub mod model;
 pub mod recorder;
 pub mod steps;
+pub mod stored;

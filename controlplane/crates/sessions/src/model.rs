@@ -1,5 +1,6 @@
-//! What a boot session is on the wire and in the journal: [`BootSession`] with its
-//! [`BootStep`]s, its [`SessionState`] and its [`Verdict`].
+//! What a boot session is on the wire: [`BootSession`] with its [`BootStep`]s, its
+//! [`SessionState`] and its [`Verdict`]; and [`StoredSession`], an ended one in the
+//! journal (its layout there is [`crate::stored`]'s).
 
 use std::{
     borrow::Cow,
@@ -325,8 +326,9 @@ impl BootSession {
 }
 
 /// An ended session as the journal stores it: `seq` orders the journal (sessions end in
-/// another order than they begin).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// another order than they begin). Its JSON is the journal's compact layout, not the
+/// API's (see [`crate::stored`]).
+#[derive(Debug, Clone)]
 pub struct StoredSession {
     /// Journal order (from the store's id sequence, taken when the session ended).
     pub seq: u64,

@@ -59,7 +59,7 @@ pub const RECENT: usize = 256;
 pub const DRAIN: Duration = Duration::from_millis(50);
 /// Counter `{verdict}`: boot sessions ended, by verdict.
 pub const SESSIONS_TOTAL: &str = "bootlane_boot_sessions_total";
-/// Gauge: boot sessions open.
+/// Gauge: boot sessions open (as of the recorder's last [`DRAIN`]).
 pub const SESSIONS_OPEN: &str = "bootlane_boot_sessions_open";
 
 /// Which sessions a list asks for (every field optional; all given must match).
@@ -100,9 +100,9 @@ struct Expect {
 
 /// What an open session is found by: its machine's MAC, or its address while no MAC is
 /// known for it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Key {
-    Mac(String),
+    Mac(MacAddr),
     Ip(IpAddr),
 }
 
@@ -120,7 +120,7 @@ struct State {
     /// Open sessions in the order they began (`(id, key)`; entries of sessions that ended
     /// meanwhile are skipped when met): the oldest ends first when [`MAX_OPEN`] are open.
     order: VecDeque<(u64, Key)>,
-    ip_mac: HashMap<IpAddr, String>,
+    ip_mac: HashMap<IpAddr, MacAddr>,
     recent: VecDeque<BootSession>,
     /// Ended sessions not yet in the journal (written each second, in one append).
     pending: Vec<StoredSession>,
@@ -129,14 +129,11 @@ struct State {
 }
 
 impl State {
-    fn remember(&mut self, ip: IpAddr, mac: &str) {
-        if self.ip_mac.get(&ip).is_some_and(|m| m == mac) {
-            return;
-        }
+    fn remember(&mut self, ip: IpAddr, mac: MacAddr) {
         if self.ip_mac.len() >= MAX_ADDRESSES && !self.ip_mac.contains_key(&ip) {
             self.ip_mac.clear();
         }
-        self.ip_mac.insert(ip, mac.to_string());
+        self.ip_mac.insert(ip, mac);
     }
 }
 
@@ -290,7 +287,7 @@ impl Sessions {
                         return;
                     }
                     while let Ok(s) = dhcp.try_recv() {
-                        me.dhcp(&s);
+                        me.dhcp(s);
                     }
                     loop {
                         match rx.try_recv() {
@@ -301,6 +298,8 @@ impl Sessions {
                             Err(_) => break,
                         }
                     }
+                    let open = me.state.lock().expect("sessions lock").open.len();
+                    me.meters.open.set(open as f64);
                     n += 1;
                     if n.is_multiple_of(per_sec) {
                         me.tick(OffsetDateTime::now_utc());
@@ -316,13 +315,12 @@ impl Sessions {
     /// One DHCP message: a step when it may begin a session or its machine has one open
     /// (the step remembers the address an ACK gave); otherwise only that address is
     /// remembered (cheap: no step is built).
-    fn dhcp(&self, s: &DhcpSeen) {
-        if dhcp_opens(s) == Opens::No {
-            let mac = Key::Mac(s.mac.to_string());
+    fn dhcp(&self, s: DhcpSeen) {
+        if dhcp_opens(&s) == Opens::No {
             let mut st = self.state.lock().expect("sessions lock");
-            if !st.open.contains_key(&mac) {
-                if let (Some("ack"), Some(ip), Key::Mac(mac)) = (s.reply, s.yiaddr, &mac) {
-                    st.remember(IpAddr::V4(ip), mac);
+            if !st.open.contains_key(&Key::Mac(s.mac)) {
+                if let (Some("ack"), Some(ip)) = (s.reply, s.yiaddr) {
+                    st.remember(IpAddr::V4(ip), s.mac);
                 }
                 return;
             }
@@ -344,9 +342,8 @@ impl Sessions {
         self.observe(http_missing(ip, file));
     }
 
-    fn host_of(&self, mac: &str) -> Option<String> {
-        let m: MacAddr = mac.parse().ok()?;
-        self.hosts.as_ref()?.by_mac(m).ok().flatten().map(|h| h.name)
+    fn host_of(&self, mac: MacAddr) -> Option<String> {
+        self.hosts.as_ref()?.by_mac(mac).ok().flatten().map(|h| h.name)
     }
 
     fn expect(&self, profile: &str) -> (Expect, bool) {
@@ -374,29 +371,26 @@ impl Sessions {
     pub fn observe(&self, mut o: Observed) {
         if o.mac.is_none() {
             if let (Some(id), Some(h)) = (o.host_id, self.hosts.as_ref()) {
-                o.mac = h.get(id).ok().map(|h| h.mac);
+                o.mac = h.get(id).ok().and_then(|h| h.mac.parse().ok());
             }
         }
         let mut ended = Vec::new();
         let update = {
             let mut st = self.state.lock().expect("sessions lock");
-            if let (Some(mac), Some(ip)) = (&o.mac, o.ip) {
+            if let (Some(mac), Some(ip)) = (o.mac, o.ip) {
                 st.remember(ip, mac);
             }
-            let mac = o
-                .mac
-                .clone()
-                .or_else(|| o.ip.and_then(|ip| st.ip_mac.get(&ip).cloned()));
-            let key = match (&mac, o.ip) {
-                (Some(m), _) => Key::Mac(m.clone()),
+            let mac = o.mac.or_else(|| o.ip.and_then(|ip| st.ip_mac.get(&ip).copied()));
+            let key = match (mac, o.ip) {
+                (Some(m), _) => Key::Mac(m),
                 (None, Some(ip)) => Key::Ip(ip),
                 (None, None) => return,
             };
-            if let (Some(m), Some(ip)) = (&mac, o.ip) {
+            if let (Some(m), Some(ip)) = (mac, o.ip) {
                 if let Some(mut s) = st.open.remove(&Key::Ip(ip)) {
-                    s.session.mac = Some(m.clone());
+                    s.session.mac = Some(m.to_string());
                     s.session.host = self.host_of(m);
-                    if let Some(old) = st.open.insert(key.clone(), s) {
+                    if let Some(old) = st.open.insert(key, s) {
                         ended.push(old);
                     }
                 }
@@ -423,14 +417,14 @@ impl Sessions {
                     let State { order, open, .. } = &mut *st;
                     order.retain(|(id, k)| open.get(k).is_some_and(|o| o.session.id == *id));
                 }
-                st.order.push_back((id, key.clone()));
-                let host = mac.as_deref().and_then(|m| self.host_of(m));
+                st.order.push_back((id, key));
+                let host = mac.and_then(|m| self.host_of(m));
                 st.open.insert(
-                    key.clone(),
+                    key,
                     Open {
                         session: BootSession {
                             id,
-                            mac: mac.clone(),
+                            mac: mac.map(|m| m.to_string()),
                             ip: None,
                             host,
                             started: o.at,
@@ -449,7 +443,6 @@ impl Sessions {
                     },
                 );
             }
-            self.meters.open.set(st.open.len() as f64);
             let Some(s) = st.open.get_mut(&key) else { return };
             if o.kind == "ipxe" || o.kind == "menu" {
                 if let Some(p) = o.details.str("profile") {
@@ -569,7 +562,7 @@ impl Sessions {
                     };
                     now - s.session.updated >= time::Duration::seconds(wait as i64)
                 })
-                .map(|(k, _)| k.clone())
+                .map(|(k, _)| *k)
                 .collect();
             due.iter().filter_map(|k| st.open.remove(k)).collect()
         };

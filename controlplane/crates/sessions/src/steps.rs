@@ -12,6 +12,7 @@ use bootlane_core::events::{
     AccessRefused, BmcPowerRequested, BootFileServed, Dhcp6LeaseChanged, Event, InstallTaskReport,
     InstallTaskStateChanged, IpxeServed, MenuServed, ScriptRunReported, TftpRefused, TftpTransfer, WolWake,
 };
+use bootlane_core::net::types::MacAddr;
 use bootlane_dhcp::dhcp::trace::DhcpSeen;
 
 use crate::model::{arch_name, DhcpDetails, StepDetails};
@@ -36,8 +37,8 @@ pub enum Opens {
 /// One input as a step of a machine's boot.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Observed {
-    /// The machine's MAC, when the input carries it.
-    pub mac: Option<String>,
+    /// The machine's MAC, when the input carries it (one it cannot parse is left out).
+    pub mac: Option<MacAddr>,
     /// The machine's address, when the input carries it.
     pub ip: Option<IpAddr>,
     /// The host id an action named (power), to be mapped to its MAC.
@@ -58,22 +59,22 @@ pub struct Observed {
     pub opens: Opens,
 }
 
-/// The details of a DHCP step.
-fn dhcp_details(s: &DhcpSeen, rival: Option<std::net::Ipv4Addr>) -> DhcpDetails {
+/// The details of a DHCP step (its text moves out of `s`: nothing is copied).
+fn dhcp_details(s: DhcpSeen, rival: Option<std::net::Ipv4Addr>) -> DhcpDetails {
     DhcpDetails {
         message: Cow::Borrowed(s.kind),
         port: s.port,
         client: s.src,
         ipxe: s.ipxe,
         arch: s.arch,
-        vendor_class: s.vendor_class.clone(),
+        vendor_class: s.vendor_class,
         server_id: s.server_id,
         giaddr: s.giaddr,
         reply: s.reply.map(Cow::Borrowed),
         server: s.server,
         yiaddr: s.yiaddr,
         next_server: s.next_server,
-        boot_file: s.boot_file.clone(),
+        boot_file: s.boot_file,
         rival,
     }
 }
@@ -101,7 +102,7 @@ pub fn dhcp_opens(s: &DhcpSeen) -> Opens {
 }
 
 /// A DHCP message the server handled, as a step.
-pub fn from_dhcp(s: &DhcpSeen) -> Observed {
+pub fn from_dhcp(s: DhcpSeen) -> Observed {
     let kind = if s.port == 4011 || (s.reply.is_some() && s.yiaddr.is_none() && s.kind == "discover") {
         "proxydhcp"
     } else {
@@ -112,7 +113,7 @@ pub fn from_dhcp(s: &DhcpSeen) -> Observed {
         _ => None,
     };
     Observed {
-        mac: Some(s.mac.to_string()),
+        mac: Some(s.mac),
         ip: s.yiaddr.map(IpAddr::V4),
         host_id: None,
         at: OffsetDateTime::from(s.at),
@@ -121,8 +122,8 @@ pub fn from_dhcp(s: &DhcpSeen) -> Observed {
         ok: rival.is_none() && s.reply != Some("nak"),
         // Written when the step is read (DhcpDetails::summary): not for every message.
         summary: String::new(),
+        opens: dhcp_opens(&s),
         details: StepDetails::Dhcp(dhcp_details(s, rival)),
-        opens: dhcp_opens(s),
     }
 }
 
@@ -131,6 +132,11 @@ fn client_ip(addr: &str) -> Option<IpAddr> {
         .map(|a| a.ip().to_canonical())
         .or_else(|_| addr.parse::<IpAddr>().map(|a| a.to_canonical()))
         .ok()
+}
+
+/// An event's MAC text as an address (`None` when absent or not a MAC, as `unknown`).
+fn mac(m: Option<&str>) -> Option<MacAddr> {
+    m.and_then(|m| m.parse().ok())
 }
 
 fn data<T: serde::de::DeserializeOwned>(e: &Event) -> Option<T> {
@@ -208,7 +214,7 @@ pub fn from_event(e: &Event) -> Option<Observed> {
                 json!({"ip": l.ip, "duid": l.duid, "iaid": l.iaid, "arch": l.arch, "subnet": l.subnet}),
                 if l.arch.is_some() { Opens::IfNone } else { Opens::No },
             );
-            o.mac = l.mac;
+            o.mac = mac(l.mac.as_deref());
             o.ip = Some(IpAddr::V6(l.ip));
             o
         }
@@ -222,7 +228,7 @@ pub fn from_event(e: &Event) -> Option<Observed> {
                     json!({"profile": profile, "host": host}),
                     Opens::IfNone,
                 );
-                o.mac = (mac != "unknown").then_some(mac);
+                o.mac = mac.parse().ok();
                 o
             }
             IpxeServed::InstallTask { mac, action, .. } => {
@@ -240,7 +246,7 @@ pub fn from_event(e: &Event) -> Option<Observed> {
                     json!({"install_task": action == "install", "action": action, "local": action == "local"}),
                     Opens::IfNone,
                 );
-                o.mac = Some(mac);
+                o.mac = mac.parse().ok();
                 o
             }
         },
@@ -262,7 +268,7 @@ pub fn from_event(e: &Event) -> Option<Observed> {
                 json!({"file": m.file, "profile": m.profile, "host": m.host, "protocol": m.protocol, "loader": loader}),
                 Opens::IfNone,
             );
-            o.mac = m.mac;
+            o.mac = mac(m.mac.as_deref());
             o
         }
         "boot.file.served" => {
@@ -286,7 +292,7 @@ pub fn from_event(e: &Event) -> Option<Observed> {
                 serde_json::to_value(&a).unwrap_or(Value::Null),
                 Opens::IfNone,
             );
-            o.mac = a.mac;
+            o.mac = mac(a.mac.as_deref());
             o.ip = a.ip.or(o.ip);
             o
         }
@@ -304,7 +310,7 @@ pub fn from_event(e: &Event) -> Option<Observed> {
                 json!({"task": s.id, "from": s.from, "state": s.state, "reason": s.reason}),
                 Opens::No,
             );
-            o.mac = Some(s.mac);
+            o.mac = s.mac.parse().ok();
             o.ip = None;
             o
         }
@@ -318,7 +324,7 @@ pub fn from_event(e: &Event) -> Option<Observed> {
                 json!({"task": r.id, "report": r.kind, "message": r.message}),
                 Opens::IfNone,
             );
-            o.mac = Some(r.mac);
+            o.mac = r.mac.parse().ok();
             o.ip = None;
             o
         }
@@ -333,7 +339,7 @@ pub fn from_event(e: &Event) -> Option<Observed> {
                 serde_json::to_value(&r).unwrap_or(Value::Null),
                 Opens::No,
             );
-            o.mac = Some(r.mac);
+            o.mac = r.mac.parse().ok();
             o.ip = None;
             o
         }
@@ -347,7 +353,7 @@ pub fn from_event(e: &Event) -> Option<Observed> {
                 json!({"interfaces": w.interfaces}),
                 Opens::Always,
             );
-            o.mac = Some(w.mac);
+            o.mac = w.mac.parse().ok();
             o.ip = None;
             o
         }

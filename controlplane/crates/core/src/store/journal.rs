@@ -127,6 +127,8 @@ fn ids(path: &Path) -> Result<Vec<u64>> {
 fn line_id(line: &[u8]) -> Option<u64> {
     #[derive(serde::Deserialize)]
     struct Id {
+        // Lines of the boot sessions' first layout name their order `seq`.
+        #[serde(alias = "seq")]
         id: u64,
     }
     serde_json::from_slice::<Id>(line).ok().map(|i| i.id)
@@ -572,6 +574,20 @@ mod tests {
 
     fn ids(j: &Journal<Line>) -> Vec<u64> {
         j.newest_first().map(|v| v.unwrap().id).collect()
+    }
+
+    #[test]
+    fn lines_that_name_their_order_seq_are_counted_and_backed_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let lines: String = (1..=3)
+            .map(|i| format!("{{\"seq\":{i},\"session\":{{\"id\":9}}}}\n"))
+            .collect();
+        std::fs::write(dir.path().join(format!("{:020}.jsonl", 1)), lines).unwrap();
+        let pairs = raw_pairs(dir.path()).unwrap();
+        assert_eq!(
+            pairs.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(),
+            (1u64..=3).map(|i| i.to_be_bytes().to_vec()).collect::<Vec<_>>()
+        );
     }
 
     #[test]
