@@ -486,6 +486,7 @@ impl Sessions {
                     st.offset_ms = (b - start).whole_milliseconds().max(0) as u64;
                 }
             }
+            let kind = o.kind;
             let step = BootStep {
                 at: o.at,
                 offset_ms: (start - s.session.started).whole_milliseconds().max(0) as u64,
@@ -511,17 +512,22 @@ impl Sessions {
             } else {
                 s.session.steps_dropped += 1;
             }
-            let p = progress(&s.session.steps);
-            s.waiting_installer = p.answer && p.report.is_none();
+            // Only an installer step changes whether the session waits for the installer.
             // The verdict of an open session is judged when it is read ([`Self::judged`]),
             // and here only for live subscribers.
-            subscribed.then(|| {
-                (s.session.verdict, s.session.reason) = judge_progress(&p, false, self.wait_min(s));
-                Arc::new(SessionUpdate {
-                    session: s.session.summary(),
-                    step: copy,
+            if kind != "installer" && !subscribed {
+                None
+            } else {
+                let p = progress(&s.session.steps);
+                s.waiting_installer = p.answer && p.report.is_none();
+                subscribed.then(|| {
+                    (s.session.verdict, s.session.reason) = judge_progress(&p, false, self.wait_min(s));
+                    Arc::new(SessionUpdate {
+                        session: s.session.summary(),
+                        step: copy,
+                    })
                 })
-            })
+            }
         };
         if let Some(u) = update {
             let _ = self.updates.send(u);
@@ -622,10 +628,13 @@ impl Sessions {
             if st.pending.is_empty() {
                 return;
             }
-            st.in_flight = Arc::new(std::mem::take(&mut st.pending));
+            // The next second's batch starts at this one's size: a storm's thousands of
+            // sessions a second are not copied again and again as the list grows.
+            let room = st.pending.len();
+            st.in_flight = Arc::new(std::mem::replace(&mut st.pending, Vec::with_capacity(room)));
             st.in_flight.clone()
         };
-        if let Err(e) = self.journal.append(&batch) {
+        if let Err(e) = self.journal.append_with(&batch, |s, out| Ok(crate::stored::encode(s, out)?)) {
             tracing::warn!("storing {} ended boot sessions failed: {e}", batch.len());
         }
         self.state.lock().expect("sessions lock").in_flight = Arc::default();

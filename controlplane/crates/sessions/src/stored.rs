@@ -8,9 +8,10 @@
 //!   reason), `k` (`kernel_ms`), `c` (the step count), `dr` (steps dropped), `steps`;
 //! - a step: `t` (Unix nanoseconds), `o` (`offset_ms`, left out when 0), `d`
 //!   (`duration_ms`), `k` (the kind), `ok` (left out when true), `s` (the summary, left
-//!   out when empty), and its details as `dhcp` (an array of the fourteen fields of
-//!   [`DhcpDetails`] in their declared order, `null` for an absent one) or `x` (the
-//!   details object of any other step).
+//!   out when empty), and its details as `dhcp` (an array of the fields of
+//!   [`DhcpDetails`] in their declared order, `null` for an absent one; IPv4 addresses
+//!   as 32-bit integers, `10.0.0.1` as 167772161, and the client's address and port as
+//!   two fields) or `x` (the details object of any other step).
 //!
 //! The API's shape ([`BootSession`] with RFC 3339 times and named DHCP fields) is built
 //! when a line is read. Lines of the first layout, `{"seq": <order>, "session": <the
@@ -18,6 +19,7 @@
 
 use std::{
     borrow::Cow,
+    io::Write as _,
     net::{IpAddr, Ipv4Addr, SocketAddrV4},
 };
 
@@ -54,40 +56,44 @@ fn yes() -> bool {
     true
 }
 
-/// The fourteen fields of [`DhcpDetails`], in their declared order.
+/// The fields of [`DhcpDetails`] in their declared order, IPv4 addresses as integers
+/// (written without formatting or escaping) and the client as its address and port.
 type DhcpFields<'a> = (
     Cow<'a, str>,
     u16,
-    SocketAddrV4,
+    u32,
+    u16,
     bool,
     Option<u16>,
     Option<Cow<'a, str>>,
-    Option<Ipv4Addr>,
-    Option<Ipv4Addr>,
+    Option<u32>,
+    Option<u32>,
     Option<Cow<'a, str>>,
-    Option<Ipv4Addr>,
-    Option<Ipv4Addr>,
-    Option<Ipv4Addr>,
+    Option<u32>,
+    Option<u32>,
+    Option<u32>,
     Option<Cow<'a, str>>,
-    Option<Ipv4Addr>,
+    Option<u32>,
 );
 
 fn dhcp_fields(d: &DhcpDetails) -> DhcpFields<'_> {
+    let n = |a: Option<Ipv4Addr>| a.map(Ipv4Addr::to_bits);
     (
         Cow::Borrowed(&d.message),
         d.port,
-        d.client,
+        d.client.ip().to_bits(),
+        d.client.port(),
         d.ipxe,
         d.arch,
         d.vendor_class.as_deref().map(Cow::Borrowed),
-        d.server_id,
-        d.giaddr,
+        n(d.server_id),
+        n(d.giaddr),
         d.reply.as_deref().map(Cow::Borrowed),
-        d.server,
-        d.yiaddr,
-        d.next_server,
+        n(d.server),
+        n(d.yiaddr),
+        n(d.next_server),
         d.boot_file.as_deref().map(Cow::Borrowed),
-        d.rival,
+        n(d.rival),
     )
 }
 
@@ -118,21 +124,22 @@ const KINDS: &[&str] = &[
 ];
 
 fn dhcp_details(f: DhcpFields<'_>) -> DhcpDetails {
+    let a = |n: Option<u32>| n.map(Ipv4Addr::from_bits);
     DhcpDetails {
         message: name(f.0, MESSAGES),
         port: f.1,
-        client: f.2,
-        ipxe: f.3,
-        arch: f.4,
-        vendor_class: f.5.map(Cow::into_owned),
-        server_id: f.6,
-        giaddr: f.7,
-        reply: f.8.map(|r| name(r, MESSAGES)),
-        server: f.9,
-        yiaddr: f.10,
-        next_server: f.11,
-        boot_file: f.12.map(Cow::into_owned),
-        rival: f.13,
+        client: SocketAddrV4::new(Ipv4Addr::from_bits(f.2), f.3),
+        ipxe: f.4,
+        arch: f.5,
+        vendor_class: f.6.map(Cow::into_owned),
+        server_id: a(f.7),
+        giaddr: a(f.8),
+        reply: f.9.map(|r| name(r, MESSAGES)),
+        server: a(f.10),
+        yiaddr: a(f.11),
+        next_server: a(f.12),
+        boot_file: f.13.map(Cow::into_owned),
+        rival: a(f.14),
     }
 }
 
@@ -223,6 +230,150 @@ impl Serialize for StoredSession {
         }
         .serialize(s)
     }
+}
+
+/// Appends `b` as it is.
+fn raw(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(b);
+}
+
+fn int(out: &mut Vec<u8>, n: impl itoa::Integer) {
+    raw(out, itoa::Buffer::new().format(n).as_bytes());
+}
+
+/// `t` as a JSON string: as it is when nothing in it needs escaping (no `"`, `\\` or
+/// control character), else through serde_json's escaping. The bytes serde_json writes.
+fn text(out: &mut Vec<u8>, t: &str) -> serde_json::Result<()> {
+    // A fold without an early exit: the compiler checks many bytes at a time.
+    if t.bytes().fold(false, |e, b| e | (b < 0x20) | (b == b'"') | (b == b'\\')) {
+        return serde_json::to_writer(out, t);
+    }
+    out.push(b'"');
+    raw(out, t.as_bytes());
+    out.push(b'"');
+    Ok(())
+}
+
+fn opt_int(out: &mut Vec<u8>, n: Option<impl itoa::Integer>) {
+    match n {
+        Some(n) => int(out, n),
+        None => raw(out, b"null"),
+    }
+}
+
+fn opt_text(out: &mut Vec<u8>, t: Option<&str>) -> serde_json::Result<()> {
+    match t {
+        Some(t) => text(out, t),
+        None => Ok(raw(out, b"null")),
+    }
+}
+
+/// Writes `s`'s journal line (the layout above, without its newline) into `out`: the
+/// bytes its `Serialize` implementation writes, at a fraction of the cost, because keys
+/// and the product's own names are copied as they are and only text goes through
+/// escaping. The recorder writes every ended session with it.
+///
+/// # Errors
+/// serde_json's, from a step's details object.
+pub fn encode(s: &StoredSession, out: &mut Vec<u8>) -> serde_json::Result<()> {
+    let b = &s.session;
+    raw(out, b"{\"id\":");
+    int(out, s.seq);
+    raw(out, b",\"n\":");
+    int(out, b.id);
+    if let Some(m) = &b.mac {
+        raw(out, b",\"mac\":");
+        text(out, m)?;
+    }
+    if let Some(ip) = b.ip {
+        // An address's text needs no escaping.
+        let _ = write!(out, ",\"ip\":\"{ip}\"");
+    }
+    if let Some(h) = &b.host {
+        raw(out, b",\"host\":");
+        text(out, h)?;
+    }
+    raw(out, b",\"t0\":");
+    int(out, nanos(b.started));
+    raw(out, b",\"t1\":");
+    int(out, nanos(b.updated));
+    if b.state != SessionState::Ended {
+        raw(out, b",\"st\":\"open\"");
+    }
+    raw(out, b",\"v\":\"");
+    raw(out, b.verdict.as_str().as_bytes());
+    raw(out, b"\",\"r\":");
+    text(out, &b.reason)?;
+    if let Some(k) = b.kernel_ms {
+        raw(out, b",\"k\":");
+        int(out, k);
+    }
+    raw(out, b",\"c\":");
+    int(out, b.step_count);
+    if b.steps_dropped != 0 {
+        raw(out, b",\"dr\":");
+        int(out, b.steps_dropped);
+    }
+    raw(out, b",\"steps\":[");
+    for (i, st) in b.steps.iter().enumerate() {
+        raw(out, if i == 0 { b"{\"t\":" } else { b",{\"t\":" });
+        int(out, nanos(st.at));
+        if st.offset_ms != 0 {
+            raw(out, b",\"o\":");
+            int(out, st.offset_ms);
+        }
+        if let Some(d) = st.duration_ms {
+            raw(out, b",\"d\":");
+            int(out, d);
+        }
+        raw(out, b",\"k\":");
+        text(out, &st.kind)?;
+        if !st.ok {
+            raw(out, b",\"ok\":false");
+        }
+        if !st.summary.is_empty() {
+            raw(out, b",\"s\":");
+            text(out, &st.summary)?;
+        }
+        match &st.details {
+            StepDetails::Dhcp(d) => {
+                let ip = |out: &mut Vec<u8>, a: Option<Ipv4Addr>| {
+                    out.push(b',');
+                    opt_int(out, a.map(Ipv4Addr::to_bits));
+                };
+                raw(out, b",\"dhcp\":[");
+                text(out, &d.message)?;
+                out.push(b',');
+                int(out, d.port);
+                out.push(b',');
+                int(out, d.client.ip().to_bits());
+                out.push(b',');
+                int(out, d.client.port());
+                raw(out, if d.ipxe { b",true," } else { b",false," });
+                opt_int(out, d.arch);
+                out.push(b',');
+                opt_text(out, d.vendor_class.as_deref())?;
+                ip(out, d.server_id);
+                ip(out, d.giaddr);
+                out.push(b',');
+                opt_text(out, d.reply.as_deref())?;
+                ip(out, d.server);
+                ip(out, d.yiaddr);
+                ip(out, d.next_server);
+                out.push(b',');
+                opt_text(out, d.boot_file.as_deref())?;
+                ip(out, d.rival);
+                out.push(b']');
+            }
+            StepDetails::Other(v) => {
+                raw(out, b",\"x\":");
+                serde_json::to_writer(&mut *out, v)?;
+            }
+        }
+        out.push(b'}');
+    }
+    raw(out, b"]}");
+    Ok(())
 }
 
 #[derive(Deserialize)]
@@ -393,11 +544,45 @@ mod tests {
     }
 
     #[test]
-    fn a_line_is_at_most_three_quarters_of_the_api_shape() {
+    fn a_line_is_at_most_70_percent_of_the_api_shape() {
         let s = session();
         let line = serde_json::to_string(&s).unwrap().len();
         let api = serde_json::to_string(&s.session).unwrap().len();
-        assert!(line * 4 <= api * 3, "journal line {line} bytes, API shape {api}");
+        assert!(line * 10 <= api * 7, "journal line {line} bytes, API shape {api}");
+    }
+
+    #[test]
+    fn the_hand_written_line_is_the_serialized_one() {
+        let mut variants = vec![session()];
+        let mut s = session();
+        s.session.state = SessionState::Open;
+        s.session.mac = None;
+        s.session.ip = Some("fe80::1".parse().unwrap());
+        s.session.host = None;
+        s.session.kernel_ms = None;
+        s.session.steps_dropped = 0;
+        s.session.reason = "client text: \"\u{1b}[2J\\ \u{7f} é\n".into();
+        s.session.steps[1].details = StepDetails::Other(Value::Null);
+        s.session.steps[1].kind = Cow::Owned("a \"new\" kind".into());
+        if let StepDetails::Dhcp(d) = &mut s.session.steps[0].details {
+            d.vendor_class = Some("PXE\u{0}\t\"x\"".into());
+            d.boot_file = None;
+            d.reply = None;
+            d.arch = None;
+            d.ipxe = true;
+            d.rival = Some(Ipv4Addr::new(10, 0, 0, 5));
+        }
+        variants.push(s);
+        let mut s = session();
+        s.session.ip = None;
+        s.session.steps.clear();
+        variants.push(s);
+        for s in variants {
+            let mut hand = Vec::new();
+            encode(&s, &mut hand).unwrap();
+            let serde = serde_json::to_vec(&s).unwrap();
+            assert_eq!(String::from_utf8(hand).unwrap(), String::from_utf8(serde).unwrap());
+        }
     }
 
     #[test]
