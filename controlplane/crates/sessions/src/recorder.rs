@@ -634,7 +634,10 @@ impl Sessions {
             st.in_flight = Arc::new(std::mem::replace(&mut st.pending, Vec::with_capacity(room)));
             st.in_flight.clone()
         };
-        if let Err(e) = self.journal.append_with(&batch, |s, out| Ok(crate::stored::encode(s, out)?)) {
+        if let Err(e) = self
+            .journal
+            .append_with(&batch, |s, out| Ok(crate::stored::encode(s, out)?))
+        {
             tracing::warn!("storing {} ended boot sessions failed: {e}", batch.len());
         }
         self.state.lock().expect("sessions lock").in_flight = Arc::default();

@@ -245,7 +245,9 @@ fn int(out: &mut Vec<u8>, n: impl itoa::Integer) {
 /// control character), else through serde_json's escaping. The bytes serde_json writes.
 fn text(out: &mut Vec<u8>, t: &str) -> serde_json::Result<()> {
     // A fold without an early exit: the compiler checks many bytes at a time.
-    if t.bytes().fold(false, |e, b| e | (b < 0x20) | (b == b'"') | (b == b'\\')) {
+    if t.bytes()
+        .fold(false, |e, b| e | (b < 0x20) | (b == b'"') | (b == b'\\'))
+    {
         return serde_json::to_writer(out, t);
     }
     out.push(b'"');
