@@ -266,7 +266,10 @@ fn opt_int(out: &mut Vec<u8>, n: Option<impl itoa::Integer>) {
 fn opt_text(out: &mut Vec<u8>, t: Option<&str>) -> serde_json::Result<()> {
     match t {
         Some(t) => text(out, t),
-        None => Ok(raw(out, b"null")),
+        None => {
+            raw(out, b"null");
+            Ok(())
+        }
     }
 }
 
