@@ -21,8 +21,9 @@
 #         with 5 % of the UDP datagrams dropped at random each way (nftables `numgen` on
 #         input: this kernel has no sch_netem) by atftp (blksize 1468, timeout 1 s: curl
 #         always asks for a 5 s timeout), every file compared with the original.
-# Usage: bench-boot.sh <bootlane binary> [dhcp|tftp|sessions|all]. Prints markdown tables
-#   (sessions: only the boot sessions on/off round).
+# Usage: bench-boot.sh <bootlane binary> [dhcp|tftp|sessions|sessions-cpu|all]. Prints markdown tables
+#   (sessions: only the boot sessions on/off round; sessions-cpu: the recorder's CPU time,
+#   below, not part of all).
 #   (env: DHCP_SECS=5 RATES="250 ... 20000" TFTP_RUNS=3 LOSS_PCT=5 LOSSY_N=500 (0 skips the lossy round);
 #   PINNED=0 skips the pinned TFTP rounds; SESSIONS_ROUND=0 skips the boot sessions on/off round, SESSIONS_PAIRS=3 its runs each way, SESSIONS_RATES its ladder, SESSIONS_CLIENTS its client kinds (default "plain pxe pinned"); SKIP_BOOTLANE/SKIP_KEA/SKIP_DNSMASQ=1 leave a server out; WITH_POSTGRES=1 adds Bootlane
 #   on a PostgreSQL store; PERFDHCP_LOG=<file> keeps perfdhcp's whole output)
@@ -278,6 +279,35 @@ if [[ $WHAT == dhcp || $WHAT == all || $WHAT == sessions ]]; then
       esac
     done
   fi
+fi
+# sessions-cpu: where the boot sessions' cost goes, in CPU time. Bootlane on core 1,
+# perfdhcp on core 0 sending PXE clients at CPU_RATE (7000) a second for CPU_SECS (12), a
+# rate both set-ups keep up with, once with boot sessions on and once off; prints the CPU
+# seconds each of the server's threads used (/proc/<pid>/task/*/stat) and the recorder's
+# time per session.
+if [[ $WHAT == sessions-cpu ]]; then
+  sysctl -qw net.core.rmem_default=4194304
+  SRV_PIN="taskset -c 1"
+  threads() { # <pid> -> "<thread name> <CPU ticks>" summed per name
+    for t in /proc/"$1"/task/*; do echo "$(cat "$t/comm") $(awk '{print $14 + $15}' "$t/stat")"; done |
+      awk '{a[$1] += $2} END {for (k in a) print k, a[k]}' | sort
+  }
+  for mode in on off; do
+    pool 10.77.1.0 10.77.250.250
+    [[ $mode == on ]] || printf '\n[boot_sessions]\nenabled = false\n' >>"$WORK/bootlane.toml"
+    start_bootlane; sleep 1
+    threads "$SPID" >"$WORK/before"
+    out=$(ip netns exec "$CLI" taskset -c 0 perfdhcp -4 -r "${CPU_RATE:-7000}" -R 50000 -p "${CPU_SECS:-12}" \
+      -o 60,505845436c69656e743a417263683a30303030373a554e44493a303033303136 -o 93,0007 -l vcli 2>&1 || true)
+    threads "$SPID" >"$WORK/after"
+    stop
+    sent=$(awk '/^Rate:/ {print $2}' <<<"$out")
+    echo "### boot sessions $mode: perfdhcp at ${CPU_RATE:-7000}/s for ${CPU_SECS:-12} s (achieved ${sent:-?} exchanges/s)"
+    join "$WORK/before" "$WORK/after" | awk -v hz="$(getconf CLK_TCK)" -v n="$(awk -v r="${sent:-0}" -v s="${CPU_SECS:-12}" 'BEGIN {print r * s}')" '
+      {d = ($3 - $2) / hz; if (d > 0) {printf "  %-16s %6.2f CPU s\n", $1, d; t += d; if ($1 == "boot-sessions") b = d}}
+      END {printf "  %-16s %6.2f CPU s\n", "total", t; if (b && n) printf "  recorder: %.1f µs per session (%d sessions)\n", 1e6 * b / n, n}'
+  done
+  SRV_PIN=""
 fi
 # loss on|off: drop $LOSS_PCT % of the UDP datagrams arriving in either namespace.
 loss() {
