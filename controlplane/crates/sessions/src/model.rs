@@ -6,6 +6,7 @@ use std::{
     borrow::Cow,
     fmt::Write as _,
     net::{IpAddr, Ipv4Addr, SocketAddrV4},
+    sync::Arc,
 };
 
 use serde::{Deserialize, Serialize};
@@ -237,9 +238,9 @@ pub struct DhcpDetails {
     /// Option 93: the client system architecture.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arch: Option<u16>,
-    /// Option 60: the vendor class.
+    /// Option 60: the vendor class (shared: a site has a handful, each held once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vendor_class: Option<String>,
+    pub vendor_class: Option<Arc<str>>,
     /// Option 54 of the request: the server whose offer the client took.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_id: Option<Ipv4Addr>,
@@ -258,9 +259,9 @@ pub struct DhcpDetails {
     /// The answer's next-server (`siaddr`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_server: Option<Ipv4Addr>,
-    /// The boot file given (option 67, else `file`).
+    /// The boot file given (option 67, else `file`; shared, as the vendor class).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub boot_file: Option<String>,
+    pub boot_file: Option<Arc<str>>,
     /// Another server whose offer the client took (option 54 of a request Bootlane did
     /// not answer).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -16,8 +16,9 @@
 //! `bootlane_boot_sessions_total{verdict}` and appended to the `boot_sessions` journal,
 //! whose retention is `retention_count` and `retention_days`. Bounded: [`MAX_OPEN`] open
 //! sessions (the oldest ends first), [`crate::model::MAX_STEPS`] steps per session,
-//! [`RECENT`] ended sessions in memory; ended sessions reach the journal each second in
-//! one append. Live subscribers get each change ([`Sessions::subscribe`]); a slow one
+//! [`RECENT`] ended sessions in memory; an ended session's line is written when it ends
+//! and reaches the journal with the others of the same [`DRAIN`] in one write, synced
+//! each second. Live subscribers get each change ([`Sessions::subscribe`]); a slow one
 //! lags, never slowing the recorder.
 
 use std::{
@@ -36,7 +37,7 @@ use crate::{
     config::SessionsConfig,
     judge::{judge, judge_progress, progress},
     model::{BootSession, BootStep, SessionState, SessionUpdate, StoredSession, Verdict, MAX_STEPS},
-    steps::{dhcp_opens, from_dhcp, from_event, http_missing, Observed, Opens},
+    steps::{dhcp_opens, from_dhcp, from_event, http_missing, Names, Observed, Opens},
 };
 use bootlane_boot::{
     boot::catalog::{BootCatalog, EntryType},
@@ -45,7 +46,10 @@ use bootlane_boot::{
 use bootlane_core::{
     events::{Event, EventBus},
     net::types::MacAddr,
-    store::{journal::Journal, Store, StoreError, Table},
+    store::{
+        journal::{Batch, Journal},
+        Store, StoreError, Table,
+    },
 };
 use bootlane_dhcp::dhcp::trace::DhcpSeen;
 
@@ -55,6 +59,8 @@ pub const MAX_OPEN: usize = 4096;
 pub const MAX_ADDRESSES: usize = 65_536;
 /// Ended sessions kept in memory (besides the journal).
 pub const RECENT: usize = 256;
+/// The largest journal batch buffer kept for reuse (bytes).
+const KEEP_BATCH: usize = 16 << 20;
 /// How often the recorder takes in what queued up (50 ms: live views lag at most this).
 pub const DRAIN: Duration = Duration::from_millis(50);
 /// Counter `{verdict}`: boot sessions ended, by verdict.
@@ -116,16 +122,21 @@ struct Open {
 
 #[derive(Default)]
 struct State {
-    open: HashMap<Key, Open>,
+    /// Boxed: the table stays a few pages (looked up for every step) and a session is
+    /// not copied as it enters and leaves it.
+    open: HashMap<Key, Box<Open>>,
     /// Open sessions in the order they began (`(id, key)`; entries of sessions that ended
     /// meanwhile are skipped when met): the oldest ends first when [`MAX_OPEN`] are open.
     order: VecDeque<(u64, Key)>,
     ip_mac: HashMap<IpAddr, MacAddr>,
     recent: VecDeque<BootSession>,
-    /// Ended sessions not yet in the journal (written each second, in one append).
-    pending: Vec<StoredSession>,
-    /// The ended sessions being appended to the journal now.
-    in_flight: Arc<Vec<StoredSession>>,
+    /// The journal lines of ended sessions not yet in the journal, each written when its
+    /// session ended (appended each second, in one write).
+    pending: Batch,
+    /// The lines being appended to the journal now.
+    in_flight: Arc<Batch>,
+    /// The last appended batch, emptied, for the next one (its buffers kept).
+    spare: Batch,
 }
 
 impl State {
@@ -156,6 +167,10 @@ pub struct Sessions {
     hosts: Option<Arc<HostService>>,
     catalog: Option<Arc<BootCatalog>>,
     state: Mutex<State>,
+    /// The DHCP steps' shared text (taken only by the recorder's thread).
+    names: Mutex<Names>,
+    /// Journal lines were written since the last sync.
+    unsynced: std::sync::atomic::AtomicBool,
     updates: broadcast::Sender<Arc<SessionUpdate>>,
 }
 
@@ -233,6 +248,8 @@ impl Sessions {
             hosts,
             catalog,
             state: Mutex::new(State::default()),
+            names: Mutex::default(),
+            unsynced: Default::default(),
             updates: broadcast::channel(1024).0,
         }))
     }
@@ -251,8 +268,8 @@ impl Sessions {
     /// cancelled or the last other holder of the recorder drops it: every [`DRAIN`] it
     /// takes what queued up from `dhcp` (the DHCP server's trace queue) and `events`
     /// (polled, so a DHCP message or an event never wakes the recorder: publishers pay no
-    /// wake-up), every second it ends quiet sessions and appends the ended ones to the
-    /// journal (a file sync), and every minute it applies the retention. Its own thread
+    /// wake-up) and writes the journal lines of sessions that ended, every second it ends
+    /// quiet sessions and syncs the journal, and every minute it applies the retention. Its own thread
     /// keeps that work and the sync off the async workers that answer DHCP, TFTP and HTTP.
     /// Open sessions are stored as they are when it stops.
     ///
@@ -298,6 +315,9 @@ impl Sessions {
                             Err(_) => break,
                         }
                     }
+                    // Lines of sessions that ended are written as they come, while in the
+                    // cache, and synced with the second's tick.
+                    me.flush();
                     let open = me.state.lock().expect("sessions lock").open.len();
                     me.meters.open.set(open as f64);
                     n += 1;
@@ -325,7 +345,8 @@ impl Sessions {
                 return;
             }
         }
-        self.observe(from_dhcp(s));
+        let o = from_dhcp(s, &mut self.names.lock().expect("names lock"));
+        self.observe(o);
     }
 
     /// One event of the boot path (DHCPv4 lease events are not read: the DHCP queue
@@ -421,7 +442,7 @@ impl Sessions {
                 let host = mac.and_then(|m| self.host_of(m));
                 st.open.insert(
                     key,
-                    Open {
+                    Box::new(Open {
                         session: BootSession {
                             id,
                             mac: mac.map(|m| m.to_string()),
@@ -440,7 +461,7 @@ impl Sessions {
                         expect: Expect::default(),
                         discover_at: None,
                         waiting_installer: false,
-                    },
+                    }),
                 );
             }
             let Some(s) = st.open.get_mut(&key) else { return };
@@ -555,7 +576,7 @@ impl Sessions {
     /// Ends the sessions quiet since before `now` less their wait and stores the ended
     /// ones.
     pub fn tick(&self, now: OffsetDateTime) {
-        let ended: Vec<Open> = {
+        let ended: Vec<Box<Open>> = {
             let mut st = self.state.lock().expect("sessions lock");
             let due: Vec<Key> = st
                 .open
@@ -574,10 +595,11 @@ impl Sessions {
         };
         self.finish(ended);
         self.flush();
+        self.sync();
     }
 
     fn end_all(&self) {
-        let all: Vec<Open> = self
+        let all: Vec<Box<Open>> = self
             .state
             .lock()
             .expect("sessions lock")
@@ -587,16 +609,23 @@ impl Sessions {
             .collect();
         self.finish(all);
         self.flush();
+        self.sync();
     }
 
-    /// Judges `ended` as over, keeps them in memory and appends them to the journal.
-    fn finish(&self, ended: Vec<Open>) {
+    /// Judges `ended` as over, writes each one's journal line (now, while the session is
+    /// in the cache: read again a second later, thousands of sessions on, it would not be)
+    /// and keeps its summary in memory; [`Self::flush`] appends the lines.
+    fn finish(&self, ended: Vec<Box<Open>>) {
         if ended.is_empty() {
             return;
         }
         for o in ended {
-            let mut s = o.session;
-            let wait = if o.waiting_installer {
+            let Open {
+                session: mut s,
+                waiting_installer,
+                ..
+            } = *o;
+            let wait = if waiting_installer {
                 self.cfg.installer_wait_secs
             } else {
                 self.cfg.quiet_secs
@@ -610,37 +639,65 @@ impl Sessions {
                     step: None,
                 }));
             }
-            let seq = self.store.next_id();
             let mut st = self.state.lock().expect("sessions lock");
-            st.recent.push_front(s.summary());
-            st.recent.truncate(RECENT);
-            if let Ok(seq) = seq {
-                st.pending.push(StoredSession { seq, session: s });
+            // Under the lock: lines enter the batch in the order of their ids.
+            match self.store.next_id() {
+                Ok(seq) => {
+                    let stored = StoredSession { seq, session: s };
+                    let line = st.pending.push(seq, stored.session.updated, |out| {
+                        Ok(crate::stored::encode(&stored, out)?)
+                    });
+                    if let Err(e) = line {
+                        tracing::warn!("boot session {} not stored: {e}", stored.session.id);
+                    }
+                    s = stored.session;
+                }
+                Err(e) => tracing::warn!("boot session {} not stored: {e}", s.id),
             }
+            // Its summary: the session less its steps.
+            s.steps = Vec::new();
+            st.recent.push_front(s);
+            st.recent.truncate(RECENT);
         }
     }
 
-    /// Appends the ended sessions not stored yet to the journal (one write and sync); they
-    /// stay readable ([`Sessions::get`]) while the write runs.
+    /// Writes the lines of the ended sessions not stored yet to the journal (one write,
+    /// synced by [`Self::sync`]); they stay readable ([`Sessions::get`]) while the write
+    /// runs.
     fn flush(&self) {
         let batch = {
             let mut st = self.state.lock().expect("sessions lock");
             if st.pending.is_empty() {
                 return;
             }
-            // The next second's batch starts at this one's size: a storm's thousands of
-            // sessions a second are not copied again and again as the list grows.
-            let room = st.pending.len();
-            st.in_flight = Arc::new(std::mem::replace(&mut st.pending, Vec::with_capacity(room)));
+            let spare = std::mem::take(&mut st.spare);
+            st.in_flight = Arc::new(std::mem::replace(&mut st.pending, spare));
             st.in_flight.clone()
         };
-        if let Err(e) = self
-            .journal
-            .append_with(&batch, |s, out| Ok(crate::stored::encode(s, out)?))
-        {
-            tracing::warn!("storing {} ended boot sessions failed: {e}", batch.len());
+        match self.journal.append_batch(&batch, false) {
+            Ok(()) => self.unsynced.store(true, std::sync::atomic::Ordering::Relaxed),
+            Err(e) => tracing::warn!("storing {} ended boot sessions failed: {e}", batch.len()),
         }
-        self.state.lock().expect("sessions lock").in_flight = Arc::default();
+        let mut st = self.state.lock().expect("sessions lock");
+        st.in_flight = Arc::default();
+        // The next batch reuses this one's buffers (a storm's batch of a few MB is not
+        // allocated and faulted in anew each second), unless it grew past KEEP_BATCH.
+        if let Ok(mut b) = Arc::try_unwrap(batch) {
+            if b.capacity() <= KEEP_BATCH {
+                b.clear();
+                st.spare = b;
+            }
+        }
+    }
+
+    /// Makes the journal lines written so far durable.
+    fn sync(&self) {
+        if !self.unsynced.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        if let Err(e) = self.journal.sync() {
+            tracing::warn!("storing ended boot sessions failed: {e}");
+        }
     }
 
     fn prune(&self) {
@@ -700,14 +757,13 @@ impl Sessions {
             if let Some(o) = st.open.values().find(|o| o.session.id == id) {
                 return Ok(Some(self.judged(o, true)));
             }
-            if let Some(s) = st
+            let line = st
                 .pending
-                .iter()
-                .chain(st.in_flight.iter())
-                .map(|p| &p.session)
-                .find(|s| s.id == id)
-            {
-                return Ok(Some(s.clone()));
+                .lines()
+                .chain(st.in_flight.lines())
+                .find(|(_, l)| crate::stored::session_id(l) == Some(id));
+            if let Some((_, l)) = line {
+                return Ok(Some(serde_json::from_slice::<StoredSession>(l)?.session));
             }
         }
         for s in self.journal.newest_first() {

@@ -3,7 +3,7 @@
 //! belongs to. Client-sent text (file names, vendor classes, installer messages) enters a
 //! summary only quoted with control characters escaped (Rust's `{:?}`).
 
-use std::{borrow::Cow, net::IpAddr};
+use std::{borrow::Cow, collections::HashSet, net::IpAddr, sync::Arc};
 
 use serde_json::{json, Value};
 use time::OffsetDateTime;
@@ -59,22 +59,61 @@ pub struct Observed {
     pub opens: Opens,
 }
 
-/// The details of a DHCP step (its text moves out of `s`: nothing is copied).
-fn dhcp_details(s: DhcpSeen, rival: Option<std::net::Ipv4Addr>) -> DhcpDetails {
+/// The most distinct texts [`Names`] holds; past it, it starts again empty.
+pub const MAX_NAMES: usize = 1024;
+
+/// Text DHCP steps share (vendor classes, boot files): each distinct value is held once,
+/// so the steps of thousands of sessions point at a few copies the recorder keeps warm,
+/// instead of each carrying its own, written by the DHCP worker, read when the session is
+/// stored and freed long after. The last few values given out are compared first (a
+/// storm repeats one vendor class and one boot file), then a set bounded by
+/// [`MAX_NAMES`] (vendor classes are the client's choice).
+#[derive(Debug, Default)]
+pub struct Names {
+    all: HashSet<Arc<str>>,
+    last: [Option<Arc<str>>; 4],
+    next: usize,
+}
+
+impl Names {
+    /// The shared copy of `s` (`s` itself, shared from now on, when it is new).
+    pub fn share(&mut self, s: String) -> Arc<str> {
+        if let Some(a) = self.last.iter().flatten().find(|a| ***a == *s) {
+            return a.clone();
+        }
+        let a = match self.all.get(s.as_str()) {
+            Some(a) => a.clone(),
+            None => {
+                if self.all.len() >= MAX_NAMES {
+                    self.all.clear();
+                }
+                let a: Arc<str> = Arc::from(s);
+                self.all.insert(a.clone());
+                a
+            }
+        };
+        self.last[self.next % self.last.len()] = Some(a.clone());
+        self.next = self.next.wrapping_add(1);
+        a
+    }
+}
+
+/// The details of a DHCP step (its text shared through `names`).
+fn dhcp_details(s: DhcpSeen, rival: Option<std::net::Ipv4Addr>, names: &mut Names) -> DhcpDetails {
     DhcpDetails {
         message: Cow::Borrowed(s.kind),
         port: s.port,
         client: s.src,
         ipxe: s.ipxe,
         arch: s.arch,
-        vendor_class: s.vendor_class,
+        vendor_class: s.vendor_class.map(|v| names.share(v)),
         server_id: s.server_id,
         giaddr: s.giaddr,
         reply: s.reply.map(Cow::Borrowed),
         server: s.server,
         yiaddr: s.yiaddr,
         next_server: s.next_server,
-        boot_file: s.boot_file,
+        boot_file: s.boot_file.map(|f| names.share(f)),
         rival,
     }
 }
@@ -101,8 +140,8 @@ pub fn dhcp_opens(s: &DhcpSeen) -> Opens {
     }
 }
 
-/// A DHCP message the server handled, as a step.
-pub fn from_dhcp(s: DhcpSeen) -> Observed {
+/// A DHCP message the server handled, as a step (its text shared through `names`).
+pub fn from_dhcp(s: DhcpSeen, names: &mut Names) -> Observed {
     let kind = if s.port == 4011 || (s.reply.is_some() && s.yiaddr.is_none() && s.kind == "discover") {
         "proxydhcp"
     } else {
@@ -123,7 +162,7 @@ pub fn from_dhcp(s: DhcpSeen) -> Observed {
         // Written when the step is read (DhcpDetails::summary): not for every message.
         summary: String::new(),
         opens: dhcp_opens(&s),
-        details: StepDetails::Dhcp(dhcp_details(s, rival)),
+        details: StepDetails::Dhcp(dhcp_details(s, rival, names)),
     }
 }
 
@@ -397,5 +436,29 @@ pub fn http_missing(ip: Option<IpAddr>, file: &str) -> Observed {
         summary: format!("HTTP {file:?}: not found (404)"),
         details: json!({"file": file, "status": 404}).into(),
         opens: Opens::IfNone,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_hold_one_copy_of_each_text_and_stay_bounded() {
+        let mut n = Names::default();
+        let a = n.share("PXEClient:Arch:00007".to_string());
+        for _ in 0..10 {
+            assert!(Arc::ptr_eq(&a, &n.share("PXEClient:Arch:00007".to_string())));
+        }
+        // Past the last few given out, the set still finds it.
+        for i in 0..8 {
+            n.share(format!("other{i}"));
+        }
+        assert!(Arc::ptr_eq(&a, &n.share("PXEClient:Arch:00007".to_string())));
+        for i in 0..3 * MAX_NAMES {
+            n.share(format!("client-chosen {i}"));
+        }
+        assert!(n.all.len() <= MAX_NAMES);
+        assert_eq!(&*n.share("PXEClient:Arch:00007".to_string()), "PXEClient:Arch:00007");
     }
 }

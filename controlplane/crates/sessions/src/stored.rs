@@ -21,6 +21,7 @@ use std::{
     borrow::Cow,
     io::Write as _,
     net::{IpAddr, Ipv4Addr, SocketAddrV4},
+    sync::Arc,
 };
 
 use serde::{de::Error as _, ser::Error as _, Deserialize, Deserializer, Serialize, Serializer};
@@ -95,14 +96,14 @@ fn dhcp_details(f: DhcpFields<'_>) -> DhcpDetails {
         client: SocketAddrV4::new(Ipv4Addr::from_bits(f.2), f.3),
         ipxe: f.4,
         arch: f.5,
-        vendor_class: f.6.map(Cow::into_owned),
+        vendor_class: f.6.map(|v| Arc::from(v.as_ref())),
         server_id: a(f.7),
         giaddr: a(f.8),
         reply: f.9.map(|r| name(r, MESSAGES)),
         server: a(f.10),
         yiaddr: a(f.11),
         next_server: a(f.12),
-        boot_file: f.13.map(Cow::into_owned),
+        boot_file: f.13.map(|v| Arc::from(v.as_ref())),
         rival: a(f.14),
     }
 }
@@ -159,6 +160,19 @@ fn opt_text(out: &mut Vec<u8>, t: Option<&str>) -> serde_json::Result<()> {
             Ok(())
         }
     }
+}
+
+/// The session id (`n`) of a line [`encode`] wrote, read from its start (`{"id":…,"n":…`)
+/// without decoding the rest; `None` for another line.
+pub fn session_id(line: &[u8]) -> Option<u64> {
+    /// The number `b` starts with, and what follows it.
+    fn number(b: &[u8]) -> Option<(u64, &[u8])> {
+        let end = b.iter().position(|c| !c.is_ascii_digit()).unwrap_or(b.len());
+        let n = std::str::from_utf8(&b[..end]).ok()?.parse().ok()?;
+        Some((n, &b[end..]))
+    }
+    let (_, rest) = number(line.strip_prefix(b"{\"id\":")?)?;
+    Some(number(rest.strip_prefix(b",\"n\":")?)?.0)
 }
 
 /// Writes `s`'s journal line (the layout above, without its newline) into `out`. Keys and
@@ -434,6 +448,11 @@ mod tests {
         assert_eq!(serde_json::from_str::<Value>(&line).unwrap()["id"], 42);
         // Written again, the same bytes.
         assert_eq!(serde_json::to_string(&back).unwrap(), line);
+        // The session id is read from the line's start.
+        assert_eq!(session_id(line.as_bytes()), Some(7));
+        for other in [&b"{\"n\":7}"[..], b"{\"id\":42,\"x\":7}", b"{\"id\":,\"n\":7}", b""] {
+            assert_eq!(session_id(other), None);
+        }
     }
 
     #[test]

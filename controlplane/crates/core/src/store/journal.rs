@@ -55,6 +55,84 @@ struct Index {
     hidden: usize,
 }
 
+/// Lines encoded ahead of their append ([`Journal::append_batch`]), each with its id: for
+/// a writer that encodes each value while it has it at hand (in the cache) and appends
+/// them later in one write. [`Batch::clear`] keeps its buffers for the next batch.
+#[derive(Debug, Default)]
+pub struct Batch {
+    buf: Vec<u8>,
+    /// Each line's id and where it starts in `buf`, ids ascending.
+    lines: Vec<(u64, usize)>,
+    /// The last line's time.
+    newest: Option<OffsetDateTime>,
+}
+
+impl Batch {
+    /// Adds the line `encode` writes (a JSON object carrying `id` under `id`, without its
+    /// newline) for the value `id` of time `time`.
+    ///
+    /// # Errors
+    /// `encode`'s errors, and [`StoreError::Conflict`] when `id` is not above the last
+    /// line's (a journal's ids ascend); the batch is then as it was.
+    pub fn push(
+        &mut self,
+        id: u64,
+        time: OffsetDateTime,
+        encode: impl FnOnce(&mut Vec<u8>) -> Result<()>,
+    ) -> Result<()> {
+        if let Some(last) = self.last_id().filter(|l| id <= *l) {
+            return Err(StoreError::Conflict(format!(
+                "journal line {id} does not follow line {last}"
+            )));
+        }
+        let start = self.buf.len();
+        if let Err(e) = encode(&mut self.buf) {
+            self.buf.truncate(start);
+            return Err(e);
+        }
+        self.buf.push(b'\n');
+        self.lines.push((id, start));
+        self.newest = Some(time);
+        Ok(())
+    }
+
+    /// The last line's id.
+    pub fn last_id(&self) -> Option<u64> {
+        self.lines.last().map(|(id, _)| *id)
+    }
+
+    /// Lines held.
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// The bytes its buffer holds room for.
+    pub fn capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// True when it holds no line.
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// Each line's id and text (without its newline), in order.
+    pub fn lines(&self) -> impl Iterator<Item = (u64, &[u8])> {
+        let ends = self.lines.iter().skip(1).map(|(_, s)| *s).chain([self.buf.len()]);
+        self.lines
+            .iter()
+            .zip(ends)
+            .map(|(&(id, s), e)| (id, &self.buf[s..e - 1]))
+    }
+
+    /// Empties it, keeping its buffers.
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.lines.clear();
+        self.newest = None;
+    }
+}
+
 /// An append-only, id-ordered journal of `T` values. Cheap to clone.
 pub struct Journal<T> {
     dir: PathBuf,
@@ -250,26 +328,35 @@ impl<T: Entity> Journal<T> {
     /// # Errors
     /// `encode`'s errors, and I/O errors as for [`Journal::append`].
     pub fn append_with(&self, values: &[T], encode: impl Fn(&T, &mut Vec<u8>) -> Result<()>) -> Result<()> {
-        let mut active = self.active.lock().expect("journal writer lock");
-        let mut last_id = self.last_id();
-        let mut pending: Vec<u8> = Vec::new();
-        let mut first_new = None;
-        let mut newest: Option<&T> = None;
-        let mut n = 0;
+        let mut batch = Batch::default();
+        let last_id = self.last_id();
         for v in values {
-            if v.id() <= last_id {
-                continue;
+            if v.id() > last_id.max(batch.last_id().unwrap_or(0)) {
+                batch.push(v.id(), (self.time)(v), |out| encode(v, out))?;
             }
-            last_id = v.id();
-            first_new.get_or_insert(v.id());
-            encode(v, &mut pending)?;
-            pending.push(b'\n');
-            newest = Some(v);
-            n += 1;
         }
-        let (Some(first), Some(newest)) = (first_new, newest) else {
+        self.append_batch(&batch, true)
+    }
+
+    /// Appends the lines of `batch` whose ids are above every stored id (the others are
+    /// skipped) in one write and, when `sync`, syncs the file before returning (else the
+    /// lines are readable at once and durable at the next [`Journal::sync`] or synced
+    /// append; a segment is synced before the next one starts). Blocking: call from a
+    /// blocking context. The lines must decode back as `T`.
+    ///
+    /// # Errors
+    /// I/O errors as for [`Journal::append`].
+    pub fn append_batch(&self, batch: &Batch, sync: bool) -> Result<()> {
+        let mut active = self.active.lock().expect("journal writer lock");
+        let stored = self.last_id();
+        let keep = batch.lines.partition_point(|(id, _)| *id <= stored);
+        let (Some(&(first, from)), Some(&(last_id, _)), Some(newest)) =
+            (batch.lines.get(keep), batch.lines.last(), batch.newest)
+        else {
             return Ok(());
         };
+        let pending = &batch.buf[from..];
+        let n = batch.lines.len() - keep;
         let current = self.index.read().expect("journal index lock").segments.last().cloned();
         let start_new = current.as_ref().is_none_or(|s| s.bytes >= SEGMENT_BYTES);
         let path = match (&current, start_new) {
@@ -277,6 +364,10 @@ impl<T: Entity> Journal<T> {
             _ => self.dir.join(format!("{first:020}.jsonl")),
         };
         if start_new || active.is_none() {
+            if let Some(old) = active.take() {
+                old.sync_data()
+                    .map_err(io_err(format!("syncing the segment before {}", path.display())))?;
+            }
             let f = OpenOptions::new()
                 .create(true)
                 .append(true)
@@ -289,7 +380,10 @@ impl<T: Entity> Journal<T> {
             .metadata()
             .map_err(io_err(format!("reading {}", path.display())))?
             .len();
-        if let Err(e) = f.write_all(&pending).and_then(|()| f.sync_data()) {
+        if let Err(e) = f
+            .write_all(pending)
+            .and_then(|()| if sync { f.sync_data() } else { Ok(()) })
+        {
             let _ = f.set_len(before);
             return Err(StoreError::Io {
                 what: format!("appending to {}", path.display()),
@@ -309,16 +403,27 @@ impl<T: Entity> Journal<T> {
                 last_id,
                 count: n,
                 bytes: pending.len() as u64,
-                last_time: (self.time)(newest),
+                last_time: newest,
                 path,
             });
         } else if let Some(s) = ix.segments.last_mut() {
             s.last_id = last_id;
             s.count += n;
             s.bytes += pending.len() as u64;
-            s.last_time = (self.time)(newest);
+            s.last_time = newest;
         }
         Ok(())
+    }
+
+    /// Makes every line appended so far durable (a no-op when each append synced).
+    ///
+    /// # Errors
+    /// The I/O error of the sync.
+    pub fn sync(&self) -> Result<()> {
+        match self.active.lock().expect("journal writer lock").as_ref() {
+            Some(f) => f.sync_data().map_err(io_err(format!("syncing {}", self.dir.display()))),
+            None => Ok(()),
+        }
     }
 
     /// The highest stored id (0 when empty).
@@ -599,6 +704,51 @@ mod tests {
             pairs.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(),
             (1u64..=3).map(|i| i.to_be_bytes().to_vec()).collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn a_batch_encoded_ahead_appends_its_new_lines_in_one_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = open(dir.path());
+        j.append(&[line(1, 0, 1), line(2, 0, 1)]).unwrap();
+        let mut b = Batch::default();
+        for i in 2..=5 {
+            let v = line(i, 0, 1);
+            b.push(i, v.at, |out| Ok(serde_json::to_writer(out, &v)?)).unwrap();
+        }
+        // Ids ascend: a line that does not follow the last is refused and leaves the batch
+        // as it was; so is a line whose encoding fails.
+        assert!(matches!(
+            b.push(5, OffsetDateTime::now_utc(), |out| {
+                out.extend_from_slice(b"{}");
+                Ok(())
+            }),
+            Err(StoreError::Conflict(_))
+        ));
+        let failed = b.push(6, OffsetDateTime::now_utc(), |out| {
+            out.extend_from_slice(b"{\"half");
+            Err(StoreError::Format("no".into()))
+        });
+        assert!(failed.is_err());
+        assert_eq!(b.len(), 4);
+        let read: Vec<(u64, Line)> = b
+            .lines()
+            .map(|(id, l)| (id, serde_json::from_slice(l).unwrap()))
+            .collect();
+        assert_eq!(
+            read.iter().map(|(id, l)| (*id, l.id)).collect::<Vec<_>>(),
+            [(2, 2), (3, 3), (4, 4), (5, 5)]
+        );
+        // Line 2 is stored already and is skipped.
+        j.append_batch(&b, false).unwrap();
+        j.sync().unwrap();
+        assert_eq!(ids(&j), [5, 4, 3, 2, 1]);
+        b.clear();
+        assert!(b.is_empty() && b.lines().next().is_none());
+        j.append_batch(&b, true).unwrap();
+        drop(j);
+        let j = open(dir.path());
+        assert_eq!((j.len(), j.last_id()), (5, 5));
     }
 
     #[test]

@@ -29,8 +29,11 @@ const SERVER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 
 /// A firmware DISCOVER offered 10.0.0.50 and its REQUEST acknowledged.
 fn dora(s: &Sessions) {
-    s.observe(from_dhcp(seen("discover", Some("offer"), None)));
-    s.observe(from_dhcp(seen("request", Some("ack"), Some(SERVER))));
+    s.observe(from_dhcp(seen("discover", Some("offer"), None), &mut Names::default()));
+    s.observe(from_dhcp(
+        seen("request", Some("ack"), Some(SERVER)),
+        &mut Names::default(),
+    ));
 }
 
 fn sessions(quiet: u64) -> Arc<Sessions> {
@@ -118,15 +121,21 @@ async fn a_boot_becomes_one_session_with_a_verdict_and_is_stored_when_quiet() {
 async fn another_servers_offer_and_a_missing_file_are_named_and_a_firmware_discover_begins_anew() {
     let s = sessions(900);
     let bus = EventBus::in_memory();
-    s.observe(from_dhcp(seen("discover", Some("offer"), None)));
-    s.observe(from_dhcp(seen("request", None, Some(Ipv4Addr::new(10, 0, 0, 5)))));
+    s.observe(from_dhcp(seen("discover", Some("offer"), None), &mut Names::default()));
+    s.observe(from_dhcp(
+        seen("request", None, Some(Ipv4Addr::new(10, 0, 0, 5))),
+        &mut Names::default(),
+    ));
     let l = s.list(&Filter::default(), 10).unwrap();
     assert_eq!(l[0].verdict, Verdict::Stalled);
     assert_eq!(l[0].reason, "took another server's offer: 10.0.0.5 answered first");
     // Retries of DHCP stay in the session; a TFTP refusal (from the rival's address plan).
-    s.observe(from_dhcp(seen("discover", Some("offer"), None)));
+    s.observe(from_dhcp(seen("discover", Some("offer"), None), &mut Names::default()));
     assert_eq!(s.list(&Filter::default(), 10).unwrap().len(), 1);
-    s.observe(from_dhcp(seen("request", Some("ack"), Some(SERVER))));
+    s.observe(from_dhcp(
+        seen("request", Some("ack"), Some(SERVER)),
+        &mut Names::default(),
+    ));
     s.event(&ev(
         &bus,
         NewEvent::new(EventKind::TftpTransferFailed, "t").with(&TftpRefused {
@@ -142,7 +151,7 @@ async fn another_servers_offer_and_a_missing_file_are_named_and_a_firmware_disco
         "asked for \"ipxe.efi\" over TFTP: not found in the boot root"
     );
     // The machine reboots: a firmware DISCOVER after TFTP begins a new session.
-    s.observe(from_dhcp(seen("discover", Some("offer"), None)));
+    s.observe(from_dhcp(seen("discover", Some("offer"), None), &mut Names::default()));
     let l = s.list(&Filter::default(), 10).unwrap();
     assert_eq!(l.len(), 2);
     assert_eq!(l[0].state, SessionState::Open);
@@ -163,7 +172,7 @@ async fn another_servers_offer_and_a_missing_file_are_named_and_a_firmware_disco
     plain.mac = "52:54:00:aa:bb:02".parse().unwrap();
     plain.arch = None;
     plain.vendor_class = None;
-    s.observe(from_dhcp(plain));
+    s.observe(from_dhcp(plain, &mut Names::default()));
     assert_eq!(s.list(&Filter::default(), 10).unwrap().len(), 2);
 }
 
@@ -176,7 +185,7 @@ async fn open_sessions_are_bounded_and_the_oldest_ends_first() {
         d.mac = format!("52:54:00:{:02x}:{:02x}:{:02x}", b[1], b[2], b[3])
             .parse()
             .unwrap();
-        s.observe(from_dhcp(d));
+        s.observe(from_dhcp(d, &mut Names::default()));
     }
     let st = s.state.lock().unwrap();
     assert_eq!(st.open.len(), MAX_OPEN);
@@ -187,6 +196,16 @@ async fn open_sessions_are_bounded_and_the_oldest_ends_first() {
     assert!(st.open.contains_key(&Key::Mac("52:54:00:00:10:00".parse().unwrap())));
     assert_eq!(st.pending.len(), 1);
     assert!(st.order.len() <= 2 * MAX_OPEN);
+    let oldest = st.recent[0].clone();
+    drop(st);
+    // Ended and not yet in the journal: read back from its pending line, steps and all.
+    assert!(oldest.steps.is_empty(), "memory keeps the summary");
+    let read = s.get(oldest.id).unwrap().expect("a pending session is found");
+    assert_eq!((read.mac.as_deref(), read.steps.len()), (Some("52:54:00:00:00:00"), 1));
+    assert_eq!(read.state, SessionState::Ended);
+    s.flush();
+    assert!(s.state.lock().unwrap().pending.is_empty());
+    assert_eq!(s.get(oldest.id).unwrap(), Some(read), "the same from the journal");
 }
 
 #[tokio::test]
@@ -226,7 +245,7 @@ async fn retention_by_count_keeps_the_newest_ended_sessions() {
     for i in 0..12u8 {
         let mut d = seen("discover", Some("offer"), None);
         d.mac = MacAddr([0x52, 0x54, 0, 0, 1, i]);
-        s.observe(from_dhcp(d));
+        s.observe(from_dhcp(d, &mut Names::default()));
         // Each session ends and reaches the journal on its own append.
         s.end_all();
     }
