@@ -17,9 +17,9 @@
 //! whose retention is `retention_count` and `retention_days`. Bounded: [`MAX_OPEN`] open
 //! sessions (the oldest ends first), [`crate::model::MAX_STEPS`] steps per session,
 //! [`RECENT`] ended sessions in memory; an ended session's line is written when it ends
-//! and reaches the journal with the others of the same [`DRAIN`] in one write, synced
-//! each second. Live subscribers get each change ([`Sessions::subscribe`]); a slow one
-//! lags, never slowing the recorder.
+//! and reaches the journal with the others of the same second in one append. Live
+//! subscribers get each change ([`Sessions::subscribe`]); a slow one lags, never slowing
+//! the recorder.
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -169,8 +169,6 @@ pub struct Sessions {
     state: Mutex<State>,
     /// The DHCP steps' shared text (taken only by the recorder's thread).
     names: Mutex<Names>,
-    /// Journal lines were written since the last sync.
-    unsynced: std::sync::atomic::AtomicBool,
     updates: broadcast::Sender<Arc<SessionUpdate>>,
 }
 
@@ -249,7 +247,6 @@ impl Sessions {
             catalog,
             state: Mutex::new(State::default()),
             names: Mutex::default(),
-            unsynced: Default::default(),
             updates: broadcast::channel(1024).0,
         }))
     }
@@ -268,9 +265,10 @@ impl Sessions {
     /// cancelled or the last other holder of the recorder drops it: every [`DRAIN`] it
     /// takes what queued up from `dhcp` (the DHCP server's trace queue) and `events`
     /// (polled, so a DHCP message or an event never wakes the recorder: publishers pay no
-    /// wake-up) and writes the journal lines of sessions that ended, every second it ends
-    /// quiet sessions and syncs the journal, and every minute it applies the retention. Its own thread
-    /// keeps that work and the sync off the async workers that answer DHCP, TFTP and HTTP.
+    /// wake-up), every second it ends quiet sessions and appends the lines of the ended
+    /// ones to the journal (one write and a file sync), and every minute it applies the
+    /// retention. Its own thread keeps that work and the sync off the async workers that
+    /// answer DHCP, TFTP and HTTP.
     /// Open sessions are stored as they are when it stops.
     ///
     /// # Errors
@@ -315,9 +313,6 @@ impl Sessions {
                             Err(_) => break,
                         }
                     }
-                    // Lines of sessions that ended are written as they come, while in the
-                    // cache, and synced with the second's tick.
-                    me.flush();
                     let open = me.state.lock().expect("sessions lock").open.len();
                     me.meters.open.set(open as f64);
                     n += 1;
@@ -456,7 +451,9 @@ impl Sessions {
                             kernel_ms: None,
                             step_count: 0,
                             steps_dropped: 0,
-                            steps: Vec::new(),
+                            // Room for a DHCP exchange (a step is a few hundred bytes: the
+                            // default first growth would be four).
+                            steps: Vec::with_capacity(2),
                         },
                         expect: Expect::default(),
                         discover_at: None,
@@ -595,7 +592,6 @@ impl Sessions {
         };
         self.finish(ended);
         self.flush();
-        self.sync();
     }
 
     fn end_all(&self) {
@@ -609,7 +605,6 @@ impl Sessions {
             .collect();
         self.finish(all);
         self.flush();
-        self.sync();
     }
 
     /// Judges `ended` as over, writes each one's journal line (now, while the session is
@@ -661,9 +656,8 @@ impl Sessions {
         }
     }
 
-    /// Writes the lines of the ended sessions not stored yet to the journal (one write,
-    /// synced by [`Self::sync`]); they stay readable ([`Sessions::get`]) while the write
-    /// runs.
+    /// Appends the lines of the ended sessions not stored yet to the journal (one write
+    /// and sync); they stay readable ([`Sessions::get`]) while the write runs.
     fn flush(&self) {
         let batch = {
             let mut st = self.state.lock().expect("sessions lock");
@@ -674,9 +668,8 @@ impl Sessions {
             st.in_flight = Arc::new(std::mem::replace(&mut st.pending, spare));
             st.in_flight.clone()
         };
-        match self.journal.append_batch(&batch, false) {
-            Ok(()) => self.unsynced.store(true, std::sync::atomic::Ordering::Relaxed),
-            Err(e) => tracing::warn!("storing {} ended boot sessions failed: {e}", batch.len()),
+        if let Err(e) = self.journal.append_batch(&batch) {
+            tracing::warn!("storing {} ended boot sessions failed: {e}", batch.len());
         }
         let mut st = self.state.lock().expect("sessions lock");
         st.in_flight = Arc::default();
@@ -687,16 +680,6 @@ impl Sessions {
                 b.clear();
                 st.spare = b;
             }
-        }
-    }
-
-    /// Makes the journal lines written so far durable.
-    fn sync(&self) {
-        if !self.unsynced.swap(false, std::sync::atomic::Ordering::Relaxed) {
-            return;
-        }
-        if let Err(e) = self.journal.sync() {
-            tracing::warn!("storing ended boot sessions failed: {e}");
         }
     }
 

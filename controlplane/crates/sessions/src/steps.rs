@@ -13,7 +13,7 @@ use bootlane_core::events::{
     InstallTaskStateChanged, IpxeServed, MenuServed, ScriptRunReported, TftpRefused, TftpTransfer, WolWake,
 };
 use bootlane_core::net::types::MacAddr;
-use bootlane_dhcp::dhcp::trace::DhcpSeen;
+use bootlane_dhcp::dhcp::trace::{DhcpSeen, SeenText};
 
 use crate::model::{arch_name, DhcpDetails, StepDetails};
 
@@ -76,12 +76,12 @@ pub struct Names {
 }
 
 impl Names {
-    /// The shared copy of `s` (`s` itself, shared from now on, when it is new).
-    pub fn share(&mut self, s: String) -> Arc<str> {
+    /// The shared copy of `s` (a new one, shared from now on, when `s` is new).
+    pub fn share(&mut self, s: &str) -> Arc<str> {
         if let Some(a) = self.last.iter().flatten().find(|a| ***a == *s) {
             return a.clone();
         }
-        let a = match self.all.get(s.as_str()) {
+        let a = match self.all.get(s) {
             Some(a) => a.clone(),
             None => {
                 if self.all.len() >= MAX_NAMES {
@@ -106,14 +106,14 @@ fn dhcp_details(s: DhcpSeen, rival: Option<std::net::Ipv4Addr>, names: &mut Name
         client: s.src,
         ipxe: s.ipxe,
         arch: s.arch,
-        vendor_class: s.vendor_class.map(|v| names.share(v)),
+        vendor_class: s.vendor_class.map(|v| names.share(v.as_str())),
         server_id: s.server_id,
         giaddr: s.giaddr,
         reply: s.reply.map(Cow::Borrowed),
         server: s.server,
         yiaddr: s.yiaddr,
         next_server: s.next_server,
-        boot_file: s.boot_file.map(|f| names.share(f)),
+        boot_file: s.boot_file.map(|f| names.share(f.as_str())),
         rival,
     }
 }
@@ -127,7 +127,8 @@ pub fn dhcp_opens(s: &DhcpSeen) -> Opens {
     }
     let pxe = s
         .vendor_class
-        .as_deref()
+        .as_ref()
+        .map(SeenText::as_str)
         .is_some_and(|v| v.starts_with("PXEClient") || v.starts_with("HTTPClient"));
     if !s.ipxe && (s.arch.is_some() || pxe) {
         Opens::Firmware
@@ -153,7 +154,9 @@ pub fn from_dhcp(s: DhcpSeen, names: &mut Names) -> Observed {
     };
     Observed {
         mac: Some(s.mac),
-        ip: s.yiaddr.map(IpAddr::V4),
+        // The address is the machine's once acknowledged (an offer may go unanswered):
+        // only an ACK's is remembered for the machine's later TFTP and HTTP requests.
+        ip: s.yiaddr.filter(|_| s.reply == Some("ack")).map(IpAddr::V4),
         host_id: None,
         at: OffsetDateTime::from(s.at),
         duration_ms: None,
@@ -446,19 +449,19 @@ mod tests {
     #[test]
     fn names_hold_one_copy_of_each_text_and_stay_bounded() {
         let mut n = Names::default();
-        let a = n.share("PXEClient:Arch:00007".to_string());
+        let a = n.share("PXEClient:Arch:00007");
         for _ in 0..10 {
-            assert!(Arc::ptr_eq(&a, &n.share("PXEClient:Arch:00007".to_string())));
+            assert!(Arc::ptr_eq(&a, &n.share("PXEClient:Arch:00007")));
         }
         // Past the last few given out, the set still finds it.
         for i in 0..8 {
-            n.share(format!("other{i}"));
+            n.share(&format!("other{i}"));
         }
-        assert!(Arc::ptr_eq(&a, &n.share("PXEClient:Arch:00007".to_string())));
+        assert!(Arc::ptr_eq(&a, &n.share("PXEClient:Arch:00007")));
         for i in 0..3 * MAX_NAMES {
-            n.share(format!("client-chosen {i}"));
+            n.share(&format!("client-chosen {i}"));
         }
         assert!(n.all.len() <= MAX_NAMES);
-        assert_eq!(&*n.share("PXEClient:Arch:00007".to_string()), "PXEClient:Arch:00007");
+        assert_eq!(&*n.share("PXEClient:Arch:00007"), "PXEClient:Arch:00007");
     }
 }

@@ -335,18 +335,16 @@ impl<T: Entity> Journal<T> {
                 batch.push(v.id(), (self.time)(v), |out| encode(v, out))?;
             }
         }
-        self.append_batch(&batch, true)
+        self.append_batch(&batch)
     }
 
     /// Appends the lines of `batch` whose ids are above every stored id (the others are
-    /// skipped) in one write and, when `sync`, syncs the file before returning (else the
-    /// lines are readable at once and durable at the next [`Journal::sync`] or synced
-    /// append; a segment is synced before the next one starts). Blocking: call from a
+    /// skipped) in one write, and syncs the file before returning. Blocking: call from a
     /// blocking context. The lines must decode back as `T`.
     ///
     /// # Errors
     /// I/O errors as for [`Journal::append`].
-    pub fn append_batch(&self, batch: &Batch, sync: bool) -> Result<()> {
+    pub fn append_batch(&self, batch: &Batch) -> Result<()> {
         let mut active = self.active.lock().expect("journal writer lock");
         let stored = self.last_id();
         let keep = batch.lines.partition_point(|(id, _)| *id <= stored);
@@ -364,10 +362,6 @@ impl<T: Entity> Journal<T> {
             _ => self.dir.join(format!("{first:020}.jsonl")),
         };
         if start_new || active.is_none() {
-            if let Some(old) = active.take() {
-                old.sync_data()
-                    .map_err(io_err(format!("syncing the segment before {}", path.display())))?;
-            }
             let f = OpenOptions::new()
                 .create(true)
                 .append(true)
@@ -380,10 +374,7 @@ impl<T: Entity> Journal<T> {
             .metadata()
             .map_err(io_err(format!("reading {}", path.display())))?
             .len();
-        if let Err(e) = f
-            .write_all(pending)
-            .and_then(|()| if sync { f.sync_data() } else { Ok(()) })
-        {
+        if let Err(e) = f.write_all(pending).and_then(|()| f.sync_data()) {
             let _ = f.set_len(before);
             return Err(StoreError::Io {
                 what: format!("appending to {}", path.display()),
@@ -413,17 +404,6 @@ impl<T: Entity> Journal<T> {
             s.last_time = newest;
         }
         Ok(())
-    }
-
-    /// Makes every line appended so far durable (a no-op when each append synced).
-    ///
-    /// # Errors
-    /// The I/O error of the sync.
-    pub fn sync(&self) -> Result<()> {
-        match self.active.lock().expect("journal writer lock").as_ref() {
-            Some(f) => f.sync_data().map_err(io_err(format!("syncing {}", self.dir.display()))),
-            None => Ok(()),
-        }
     }
 
     /// The highest stored id (0 when empty).
@@ -740,12 +720,11 @@ mod tests {
             [(2, 2), (3, 3), (4, 4), (5, 5)]
         );
         // Line 2 is stored already and is skipped.
-        j.append_batch(&b, false).unwrap();
-        j.sync().unwrap();
+        j.append_batch(&b).unwrap();
         assert_eq!(ids(&j), [5, 4, 3, 2, 1]);
         b.clear();
         assert!(b.is_empty() && b.lines().next().is_none());
-        j.append_batch(&b, true).unwrap();
+        j.append_batch(&b).unwrap();
         drop(j);
         let j = open(dir.path());
         assert_eq!((j.len(), j.last_id()), (5, 5));

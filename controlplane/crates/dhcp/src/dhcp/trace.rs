@@ -27,6 +27,65 @@ pub const QUEUE: usize = 4096;
 /// The longest vendor class kept (bytes, lossy UTF-8); longer ones are cut.
 pub const MAX_VENDOR_CLASS: usize = 64;
 
+/// The longest text [`SeenText`] holds inline (bytes).
+pub const SHORT_TEXT: usize = 64;
+
+/// A vendor class or boot file as the DHCP handler saw it (lossy UTF-8): held inline up
+/// to [`SHORT_TEXT`] bytes, so recording a message allocates nothing on the DHCP path
+/// (and the recorder frees nothing the DHCP workers allocated); longer on the heap.
+#[derive(Clone, PartialEq, Eq)]
+pub enum SeenText {
+    /// At most [`SHORT_TEXT`] bytes of UTF-8: `bytes[..len]`.
+    Short {
+        /// Bytes used.
+        len: u8,
+        /// The text, then unused bytes.
+        bytes: [u8; SHORT_TEXT],
+    },
+    /// Longer text.
+    Long(String),
+}
+
+impl SeenText {
+    /// `b` as text (invalid UTF-8 replaced).
+    pub fn new(b: &[u8]) -> Self {
+        match std::str::from_utf8(b) {
+            Ok(t) => Self::from(t),
+            Err(_) => Self::Long(String::from_utf8_lossy(b).into_owned()),
+        }
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        match self {
+            // Only `From<&str>` writes it: whole UTF-8 of `len` bytes.
+            Self::Short { len, bytes } => std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default(),
+            Self::Long(s) => s,
+        }
+    }
+}
+
+impl From<&str> for SeenText {
+    fn from(t: &str) -> Self {
+        if t.len() <= SHORT_TEXT {
+            let mut bytes = [0; SHORT_TEXT];
+            bytes[..t.len()].copy_from_slice(t.as_bytes());
+            Self::Short {
+                len: t.len() as u8,
+                bytes,
+            }
+        } else {
+            Self::Long(t.to_string())
+        }
+    }
+}
+
+impl std::fmt::Debug for SeenText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_str().fmt(f)
+    }
+}
+
 /// One handled DHCPv4 message and Bootlane's answer to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DhcpSeen {
@@ -43,7 +102,7 @@ pub struct DhcpSeen {
     /// Option 93 (or the code in option 60), when sent.
     pub arch: Option<u16>,
     /// Option 60, when sent (at most [`MAX_VENDOR_CLASS`] bytes, lossy UTF-8).
-    pub vendor_class: Option<String>,
+    pub vendor_class: Option<SeenText>,
     /// The client is iPXE (user class `iPXE` or option 175).
     pub ipxe: bool,
     /// Option 54 of the request: the server whose offer the client took.
@@ -59,7 +118,7 @@ pub struct DhcpSeen {
     /// The next-server of the answer (`siaddr`), when not 0.0.0.0.
     pub next_server: Option<Ipv4Addr>,
     /// The boot file given (option 67, else `file`), when one was.
-    pub boot_file: Option<String>,
+    pub boot_file: Option<SeenText>,
 }
 
 /// Where the DHCP handler offers what it saw (the recorder holds the other end).
@@ -77,18 +136,16 @@ fn nonzero(a: Ipv4Addr) -> Option<Ipv4Addr> {
 /// What the handler saw of `req` on `ctx` and answered with `reply`.
 pub fn seen(req: &DhcpRequest, ctx: &RecvContext, reply: Option<&DhcpReply>) -> DhcpSeen {
     let vendor_class = match req.msg.opts().get(OptionCode::ClassIdentifier) {
-        Some(DhcpOption::ClassIdentifier(v)) => {
-            Some(String::from_utf8_lossy(&v[..v.len().min(MAX_VENDOR_CLASS)]).into_owned())
-        }
+        Some(DhcpOption::ClassIdentifier(v)) => Some(SeenText::new(&v[..v.len().min(MAX_VENDOR_CLASS)])),
         _ => None,
     };
     let r = reply.map(|r| &r.msg);
     let boot_file = r.and_then(|m| match m.opts().get(OptionCode::BootfileName) {
-        Some(DhcpOption::BootfileName(f)) => Some(String::from_utf8_lossy(f).into_owned()),
+        Some(DhcpOption::BootfileName(f)) => Some(SeenText::new(f)),
         _ => {
             let f = m.fname().unwrap_or_default();
             let f = &f[..f.iter().position(|b| *b == 0).unwrap_or(f.len())];
-            (!f.is_empty()).then(|| String::from_utf8_lossy(f).into_owned())
+            (!f.is_empty()).then(|| SeenText::new(f))
         }
     });
     DhcpSeen {
@@ -122,5 +179,23 @@ pub const STEPS_DROPPED: &str = "bootlane_boot_session_steps_dropped_total";
 pub fn offer(tracer: &Tracer, seen: DhcpSeen) {
     if tracer.try_send(seen).is_err() {
         metrics::counter!(STEPS_DROPPED).increment(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seen_text_is_inline_up_to_its_limit_and_lossy_utf8() {
+        let short = SeenText::new(b"PXEClient:Arch:00007:UNDI:003016");
+        assert!(matches!(short, SeenText::Short { len: 32, .. }));
+        assert_eq!(short.as_str(), "PXEClient:Arch:00007:UNDI:003016");
+        let edge = "x".repeat(SHORT_TEXT);
+        assert_eq!(SeenText::from(edge.as_str()).as_str(), edge);
+        let long = format!("http://boot.example/{}", "a".repeat(100));
+        assert!(matches!(SeenText::new(long.as_bytes()), SeenText::Long(ref s) if *s == long));
+        assert_eq!(SeenText::new(b"ipxe\xff.efi").as_str(), "ipxe\u{fffd}.efi");
+        assert_eq!(format!("{:?}", SeenText::from("a\"b")), "\"a\\\"b\"");
     }
 }

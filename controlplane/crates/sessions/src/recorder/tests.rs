@@ -21,7 +21,7 @@ fn seen(kind: &'static str, reply: Option<&'static str>, server_id: Option<Ipv4A
         server: reply.map(|_| Ipv4Addr::new(10, 0, 0, 1)),
         yiaddr: reply.map(|_| Ipv4Addr::new(10, 0, 0, 50)),
         next_server: reply.map(|_| Ipv4Addr::new(10, 0, 0, 1)),
-        boot_file: reply.map(|_| "undionly.kpxe\x1b[2J".to_string()),
+        boot_file: reply.map(|_| "undionly.kpxe\x1b[2J".into()),
     }
 }
 
