@@ -283,8 +283,8 @@ fi
 # sessions-cpu: where the boot sessions' cost goes, in CPU time. Bootlane on core 1,
 # perfdhcp on core 0 sending PXE clients at CPU_RATE (7000) a second for CPU_SECS (12), a
 # rate both set-ups keep up with, once with boot sessions on and once off; prints the CPU
-# seconds each of the server's threads used (/proc/<pid>/task/*/stat) and the recorder's
-# time per session.
+# seconds each of the server's threads used (/proc/<pid>/task/*/stat), the recorder's
+# time per session and the DHCP messages it left out (its queue full).
 if [[ $WHAT == sessions-cpu ]]; then
   sysctl -qw net.core.rmem_default=4194304
   SRV_PIN="taskset -c 1"
@@ -295,17 +295,26 @@ if [[ $WHAT == sessions-cpu ]]; then
   for mode in on off; do
     pool 10.77.1.0 10.77.250.250
     [[ $mode == on ]] || printf '\n[boot_sessions]\nenabled = false\n' >>"$WORK/bootlane.toml"
+    # The recorder's dropped-steps counter is read at the end (a server in this namespace only).
+    printf '\n[metrics]\npublic = true\n' >>"$WORK/bootlane.toml"
     start_bootlane; sleep 1
     threads "$SPID" >"$WORK/before"
     out=$(ip netns exec "$CLI" taskset -c 0 perfdhcp -4 -r "${CPU_RATE:-7000}" -R 50000 -p "${CPU_SECS:-12}" \
       -o 60,505845436c69656e743a417263683a30303030373a554e44493a303033303136 -o 93,0007 -l vcli 2>&1 || true)
     threads "$SPID" >"$WORK/after"
+    # An absent counter was never counted: 0; no answer at all: "?".
+    if m=$(ip netns exec "$SRV" curl -fs http://127.0.0.1:8080/api/v1/metrics); then
+      dropped=$(awk '/^bootlane_boot_session_steps_dropped_total / {n = $2} END {print n + 0}' <<<"$m")
+    else
+      dropped="?"
+    fi
     stop
     sent=$(awk '/^Rate:/ {print $2}' <<<"$out")
     echo "### boot sessions $mode: perfdhcp at ${CPU_RATE:-7000}/s for ${CPU_SECS:-12} s (achieved ${sent:-?} exchanges/s)"
     join "$WORK/before" "$WORK/after" | awk -v hz="$(getconf CLK_TCK)" -v n="$(awk -v r="${sent:-0}" -v s="${CPU_SECS:-12}" 'BEGIN {print r * s}')" '
       {d = ($3 - $2) / hz; if (d > 0) {printf "  %-16s %6.2f CPU s\n", $1, d; t += d; if ($1 == "boot-sessions") b = d}}
       END {printf "  %-16s %6.2f CPU s\n", "total", t; if (b && n) printf "  recorder: %.1f µs per session (%d sessions)\n", 1e6 * b / n, n}'
+    if [[ $mode == on ]]; then echo "  DHCP messages left out of sessions (recorder's queue full): ${dropped:-0}"; fi
   done
   SRV_PIN=""
 fi

@@ -92,7 +92,7 @@ enum Cmd {
         #[arg(long, default_value_t = 180)]
         seconds: u32,
     },
-    /// Build the Debian package (cargo-deb) into <target>/debian/ and print its path.
+    /// Build the Debian package (cargo-deb) into `<target>/debian/` and print its path.
     Package {
         /// Package the debug build instead of a release build (faster; what `test` uses).
         #[arg(long)]

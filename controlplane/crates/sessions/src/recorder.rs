@@ -59,6 +59,13 @@ pub const MAX_OPEN: usize = 4096;
 pub const MAX_ADDRESSES: usize = 65_536;
 /// Ended sessions kept in memory (besides the journal).
 pub const RECENT: usize = 256;
+/// The recorder thread's nice value (0 is a normal thread's, 19 the lowest): recording
+/// is background work and yields the CPU to the threads that answer DHCP, TFTP, HTTP
+/// and DNS, so it never delays an answer. Its queue absorbs what comes in meanwhile; only
+/// a server with no CPU to spare for seconds on end fills it, and then DHCP messages are
+/// left out of sessions and counted (`bootlane_boot_session_steps_dropped_total`).
+pub const RECORDER_NICE: i32 = 10;
+
 /// The largest journal batch buffer kept for reuse (bytes).
 const KEEP_BATCH: usize = 16 << 20;
 /// How often the recorder takes in what queued up (50 ms: live views lag at most this).
@@ -261,7 +268,8 @@ impl Sessions {
         self.updates.subscribe()
     }
 
-    /// Runs the recorder on a thread of its own (`boot-sessions`) until `token` is
+    /// Runs the recorder on a thread of its own (`boot-sessions`, at nice
+    /// [`RECORDER_NICE`]) until `token` is
     /// cancelled or the last other holder of the recorder drops it: every [`DRAIN`] it
     /// takes what queued up from `dhcp` (the DHCP server's trace queue) and `events`
     /// (polled, so a DHCP message or an event never wakes the recorder: publishers pay no
@@ -285,6 +293,11 @@ impl Sessions {
         std::thread::Builder::new()
             .name("boot-sessions".into())
             .spawn(move || {
+                // SAFETY: setpriority(2) on this thread's own id; no memory is shared. A
+                // failure (EACCES) leaves the thread at normal priority.
+                unsafe {
+                    libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, RECORDER_NICE);
+                }
                 let mut n = 0u64;
                 let mut next = std::time::Instant::now();
                 loop {
@@ -610,10 +623,7 @@ impl Sessions {
     /// Judges `ended` as over, writes each one's journal line (now, while the session is
     /// in the cache: read again a second later, thousands of sessions on, it would not be)
     /// and keeps its summary in memory; [`Self::flush`] appends the lines.
-    fn finish(&self, ended: Vec<Box<Open>>) {
-        if ended.is_empty() {
-            return;
-        }
+    fn finish(&self, ended: impl IntoIterator<Item = Box<Open>>) {
         for o in ended {
             let Open {
                 session: mut s,

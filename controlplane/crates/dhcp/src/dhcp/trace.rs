@@ -22,7 +22,7 @@ use super::{
 use bootlane_core::net::types::MacAddr;
 
 /// The queue's length between the DHCP handler and the recorder.
-pub const QUEUE: usize = 4096;
+pub const QUEUE: usize = 32_768;
 
 /// The longest vendor class kept (bytes, lossy UTF-8); longer ones are cut.
 pub const MAX_VENDOR_CLASS: usize = 64;

@@ -264,3 +264,44 @@ async fn retention_by_count_keeps_the_newest_ended_sessions() {
             .collect::<Vec<_>>()
     );
 }
+
+#[tokio::test]
+async fn the_recorder_thread_runs_at_its_nice_and_records() {
+    let s = sessions(900);
+    let bus = EventBus::in_memory();
+    let (tx, rx) = bootlane_dhcp::dhcp::trace::channel();
+    let token = CancellationToken::new();
+    s.spawn(&bus, rx, token.clone()).unwrap();
+    tx.try_send(seen("discover", Some("offer"), None)).unwrap();
+    // The thread's nice value, from /proc (field 19 of its stat line).
+    let nice = || {
+        std::fs::read_dir("/proc/self/task").unwrap().find_map(|t| {
+            let t = t.unwrap().path();
+            let comm = std::fs::read_to_string(t.join("comm")).ok()?;
+            let stat = std::fs::read_to_string(t.join("stat")).ok()?;
+            let after = &stat[stat.rfind(')')? + 2..];
+            (comm.trim() == "boot-sessions").then(|| after.split(' ').nth(16)?.parse::<i32>().ok())?
+        })
+    };
+    for _ in 0..100 {
+        if s.state.lock().unwrap().open.len() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        s.state.lock().unwrap().open.len(),
+        1,
+        "the queued DISCOVER began a session"
+    );
+    // SAFETY: getpriority(2) on the calling thread's own id.
+    let ours = unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) };
+    let theirs = nice().expect("the boot-sessions thread");
+    if ours <= RECORDER_NICE {
+        assert_eq!(theirs, RECORDER_NICE);
+    } else {
+        // A test run already below that priority cannot be raised without privilege.
+        assert!(theirs >= RECORDER_NICE, "{theirs}");
+    }
+    token.cancel();
+}
