@@ -62,7 +62,7 @@ pub const RECENT: usize = 256;
 /// The recorder thread's nice value (0 is a normal thread's, 19 the lowest): recording
 /// is background work and yields the CPU to the threads that answer DHCP, TFTP, HTTP
 /// and DNS, so it never delays an answer. Its queue absorbs what comes in meanwhile; only
-/// a server with no CPU to spare for seconds on end fills it, and then DHCP messages are
+/// a server with no CPU to spare for more than a second fills it, and then DHCP messages are
 /// left out of sessions and counted (`bootlane_boot_session_steps_dropped_total`).
 pub const RECORDER_NICE: i32 = 10;
 
@@ -269,15 +269,14 @@ impl Sessions {
     }
 
     /// Runs the recorder on a thread of its own (`boot-sessions`, at nice
-    /// [`RECORDER_NICE`]) until `token` is
-    /// cancelled or the last other holder of the recorder drops it: every [`DRAIN`] it
+    /// [`RECORDER_NICE`]) until `token` is cancelled or the last other holder of the
+    /// recorder drops it: every [`DRAIN`] it
     /// takes what queued up from `dhcp` (the DHCP server's trace queue) and `events`
     /// (polled, so a DHCP message or an event never wakes the recorder: publishers pay no
     /// wake-up), every second it ends quiet sessions and appends the lines of the ended
     /// ones to the journal (one write and a file sync), and every minute it applies the
     /// retention. Its own thread keeps that work and the sync off the async workers that
-    /// answer DHCP, TFTP and HTTP.
-    /// Open sessions are stored as they are when it stops.
+    /// answer DHCP, TFTP and HTTP. Open sessions are stored as they are when it stops.
     ///
     /// # Errors
     /// The operating system's error when it refuses a new thread.
@@ -620,9 +619,9 @@ impl Sessions {
         self.flush();
     }
 
-    /// Judges `ended` as over, writes each one's journal line (now, while the session is
-    /// in the cache: read again a second later, thousands of sessions on, it would not be)
-    /// and keeps its summary in memory; [`Self::flush`] appends the lines.
+    /// Judges `ended` as over, encodes each one's journal line into the pending batch
+    /// while the session is in the cache, and keeps its summary in memory;
+    /// [`Self::flush`] appends the batch.
     fn finish(&self, ended: impl IntoIterator<Item = Box<Open>>) {
         for o in ended {
             let Open {
@@ -659,7 +658,7 @@ impl Sessions {
                 }
                 Err(e) => tracing::warn!("boot session {} not stored: {e}", s.id),
             }
-            // Its summary: the session less its steps.
+            // The summary kept in memory is the session without its steps.
             s.steps = Vec::new();
             st.recent.push_front(s);
             st.recent.truncate(RECENT);

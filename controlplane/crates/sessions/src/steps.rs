@@ -63,11 +63,10 @@ pub struct Observed {
 pub const MAX_NAMES: usize = 1024;
 
 /// Text DHCP steps share (vendor classes, boot files): each distinct value is held once,
-/// so the steps of thousands of sessions point at a few copies the recorder keeps warm,
-/// instead of each carrying its own, written by the DHCP worker, read when the session is
-/// stored and freed long after. The last few values given out are compared first (a
-/// storm repeats one vendor class and one boot file), then a set bounded by
-/// [`MAX_NAMES`] (vendor classes are the client's choice).
+/// and the steps of thousands of sessions point at those few copies, which stay in the
+/// recorder's cache. The last few values given out are compared first (a storm repeats
+/// one vendor class and one boot file), then a set bounded by [`MAX_NAMES`] (vendor
+/// classes are the client's choice).
 #[derive(Debug, Default)]
 pub struct Names {
     all: HashSet<Arc<str>>,

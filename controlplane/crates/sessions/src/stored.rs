@@ -448,7 +448,7 @@ mod tests {
         assert_eq!(serde_json::from_str::<Value>(&line).unwrap()["id"], 42);
         // Written again, the same bytes.
         assert_eq!(serde_json::to_string(&back).unwrap(), line);
-        // The session id is read from the line's start.
+        // session_id reads `n` from the line's start; other lines give none.
         assert_eq!(session_id(line.as_bytes()), Some(7));
         for other in [&b"{\"n\":7}"[..], b"{\"id\":42,\"x\":7}", b"{\"id\":,\"n\":7}", b""] {
             assert_eq!(session_id(other), None);

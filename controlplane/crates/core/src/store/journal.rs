@@ -317,22 +317,11 @@ impl<T: Entity> Journal<T> {
     /// Codec or I/O errors; on a failed write or sync the file is cut back to its length
     /// before the call, so a later append never lands behind half a line.
     pub fn append(&self, values: &[T]) -> Result<()> {
-        self.append_with(values, |v, out| Ok(serde_json::to_writer(out, v)?))
-    }
-
-    /// [`Journal::append`] with each value's line written by `encode` (the JSON object,
-    /// without its newline) rather than by its `Serialize` implementation: for a value
-    /// written in bulk whose owner writes its JSON faster by hand. The line must decode
-    /// back as `T` and carry the value's id under `id`.
-    ///
-    /// # Errors
-    /// `encode`'s errors, and I/O errors as for [`Journal::append`].
-    pub fn append_with(&self, values: &[T], encode: impl Fn(&T, &mut Vec<u8>) -> Result<()>) -> Result<()> {
         let mut batch = Batch::default();
         let last_id = self.last_id();
         for v in values {
             if v.id() > last_id.max(batch.last_id().unwrap_or(0)) {
-                batch.push(v.id(), (self.time)(v), |out| encode(v, out))?;
+                batch.push(v.id(), (self.time)(v), |out| Ok(serde_json::to_writer(out, v)?))?;
             }
         }
         self.append_batch(&batch)
